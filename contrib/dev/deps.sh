@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages cebridge needs to build, run and test.
+# Safe to run again; needs root (or sudo).
+set -euo pipefail
+
+if [ ! -r /etc/os-release ] || ! . /etc/os-release || [ "${ID:-}" != debian ]; then
+  echo "cebridge: contrib/dev/deps.sh supports Debian 12 (bookworm) only;" >&2
+  echo "on another system install the packages listed in this script by hand." >&2
+  exit 2
+fi
+if [ "${VERSION_ID:-}" != 12 ]; then
+  echo "cebridge: warning: tested on Debian 12, this is Debian ${VERSION_ID:-?}" >&2
+fi
+
+PKGS=(build-essential cmake pkg-config git
+      libjansson-dev libsqlite3-dev sqlite3 libinih-dev libmicrohttpd-dev
+      libpcre2-dev libyaml-dev libcurl4-openssl-dev libssl-dev libjwt-dev
+      librdkafka-dev libpaho-mqtt-dev libsystemd-dev
+      mosquitto curl clang libclang-rt-14-dev nodejs npm)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "cebridge: run as root to install: ${missing[*]}" >&2; exit 2; }
+  SUDO=sudo
+fi
+echo "cebridge: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

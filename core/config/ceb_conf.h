@@ -1,0 +1,89 @@
+/* Loading and checking bridge.d/: INI files (libinih) read in name order,
+ * sections [bridge], [source NAME], [sink NAME], [route NAME],
+ * [contracts NAME]. Two phases:
+ *   ceb_conf_load  - syntax: files, sections, keys, values with file:line;
+ *   ceb_conf_check - meaning: every section against the host's spec
+ *                    (core/config/ceb_core_spec.h) plus its plugin's spec,
+ *                    types, ranges, required keys, unknown keys (with a
+ *                    "did you mean" hint), duplicates, secrets resolved,
+ *                    and references (route from/to/dlq/receipts).
+ * Errors always carry file:line and a hint. Secret values are never copied
+ * into error messages or logs.
+ * Not thread-safe while loading; a checked ceb_conf is read-only. */
+#ifndef CEB_CONF_H
+#define CEB_CONF_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <ceb/config.h>
+
+typedef struct ceb_conf_error {
+  char file[256];
+  int line; /* 0 when the error is about a file or the whole directory */
+  char message[256];
+  char hint[256]; /* may be empty */
+} ceb_conf_error;
+
+#define CEB_CONF_MAX_ERRORS 64
+
+typedef struct ceb_conf_errors {
+  size_t count; /* may exceed CEB_CONF_MAX_ERRORS; only that many kept */
+  ceb_conf_error items[CEB_CONF_MAX_ERRORS];
+} ceb_conf_errors;
+
+typedef struct ceb_conf_section {
+  char *kind; /* "bridge", "source", "sink", "route", "contracts" */
+  char *name; /* NULL for [bridge] */
+  char *file; /* path of the file that opened the section */
+  int line;
+  ceb_config *cfg; /* values; typed and checked after ceb_conf_check */
+} ceb_conf_section;
+
+typedef struct ceb_conf {
+  char *dir;
+  ceb_conf_section *sections; /* in file order; [bridge] sections merged */
+  size_t count;
+} ceb_conf;
+
+/* Reads every *.conf in dir in name order. CEB_OK, or CEB_ECONFIG with
+ * errs filled (and *out NULL). */
+int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs);
+
+/* The spec of the plugin behind a source/sink/contracts section, or NULL
+ * after adding an error to errs (plugin missing, lacks the role...). */
+typedef const ceb_config_spec *(*ceb_conf_plugin_spec_fn)(
+    void *arg, const ceb_conf_section *section, ceb_conf_errors *errs);
+
+/* Checks every section. CEB_OK or CEB_ECONFIG with errs filled. */
+int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
+                   void *arg, ceb_conf_errors *errs);
+
+/* Finds a section; name NULL for [bridge]. Borrowed. */
+const ceb_conf_section *ceb_conf_find(const ceb_conf *conf, const char *kind,
+                                      const char *name);
+/* The [bridge] section's config (an empty one when absent). */
+const ceb_config *ceb_conf_bridge(const ceb_conf *conf);
+
+void ceb_conf_free(ceb_conf *conf);
+
+/* Adds an error (printf-style message) to errs. */
+void ceb_conf_error_add(ceb_conf_errors *errs, const char *file, int line,
+                        const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Prints every error as "file:line: message (hint)" to f. */
+void ceb_conf_errors_print(const ceb_conf_errors *errs, FILE *f);
+
+/* Writes the Markdown config reference for the host sections and the given
+ * plugin specs to f (used by `cebridge config-reference` and the docs
+ * staleness test). */
+typedef struct ceb_conf_plugin_ref {
+  const char *plugin;
+  const char *description;
+  const ceb_config_spec *source, *sink, *contracts;
+} ceb_conf_plugin_ref;
+int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
+                             size_t count);
+
+#endif

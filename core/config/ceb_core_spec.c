@@ -1,0 +1,112 @@
+#include "config/ceb_core_spec.h"
+
+#define MS(x) ((int64_t)(x) * 1000)
+#define DAYS(x) ((int64_t)(x) * 86400 * 1000)
+
+const ceb_config_spec ceb_spec_bridge[] = {
+    {"store", CEB_CFG_PATH, 0, "/var/lib/cebridge/store.db", 0, 0, NULL,
+     "SQLite store file (journal, delivery state, DLQ, idempotency, "
+     "contracts); relative paths are relative to the file that sets them."},
+    {"plugin_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "Directory plugins are loaded from; default: <bindir>/../lib/cebridge/"
+     "plugins, then the install location."},
+    {"admin.listen", CEB_CFG_ADDRESS, 0, "127.0.0.1:8081", 0, 0, NULL,
+     "Admin API address (health, metrics, status, DLQ); port 0 picks one."},
+    {"admin.token", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
+     "Bearer token the admin API requires for /v1/ (health and metrics stay "
+     "open); ${ENV} or file:/path."},
+    {"log.format", CEB_CFG_ENUM, 0, "json", 0, 0, "json|text",
+     "Log line format."},
+    {"log.level", CEB_CFG_ENUM, 0, "info", 0, 0, "error|warn|info|debug",
+     "Lowest level logged."},
+    {"profile", CEB_CFG_ENUM, 0, "warn", 0, 0, "off|warn|enforce",
+     "NL GOV CloudEvents profile checks on ingress: off, log warnings, or "
+     "reject."},
+    {"max_event_size", CEB_CFG_SIZE, 0, "64KiB", 1024, 16 * 1024 * 1024, NULL,
+     "Largest accepted event (attributes plus data)."},
+    {"drain_timeout", CEB_CFG_DURATION, 0, "30s", 0, MS(3600), NULL,
+     "On SIGTERM: how long in-flight deliveries may take before exit."},
+    {"workers", CEB_CFG_INT, 0, "2", 1, 64, NULL,
+     "Delivery engine worker threads."},
+    {"store.group_max", CEB_CFG_INT, 0, "512", 1, 100000, NULL,
+     "Most events written per group commit (one fsync per group)."},
+    {"store.group_wait", CEB_CFG_DURATION, 0, "0s", 0, 1000, NULL,
+     "How long the committer may wait to fill a group (0: commit as soon as "
+     "the previous commit ends)."},
+    {"store.synchronous", CEB_CFG_ENUM, 0, "full", 0, 0, "full|normal",
+     "SQLite synchronous mode; full fsyncs every commit (no acknowledged "
+     "event lost on power failure)."},
+    {"idempotency.ttl", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
+     "How long Idempotency-Key records are kept."},
+    {"retention", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
+     "How long settled events and their status stay queryable."},
+    {"backpressure.max_queued", CEB_CFG_INT, 0, "1000000", 1, 1000000000, NULL,
+     "Undelivered (route, event) pairs above which sources get 503 / pause."},
+    CEB_CONFIG_SPEC_END};
+
+const ceb_config_spec ceb_spec_route[] = {
+    {"from", CEB_CFG_LIST, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
+     "Source section names this route takes events from."},
+    {"to", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
+     "Sink section name events are delivered to."},
+    {"match.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
+     "Filter on an attribute or extension, e.g. match.type = nl.edu.*: "
+     "exact, prefix (x*), suffix (*x); several values separated by '|' are "
+     "alternatives; several match keys must all hold."},
+    {"order_by", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Attribute or extension whose value is the ordering key: FIFO per key, "
+     "keys in parallel. Unset: no ordering."},
+    {"dlq", CEB_CFG_STRING, 0, "store", 0, 0, NULL,
+     "Where dead letters go: store, or SINK:topic on a sink with topics."},
+    {"retry.mode", CEB_CFG_ENUM, 0, "schedule", 0, 0, "schedule|exponential",
+     "Retry policy: an explicit schedule, or exponential with full jitter."},
+    {"retry.schedule", CEB_CFG_LIST, 0, CEB_DEFAULT_RETRY_SCHEDULE, 0, 0,
+     NULL, "Delay before each attempt (the first is usually 0s)."},
+    {"retry.base", CEB_CFG_DURATION, 0, "1s", 1, DAYS(1), NULL,
+     "Exponential: first delay."},
+    {"retry.max_delay", CEB_CFG_DURATION, 0, "1h", 1, DAYS(7), NULL,
+     "Exponential: largest delay."},
+    {"retry.max_attempts", CEB_CFG_INT, 0, "0", 0, 1000000, NULL,
+     "Most attempts (0: as many as the schedule or deadline allows)."},
+    {"deadline", CEB_CFG_DURATION, 0, "72h", MS(1), DAYS(365), NULL,
+     "After this time since acceptance an event is dead-lettered."},
+    {"timeout", CEB_CFG_DURATION, 0, "15s", 1, MS(3600), NULL,
+     "Per-attempt timeout; a sink that has not settled by then counts as a "
+     "retryable failure."},
+    {"max_inflight", CEB_CFG_INT, 0, "64", 1, 100000, NULL,
+     "Most attempts of this route in progress at once."},
+    {"contract", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Contract pin NAME@1.2.0 or NAME@^1: events must match a message of it."},
+    {"contract.mode", CEB_CFG_ENUM, 0, "enforce", 0, 0, "enforce|warn",
+     "enforce rejects (ingress 422, outbound DLQ); warn only logs."},
+    {"receipts", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Sink (or SINK:topic) that gets a delivery.done / delivery.failed "
+     "CloudEvent when an event settles on this route."},
+    {"receipts.type_prefix", CEB_CFG_STRING, 0, "nl.cebridge.delivery", 0, 0,
+     NULL, "Type prefix of receipt events (.done / .failed are appended)."},
+    CEB_CONFIG_SPEC_END};
+
+const ceb_config_spec ceb_spec_source_common[] = {
+    {"plugin", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
+     "Plugin that implements this section."},
+    {"profile", CEB_CFG_ENUM, 0, NULL, 0, 0, "off|warn|enforce",
+     "NL GOV profile level for this source (default: [bridge] profile)."},
+    CEB_CONFIG_SPEC_END};
+
+const ceb_config_spec ceb_spec_sink_common[] = {
+    {"plugin", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
+     "Plugin that implements this section."},
+    {"rate_limit", CEB_CFG_RATE, 0, NULL, 0, 1000000000, NULL,
+     "Most deliveries per second to this sink (token bucket); unset: none."},
+    {"rate_limit.burst", CEB_CFG_INT, 0, "0", 0, 1000000, NULL,
+     "Token bucket size (0: one second's worth)."},
+    {"circuit.failures", CEB_CFG_INT, 0, "5", 1, 1000000, NULL,
+     "Consecutive failed attempts that open the sink's circuit."},
+    {"circuit.open_for", CEB_CFG_DURATION, 0, "30s", 1, DAYS(1), NULL,
+     "How long an open circuit waits before a half-open probe."},
+    CEB_CONFIG_SPEC_END};
+
+const ceb_config_spec ceb_spec_contracts_common[] = {
+    {"plugin", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
+     "Plugin that implements this section."},
+    CEB_CONFIG_SPEC_END};

@@ -1,0 +1,130 @@
+#include "log/ceb_log.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+static struct {
+  pthread_mutex_t lock;
+  ceb_log_level min;
+  ceb_log_format format;
+  FILE *out;
+} g_log = {PTHREAD_MUTEX_INITIALIZER, CEB_LOG_INFO, CEB_LOGFMT_JSON, NULL};
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void ceb_log_configure(ceb_log_level min_level, ceb_log_format format,
+                       FILE *out) {
+  pthread_mutex_lock(&g_log.lock);
+  g_log.min = min_level;
+  g_log.format = format;
+  g_log.out = out;
+  pthread_mutex_unlock(&g_log.lock);
+}
+
+int ceb_log_level_parse(const char *s) {
+  for (int i = 0; s && i < 4; i++)
+    if (strcmp(s, level_names[i]) == 0)
+      return i;
+  return -1;
+}
+
+int ceb_log_format_parse(const char *s) {
+  if (s && strcmp(s, "json") == 0)
+    return CEB_LOGFMT_JSON;
+  if (s && strcmp(s, "text") == 0)
+    return CEB_LOGFMT_TEXT;
+  return -1;
+}
+
+int ceb_log_enabled(ceb_log_level level) { return level <= g_log.min; }
+
+static void now_rfc3339(char *buf, size_t size) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  struct tm tm;
+  gmtime_r(&tv.tv_sec, &tm);
+  size_t n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf + n, size - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
+}
+
+void ceb_log_vwrite(ceb_log_level level, const char *component,
+                    const ceb_log_ctx *ctx, const char *fmt, va_list ap) {
+  if (!ceb_log_enabled(level))
+    return;
+  char msg[2048];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  char ts[40];
+  now_rfc3339(ts, sizeof ts);
+  const char *lv = level_names[level < 0 || level > 3 ? 0 : level];
+  char *line = NULL;
+  if (g_log.format == CEB_LOGFMT_JSON) {
+    json_t *o = json_object();
+    json_object_set_new(o, "time", json_string(ts));
+    json_object_set_new(o, "level", json_string(lv));
+    if (component)
+      json_object_set_new(o, "component", json_string(component));
+    if (ctx) {
+      if (ctx->event_id)
+        json_object_set_new(o, "event_id", json_string(ctx->event_id));
+      if (ctx->route)
+        json_object_set_new(o, "route", json_string(ctx->route));
+      if (ctx->client)
+        json_object_set_new(o, "client", json_string(ctx->client));
+      if (ctx->trace_id)
+        json_object_set_new(o, "trace_id", json_string(ctx->trace_id));
+    }
+    /* json_string rejects invalid UTF-8: keep the record, mark the text. */
+    json_t *m = json_string(msg);
+    json_object_set_new(o, "msg", m ? m : json_string("(non-UTF-8 message)"));
+    line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+  }
+  pthread_mutex_lock(&g_log.lock);
+  FILE *out = g_log.out ? g_log.out : stderr;
+  if (line) {
+    fprintf(out, "%s\n", line);
+  } else {
+    fprintf(out, "%s %-5s %s%s%s", ts, lv, component ? "[" : "",
+            component ? component : "", component ? "] " : "");
+    if (ctx && ctx->event_id)
+      fprintf(out, "event=%s ", ctx->event_id);
+    if (ctx && ctx->route)
+      fprintf(out, "route=%s ", ctx->route);
+    if (ctx && ctx->client)
+      fprintf(out, "client=%s ", ctx->client);
+    if (ctx && ctx->trace_id)
+      fprintf(out, "trace=%s ", ctx->trace_id);
+    fprintf(out, "%s\n", msg);
+  }
+  fflush(out);
+  pthread_mutex_unlock(&g_log.lock);
+  free(line);
+}
+
+void ceb_log_write(ceb_log_level level, const char *component,
+                   const ceb_log_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ceb_log_vwrite(level, component, ctx, fmt, ap);
+  va_end(ap);
+}
+
+const char *ceb_log_trace_id(const char *tp, char *buf) {
+  /* version(2)-traceid(32)-parentid(16)-flags(2) */
+  if (!tp || strlen(tp) < 55 || tp[2] != '-' || tp[35] != '-')
+    return NULL;
+  for (int i = 0; i < 32; i++) {
+    char c = tp[3 + i];
+    if (!isxdigit((unsigned char)c) || isupper((unsigned char)c))
+      return NULL;
+    buf[i] = c;
+  }
+  buf[32] = '\0';
+  if (strspn(buf, "0") == 32)
+    return NULL;
+  return buf;
+}

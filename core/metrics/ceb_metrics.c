@@ -1,0 +1,249 @@
+#include "metrics/ceb_metrics.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double k_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                   0.05,   0.1,   0.25,   0.5,   1,    2.5,
+                                   5,      10,    30,     60};
+#define NBUCKETS (sizeof k_buckets / sizeof k_buckets[0])
+
+typedef struct series {
+  struct series *next;
+  char *labels;
+  double value; /* counter/gauge; histogram: sum */
+  unsigned long long count;
+  unsigned long long *buckets;
+} series;
+
+typedef struct family {
+  struct family *next;
+  char *name;
+  char *help;
+  ceb_metric_type type;
+  int declared;
+  series *series;
+} family;
+
+struct ceb_metrics {
+  pthread_mutex_t lock;
+  family *families; /* kept sorted by name for stable output */
+};
+
+ceb_metrics *ceb_metrics_new(void) {
+  ceb_metrics *m = calloc(1, sizeof *m);
+  if (m)
+    pthread_mutex_init(&m->lock, NULL);
+  return m;
+}
+
+void ceb_metrics_free(ceb_metrics *m) {
+  if (!m)
+    return;
+  for (family *f = m->families, *fn; f; f = fn) {
+    fn = f->next;
+    for (series *s = f->series, *sn; s; s = sn) {
+      sn = s->next;
+      free(s->labels);
+      free(s->buckets);
+      free(s);
+    }
+    free(f->name);
+    free(f->help);
+    free(f);
+  }
+  pthread_mutex_destroy(&m->lock);
+  free(m);
+}
+
+/* Caller holds the lock. */
+static family *family_get(ceb_metrics *m, const char *name,
+                          ceb_metric_type type) {
+  family **pp = &m->families;
+  while (*pp && strcmp((*pp)->name, name) < 0)
+    pp = &(*pp)->next;
+  if (*pp && strcmp((*pp)->name, name) == 0)
+    return *pp;
+  family *f = calloc(1, sizeof *f);
+  if (!f)
+    return NULL;
+  f->name = strdup(name);
+  if (!f->name) {
+    free(f);
+    return NULL;
+  }
+  f->type = type;
+  f->next = *pp;
+  *pp = f;
+  return f;
+}
+
+static series *series_get(family *f, const char *labels) {
+  if (!labels)
+    labels = "";
+  series **pp = &f->series;
+  while (*pp && strcmp((*pp)->labels, labels) < 0)
+    pp = &(*pp)->next;
+  if (*pp && strcmp((*pp)->labels, labels) == 0)
+    return *pp;
+  series *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->labels = strdup(labels);
+  if (f->type == CEB_MT_HISTOGRAM)
+    s->buckets = calloc(NBUCKETS, sizeof *s->buckets);
+  if (!s->labels || (f->type == CEB_MT_HISTOGRAM && !s->buckets)) {
+    free(s->labels);
+    free(s->buckets);
+    free(s);
+    return NULL;
+  }
+  s->next = *pp;
+  *pp = s;
+  return s;
+}
+
+void ceb_metrics_declare(ceb_metrics *m, const char *name,
+                         ceb_metric_type type, const char *help) {
+  pthread_mutex_lock(&m->lock);
+  family *f = family_get(m, name, type);
+  if (f && !f->declared) {
+    f->declared = 1;
+    f->type = type;
+    free(f->help);
+    f->help = help ? strdup(help) : NULL;
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
+static void update(ceb_metrics *m, const char *name, const char *labels,
+                   ceb_metric_type type, double v) {
+  if (!m || !name)
+    return;
+  pthread_mutex_lock(&m->lock);
+  family *f = family_get(m, name, type);
+  series *s = f ? series_get(f, labels) : NULL;
+  if (s) {
+    if (f->type == CEB_MT_COUNTER)
+      s->value += v;
+    else if (f->type == CEB_MT_GAUGE)
+      s->value = v;
+    else if (s->buckets) {
+      s->value += v;
+      s->count++;
+      for (size_t i = 0; i < NBUCKETS; i++)
+        if (v <= k_buckets[i])
+          s->buckets[i]++;
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
+void ceb_metrics_add(ceb_metrics *m, const char *name, const char *labels,
+                     double value) {
+  update(m, name, labels, CEB_MT_COUNTER, value);
+}
+void ceb_metrics_set(ceb_metrics *m, const char *name, const char *labels,
+                     double value) {
+  update(m, name, labels, CEB_MT_GAUGE, value);
+}
+void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
+                         double seconds) {
+  update(m, name, labels, CEB_MT_HISTOGRAM, seconds);
+}
+
+double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels) {
+  double v = 0;
+  if (!labels)
+    labels = "";
+  pthread_mutex_lock(&m->lock);
+  for (family *f = m->families; f; f = f->next) {
+    if (strcmp(f->name, name) != 0)
+      continue;
+    for (series *s = f->series; s; s = s->next)
+      if (strcmp(s->labels, labels) == 0)
+        v = f->type == CEB_MT_HISTOGRAM ? (double)s->count : s->value;
+  }
+  pthread_mutex_unlock(&m->lock);
+  return v;
+}
+
+typedef struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->oom)
+    return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      b->oom = 1;
+      return;
+    }
+    if ((size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    size_t ncap = (b->cap + (size_t)n + 1) * 2;
+    char *np = realloc(b->p, ncap);
+    if (!np) {
+      b->oom = 1;
+      return;
+    }
+    b->p = np;
+    b->cap = ncap;
+  }
+}
+
+static const char *type_name(ceb_metric_type t) {
+  return t == CEB_MT_COUNTER ? "counter"
+         : t == CEB_MT_GAUGE ? "gauge"
+                             : "histogram";
+}
+
+char *ceb_metrics_render(ceb_metrics *m) {
+  sbuf b = {malloc(4096), 0, 4096, 0};
+  if (!b.p)
+    return NULL;
+  b.p[0] = '\0';
+  pthread_mutex_lock(&m->lock);
+  for (family *f = m->families; f; f = f->next) {
+    if (f->help)
+      sb_printf(&b, "# HELP %s %s\n", f->name, f->help);
+    sb_printf(&b, "# TYPE %s %s\n", f->name, type_name(f->type));
+    for (series *s = f->series; s; s = s->next) {
+      const char *l = s->labels;
+      if (f->type != CEB_MT_HISTOGRAM) {
+        sb_printf(&b, "%s%s%s%s %.17g\n", f->name, *l ? "{" : "", l,
+                  *l ? "}" : "", s->value);
+        continue;
+      }
+      for (size_t i = 0; i < NBUCKETS; i++)
+        sb_printf(&b, "%s_bucket{%s%sle=\"%g\"} %llu\n", f->name, l,
+                  *l ? "," : "", k_buckets[i], s->buckets[i]);
+      sb_printf(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", f->name, l,
+                *l ? "," : "", s->count);
+      sb_printf(&b, "%s_sum%s%s%s %.17g\n", f->name, *l ? "{" : "", l,
+                *l ? "}" : "", s->value);
+      sb_printf(&b, "%s_count%s%s%s %llu\n", f->name, *l ? "{" : "", l,
+                *l ? "}" : "", s->count);
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (b.oom) {
+    free(b.p);
+    return NULL;
+  }
+  return b.p;
+}

@@ -1,0 +1,44 @@
+/* Metrics registry rendered as Prometheus text (/metrics).
+ *
+ * One registry per bridge (not a singleton); every function is thread-safe.
+ * A series is (name, labels) where labels is the inside of the braces,
+ * e.g. "route=\"a\",code=\"503\"" (NULL or "" for none). Names get no prefix
+ * here: callers pass full names ("cebridge_events_received_total"). */
+#ifndef CEB_METRICS_H
+#define CEB_METRICS_H
+
+#include <stddef.h>
+
+typedef struct ceb_metrics ceb_metrics;
+
+typedef enum ceb_metric_type {
+  CEB_MT_COUNTER = 0,
+  CEB_MT_GAUGE = 1,
+  CEB_MT_HISTOGRAM = 2
+} ceb_metric_type;
+
+ceb_metrics *ceb_metrics_new(void);
+void ceb_metrics_free(ceb_metrics *m);
+
+/* Declares a family's type and help text; optional (undeclared families are
+ * rendered as untyped counters/gauges by first use). */
+void ceb_metrics_declare(ceb_metrics *m, const char *name,
+                         ceb_metric_type type, const char *help);
+
+void ceb_metrics_add(ceb_metrics *m, const char *name, const char *labels,
+                     double value);
+void ceb_metrics_set(ceb_metrics *m, const char *name, const char *labels,
+                     double value);
+/* Observes a value in seconds into a histogram with latency buckets from
+ * 0.5 ms to 60 s. */
+void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
+                         double seconds);
+
+/* Current value of a counter or gauge series (histograms: the count);
+ * 0 when absent. For tests and the CLI. */
+double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels);
+
+/* Prometheus text exposition format 0.0.4; malloc'd, caller frees. */
+char *ceb_metrics_render(ceb_metrics *m);
+
+#endif

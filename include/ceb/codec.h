@@ -1,0 +1,149 @@
+/* cebridge public SDK: CloudEvents formats and protocol bindings.
+ *
+ * Every decoder returns CEB_OK and a new event owned by the caller, or a
+ * negative status with `err` filled (err may be NULL). Decoders check the
+ * structure the format or binding defines (JSON types, specversion, header
+ * mapping, base64) but not the CloudEvents rules of the values themselves:
+ * run ceb_event_validate() for that, so that a bad value is a validation
+ * violation with a stable code, not a parse failure.
+ *
+ * Encoders write into caller-owned outputs; buffers they allocate are freed
+ * with ceb_free(). All functions are reentrant and thread-safe. */
+#ifndef CEB_CODEC_H
+#define CEB_CODEC_H
+
+#include <stddef.h>
+
+#include "event.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Frees memory the SDK allocated for the caller. NULL is ignored. */
+void ceb_free(void *p);
+
+/* ---- header lists (HTTP headers, Kafka headers, MQTT user properties) ---- */
+
+typedef struct ceb_header {
+  char *name;  /* owned by the list */
+  char *value; /* owned by the list; NUL-terminated */
+  size_t value_len;
+} ceb_header;
+
+/* A growable ordered list; zero-initialise it (ceb_headers h = {0}). */
+typedef struct ceb_headers {
+  ceb_header *items;
+  size_t count;
+  size_t cap;
+} ceb_headers;
+
+/* Appends copies of name and value (value_len bytes). */
+int ceb_headers_add(ceb_headers *h, const char *name, const char *value,
+                    size_t value_len);
+/* First value whose name matches case-insensitively, or NULL. Borrowed. */
+const char *ceb_headers_get(const ceb_headers *h, const char *name);
+/* Frees the entries and resets the list to empty. */
+void ceb_headers_clear(ceb_headers *h);
+
+/* ---- JSON event format (application/cloudevents+json) ---- */
+
+/* Decodes one event. `data` holding a JSON value gives CEB_DATA_JSON (or
+ * CEB_DATA_TEXT for a JSON string with a non-JSON datacontenttype);
+ * `data_base64` gives CEB_DATA_BINARY. An extension set to null is unset.
+ * Both data and data_base64 present, a non-object, a non-string context
+ * attribute or an object/array extension value are errors. */
+int ceb_json_decode(const char *buf, size_t len, ceb_event **out,
+                    ceb_error *err);
+/* Encodes one event; *out is NUL-terminated, free with ceb_free(). */
+int ceb_json_encode(const ceb_event *ev, char **out, size_t *out_len);
+
+/* ---- JSON batch format (application/cloudevents-batch+json) ---- */
+
+/* Decodes a JSON array of events. On success *events is an array of *count
+ * owned events (free with ceb_events_free). On error nothing is returned and
+ * err->index names the failing element. An empty array is valid. */
+int ceb_batch_decode(const char *buf, size_t len, ceb_event ***events,
+                     size_t *count, ceb_error *err);
+int ceb_batch_encode(ceb_event *const *events, size_t count, char **out,
+                     size_t *out_len);
+/* Unrefs each event and frees the array. */
+void ceb_events_free(ceb_event **events, size_t count);
+
+/* ---- HTTP protocol binding ---- */
+
+typedef enum ceb_mode {
+  CEB_MODE_BINARY = 0,
+  CEB_MODE_STRUCTURED = 1,
+  CEB_MODE_BATCH = 2
+} ceb_mode;
+
+/* Which mode a Content-Type selects: application/cloudevents+json ->
+ * STRUCTURED, application/cloudevents-batch+json -> BATCH, anything else
+ * (or none) -> BINARY. Parameters and case are ignored. */
+ceb_mode ceb_http_mode_of(const char *content_type);
+/* 1 when the media type is JSON: application/json, text/json, or any
+ * "+json" suffix. NULL counts as JSON (the spec's default). */
+int ceb_media_type_is_json(const char *content_type);
+
+/* Decodes one event from request headers and body: binary mode maps ce-*
+ * headers (percent-decoded) and Content-Type -> datacontenttype; structured
+ * mode parses the body. A batch content type is CEB_EINVAL here. */
+int ceb_http_decode(const ceb_headers *headers, const void *body, size_t len,
+                    ceb_event **out, ceb_error *err);
+/* Encodes for HTTP. Binary: ce-* headers percent-encoded per the binding and
+ * Content-Type from datacontenttype, body = data. Structured: Content-Type
+ * application/cloudevents+json, body = JSON format. Headers are appended to
+ * *headers; *body is freed with ceb_free (may be NULL when there is no data). */
+int ceb_http_encode(const ceb_event *ev, ceb_mode mode, ceb_headers *headers,
+                    char **body, size_t *len);
+
+/* ---- Kafka protocol binding ---- */
+
+/* Decodes a record: binary mode (ce_* headers, content-type header) unless the
+ * content-type header is application/cloudevents+json (structured).
+ * A record key is mapped to the partitionkey extension when that is absent. */
+int ceb_kafka_decode(const ceb_headers *headers, const void *key,
+                     size_t key_len, const void *value, size_t len,
+                     ceb_event **out, ceb_error *err);
+/* Encodes a record. key_attr names the attribute that becomes the record key
+ * ("partitionkey" by default when NULL); *key is NULL when it is unset.
+ * Free *key and *value with ceb_free. */
+int ceb_kafka_encode(const ceb_event *ev, ceb_mode mode, const char *key_attr,
+                     ceb_headers *headers, char **key, size_t *key_len,
+                     char **value, size_t *len);
+
+/* ---- MQTT protocol binding ---- */
+
+/* Decodes a PUBLISH. mqtt_version 5: binary mode from user properties and the
+ * Content Type property, structured when that is application/cloudevents+json.
+ * mqtt_version 4 (3.1.1): structured JSON only. content_type may be NULL. */
+int ceb_mqtt_decode(int mqtt_version, const ceb_headers *user_props,
+                    const char *content_type, const void *payload, size_t len,
+                    ceb_event **out, ceb_error *err);
+/* Encodes a PUBLISH. For mqtt_version 4 the mode must be structured.
+ * *content_type (may be NULL) and *payload are freed with ceb_free. */
+int ceb_mqtt_encode(const ceb_event *ev, int mqtt_version, ceb_mode mode,
+                    ceb_headers *user_props, char **content_type,
+                    char **payload, size_t *len);
+
+/* ---- helpers shared by bindings ---- */
+
+/* Percent-encodes a header value per the CloudEvents HTTP binding (space,
+ * double quote, percent and anything outside printable ASCII). Free with
+ * ceb_free. */
+char *ceb_percent_encode(const char *value);
+/* Decodes percent-encoding; CEB_EINVAL on a malformed escape or invalid
+ * UTF-8 result. *out freed with ceb_free. */
+int ceb_percent_decode(const char *value, char **out);
+
+/* Standard base64 (RFC 4648 with padding). Free results with ceb_free. */
+char *ceb_base64_encode(const void *data, size_t len);
+int ceb_base64_decode(const char *text, size_t text_len, unsigned char **out,
+                      size_t *out_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

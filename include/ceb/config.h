@@ -1,0 +1,95 @@
+/* cebridge public SDK: typed configuration.
+ *
+ * A plugin declares what it accepts as a ceb_config_spec array; the host
+ * parses bridge.d/, rejects unknown keys, duplicates, missing required keys
+ * and out-of-range values with file:line before the plugin's init runs, and
+ * hands the plugin a read-only ceb_config holding the checked values.
+ * docs/config-reference.md is generated from these specs.
+ *
+ * A ceb_config is immutable once handed to a plugin and may be read from any
+ * thread. Returned strings are borrowed and live as long as the config. */
+#ifndef CEB_CONFIG_H
+#define CEB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ceb_cfg_type {
+  CEB_CFG_STRING = 0,
+  CEB_CFG_INT = 1,      /* decimal integer within [min, max] */
+  CEB_CFG_BOOL = 2,     /* true/false, yes/no, on/off, 1/0 */
+  CEB_CFG_DURATION = 3, /* "250ms", "5s", "2h", "1h30m", "0s"; [min, max] in ms */
+  CEB_CFG_SIZE = 4,     /* "512", "64KiB", "1MiB", "2GiB", "1kB"; [min, max] bytes */
+  CEB_CFG_RATE = 5,     /* "200/s", "1000/min", "10/h"; [min, max] per second */
+  CEB_CFG_LIST = 6,     /* comma- or space-separated items */
+  CEB_CFG_ENUM = 7,     /* one of `choices` ("a|b|c") */
+  CEB_CFG_ADDRESS = 8,  /* "host:port", "[v6]:port"; port 0 = ephemeral */
+  CEB_CFG_URL = 9,      /* absolute http(s) URL */
+  CEB_CFG_PATH = 10     /* file-system path */
+} ceb_cfg_type;
+
+enum {
+  CEB_CFG_REQUIRED = 1u << 0, /* must be set */
+  CEB_CFG_SECRET = 1u << 1,   /* may be ${ENV} or file:/path; never logged */
+  CEB_CFG_PREFIX = 1u << 2,   /* key ends in '.': accepts any key with that
+                                 prefix as a string (e.g. "rdkafka.") */
+  CEB_CFG_MULTI = 1u << 3     /* may repeat; values append (lists) */
+};
+
+typedef struct ceb_config_spec {
+  const char *key;           /* "listen", "tls.cert", "rdkafka." */
+  ceb_cfg_type type;
+  unsigned flags;
+  const char *default_value; /* in config syntax; NULL = no default */
+  int64_t min, max;          /* range for INT/DURATION(ms)/SIZE/RATE; 0,0 = none */
+  const char *choices;       /* ENUM: "a|b|c" */
+  const char *description;   /* one sentence for the reference */
+} ceb_config_spec;
+
+/* Terminates a spec array. */
+#define CEB_CONFIG_SPEC_END {0, CEB_CFG_STRING, 0, 0, 0, 0, 0, 0}
+
+typedef struct ceb_config ceb_config;
+
+/* Value of key, or its default, or NULL. Secrets are resolved. */
+const char *ceb_config_str(const ceb_config *cfg, const char *key);
+int64_t ceb_config_int(const ceb_config *cfg, const char *key, int64_t dflt);
+int ceb_config_bool(const ceb_config *cfg, const char *key, int dflt);
+int64_t ceb_config_duration_ms(const ceb_config *cfg, const char *key,
+                               int64_t dflt);
+uint64_t ceb_config_size(const ceb_config *cfg, const char *key,
+                         uint64_t dflt);
+double ceb_config_rate(const ceb_config *cfg, const char *key, double dflt);
+/* Items of a LIST key: *items is borrowed (NULL-terminated array). */
+size_t ceb_config_list(const ceb_config *cfg, const char *key,
+                       const char *const **items);
+/* Calls fn for every set key starting with prefix, in file order; stops and
+ * returns fn's value when it is non-zero. */
+int ceb_config_foreach(const ceb_config *cfg, const char *prefix,
+                       int (*fn)(const char *key, const char *value, void *arg),
+                       void *arg);
+/* "file:line" where key was set, or "default". Borrowed. */
+const char *ceb_config_origin(const ceb_config *cfg, const char *key);
+/* The section name ("intermediary" of [source intermediary]). */
+const char *ceb_config_name(const ceb_config *cfg);
+
+/* Value parsers shared by the host and plugins. CEB_OK or CEB_EINVAL. */
+int ceb_parse_duration_ms(const char *text, int64_t *ms);
+int ceb_parse_size(const char *text, uint64_t *bytes);
+int ceb_parse_rate(const char *text, double *per_second);
+int ceb_parse_bool(const char *text, int *value);
+int ceb_parse_int(const char *text, int64_t *value);
+/* Splits "host:port" / "[v6]:port" into host (caller buffer) and port. */
+int ceb_parse_address(const char *text, char *host, size_t host_size,
+                      int *port);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

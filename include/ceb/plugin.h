@@ -1,0 +1,301 @@
+/* cebridge public plugin ABI.
+ *
+ * A plugin is a shared object exporting exactly one symbol:
+ *
+ *   const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,
+ *                                      uint32_t host_abi_minor);
+ *
+ * It returns a static, const descriptor (or NULL to decline). The host
+ * rejects the plugin, logs one line with the reason and dlclose()s it when:
+ * the major differs, the plugin's minor is newer than the host's, struct_size
+ * is shorter than the ABI 1.0 descriptor, or a callback its roles require is
+ * missing. Plugins are loaded RTLD_NOW | RTLD_LOCAL and built with
+ * -fvisibility=hidden; they reach the host only through the ceb_host table
+ * given to init (the executable exports nothing), and link the SDK library
+ * libceb (event model, codecs, validation, config accessors).
+ *
+ * Versioning (Redis-module style): every struct crossing the boundary starts
+ * with struct_size. New members are only ever appended and bump the minor;
+ * a reader checks struct_size before touching a member added after 1.0.
+ *
+ * Instances, not singletons: each configured section ([source x], [sink y],
+ * [contracts z]) is one instance with its own state pointer. Plugins keep no
+ * mutable globals.
+ *
+ * Threading:
+ *  - init, start, drain, destroy and sync run on the host's control thread,
+ *    never concurrently for one instance.
+ *  - deliver runs on a host worker thread and must not block: enqueue the
+ *    work and return; settle later from any thread.
+ *  - every ceb_host function may be called from any thread, including
+ *    threads the plugin or its libraries create, unless noted.
+ */
+#ifndef CEB_PLUGIN_H
+#define CEB_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "event.h"
+#include "status.h"
+#include "validate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CEB_ABI_MAJOR 1
+#define CEB_ABI_MINOR 0
+
+#if defined(__GNUC__)
+#define CEB_EXPORT __attribute__((visibility("default")))
+#define CEB_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CEB_EXPORT
+#define CEB_PRINTF(f, a)
+#endif
+
+#define CEB_PLUGIN_QUERY_SYMBOL "ceb_plugin_query"
+
+/* Roles a plugin offers; an instance has exactly one of the first three. */
+enum {
+  CEB_ROLE_SOURCE = 1u << 0,    /* submits events into the bridge */
+  CEB_ROLE_SINK = 1u << 1,      /* delivers events out of the bridge */
+  CEB_ROLE_CONTRACTS = 1u << 2, /* fetches contracts into the register */
+  CEB_ROLE_TOPICS = 1u << 3     /* sink honours ceb_delivery.topic (DLQ topics) */
+};
+
+typedef enum ceb_log_level {
+  CEB_LOG_ERROR = 0,
+  CEB_LOG_WARN = 1,
+  CEB_LOG_INFO = 2,
+  CEB_LOG_DEBUG = 3
+} ceb_log_level;
+
+/* The host's handle for one configured instance. Opaque; valid from init
+ * until destroy returns. */
+typedef struct ceb_instance ceb_instance;
+
+typedef struct ceb_instance_info {
+  uint32_t struct_size;
+  const char *name;     /* section name, e.g. "intermediary" */
+  uint32_t role;        /* exactly one of SOURCE, SINK, CONTRACTS */
+  const char *data_dir; /* a directory this instance may keep files in */
+} ceb_instance_info;
+
+/* ---- sources: submit ---- */
+
+typedef struct ceb_submit_result {
+  uint32_t struct_size;
+  int status;        /* CEB_OK: every event is durable (or was already held) */
+  size_t accepted;   /* events newly journaled */
+  size_t duplicates; /* events already held under (client, source, id) */
+} ceb_submit_result;
+
+/* Called exactly once per successful submit(), from a host thread, after the
+ * batch holding the events committed (status CEB_OK) or failed for good
+ * (CEB_EIO, CEB_ESHUTDOWN). The result is borrowed for the call. Settle the
+ * upstream (HTTP 202, offset commit, PUBACK) only on CEB_OK. Must not block. */
+typedef void (*ceb_submit_cb)(void *arg, const ceb_submit_result *result);
+
+typedef struct ceb_submit_opts {
+  uint32_t struct_size;
+  const char *client;     /* authenticated client identity, or NULL */
+  const char *traceparent;/* W3C trace context of the request, or NULL */
+  /* Out, optional: on CEB_EVALIDATION, the violations of the first failing
+   * event and its index in the batch. */
+  ceb_violations *violations;
+  size_t *failed_index;
+} ceb_submit_opts;
+
+/* ---- sinks: deliver and settle ---- */
+
+typedef enum ceb_outcome {
+  CEB_ACK = 0,   /* delivered: done */
+  CEB_RETRY = 1, /* transient failure: try again per the route's policy */
+  CEB_REJECT = 2 /* permanent failure: dead-letter now */
+} ceb_outcome;
+
+/* One delivery attempt. Owned by the host; the plugin may read every member
+ * and use sink_data until it calls settle(), exactly once; after that the
+ * pointer is dead. */
+typedef struct ceb_delivery {
+  uint32_t struct_size;
+  const ceb_event *event;      /* borrowed until settle */
+  const char *route;           /* route name */
+  const char *topic;           /* NULL: the sink's own destination; else a
+                                  topic override (DLQ, receipts) */
+  const char *idempotency_key; /* stable across retries of this event+route */
+  uint32_t attempt;            /* 1 for the first */
+  int64_t deadline_ms;         /* host clock: settle RETRY by then at latest */
+  void *sink_data;             /* the plugin's, until settle */
+} ceb_delivery;
+
+enum {
+  CEB_SETTLE_OPEN_CIRCUIT = 1u << 0 /* the peer is gone (HTTP 410): open the
+                                       sink's circuit and alert */
+};
+
+typedef struct ceb_settle_info {
+  uint32_t struct_size;
+  ceb_outcome outcome;
+  int64_t retry_after_ms; /* RETRY: minimum wait the peer asked for; -1 none */
+  int status_code;        /* protocol status (HTTP 503, Kafka err), 0 none */
+  const char *reason;     /* stable reason code: "http.503", "timeout" ...;
+                             copied by the host */
+  const char *detail;     /* free text for the DLQ/log; copied, truncated */
+  unsigned flags;         /* CEB_SETTLE_* */
+} ceb_settle_info;
+
+/* ---- idempotency (HTTP-style Idempotency-Key) ---- */
+
+typedef enum ceb_idem_state {
+  CEB_IDEM_NEW = 0,       /* key reserved for this request: process it */
+  CEB_IDEM_REPLAY = 1,    /* completed before: replay the stored response */
+  CEB_IDEM_IN_FLIGHT = 2, /* the first request is still running: 409 */
+  CEB_IDEM_MISMATCH = 3   /* same key, other request fingerprint: 422 */
+} ceb_idem_state;
+
+typedef struct ceb_idem_record {
+  uint32_t struct_size;
+  ceb_idem_state state;
+  int http_status;      /* REPLAY: stored status */
+  char *content_type;   /* REPLAY: stored Content-Type; free with ceb_free */
+  char *body;           /* REPLAY: stored body bytes; free with ceb_free */
+  size_t body_len;
+} ceb_idem_record;
+
+/* ---- metrics ---- */
+
+typedef enum ceb_metric_kind {
+  CEB_METRIC_COUNTER = 0,  /* value is added */
+  CEB_METRIC_GAUGE = 1,    /* value is set */
+  CEB_METRIC_HISTOGRAM = 2 /* value (seconds) is observed */
+} ceb_metric_kind;
+
+/* ---- the host table ---- */
+
+typedef struct ceb_host {
+  uint32_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+
+  /* Logs one line prefixed "[role:plugin:name]". Never pass secrets. */
+  void (*log)(ceb_instance *inst, ceb_log_level level, const char *fmt, ...)
+      CEB_PRINTF(3, 4);
+
+  /* Submits count events as one unit (a batch is accepted or refused whole).
+   * The host validates (CloudEvents, profile, contracts of matching routes),
+   * dedupes on (client, source, id) and journals them.
+   * Returns CEB_OK: the host took over the caller's references and will call
+   *   cb exactly once when durable (or failed).
+   * Returns < 0 (CEB_EVALIDATION, CEB_ETOOLARGE, CEB_EBUSY backpressure,
+   *   CEB_ESHUTDOWN draining, CEB_EINVAL): nothing was taken, the caller
+   *   still owns its references, and cb is never called. */
+  int (*submit)(ceb_instance *inst, ceb_event *const *events, size_t count,
+                const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg);
+
+  /* 1 when submit would currently be accepted (no backpressure, not
+   * draining). Sources that paused on CEB_EBUSY poll this to resume. */
+  int (*accepting)(ceb_instance *inst);
+
+  /* Settles a delivery exactly once. info is copied. A second settle of the
+   * same delivery is a bug: it is logged and ignored. */
+  void (*settle)(ceb_instance *inst, ceb_delivery *d,
+                 const ceb_settle_info *info);
+
+  /* Records a metric "cebridge_<name>" with the instance's labels plus
+   * `labels` ("code=\"503\"", may be NULL). */
+  void (*metric)(ceb_instance *inst, ceb_metric_kind kind, const char *name,
+                 const char *labels, double value);
+
+  /* The host clock in ms since the epoch (tests inject it). */
+  int64_t (*now_ms)(ceb_instance *inst);
+
+  /* Idempotency-Key support, keys scoped per client. begin reserves the key
+   * or reports its state (record->body etc. are the caller's to free); finish
+   * stores the final response durably and ends the reservation; abort drops a
+   * reservation whose request ended without a response worth replaying.
+   * Blocking (a store round trip): call from a request thread, not deliver. */
+  int (*idem_begin)(ceb_instance *inst, const char *client, const char *key,
+                    const char *fingerprint, ceb_idem_record *record);
+  int (*idem_finish)(ceb_instance *inst, const char *client, const char *key,
+                     int http_status, const char *content_type,
+                     const char *body, size_t body_len);
+  void (*idem_abort)(ceb_instance *inst, const char *client, const char *key);
+
+  /* Contracts role: offers a fetched document to the immutable register.
+   * Returns CEB_OK (stored as new), CEB_EDUPLICATE (identical copy held) or
+   * CEB_ECONFLICT (a different document under a held version: flagged, not
+   * stored). provenance is the URL or path it came from. */
+  int (*contract_put)(ceb_instance *inst, const char *name,
+                      const char *version, const char *document, size_t len,
+                      const char *provenance);
+} ceb_host;
+
+/* ---- the plugin descriptor ---- */
+
+typedef struct ceb_plugin {
+  uint32_t struct_size; /* sizeof(ceb_plugin) as the plugin was built */
+  uint32_t abi_major;   /* CEB_ABI_MAJOR */
+  uint32_t abi_minor;   /* CEB_ABI_MINOR */
+  const char *name;     /* "kafka": matches plugin = kafka */
+  const char *version;  /* the plugin's own version */
+  const char *description;
+  uint32_t roles;       /* CEB_ROLE_* */
+
+  /* Typed config per role, CEB_CONFIG_SPEC_END-terminated; NULL when the
+   * plugin lacks the role. Keys common to every section (plugin) are the
+   * host's and must not be listed. */
+  const ceb_config_spec *config_source;
+  const ceb_config_spec *config_sink;
+  const ceb_config_spec *config_contracts;
+
+  /* Mandatory. Creates an instance from its checked config (borrowed, valid
+   * until destroy). *state is the plugin's. Do not start threads or
+   * connections that deliver or submit yet. CEB_OK or < 0 with a log line. */
+  int (*init)(const ceb_host *host, ceb_instance *inst,
+              const ceb_instance_info *info, const ceb_config *cfg,
+              void **state);
+  /* Mandatory. Begins work: listen, connect, consume. */
+  int (*start)(void *state);
+  /* Mandatory. Stops taking new work (sources answer 503 / pause) and
+   * finishes or settles what is in flight by deadline_ms (host clock).
+   * CEB_OK when nothing is left, CEB_ETIMEOUT otherwise. */
+  int (*drain)(void *state, int64_t deadline_ms);
+  /* Mandatory. Frees everything; no callback into the host after return. */
+  void (*destroy)(void *state);
+
+  /* Mandatory for SINK. Starts one delivery; must not block. Returns CEB_OK
+   * and settles later (possibly before returning, from this thread), or
+   * returns < 0 without settling (treated as RETRY with the status). */
+  int (*deliver)(void *state, ceb_delivery *d);
+
+  /* Mandatory for CONTRACTS. Fetches now: every source, or the one named. */
+  int (*sync)(void *state, const char *name);
+} ceb_plugin;
+
+/* Size of the ABI 1.0 descriptor: the host refuses anything shorter. */
+#define CEB_PLUGIN_SIZE_1_0 (offsetof(ceb_plugin, sync) + sizeof(void *))
+
+typedef const ceb_plugin *(*ceb_plugin_query_fn)(uint32_t host_abi_major,
+                                                 uint32_t host_abi_minor);
+
+/* Defines the exported query function for a descriptor. */
+#define CEB_PLUGIN_DEFINE(descriptor)                                        \
+  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,     \
+                                                uint32_t host_abi_minor);    \
+  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,     \
+                                                uint32_t host_abi_minor) {   \
+    (void)host_abi_minor;                                                    \
+    return host_abi_major == CEB_ABI_MAJOR ? &(descriptor) : NULL;           \
+  }
+
+/* Logs through the host with printf checking. */
+#define CEB_LOG(host, inst, level, ...) (host)->log((inst), (level), __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,82 @@
+#include "ceb_test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int ceb_test_failures = 0;
+int ceb_test_checks = 0;
+
+int ceb_test_done(const char *name) {
+  if (ceb_test_checks == 0) {
+    fprintf(stderr, "%s: no check ran\n", name);
+    return 1;
+  }
+  printf("%s: %d checks, %d failed\n", name, ceb_test_checks,
+         ceb_test_failures);
+  return ceb_test_failures ? 1 : 0;
+}
+
+int64_t ceb_test_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
+  int64_t end = ceb_test_now_ms() + timeout_ms;
+  for (;;) {
+    if (cond(arg))
+      return 1;
+    if (ceb_test_now_ms() >= end)
+      return 0;
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+char *ceb_test_read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  size_t r;
+  while (buf && (r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+    n += r;
+    if (cap - n - 1 == 0) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+      } else {
+        buf = nb;
+      }
+    }
+  }
+  fclose(f);
+  if (!buf)
+    return NULL;
+  buf[n] = '\0';
+  if (len)
+    *len = n;
+  return buf;
+}
+
+char *ceb_test_tmpdir(const char *tag) {
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base)
+    base = "/tmp";
+  size_t sz = strlen(base) + strlen(tag) + 32;
+  char *p = malloc(sz);
+  if (!p)
+    return NULL;
+  snprintf(p, sz, "%s/ceb-%s-XXXXXX", base, tag);
+  if (!mkdtemp(p)) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
