@@ -1,0 +1,76 @@
+/* The loader accepts a well-formed plugin and rejects each defect with a
+ * one-line reason naming it, leaving nothing loaded. */
+#include "ceb_test.h"
+#include "loader/ceb_loader.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+static void expect_reject(ceb_loader *l, const char *name, int want_status,
+                          const char *want_text) {
+  ceb_loaded_plugin *p = NULL;
+  char err[512] = "";
+  int st = ceb_loader_load(l, name, &p, err, sizeof err);
+  CHECK_MSG(st == want_status, "%s: status %d (%s), want %d", name, st, err,
+            want_status);
+  CHECK(p == NULL);
+  CHECK_MSG(strstr(err, want_text) != NULL, "%s: reason '%s' lacks '%s'", name,
+            err, want_text);
+  CHECK_MSG(strchr(err, '\n') == NULL, "%s: reason is not one line", name);
+  /* Rejected libraries are closed: nothing stays mapped. */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.so", CEB_ABI_DIR, name);
+  void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  CHECK_MSG(h == NULL, "%s still loaded after rejection", name);
+  if (h)
+    dlclose(h);
+}
+
+int main(void) {
+  ceb_loader *l = ceb_loader_new(CEB_ABI_DIR);
+  CHECK(l != NULL);
+
+  ceb_loaded_plugin *good = NULL, *again = NULL;
+  char err[512] = "";
+  CHECK_INT(ceb_loader_load(l, "abigood", &good, err, sizeof err), CEB_OK);
+  CHECK(good && good->desc && strcmp(good->desc->name, "abigood") == 0);
+  CHECK(good && (good->desc->roles & CEB_ROLE_SINK));
+  /* Cached: one handle per plugin name. */
+  CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
+  CHECK(again == good);
+
+  expect_reject(l, "badmajor", CEB_EABI, "major versions must match");
+  expect_reject(l, "newerminor", CEB_EABI, "newer than this host");
+  expect_reject(l, "shortstruct", CEB_EABI, "short struct");
+  expect_reject(l, "noinit", CEB_EABI, "'init'");
+  expect_reject(l, "nodeliver", CEB_EABI, "'deliver' (required by the sink");
+  expect_reject(l, "nosymbol", CEB_EABI, "does not export ceb_plugin_query");
+  expect_reject(l, "declines", CEB_EABI, "declined ABI");
+  expect_reject(l, "wrongname", CEB_EABI, "expected 'wrongname'");
+  expect_reject(l, "undefined", CEB_EABI, "abi_symbol_nobody_defines");
+  expect_reject(l, "notelf", CEB_EABI, "cannot load");
+  expect_reject(l, "missing", CEB_ENOTFOUND, "not found");
+  expect_reject(l, "../etc/passwd", CEB_EINVAL, "invalid plugin name");
+
+  /* The pure check, on descriptors built here. */
+  ceb_plugin d = *good->desc;
+  CHECK_INT(ceb_plugin_check(&d, err, sizeof err), CEB_OK);
+  d.roles = 0;
+  CHECK_INT(ceb_plugin_check(&d, err, sizeof err), CEB_EABI);
+  CHECK(strstr(err, "roles") != NULL);
+  d = *good->desc;
+  d.roles = CEB_ROLE_CONTRACTS;
+  CHECK_INT(ceb_plugin_check(&d, err, sizeof err), CEB_EABI);
+  CHECK(strstr(err, "'sync'") != NULL);
+  d = *good->desc;
+  d.struct_size = 4;
+  CHECK_INT(ceb_plugin_check(&d, err, sizeof err), CEB_EABI);
+
+  char roles[64];
+  CHECK_STR(ceb_roles_str(CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS,
+                          roles, sizeof roles),
+            "source,sink,topics");
+
+  ceb_loader_free(l);
+  return ceb_test_done("abi_loader");
+}
