@@ -31,8 +31,7 @@ static const status_text k_status[] = {
 
 static const status_text *lookup(int status) {
   for (size_t i = 0; i < sizeof k_status / sizeof k_status[0]; i++)
-    if (k_status[i].status == status)
-      return &k_status[i];
+    if (k_status[i].status == status) return &k_status[i];
   return NULL;
 }
 
@@ -47,8 +46,7 @@ const char *ceb_status_name(int status) {
 }
 
 void ceb_error_clear(ceb_error *err) {
-  if (!err)
-    return;
+  if (!err) return;
   memset(err, 0, sizeof *err);
   err->status = CEB_OK;
   err->index = -1;

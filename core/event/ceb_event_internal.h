@@ -1,0 +1,70 @@
+/* Helpers shared between the SDK's event, codec and validation files.
+ * Everything here is named cebi_* and stays local to libceb (core/ceb.map). */
+#ifndef CEB_EVENT_INTERNAL_H
+#define CEB_EVENT_INTERNAL_H
+
+#include <ceb/codec.h>
+#include <ceb/event.h>
+#include <ceb/status.h>
+
+#include <stddef.h>
+
+/* Fills err (may be NULL) with status, code and a printf-style message;
+ * returns status so callers can `return cebi_fail(...)`. */
+int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,
+              ...) __attribute__((format(printf, 4, 5)));
+
+/* 1 when the len bytes are well-formed UTF-8 (no overlongs, no surrogates)
+ * without NUL bytes. */
+int cebi_utf8_valid(const void *buf, size_t len);
+
+/* Case-insensitive comparison of the media type's "type/subtype" (parameters
+ * and surrounding whitespace ignored) with `essence`. */
+int cebi_media_type_is(const char *content_type, const char *essence);
+
+/* The data kind a protocol body gets in binary mode: JSON when the content
+ * type is JSON and the body parses as one JSON value; TEXT when the content
+ * type is textual (text/..., XML, or a charset parameter) and the body is
+ * valid UTF-8; otherwise BINARY. An empty body is NONE. */
+ceb_data_kind cebi_data_kind_for(const char *content_type, const void *body,
+                                 size_t len);
+
+/* Binary-mode mapping shared by HTTP, Kafka and MQTT 5.
+ * decode: every header whose name starts with `prefix` (case-insensitive;
+ * "" takes every header) becomes the attribute named by the rest, lowercased
+ * when `fold_case`; values are percent-decoded when `percent`. The header
+ * named `skip` (may be NULL) and any "datacontenttype" attribute header are
+ * ignored: content_type (may be NULL) gives datacontenttype. */
+typedef struct cebi_binding {
+  const char *prefix;
+  int percent;
+  int fold_case;
+  const char *skip;
+  const char *name; /* binding name for messages: "http", "kafka", "mqtt" */
+} cebi_binding;
+
+int cebi_binary_decode(const cebi_binding *b, const ceb_headers *headers,
+                       const char *content_type, const void *body, size_t len,
+                       ceb_event **out, ceb_error *err);
+/* encode: appends prefixed headers for every attribute but datacontenttype;
+ * *content_type is datacontenttype, or application/json for JSON data without
+ * one, or NULL; *body is a copy of the data (NULL when none). Free both with
+ * ceb_free. */
+int cebi_binary_encode(const cebi_binding *b, const ceb_event *ev,
+                       ceb_headers *headers, char **content_type, char **body,
+                       size_t *len);
+
+/* JSON format on a parsed jansson object (used by the batch codec). */
+struct json_t;
+int cebi_json_decode_object(struct json_t *obj, ceb_event **out,
+                            ceb_error *err);
+/* New reference to a JSON object for ev; NULL with *status set on error. */
+struct json_t *cebi_json_encode_object(const ceb_event *ev, int *status);
+/* Serialises a jansson value compactly into a malloc'd NUL-terminated buffer.
+ */
+int cebi_json_dump(struct json_t *value, char **out, size_t *out_len);
+
+/* Copies len bytes into a new NUL-terminated malloc'd buffer. */
+char *cebi_memdup(const void *p, size_t len);
+
+#endif

@@ -1,0 +1,70 @@
+/* Small helpers used across the SDK event files: error filling, UTF-8 check,
+ * memory copy and ceb_free. */
+#include "ceb_event_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ceb_free(void *p) {
+  free(p);
+}
+
+int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,
+              ...) {
+  if (!err) return status;
+  err->status = status;
+  snprintf(err->code, sizeof err->code, "%s", code);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err->message, sizeof err->message, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+char *cebi_memdup(const void *p, size_t len) {
+  char *c = malloc(len + 1);
+  if (!c) return NULL;
+  if (len) memcpy(c, p, len);
+  c[len] = '\0';
+  return c;
+}
+
+int cebi_utf8_valid(const void *buf, size_t len) {
+  const unsigned char *s = buf;
+  size_t i = 0;
+  while (i < len) {
+    unsigned c = s[i];
+    if (c == 0) return 0;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t n;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+      cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return 0;
+    }
+    if (len - i <= n) return 0;
+    for (size_t k = 1; k <= n; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return 0;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    /* Overlong forms, surrogates and values past U+10FFFF. */
+    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return 0;
+    i += n + 1;
+  }
+  return 1;
+}

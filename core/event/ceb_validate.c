@@ -1,0 +1,347 @@
+/* CloudEvents 1.0 and NL GOV profile validation.
+ *
+ * Violation codes (stable; docs/profile-conformance.md refers to this table).
+ * Severity: "error" = always an error; "profile" = error at
+ * CEB_PROFILE_ENFORCE, warning at CEB_PROFILE_WARN; "advice" = a SHOULD of
+ * the profile, reported as a warning at WARN and ENFORCE (never an error).
+ *
+ * | code                          | sev     | rule |
+ * |-------------------------------|---------|---------------------------------------------------|
+ * | ce.specversion.missing        | error   | specversion is REQUIRED | |
+ * ce.specversion.unsupported    | error   | specversion must be "1.0" | |
+ * ce.id.missing                 | error   | id is REQUIRED | | ce.id.empty |
+ * error   | id must be a non-empty string                     | |
+ * ce.source.missing             | error   | source is REQUIRED | |
+ * ce.source.empty               | error   | source must be non-empty | |
+ * ce.source.invalid             | error   | source must be a URI-reference (RFC
+ * 3986)         | | ce.type.missing               | error   | type is REQUIRED
+ * | | ce.type.empty                 | error   | type must be a non-empty string
+ * | | ce.datacontenttype.invalid    | error   | datacontenttype must be an RFC
+ * 2046 media type    | | ce.dataschema.invalid         | error   | dataschema
+ * must be a non-empty absolute URI       | | ce.subject.empty              |
+ * error   | subject, when present, must be non-empty          | |
+ * ce.time.invalid               | error   | time must be an RFC 3339 timestamp
+ * | | ce.attr.name                  | error   | attribute names use only a-z
+ * and 0-9              | | ce.attr.reserved              | error   |
+ * "data"/"data_base64" cannot be attribute names    | | ce.attr.boolean | error
+ * | a Boolean extension is "true" or "false"          | | ce.attr.integer |
+ * error   | an Integer extension is a 32-bit signed decimal   | |
+ * ce.attr.binary                | error   | a Binary extension is base64 | |
+ * ce.attr.uri                   | error   | a URI extension is an absolute URI
+ * | | ce.attr.uri_ref               | error   | a URI-reference extension is a
+ * URI-reference      | | ce.attr.timestamp             | error   | a Timestamp
+ * extension is RFC 3339                 | | ce.data.json                  |
+ * error   | JSON-kind data must be one valid JSON value       | | ce.data.text
+ * | error   | text-kind data must be valid UTF-8                | |
+ * event.too_large               | error   | ceb_event_size() over max_size
+ * (default 64 KiB)   | | nlgov.source.urn              | profile | a urn:
+ * source must be urn:nld:<nid>:<nss>, and    | | |         |
+ * urn:nld:oin:<20-digit OIN>[:...] for OINs         | | nlgov.source.absolute
+ * | advice  | a non-URN source should be an absolute URI        | |
+ * nlgov.type.reverse_dns        | profile | type is reverse-DNS:
+ * tld.domain[.name...]         | | nlgov.attr.name_length        | profile |
+ * attribute names are at most 20 characters         | | nlgov.time.missing |
+ * advice  | time is RECOMMENDED                               | |
+ * nlgov.dataref.uri             | profile | dataref must be an absolute URI |
+ * | nlgov.sequence.missing        | profile | sequencetype without sequence |
+ * | nlgov.sequence.integer        | profile | sequencetype "integer": sequence
+ * is a 32-bit int  | | nlgov.sequencetype.unknown    | advice  | sequencetype
+ * other than "integer"                 |
+ */
+#include "ceb_event_internal.h"
+
+#include <ceb/validate.h>
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_MAX_SIZE 65536
+#define NLGOV_NAME_MAX 20
+
+typedef enum rule_sev { SEV_ERROR, SEV_PROFILE, SEV_ADVICE } rule_sev;
+
+typedef struct ctx {
+  ceb_violations *out;
+  ceb_profile_level nlgov;
+} ctx;
+
+static void add(ctx *c, rule_sev rs, const char *code, const char *attr,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void add(ctx *c, rule_sev rs, const char *code, const char *attr,
+                const char *fmt, ...) {
+  ceb_severity sev = CEB_SEV_ERROR;
+  if (rs == SEV_ADVICE ||
+      (rs == SEV_PROFILE && c->nlgov != CEB_PROFILE_ENFORCE))
+    sev = CEB_SEV_WARNING;
+  ceb_violations *out = c->out;
+  if (sev == CEB_SEV_ERROR)
+    out->errors++;
+  else
+    out->warnings++;
+  if (out->count == CEB_MAX_VIOLATIONS) {
+    out->truncated = 1;
+    return;
+  }
+  ceb_violation *v = &out->items[out->count++];
+  v->code = code;
+  v->severity = sev;
+  snprintf(v->attribute, sizeof v->attribute, "%s", attr ? attr : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->message, sizeof v->message, fmt, ap);
+  va_end(ap);
+}
+
+int ceb_valid_attr_name(const char *name) {
+  if (!name || !*name || strlen(name) > CEB_ATTR_NAME_MAX) return 0;
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) return 0;
+  return 1;
+}
+
+/* Decimal 32-bit signed integer in canonical-enough form ("-0" allowed). */
+static int valid_int32(const char *s) {
+  if (!s || !*s) return 0;
+  const char *p = *s == '-' || *s == '+' ? s + 1 : s;
+  if (!*p) return 0;
+  for (const char *q = p; *q; q++)
+    if (*q < '0' || *q > '9') return 0;
+  errno = 0;
+  long long v = strtoll(s, NULL, 10);
+  return errno == 0 && v >= INT32_MIN && v <= INT32_MAX;
+}
+
+static int valid_base64(const char *s) {
+  unsigned char *bytes;
+  size_t n;
+  if (ceb_base64_decode(s, strlen(s), &bytes, &n) != CEB_OK) return 0;
+  free(bytes);
+  return 1;
+}
+
+static void check_required(ctx *c, const ceb_event *ev) {
+  static const char *const required[] = {"specversion", "id", "source", "type"};
+  static const char *const missing[] = {"ce.specversion.missing",
+                                        "ce.id.missing", "ce.source.missing",
+                                        "ce.type.missing"};
+  static const char *const empty[] = {"ce.specversion.unsupported",
+                                      "ce.id.empty", "ce.source.empty",
+                                      "ce.type.empty"};
+  for (size_t i = 0; i < 4; i++) {
+    const char *v = ceb_event_get(ev, required[i]);
+    if (!v)
+      add(c, SEV_ERROR, missing[i], required[i],
+          "required attribute '%s' is missing", required[i]);
+    else if (!*v)
+      add(c, SEV_ERROR, empty[i], required[i],
+          "required attribute '%s' is empty", required[i]);
+  }
+  const char *sv = ceb_event_get(ev, "specversion");
+  if (sv && *sv && strcmp(sv, "1.0") != 0)
+    add(c, SEV_ERROR, "ce.specversion.unsupported", "specversion",
+        "specversion '%.32s' is not supported (only 1.0)", sv);
+}
+
+static void check_context(ctx *c, const ceb_event *ev) {
+  const char *v;
+  if ((v = ceb_event_get(ev, "source")) && *v && !ceb_valid_uri_ref(v))
+    add(c, SEV_ERROR, "ce.source.invalid", "source",
+        "source is not a URI-reference (RFC 3986)");
+  if ((v = ceb_event_get(ev, "datacontenttype")) && !ceb_valid_media_type(v))
+    add(c, SEV_ERROR, "ce.datacontenttype.invalid", "datacontenttype",
+        "datacontenttype '%.64s' is not an RFC 2046 media type", v);
+  if ((v = ceb_event_get(ev, "dataschema")) && !ceb_valid_uri(v))
+    add(c, SEV_ERROR, "ce.dataschema.invalid", "dataschema",
+        "dataschema is not a non-empty absolute URI");
+  if ((v = ceb_event_get(ev, "subject")) && !*v)
+    add(c, SEV_ERROR, "ce.subject.empty", "subject",
+        "subject, when present, must not be empty");
+  if ((v = ceb_event_get(ev, "time")) && !ceb_valid_timestamp(v))
+    add(c, SEV_ERROR, "ce.time.invalid", "time",
+        "time '%.48s' is not an RFC 3339 timestamp", v);
+}
+
+static void check_typed(ctx *c, const char *name, const char *v,
+                        ceb_attr_type t) {
+  switch (t) {
+  case CEB_ATTR_BOOLEAN:
+    if (strcmp(v, "true") && strcmp(v, "false"))
+      add(c, SEV_ERROR, "ce.attr.boolean", name,
+          "'%s' must be \"true\" or \"false\"", name);
+    break;
+  case CEB_ATTR_INTEGER:
+    if (!valid_int32(v))
+      add(c, SEV_ERROR, "ce.attr.integer", name,
+          "'%s' must be a 32-bit signed integer", name);
+    break;
+  case CEB_ATTR_BINARY:
+    if (!valid_base64(v))
+      add(c, SEV_ERROR, "ce.attr.binary", name, "'%s' must be base64", name);
+    break;
+  case CEB_ATTR_URI:
+    if (!ceb_valid_uri(v))
+      add(c, SEV_ERROR, "ce.attr.uri", name, "'%s' must be an absolute URI",
+          name);
+    break;
+  case CEB_ATTR_URI_REF:
+    if (!ceb_valid_uri_ref(v))
+      add(c, SEV_ERROR, "ce.attr.uri_ref", name, "'%s' must be a URI-reference",
+          name);
+    break;
+  case CEB_ATTR_TIMESTAMP:
+    if (!ceb_valid_timestamp(v))
+      add(c, SEV_ERROR, "ce.attr.timestamp", name,
+          "'%s' must be an RFC 3339 timestamp", name);
+    break;
+  default:
+    break;
+  }
+}
+
+static void check_attributes(ctx *c, const ceb_event *ev) {
+  size_t n = ceb_event_attr_count(ev);
+  for (size_t i = 0; i < n; i++) {
+    const char *name, *v;
+    ceb_attr_type t;
+    ceb_event_attr_at(ev, i, &name, &v, &t);
+    if (!strcmp(name, "data") || !strcmp(name, "data_base64"))
+      add(c, SEV_ERROR, "ce.attr.reserved", name,
+          "'%s' is reserved by the JSON format", name);
+    else if (!ceb_valid_attr_name(name))
+      add(c, SEV_ERROR, "ce.attr.name", name,
+          "attribute name '%.64s' must use only a-z and 0-9", name);
+    if (!ceb_attr_is_context(name)) check_typed(c, name, v, t);
+    if (c->nlgov != CEB_PROFILE_OFF && strlen(name) > NLGOV_NAME_MAX)
+      add(c, SEV_PROFILE, "nlgov.attr.name_length", name,
+          "attribute name '%.64s' is longer than %d characters", name,
+          NLGOV_NAME_MAX);
+  }
+}
+
+static void check_data(ctx *c, const ceb_event *ev) {
+  size_t len;
+  const char *data = ceb_event_data(ev, &len);
+  ceb_data_kind kind = ceb_event_data_kind(ev);
+  if (kind == CEB_DATA_JSON) {
+    json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
+    if (!j)
+      add(c, SEV_ERROR, "ce.data.json", "",
+          "data marked as JSON is not one valid JSON value");
+    json_decref(j);
+  } else if (kind == CEB_DATA_TEXT && !cebi_utf8_valid(data, len)) {
+    add(c, SEV_ERROR, "ce.data.text", "", "text data is not valid UTF-8");
+  }
+}
+
+/* urn:nld:<nid>:<nss>; for the OIN namespace the NSS starts with a 20-digit
+ * organisation identification number. */
+static int nlgov_urn_ok(const char *s) {
+  if (strncasecmp(s, "urn:nld:", 8) != 0) return 0;
+  const char *nid = s + 8, *colon = strchr(nid, ':');
+  if (!colon || colon == nid || !colon[1]) return 0;
+  for (const char *p = nid; p < colon; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (*p >= '0' && *p <= '9') || *p == '-'))
+      return 0;
+  if (colon - nid == 3 && strncasecmp(nid, "oin", 3) == 0) {
+    const char *oin = colon + 1;
+    for (int i = 0; i < 20; i++)
+      if (oin[i] < '0' || oin[i] > '9') return 0;
+    if (oin[20] != '\0' && (oin[20] != ':' || !oin[21])) return 0;
+  }
+  return ceb_valid_uri(s);
+}
+
+/* Reverse-DNS: a letters-only top-level label, then one or more labels of
+ * letters, digits, '-' and '_'. */
+static int reverse_dns_ok(const char *s) {
+  const char *p = s;
+  while (*p >= 'a' && *p <= 'z')
+    p++;
+  if (p - s < 2 || *p != '.') return 0;
+  int labels = 0;
+  while (*p == '.') {
+    const char *start = ++p;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+           (*p >= '0' && *p <= '9') || *p == '-' || *p == '_')
+      p++;
+    if (p == start) return 0;
+    labels++;
+  }
+  return *p == '\0' && labels >= 1;
+}
+
+static void check_nlgov(ctx *c, const ceb_event *ev) {
+  const char *v;
+  if ((v = ceb_event_get(ev, "source")) && *v) {
+    if (strncasecmp(v, "urn:", 4) == 0) {
+      if (!nlgov_urn_ok(v))
+        add(c, SEV_PROFILE, "nlgov.source.urn", "source",
+            "URN source must be urn:nld:<namespace>:<id> "
+            "(urn:nld:oin:<20-digit OIN>:...)");
+    } else if (!ceb_valid_uri(v)) {
+      add(c, SEV_ADVICE, "nlgov.source.absolute", "source",
+          "source should be an absolute URI or a urn:nld: URN");
+    }
+  }
+  if ((v = ceb_event_get(ev, "type")) && *v && !reverse_dns_ok(v))
+    add(c, SEV_PROFILE, "nlgov.type.reverse_dns", "type",
+        "type '%.64s' should be a reverse-DNS name such as "
+        "nl.overheid.zaken.zaakstatus-gewijzigd",
+        v);
+  if (!ceb_event_get(ev, "time"))
+    add(c, SEV_ADVICE, "nlgov.time.missing", "time",
+        "time is recommended by the NL GOV profile");
+  if ((v = ceb_event_get(ev, "dataref")) && !ceb_valid_uri(v))
+    add(c, SEV_PROFILE, "nlgov.dataref.uri", "dataref",
+        "dataref must be an absolute URI");
+  const char *seq = ceb_event_get(ev, "sequence");
+  const char *seqtype = ceb_event_get(ev, "sequencetype");
+  if (seqtype) {
+    if (!seq)
+      add(c, SEV_PROFILE, "nlgov.sequence.missing", "sequence",
+          "sequencetype is set but sequence is missing");
+    if (strcasecmp(seqtype, "integer") == 0) {
+      if (seq && !valid_int32(seq))
+        add(c, SEV_PROFILE, "nlgov.sequence.integer", "sequence",
+            "sequence must be a 32-bit signed integer when sequencetype is "
+            "integer");
+    } else {
+      add(c, SEV_ADVICE, "nlgov.sequencetype.unknown", "sequencetype",
+          "sequencetype '%.32s' is not a known type (integer)", seqtype);
+    }
+  }
+}
+
+size_t ceb_event_validate(const ceb_event *ev, const ceb_validate_opts *opts,
+                          ceb_violations *out) {
+  if (!out) return 1;
+  memset(out, 0, sizeof *out);
+  ctx c = {out, CEB_PROFILE_OFF};
+  size_t max_size = DEFAULT_MAX_SIZE;
+  if (opts && opts->struct_size >= sizeof *opts) {
+    c.nlgov = opts->nlgov;
+    if (opts->max_size) max_size = opts->max_size;
+  }
+  if (!ev) {
+    add(&c, SEV_ERROR, "ce.id.missing", "", "no event");
+    return out->errors;
+  }
+  check_required(&c, ev);
+  check_context(&c, ev);
+  check_attributes(&c, ev);
+  check_data(&c, ev);
+  size_t size = ceb_event_size(ev);
+  if (size > max_size)
+    add(&c, SEV_ERROR, "event.too_large", "",
+        "event size %zu exceeds the limit of %zu bytes", size, max_size);
+  if (c.nlgov != CEB_PROFILE_OFF) check_nlgov(&c, ev);
+  return out->errors;
+}
