@@ -20,7 +20,8 @@ struct ceb_instance {
   struct ceb_loaded_plugin *lib;   /* owned by the loader */
   const ceb_config *cfg;           /* the section's checked config (owned by ceb_conf) */
   void *state;                     /* the plugin's, from init */
-  int started;                     /* start() succeeded */
+  int initialised;                 /* init() succeeded: destroy() owed */
+  int started;                     /* start() succeeded: drain() owed */
   struct ceb_runtime *rt;          /* set by the runtime */
   void *runtime_data;              /* the runtime's per-instance data */
 };

@@ -1,0 +1,230 @@
+/* Loading half of the bridge: config, plugins, checks, instances. */
+#include "bridge/ceb_bridge_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "config/ceb_core_spec.h"
+
+static const ceb_config_spec k_empty_spec[] = {CEB_CONFIG_SPEC_END};
+
+static uint32_t role_of_kind(const char *kind) {
+  if (strcmp(kind, "source") == 0)
+    return CEB_ROLE_SOURCE;
+  if (strcmp(kind, "sink") == 0)
+    return CEB_ROLE_SINK;
+  if (strcmp(kind, "contracts") == 0)
+    return CEB_ROLE_CONTRACTS;
+  return 0;
+}
+
+/* The file:line of a key, for errors about its value. */
+static void key_origin(const ceb_conf_section *sec, const char *key,
+                       char *file, size_t fsize, int *line) {
+  snprintf(file, fsize, "%s", sec->file);
+  *line = sec->line;
+  const char *o = ceb_config_origin(sec->cfg, key);
+  const char *colon = o ? strrchr(o, ':') : NULL;
+  if (colon && strcmp(o, "default") != 0) {
+    snprintf(file, fsize, "%.*s", (int)(colon - o), o);
+    *line = atoi(colon + 1);
+  }
+}
+
+static const ceb_config_spec *plugin_spec_cb(void *arg,
+                                             const ceb_conf_section *sec,
+                                             ceb_conf_errors *errs) {
+  ceb_bridge *b = arg;
+  uint32_t role = role_of_kind(sec->kind);
+  const char *name = ceb_config_str(sec->cfg, "plugin");
+  char file[256];
+  int line;
+  key_origin(sec, "plugin", file, sizeof file, &line);
+  if (!name || !*name) {
+    ceb_conf_error_add(errs, sec->file, sec->line,
+                       "add e.g. 'plugin = http' to the section",
+                       "[%s %s] has no plugin", sec->kind, sec->name);
+    return NULL;
+  }
+  ceb_loaded_plugin *p;
+  char err[768];
+  if (ceb_loader_load(b->loader, name, &p, err, sizeof err) != CEB_OK) {
+    char hint[300];
+    snprintf(hint, sizeof hint, "plugin directory: %.200s (see 'cebridge plugins')",
+             ceb_loader_dir(b->loader));
+    ceb_conf_error_add(errs, file, line, hint, "%s", err);
+    return NULL;
+  }
+  if (!(p->desc->roles & role)) {
+    char roles[64];
+    ceb_conf_error_add(errs, file, line, NULL,
+                       "plugin '%s' cannot be a %s (it offers: %s)", name,
+                       sec->kind,
+                       ceb_roles_str(p->desc->roles, roles, sizeof roles));
+    return NULL;
+  }
+  const ceb_config_spec *spec = role == CEB_ROLE_SOURCE ? p->desc->config_source
+                                : role == CEB_ROLE_SINK ? p->desc->config_sink
+                                : p->desc->config_contracts;
+  return spec ? spec : k_empty_spec;
+}
+
+/* A route's "SINK:topic" destination must name a sink whose plugin honours
+ * per-delivery topics. */
+static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
+                             const char *key, ceb_conf_errors *errs) {
+  const char *v = ceb_config_str(route->cfg, key);
+  if (!v || strcmp(v, "store") == 0)
+    return;
+  const char *colon = strchr(v, ':');
+  char sink[128];
+  snprintf(sink, sizeof sink, "%.*s", colon ? (int)(colon - v) : (int)strlen(v),
+           v);
+  const ceb_conf_section *s = ceb_conf_find(b->conf, "sink", sink);
+  if (!s || !colon)
+    return; /* the config checker reports missing sinks */
+  const char *pname = ceb_config_str(s->cfg, "plugin");
+  ceb_loaded_plugin *p;
+  char err[512];
+  if (!pname || ceb_loader_load(b->loader, pname, &p, err, sizeof err) != 0)
+    return;
+  if (!(p->desc->roles & CEB_ROLE_TOPICS)) {
+    char file[256];
+    int line;
+    key_origin(route, key, file, sizeof file, &line);
+    ceb_conf_error_add(errs, file, line,
+                       "use 'store', or a sink whose plugin has topics "
+                       "(kafka, mqtt)",
+                       "%s = %s: plugin '%s' of sink '%s' has no topics", key,
+                       v, pname, sink);
+  }
+}
+
+static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
+  uint32_t role = role_of_kind(sec->kind);
+  const char *pname = ceb_config_str(sec->cfg, "plugin");
+  ceb_loaded_plugin *p;
+  char err[512];
+  if (ceb_loader_load(b->loader, pname, &p, err, sizeof err) != CEB_OK)
+    return CEB_EINTERNAL; /* checked before: cannot happen */
+  ceb_instance *inst = calloc(1, sizeof *inst);
+  if (!inst || !(inst->name = strdup(sec->name))) {
+    free(inst);
+    return CEB_ENOMEM;
+  }
+  inst->role = role;
+  inst->plugin = p->desc;
+  inst->lib = p;
+  inst->cfg = sec->cfg;
+  snprintf(inst->component, sizeof inst->component, "%s:%s:%s", sec->kind,
+           p->desc->name, sec->name);
+  snprintf(inst->labels, sizeof inst->labels,
+           "role=\"%s\",plugin=\"%s\",instance=\"%s\"", sec->kind,
+           p->desc->name, sec->name);
+  ceb_instance **v =
+      realloc(b->instances, (b->ninstances + 1) * sizeof *b->instances);
+  if (!v) {
+    free(inst->name);
+    free(inst);
+    return CEB_ENOMEM;
+  }
+  b->instances = v;
+  b->instances[b->ninstances++] = inst;
+  return CEB_OK;
+}
+
+/* plugin_dir from [bridge] before checking (the checker needs the loader):
+ * a relative path is relative to the file that set it. */
+static void resolve_plugin_dir(ceb_bridge *b, const ceb_bridge_opts *o) {
+  if (o->plugin_dir) {
+    snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s", o->plugin_dir);
+    return;
+  }
+  const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
+  const char *v = sec ? ceb_config_str(sec->cfg, "plugin_dir") : NULL;
+  if (v && *v && v[0] != '/') {
+    char file[256];
+    int line;
+    key_origin(sec, "plugin_dir", file, sizeof file, &line);
+    char *slash = strrchr(file, '/');
+    if (slash)
+      *slash = '\0';
+    snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s/%s",
+             slash ? file : ".", v);
+  } else if (v && *v) {
+    snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s", v);
+  } else {
+    ceb_plugin_dir_default(b->plugin_dir, sizeof b->plugin_dir);
+  }
+}
+
+int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
+                    ceb_conf_errors *errs) {
+  *out = NULL;
+  ceb_bridge *b = calloc(1, sizeof *b);
+  if (!b)
+    return CEB_ENOMEM;
+  b->clock = opts->clock;
+  b->clock_arg = opts->clock_arg;
+  int st = ceb_conf_load(opts->config_dir, &b->conf, errs);
+  if (st != CEB_OK) {
+    ceb_bridge_free(b);
+    return st;
+  }
+  resolve_plugin_dir(b, opts);
+  b->loader = ceb_loader_new(b->plugin_dir);
+  if (!b->loader) {
+    ceb_bridge_free(b);
+    return CEB_ENOMEM;
+  }
+  st = ceb_conf_check(b->conf, plugin_spec_cb, b, errs);
+  for (size_t i = 0; i < b->conf->count; i++)
+    if (strcmp(b->conf->sections[i].kind, "route") == 0) {
+      check_topic_sink(b, &b->conf->sections[i], "dlq", errs);
+      check_topic_sink(b, &b->conf->sections[i], "receipts", errs);
+    }
+  if (st != CEB_OK || errs->count) {
+    ceb_bridge_free(b);
+    return CEB_ECONFIG;
+  }
+  for (size_t i = 0; i < b->conf->count; i++) {
+    const ceb_conf_section *sec = &b->conf->sections[i];
+    if (role_of_kind(sec->kind) && (st = make_instance(b, sec)) != CEB_OK) {
+      ceb_bridge_free(b);
+      return st;
+    }
+  }
+  *out = b;
+  return CEB_OK;
+}
+
+const ceb_conf *ceb_bridge_conf(const ceb_bridge *b) { return b->conf; }
+ceb_metrics *ceb_bridge_metrics(ceb_bridge *b) { return b->metrics; }
+struct ceb_runtime *ceb_bridge_runtime(ceb_bridge *b) { return b->rt; }
+size_t ceb_bridge_instance_count(const ceb_bridge *b) { return b->ninstances; }
+ceb_instance *ceb_bridge_instance(ceb_bridge *b, size_t i) {
+  return i < b->ninstances ? b->instances[i] : NULL;
+}
+const char *ceb_bridge_plugin_dir(const ceb_bridge *b) {
+  return b->plugin_dir;
+}
+
+ceb_instance *ceb_bridge_find(ceb_bridge *b, uint32_t role, const char *name) {
+  for (size_t i = 0; i < b->ninstances; i++)
+    if (b->instances[i]->role == role &&
+        strcmp(b->instances[i]->name, name) == 0)
+      return b->instances[i];
+  return NULL;
+}
+
+int64_t ceb_bridge_now_ms(const ceb_bridge *b) {
+  if (b->clock)
+    return b->clock(b->clock_arg);
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}

@@ -1,0 +1,202 @@
+/* Running half of the bridge: start, drain, free, in the order that keeps
+ * the guarantees (sinks ready before sources accept; sources stop before the
+ * runtime drains; nothing destroyed while a callback may still come). */
+#include "bridge/ceb_bridge_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log/ceb_log.h"
+#include "runtime/ceb_runtime.h"
+#if __has_include("admin/ceb_admin.h")
+#include "admin/ceb_admin.h"
+#define CEB_HAVE_ADMIN 1
+#endif
+
+static int mkdir_p(const char *path) {
+  char tmp[PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
+        return -1;
+      *p = '/';
+    }
+  return mkdir(tmp, 0750) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* <dir of the store>/data/<kind>-<name>: a place each instance may keep
+ * files in (e.g. a broker client's persistence). */
+static void instance_data_dir(ceb_bridge *b, const ceb_instance *inst,
+                              char *buf, size_t size) {
+  const char *store = ceb_config_str(ceb_conf_bridge(b->conf), "store");
+  char dir[PATH_MAX / 2];
+  snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  const char *kind = inst->role == CEB_ROLE_SOURCE ? "source"
+                     : inst->role == CEB_ROLE_SINK ? "sink"
+                                                   : "contracts";
+  if (snprintf(buf, size, "%s/data/%s-%s", dir, kind, inst->name) >=
+      (int)size)
+    buf[0] = '\0'; /* too long: mkdir_p("") fails with a clear error */
+}
+
+static int init_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
+  for (size_t i = 0; i < b->ninstances; i++) {
+    ceb_instance *inst = b->instances[i];
+    if (inst->role != role)
+      continue;
+    char data_dir[PATH_MAX];
+    instance_data_dir(b, inst, data_dir, sizeof data_dir);
+    if (mkdir_p(data_dir) != 0) {
+      snprintf(err, errlen, "[%s] cannot create data directory %s: %s",
+               inst->component, data_dir, strerror(errno));
+      return CEB_EIO;
+    }
+    ceb_instance_info info = {sizeof info, inst->name, inst->role, data_dir};
+    int st = inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg,
+                                &inst->state);
+    if (st != CEB_OK) {
+      snprintf(err, errlen, "[%s] init failed: %s (see the log above)",
+               inst->component, ceb_strerror(st));
+      inst->state = NULL;
+      return st;
+    }
+    inst->initialised = 1;
+  }
+  return CEB_OK;
+}
+
+static int start_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
+  for (size_t i = 0; i < b->ninstances; i++) {
+    ceb_instance *inst = b->instances[i];
+    if (inst->role != role)
+      continue;
+    int st = inst->plugin->start(inst->state);
+    if (st != CEB_OK) {
+      snprintf(err, errlen, "[%s] start failed: %s (see the log above)",
+               inst->component, ceb_strerror(st));
+      return st;
+    }
+    inst->started = 1;
+  }
+  return CEB_OK;
+}
+
+static int drain_role(ceb_bridge *b, uint32_t role, int64_t deadline_ms) {
+  int rc = CEB_OK;
+  for (size_t i = 0; i < b->ninstances; i++) {
+    ceb_instance *inst = b->instances[i];
+    if (inst->role != role || !inst->started)
+      continue;
+    int st = inst->plugin->drain(inst->state, deadline_ms);
+    if (st != CEB_OK) {
+      ceb_log_write(CEB_LOG_WARN, inst->component, NULL,
+                    "drain ended with %s: unsettled work stays pending",
+                    ceb_strerror(st));
+      rc = st;
+    }
+    inst->started = 0;
+  }
+  return rc;
+}
+
+int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
+  b->metrics = ceb_metrics_new();
+  if (!b->metrics) {
+    snprintf(err, errlen, "out of memory");
+    return CEB_ENOMEM;
+  }
+  ceb_runtime_opts ro = {
+      .conf = b->conf,
+      .instances = b->instances,
+      .ninstances = b->ninstances,
+      .metrics = b->metrics,
+      .clock = b->clock,
+      .clock_arg = b->clock_arg,
+  };
+  int st = ceb_runtime_open(&ro, &b->rt, err, errlen);
+  if (st != CEB_OK)
+    return st;
+  /* Sinks first so that deliveries resumed from the store find them ready;
+   * sources last so nothing is accepted before the bridge can route it. */
+  static const uint32_t order[] = {CEB_ROLE_SINK, CEB_ROLE_CONTRACTS,
+                                   CEB_ROLE_SOURCE};
+  for (size_t r = 0; r < 3; r++)
+    if ((st = init_role(b, order[r], err, errlen)) != CEB_OK)
+      return st;
+  if ((st = ceb_runtime_start(b->rt)) != CEB_OK) {
+    snprintf(err, errlen, "runtime start failed: %s", ceb_strerror(st));
+    return st;
+  }
+  for (size_t r = 0; r < 3; r++)
+    if ((st = start_role(b, order[r], err, errlen)) != CEB_OK)
+      return st;
+#ifdef CEB_HAVE_ADMIN
+  if ((st = ceb_admin_start(b, &b->admin, err, errlen)) != CEB_OK)
+    return st;
+#endif
+  b->started = 1;
+  ceb_log_info("bridge started: %zu instances, plugins from %s",
+               b->ninstances, b->plugin_dir);
+  return CEB_OK;
+}
+
+int ceb_bridge_drain(ceb_bridge *b, int64_t deadline_ms) {
+  int rc = CEB_OK, st;
+#ifdef CEB_HAVE_ADMIN
+  if (b->admin)
+    ceb_admin_set_ready(b->admin, 0);
+#endif
+  /* Sources first: they answer 503 / pause from now on, and settle what
+   * they submitted (the runtime still commits). */
+  if ((st = drain_role(b, CEB_ROLE_SOURCE, deadline_ms)) != CEB_OK)
+    rc = st;
+  if (b->rt && (st = ceb_runtime_drain(b->rt, deadline_ms)) != CEB_OK)
+    rc = st;
+  if ((st = drain_role(b, CEB_ROLE_CONTRACTS, deadline_ms)) != CEB_OK)
+    rc = st;
+  if ((st = drain_role(b, CEB_ROLE_SINK, deadline_ms)) != CEB_OK)
+    rc = st;
+  return rc;
+}
+
+void ceb_bridge_free(ceb_bridge *b) {
+  if (!b)
+    return;
+#ifdef CEB_HAVE_ADMIN
+  ceb_admin_stop(b->admin);
+#endif
+  /* Sources, then contracts, then sinks: a source's last callbacks may
+   * still reach the runtime, which may still hand work to sinks. */
+  static const uint32_t order[] = {CEB_ROLE_SOURCE, CEB_ROLE_CONTRACTS,
+                                   CEB_ROLE_SINK};
+  for (size_t r = 0; r < 3; r++)
+    for (size_t i = 0; i < b->ninstances; i++) {
+      ceb_instance *inst = b->instances[i];
+      if (inst->role == order[r] && inst->initialised) {
+        inst->plugin->destroy(inst->state);
+        inst->initialised = 0;
+        inst->state = NULL;
+      }
+    }
+  if (b->rt)
+    ceb_runtime_close(b->rt);
+  for (size_t i = 0; i < b->ninstances; i++) {
+    free(b->instances[i]->name);
+    free(b->instances[i]);
+  }
+  free(b->instances);
+  ceb_loader_free(b->loader);
+  ceb_conf_free(b->conf);
+  ceb_metrics_free(b->metrics);
+  free(b);
+}

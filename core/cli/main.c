@@ -1,0 +1,81 @@
+/* cebridge: dispatches to one function per command. */
+#include <stdio.h>
+#include <string.h>
+
+#include <ceb/ceb.h>
+
+#include "cli/ceb_cli.h"
+#if __has_include("cmd_event/ceb_cmd_event.h")
+#include "cmd_event/ceb_cmd_event.h"
+#define HAVE_CMD_EVENT 1
+#endif
+#if __has_include("cmd_schema/ceb_cmd_schema.h")
+#include "cmd_schema/ceb_cmd_schema.h"
+#define HAVE_CMD_SCHEMA 1
+#endif
+#if __has_include("cmd_ops/ceb_cmd_ops.h")
+#include "cmd_ops/ceb_cmd_ops.h"
+#define HAVE_CMD_OPS 1
+#endif
+
+typedef struct command {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static int cmd_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  printf("cebridge %s (plugin ABI %d.%d)\n", CEB_VERSION, CEB_ABI_MAJOR,
+         CEB_ABI_MINOR);
+  return 0;
+}
+
+static const command k_commands[] = {
+    {"run", ceb_cmd_run, "run the bridge on a config directory"},
+    {"check", ceb_cmd_check, "check a config directory, with file:line errors"},
+    {"plugins", ceb_cmd_plugins, "list the plugins a config uses (or a file)"},
+    {"config-reference", ceb_cmd_config_reference,
+     "print the Markdown config reference of the host and plugins"},
+#ifdef HAVE_CMD_EVENT
+    {"event", ceb_cmd_event, "validate or convert CloudEvents"},
+#endif
+#ifdef HAVE_CMD_SCHEMA
+    {"schema", ceb_cmd_schema, "validate a JSON document against a schema"},
+#endif
+#ifdef HAVE_CMD_OPS
+    {"status", ceb_cmd_status, "delivery status of an event per route"},
+    {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
+    {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
+#endif
+    {"version", cmd_version, "print the version"},
+};
+#define NCOMMANDS (sizeof k_commands / sizeof k_commands[0])
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: cebridge COMMAND [ARGS]  (cebridge COMMAND --help)\n\n"
+             "commands:\n");
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    fprintf(f, "  %-17s %s\n", k_commands[i].name, k_commands[i].summary);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(argv[1], "--version") == 0)
+    return cmd_version(0, NULL);
+  for (size_t i = 0; i < NCOMMANDS; i++)
+    if (strcmp(argv[1], k_commands[i].name) == 0)
+      return k_commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "cebridge: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
