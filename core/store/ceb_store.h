@@ -1,0 +1,276 @@
+/* The durable store: one SQLite file in WAL mode holding the journal of
+ * accepted events, per (event, route) delivery state, the DLQ, idempotency
+ * records and the contract register.
+ *
+ * Writes: a single committer thread owns the write connection. Every write
+ * is an "op" queued to it; the committer runs up to group_max ops in one
+ * transaction (one fsync) and then calls each op's done callback from the
+ * committer thread. Ingest ops go through a bounded queue (CEB_EBUSY when
+ * full); internal ops (claims, settles, admin actions) are not bounded by it.
+ * Reads (status, listings) use separate read connections and never wait for
+ * the committer.
+ *
+ * Threading: every function here is thread-safe unless noted. Functions
+ * marked "blocking" wait for a commit and must not be called from the
+ * committer thread (i.e. not from a done callback). */
+#ifndef CEB_STORE_H
+#define CEB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+typedef struct ceb_store ceb_store;
+
+/* Schema version this build writes (PRAGMA user_version). */
+#define CEB_STORE_SCHEMA_VERSION 1
+
+/* Delivery states as stored (delivery.state). */
+typedef enum ceb_dstate {
+  CEB_DS_PENDING = 0,
+  CEB_DS_INFLIGHT = 1,
+  CEB_DS_RETRYING = 2,
+  CEB_DS_DONE = 3,
+  CEB_DS_DEAD = 4
+} ceb_dstate;
+
+/* "pending", "in-progress", "retrying", "done", "dead". */
+const char *ceb_dstate_name(int state);
+
+typedef struct ceb_store_opts {
+  const char *path;    /* database file; created when missing */
+  int synchronous_full;/* 1: PRAGMA synchronous=FULL, 0: NORMAL */
+  size_t group_max;    /* most ops per transaction (>= 1) */
+  int64_t group_wait_ms;/* wait this long (real time) to fill a group */
+  size_t queue_max;    /* most queued ingest ops before CEB_EBUSY */
+} ceb_store_opts;
+
+/* Opens (creating and migrating) the store and starts the committer.
+ * Control thread. On error returns < 0 with a one-line reason in err. */
+int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
+                   size_t errlen);
+/* Runs every queued op, stops the committer and closes. Control thread;
+ * no other call may be running or follow. NULL is ignored. */
+void ceb_store_close(ceb_store *st);
+
+/* ---- generic ops (the committer) ---- */
+
+struct sqlite3;
+/* Runs inside the batch transaction on the committer thread (in its own
+ * savepoint: a failing op rolls back alone). Returns CEB_OK or < 0. */
+typedef int (*ceb_store_run_fn)(struct sqlite3 *db, void *arg);
+/* Called once on the committer thread after the batch committed, with the
+ * op's status (CEB_EIO when the commit itself failed, CEB_ESHUTDOWN when
+ * the store closed first). Must not block and must not call blocking
+ * store functions. Owns arg from then on. */
+typedef void (*ceb_store_done_fn)(void *arg, int status);
+
+/* Queues an op. bounded: 1 for ingest (CEB_EBUSY when the queue is full),
+ * 0 for internal work. Returns CEB_OK (done will be called exactly once),
+ * CEB_EBUSY, CEB_ESHUTDOWN or CEB_ENOMEM (done is never called). */
+int ceb_store_submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
+                     void *arg, int bounded);
+/* Blocking: queues run and waits until its batch committed; returns the
+ * op's status. */
+int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
+/* Number of bounded ops queued and not yet committed. */
+size_t ceb_store_queued(ceb_store *st);
+/* Test and bench counters: transactions committed and ops they held. */
+void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
+
+/* ---- reads ---- */
+
+/* Borrows a read connection (blocks while all are in use); give it back
+ * with ceb_store_read_end. Thread-safe. */
+struct sqlite3 *ceb_store_read_begin(ceb_store *st);
+void ceb_store_read_end(ceb_store *st, struct sqlite3 *db);
+
+/* ---- journal ingest ---- */
+
+/* One route an ingested event goes to. */
+typedef struct ceb_ingest_route {
+  const char *route;
+  const char *order_key; /* NULL: unordered */
+  int64_t first_at;      /* when the first attempt is due */
+} ceb_ingest_route;
+
+typedef struct ceb_ingest_event {
+  const char *client; /* NULL: "" */
+  const char *source;
+  const char *id;
+  const char *type;
+  const char *json; /* the event in JSON format */
+  size_t json_len;
+  const ceb_ingest_route *routes; /* none: journaled as unrouted */
+  size_t nroutes;
+  /* out, set by the run: 1 new, 0 duplicate of (client, source, id) */
+  int inserted;
+  int64_t seq;
+} ceb_ingest_event;
+
+/* Inserts a batch of events into the journal with their delivery rows,
+ * deduping on (client, source, id). Runs on the committer (use as a
+ * ceb_store_run_fn with a ceb_ingest_batch). */
+typedef struct ceb_ingest_batch {
+  ceb_ingest_event *events;
+  size_t count;
+  int64_t now;
+} ceb_ingest_batch;
+int ceb_store_ingest_run(struct sqlite3 *db, void *batch);
+
+/* ---- deliveries ---- */
+
+/* One claimed delivery; strings malloc'd, freed by ceb_claim_free. */
+typedef struct ceb_claim {
+  int64_t seq;
+  char *event_json;
+  char *order_key;
+  uint32_t attempt;     /* the attempt being started (1-based) */
+  int64_t received_at;
+  int64_t first_at;     /* first attempt time */
+} ceb_claim;
+void ceb_claim_free(ceb_claim *c);
+
+/* Blocking: marks up to max due deliveries of route in-progress (FIFO per
+ * order key: a row is due only when no older row of its key is unsettled)
+ * and returns them in *out (array freed by ceb_claims_free). */
+int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
+                    ceb_claim **out, size_t *count);
+void ceb_claims_free(ceb_claim *c, size_t count);
+
+/* Earliest next_at of a pending/retrying row of route later than after;
+ * INT64_MAX when none. Read connection. */
+int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
+
+/* The outcome of one attempt, as written. */
+typedef struct ceb_attempt_result {
+  int64_t seq;
+  const char *route;
+  int state;          /* CEB_DS_DONE, CEB_DS_RETRYING or CEB_DS_DEAD */
+  int64_t next_at;    /* RETRYING */
+  int64_t now;
+  int status_code;
+  const char *reason; /* settle reason code */
+  const char *error;  /* detail, truncated to 512 bytes by the store */
+  /* CEB_DS_DEAD: the DLQ row */
+  const char *dead_reason; /* "rejected", "max_attempts", "deadline" */
+  const char *sink;
+  const char *dead_json;   /* the dead-letter event in JSON format */
+  int64_t dlq_id;          /* out: id of the new DLQ row */
+} ceb_attempt_result;
+/* Records an attempt's outcome: updates the delivery row, settles the
+ * journal row when every route is done or dead, and inserts the DLQ row.
+ * Runs on the committer. */
+int ceb_store_attempt_run(struct sqlite3 *db, void *result);
+
+/* Puts in-progress rows left by a crashed run back to pending (attempts
+ * kept). Blocking; call before the engine starts. Returns the count or < 0. */
+int ceb_store_recover(ceb_store *st);
+
+/* Counts unsettled (pending, in-progress, retrying) deliveries, per route
+ * when route is non-NULL. Read connection; < 0 on error. */
+int64_t ceb_store_count_open(ceb_store *st, const char *route);
+/* received_at of the oldest unsettled delivery of route; 0 when none. */
+int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
+
+/* Status of an event: every (source, id) match (source NULL: any) with its
+ * per-route delivery rows. Returns a new JSON array (caller decrefs), empty
+ * when not found, NULL on error:
+ *   [{"seq","client","source","id","type","received_at","unrouted",
+ *     "routes":[{"route","state","attempts","next_attempt_at",
+ *                "first_attempt_at","last_attempt_at","last_status",
+ *                "last_reason","last_error","order_key","dlq_id"}]}]
+ * Times are ms since the epoch. */
+json_t *ceb_store_event_status(ceb_store *st, const char *id,
+                               const char *source);
+
+/* ---- DLQ ---- */
+
+typedef struct ceb_dlq_filter {
+  const char *route;  /* NULL: any */
+  const char *type;   /* exact, or "x*" prefix */
+  const char *source; /* exact */
+  const char *reason; /* exact dead reason */
+  int64_t since;      /* created_at >= since (ms); 0: any */
+  int64_t id;         /* one row; 0: any */
+  size_t limit;       /* 0: 100 for lists, no limit for replay/purge */
+} ceb_dlq_filter;
+
+/* Rows, newest first, without the event body:
+ *   [{"id","seq","route","sink","reason","last_reason","status","attempts",
+ *     "first_attempt_at","last_attempt_at","created_at","error","event_id",
+ *     "source","type","replayed_at","replays","forwarded_at"}]
+ * New reference, NULL on error. Read connection. */
+json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
+/* One row with "event" (the dead-letter event as JSON); NULL when absent. */
+json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
+
+/* Blocking. Puts every matching dead (event, route) back to pending with
+ * attempts reset, marks the DLQ rows replayed. dry_run: counts only.
+ * *count gets the number of rows (dry run: that would be) replayed;
+ * the seq and route of each replayed delivery are appended to *replayed
+ * (a JSON array, may be NULL). Rows whose delivery is not dead any more
+ * (already replayed and pending) are skipped. */
+int ceb_store_dlq_replay(ceb_store *st, const ceb_dlq_filter *f, int64_t now,
+                         int dry_run, size_t *count, json_t *replayed);
+/* Blocking. Deletes matching DLQ rows (dry_run: counts). */
+int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
+                        size_t *count);
+/* Blocking. Marks a DLQ row forwarded to its topic destination. */
+int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now);
+
+/* ---- idempotency ---- */
+
+/* States stored in idempotency.state. */
+enum { CEB_IDEM_ROW_INFLIGHT = 0, CEB_IDEM_ROW_DONE = 1 };
+
+typedef struct ceb_idem_result {
+  int state; /* ceb_idem_state from plugin.h */
+  int http_status;
+  char *content_type; /* malloc'd, REPLAY only */
+  char *body;         /* malloc'd, REPLAY only */
+  size_t body_len;
+} ceb_idem_result;
+
+/* Blocking. Reserves (client, key) or reports its state. Expired records
+ * count as absent. */
+int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
+                         const char *fingerprint, int64_t now,
+                         ceb_idem_result *res);
+/* Blocking. Stores the response; the record expires at now + ttl_ms.
+ * CEB_ENOTFOUND when no reservation is held. */
+int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
+                          int http_status, const char *content_type,
+                          const char *body, size_t body_len, int64_t now,
+                          int64_t ttl_ms);
+/* Blocking. Drops an in-flight reservation (done records stay). */
+int ceb_store_idem_abort(ceb_store *st, const char *client, const char *key);
+/* Blocking. Drops every in-flight reservation (left by a crashed run). */
+int ceb_store_idem_reset_inflight(ceb_store *st);
+
+/* ---- contract register ---- */
+
+/* Blocking. CEB_OK new, CEB_EDUPLICATE same sha256 held, CEB_ECONFLICT a
+ * different document under a held version (flagged, not stored). */
+int ceb_store_contract_put(ceb_store *st, const char *name,
+                           const char *version, const char *document,
+                           size_t len, const char *provenance, int64_t now);
+/* [{"name","version","sha256","provenance","fetched_at","conflict",
+ *   "conflict_sha256","conflict_at"}] for name (NULL: all). */
+json_t *ceb_store_contract_list(ceb_store *st, const char *name);
+/* The document of (name, version), malloc'd; NULL when absent. */
+char *ceb_store_contract_get(ceb_store *st, const char *name,
+                             const char *version, size_t *len);
+
+/* ---- sweeping ---- */
+
+/* Blocking. Deletes at most chunk expired rows of each kind: idempotency
+ * records past expires_at, and journal rows settled before
+ * now - retention_ms with their delivery rows (rows still referenced by a
+ * DLQ row are kept: replay needs the event). Returns the number of rows
+ * deleted (callers loop while it equals the chunk) or < 0. */
+int ceb_store_sweep(ceb_store *st, int64_t now, int64_t retention_ms,
+                    size_t chunk);
+
+#endif

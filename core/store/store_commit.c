@@ -1,0 +1,190 @@
+/* The committer: the only thread writing to the database. It takes up to
+ * group_max queued ops, runs them in one transaction (one fsync for the
+ * group), then reports each op's status. Each op runs in its own savepoint
+ * so that one failing op does not undo the others. */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
+                     ceb_store_done_fn done, void *arg, int bounded) {
+  if (!st || !run)
+    return CEB_EINVAL;
+  store_op *op = calloc(1, sizeof *op);
+  if (!op)
+    return CEB_ENOMEM;
+  op->run = run;
+  op->done = done;
+  op->arg = arg;
+  op->bounded = bounded;
+  pthread_mutex_lock(&st->lock);
+  if (st->stopping) {
+    pthread_mutex_unlock(&st->lock);
+    free(op);
+    return CEB_ESHUTDOWN;
+  }
+  if (bounded && st->queued_bounded >= st->queue_max) {
+    pthread_mutex_unlock(&st->lock);
+    free(op);
+    return CEB_EBUSY;
+  }
+  if (bounded)
+    st->queued_bounded++;
+  if (st->tail)
+    st->tail->next = op;
+  else
+    st->head = op;
+  st->tail = op;
+  pthread_cond_signal(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+  return CEB_OK;
+}
+
+size_t ceb_store_queued(ceb_store *st) {
+  pthread_mutex_lock(&st->lock);
+  size_t n = st->queued_bounded;
+  pthread_mutex_unlock(&st->lock);
+  return n;
+}
+
+void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops) {
+  pthread_mutex_lock(&st->lock);
+  if (batches)
+    *batches = st->batches;
+  if (ops)
+    *ops = st->ops;
+  pthread_mutex_unlock(&st->lock);
+}
+
+/* ---- blocking call ---- */
+
+typedef struct sync_call {
+  ceb_store_run_fn run;
+  void *arg;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int finished;
+  int status;
+} sync_call;
+
+static int sync_run(sqlite3 *db, void *arg) {
+  sync_call *c = arg;
+  return c->run(db, c->arg);
+}
+
+static void sync_done(void *arg, int status) {
+  sync_call *c = arg;
+  pthread_mutex_lock(&c->lock);
+  c->status = status;
+  c->finished = 1;
+  pthread_cond_signal(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+}
+
+int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg) {
+  sync_call c = {.run = run, .arg = arg};
+  pthread_mutex_init(&c.lock, NULL);
+  pthread_cond_init(&c.cond, NULL);
+  int rc = ceb_store_submit(st, sync_run, sync_done, &c, 0);
+  if (rc == CEB_OK) {
+    pthread_mutex_lock(&c.lock);
+    while (!c.finished)
+      pthread_cond_wait(&c.cond, &c.lock);
+    pthread_mutex_unlock(&c.lock);
+    rc = c.status;
+  }
+  pthread_mutex_destroy(&c.lock);
+  pthread_cond_destroy(&c.cond);
+  return rc;
+}
+
+/* ---- the committer thread ---- */
+
+static void wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(cond, lock, &ts);
+}
+
+static size_t queue_len(store_op *op, size_t max) {
+  size_t n = 0;
+  for (; op && n < max; op = op->next)
+    n++;
+  return n;
+}
+
+static void run_group(ceb_store *st, store_op *group) {
+  int began = cebs_exec(st->wdb, "BEGIN IMMEDIATE") == CEB_OK;
+  size_t n = 0, bounded = 0;
+  for (store_op *op = group; op; op = op->next) {
+    n++;
+    bounded += op->bounded ? 1 : 0;
+    if (!began) {
+      op->status = CEB_EIO;
+      continue;
+    }
+    if (cebs_exec(st->wdb, "SAVEPOINT op") != CEB_OK) {
+      op->status = CEB_EIO;
+      continue;
+    }
+    op->status = op->run(st->wdb, op->arg);
+    if (op->status < 0)
+      cebs_exec(st->wdb, "ROLLBACK TO op");
+    cebs_exec(st->wdb, "RELEASE op");
+  }
+  if (began && cebs_exec(st->wdb, "COMMIT") != CEB_OK) {
+    ceb_log_error("store: group commit of %zu ops failed; every op fails", n);
+    cebs_exec(st->wdb, "ROLLBACK");
+    for (store_op *op = group; op; op = op->next)
+      op->status = CEB_EIO;
+  }
+  pthread_mutex_lock(&st->lock);
+  st->queued_bounded -= bounded;
+  st->batches++;
+  st->ops += n;
+  pthread_mutex_unlock(&st->lock);
+  for (store_op *op = group, *next; op; op = next) {
+    next = op->next;
+    if (op->done)
+      op->done(op->arg, op->status);
+    free(op);
+  }
+}
+
+void *cebs_committer_main(void *arg) {
+  ceb_store *st = arg;
+  pthread_mutex_lock(&st->lock);
+  for (;;) {
+    while (!st->head && !st->stopping)
+      pthread_cond_wait(&st->cond, &st->lock);
+    if (!st->head && st->stopping)
+      break;
+    if (st->group_wait_ms > 0 && !st->stopping &&
+        queue_len(st->head, st->group_max) < st->group_max)
+      wait_ms(&st->cond, &st->lock, st->group_wait_ms);
+    store_op *group = st->head, *last = group;
+    for (size_t i = 1; i < st->group_max && last->next; i++)
+      last = last->next;
+    st->head = last->next;
+    if (!st->head)
+      st->tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&st->lock);
+    run_group(st, group);
+    pthread_mutex_lock(&st->lock);
+  }
+  pthread_mutex_unlock(&st->lock);
+  cebs_finalize_all(st->wdb);
+  return NULL;
+}

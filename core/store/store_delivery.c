@@ -1,0 +1,349 @@
+/* Delivery rows: claiming due work (FIFO per order key), recording attempt
+ * outcomes, crash recovery and the counts the engine and status need. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+#define ERROR_MAX 512
+
+void ceb_claim_free(ceb_claim *c) {
+  if (!c)
+    return;
+  free(c->event_json);
+  free(c->order_key);
+  memset(c, 0, sizeof *c);
+}
+
+void ceb_claims_free(ceb_claim *c, size_t count) {
+  for (size_t i = 0; c && i < count; i++)
+    ceb_claim_free(&c[i]);
+  free(c);
+}
+
+/* A row is due when no older row of the same key on the route is unsettled:
+ * that is what keeps FIFO per key across retries and restarts. */
+static const char SQL_CLAIM_SELECT[] =
+    "SELECT d.seq, d.attempts, d.order_key, j.event, j.received_at,"
+    " d.first_at FROM delivery d JOIN journal j ON j.seq = d.seq"
+    " WHERE d.route = ?1 AND d.state IN (0, 2) AND d.next_at <= ?2"
+    " AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p"
+    "  WHERE p.route = d.route AND p.order_key = d.order_key"
+    "  AND p.state < 3 AND p.seq < d.seq))"
+    " ORDER BY d.next_at, d.seq LIMIT ?3";
+static const char SQL_CLAIM_UPDATE[] =
+    "UPDATE delivery SET state = 1, attempts = attempts + 1, last_at = ?3,"
+    " first_at = COALESCE(first_at, ?3) WHERE seq = ?1 AND route = ?2";
+
+typedef struct claim_args {
+  const char *route;
+  int64_t now;
+  size_t max;
+  ceb_claim *out;
+  size_t count;
+} claim_args;
+
+static int claim_run(sqlite3 *db, void *arg) {
+  claim_args *a = arg;
+  sqlite3_stmt *s = cebs_stmt(db, SQL_CLAIM_SELECT);
+  sqlite3_stmt *u = cebs_stmt(db, SQL_CLAIM_UPDATE);
+  if (!s || !u)
+    return CEB_EIO;
+  a->out = calloc(a->max, sizeof *a->out);
+  if (!a->out)
+    return CEB_ENOMEM;
+  sqlite3_bind_text(s, 1, a->route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, a->now);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)a->max);
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW && a->count < a->max) {
+    ceb_claim *c = &a->out[a->count++];
+    c->seq = sqlite3_column_int64(s, 0);
+    c->attempt = (uint32_t)sqlite3_column_int64(s, 1) + 1;
+    c->order_key = cebs_col_dup(s, 2);
+    c->event_json = cebs_col_dup(s, 3);
+    c->received_at = sqlite3_column_int64(s, 4);
+    c->first_at = sqlite3_column_type(s, 5) == SQLITE_NULL
+                      ? a->now
+                      : sqlite3_column_int64(s, 5);
+    if (!c->event_json) {
+      sqlite3_reset(s);
+      return CEB_ENOMEM;
+    }
+  }
+  sqlite3_reset(s);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    ceb_log_error("store: claim: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  for (size_t i = 0; i < a->count; i++) {
+    sqlite3_reset(u);
+    sqlite3_bind_int64(u, 1, a->out[i].seq);
+    sqlite3_bind_text(u, 2, a->route, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(u, 3, a->now);
+    if (sqlite3_step(u) != SQLITE_DONE) {
+      ceb_log_error("store: claim update: %s", sqlite3_errmsg(db));
+      return CEB_EIO;
+    }
+  }
+  sqlite3_reset(u);
+  return CEB_OK;
+}
+
+int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
+                    ceb_claim **out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  if (!route || max == 0)
+    return CEB_EINVAL;
+  claim_args a = {.route = route, .now = now, .max = max};
+  int rc = ceb_store_call(st, claim_run, &a);
+  if (rc != CEB_OK) {
+    ceb_claims_free(a.out, a.count);
+    return rc;
+  }
+  if (a.count == 0) {
+    free(a.out);
+    a.out = NULL;
+  }
+  *out = a.out;
+  *count = a.count;
+  return CEB_OK;
+}
+
+static int64_t read_int(ceb_store *st, const char *sql, const char *route,
+                        int64_t arg, int64_t dflt) {
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  int64_t v = dflt;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
+    if (route)
+      sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, arg);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+      v = sqlite3_column_int64(s, 0);
+    else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      v = CEB_EIO;
+  } else {
+    ceb_log_error("store: %s", sqlite3_errmsg(db));
+    v = CEB_EIO;
+  }
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  return v;
+}
+
+int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after) {
+  int64_t v = read_int(st,
+                       "SELECT MIN(next_at) FROM delivery WHERE route = ?1"
+                       " AND state IN (0, 2) AND next_at > ?2",
+                       route, after, INT64_MAX);
+  return v < 0 ? INT64_MAX : v;
+}
+
+int64_t ceb_store_count_open(ceb_store *st, const char *route) {
+  if (route)
+    return read_int(st,
+                    "SELECT COUNT(*) FROM delivery WHERE route = ?1 AND"
+                    " state < 3 AND ?2 = ?2",
+                    route, 0, 0);
+  return read_int(st, "SELECT COUNT(*) FROM delivery WHERE state < ?2", NULL,
+                  3, 0);
+}
+
+int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
+  return read_int(st,
+                  "SELECT MIN(j.received_at) FROM delivery d JOIN journal j"
+                  " ON j.seq = d.seq WHERE d.route = ?1 AND d.state < 3"
+                  " AND ?2 = ?2",
+                  route, 0, 0);
+}
+
+/* ---- attempt outcomes ---- */
+
+static const char SQL_ATTEMPT[] =
+    "UPDATE delivery SET state = ?3, next_at = ?4, last_status = ?5,"
+    " last_reason = ?6, last_error = ?7 WHERE seq = ?1 AND route = ?2"
+    " AND state = 1";
+static const char SQL_SETTLE_JOURNAL[] =
+    "UPDATE journal SET open_routes = open_routes - 1,"
+    " settled_at = CASE WHEN open_routes - 1 <= 0 THEN ?2 END WHERE seq = ?1";
+static const char SQL_DLQ_INSERT[] =
+    "INSERT INTO dlq (seq, route, sink, reason, last_reason, status, attempts,"
+    " first_at, last_at, error, event, event_id, source, type, created_at)"
+    " SELECT d.seq, d.route, ?3, ?4, ?5, ?6, d.attempts, d.first_at,"
+    " d.last_at, ?7, ?8, j.id, j.source, j.type, ?9"
+    " FROM delivery d JOIN journal j ON j.seq = d.seq"
+    " WHERE d.seq = ?1 AND d.route = ?2";
+static const char SQL_DLQ_LINK[] =
+    "UPDATE delivery SET dlq_id = ?3 WHERE seq = ?1 AND route = ?2";
+
+/* Error text is kept to ERROR_MAX bytes, cut on a UTF-8 boundary. */
+static void bind_error(sqlite3_stmt *s, int i, const char *err) {
+  if (!err) {
+    sqlite3_bind_null(s, i);
+    return;
+  }
+  size_t n = strlen(err);
+  if (n > ERROR_MAX) {
+    n = ERROR_MAX;
+    while (n > 0 && ((unsigned char)err[n] & 0xC0) == 0x80)
+      n--;
+  }
+  sqlite3_bind_text(s, i, err, (int)n, SQLITE_TRANSIENT);
+}
+
+int ceb_store_attempt_run(sqlite3 *db, void *arg) {
+  ceb_attempt_result *r = arg;
+  sqlite3_stmt *u = cebs_stmt(db, SQL_ATTEMPT);
+  if (!u)
+    return CEB_EIO;
+  sqlite3_bind_int64(u, 1, r->seq);
+  sqlite3_bind_text(u, 2, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_int(u, 3, r->state);
+  sqlite3_bind_int64(u, 4, r->state == CEB_DS_RETRYING ? r->next_at : r->now);
+  if (r->status_code)
+    sqlite3_bind_int(u, 5, r->status_code);
+  cebs_bind_text(u, 6, r->reason);
+  bind_error(u, 7, r->error);
+  int rc = sqlite3_step(u);
+  sqlite3_reset(u);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: attempt update: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  if (sqlite3_changes(db) == 0)
+    return CEB_ECONFLICT; /* not in progress: nothing to settle */
+  if (r->state == CEB_DS_RETRYING)
+    return CEB_OK;
+  sqlite3_stmt *j = cebs_stmt(db, SQL_SETTLE_JOURNAL);
+  if (!j)
+    return CEB_EIO;
+  sqlite3_bind_int64(j, 1, r->seq);
+  sqlite3_bind_int64(j, 2, r->now);
+  rc = sqlite3_step(j);
+  sqlite3_reset(j);
+  if (rc != SQLITE_DONE)
+    return CEB_EIO;
+  if (r->state != CEB_DS_DEAD)
+    return CEB_OK;
+  sqlite3_stmt *q = cebs_stmt(db, SQL_DLQ_INSERT);
+  sqlite3_stmt *l = cebs_stmt(db, SQL_DLQ_LINK);
+  if (!q || !l)
+    return CEB_EIO;
+  sqlite3_bind_int64(q, 1, r->seq);
+  sqlite3_bind_text(q, 2, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 3, r->sink ? r->sink : "", -1, SQLITE_STATIC);
+  sqlite3_bind_text(q, 4, r->dead_reason ? r->dead_reason : "rejected", -1,
+                    SQLITE_STATIC);
+  cebs_bind_text(q, 5, r->reason);
+  if (r->status_code)
+    sqlite3_bind_int(q, 6, r->status_code);
+  bind_error(q, 7, r->error);
+  sqlite3_bind_text(q, 8, r->dead_json ? r->dead_json : "{}", -1,
+                    SQLITE_STATIC);
+  sqlite3_bind_int64(q, 9, r->now);
+  rc = sqlite3_step(q);
+  sqlite3_reset(q);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: dlq insert: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  r->dlq_id = sqlite3_last_insert_rowid(db);
+  sqlite3_bind_int64(l, 1, r->seq);
+  sqlite3_bind_text(l, 2, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(l, 3, r->dlq_id);
+  rc = sqlite3_step(l);
+  sqlite3_reset(l);
+  return rc == SQLITE_DONE ? CEB_OK : CEB_EIO;
+}
+
+static int recover_run(sqlite3 *db, void *arg) {
+  int *n = arg;
+  if (cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") !=
+      CEB_OK)
+    return CEB_EIO;
+  *n = sqlite3_changes(db);
+  return CEB_OK;
+}
+
+int ceb_store_recover(ceb_store *st) {
+  int n = 0;
+  int rc = ceb_store_call(st, recover_run, &n);
+  return rc == CEB_OK ? n : rc;
+}
+
+/* ---- status ---- */
+
+json_t *ceb_store_event_status(ceb_store *st, const char *id,
+                               const char *source) {
+  if (!id)
+    return NULL;
+  sqlite3 *db = ceb_store_read_begin(st);
+  json_t *arr = json_array();
+  sqlite3_stmt *j = NULL, *d = NULL;
+  int ok =
+      sqlite3_prepare_v2(db,
+                         "SELECT seq, client, source, id, type, received_at,"
+                         " unrouted, settled_at FROM journal WHERE id = ?1"
+                         " AND (?2 IS NULL OR source = ?2) ORDER BY seq",
+                         -1, &j, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(db,
+                         "SELECT route, state, attempts, next_at, first_at,"
+                         " last_at, last_status, last_reason, last_error,"
+                         " order_key, dlq_id FROM delivery WHERE seq = ?1"
+                         " ORDER BY route",
+                         -1, &d, NULL) == SQLITE_OK;
+  if (ok) {
+    sqlite3_bind_text(j, 1, id, -1, SQLITE_STATIC);
+    cebs_bind_text(j, 2, source);
+    while (sqlite3_step(j) == SQLITE_ROW) {
+      json_t *o = json_object();
+      static const char *const cols[] = {"seq",  "client",      "source",
+                                         "id",   "type",        "received_at",
+                                         NULL,   "settled_at"};
+      for (int i = 0; i < 8; i++)
+        if (cols[i])
+          cebs_json_col(o, cols[i], j, i);
+      json_object_set_new(o, "unrouted",
+                          json_boolean(sqlite3_column_int(j, 6)));
+      json_t *routes = json_array();
+      sqlite3_reset(d);
+      sqlite3_bind_int64(d, 1, sqlite3_column_int64(j, 0));
+      while (sqlite3_step(d) == SQLITE_ROW) {
+        json_t *r = json_object();
+        int state = sqlite3_column_int(d, 1);
+        cebs_json_col(r, "route", d, 0);
+        json_object_set_new(r, "state", json_string(ceb_dstate_name(state)));
+        cebs_json_col(r, "attempts", d, 2);
+        if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
+          cebs_json_col(r, "next_attempt_at", d, 3);
+        else
+          json_object_set_new(r, "next_attempt_at", json_null());
+        cebs_json_col(r, "first_attempt_at", d, 4);
+        cebs_json_col(r, "last_attempt_at", d, 5);
+        cebs_json_col(r, "last_status", d, 6);
+        cebs_json_col(r, "last_reason", d, 7);
+        cebs_json_col(r, "last_error", d, 8);
+        cebs_json_col(r, "order_key", d, 9);
+        cebs_json_col(r, "dlq_id", d, 10);
+        json_array_append_new(routes, r);
+      }
+      json_object_set_new(o, "routes", routes);
+      json_array_append_new(arr, o);
+    }
+  } else {
+    ceb_log_error("store: status query: %s", sqlite3_errmsg(db));
+    json_decref(arr);
+    arr = NULL;
+  }
+  sqlite3_finalize(j);
+  sqlite3_finalize(d);
+  ceb_store_read_end(st, db);
+  return arr;
+}

@@ -1,0 +1,66 @@
+/* Journal ingest: one op inserts a batch of events and their delivery rows,
+ * deduping on (client, source, id). */
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+static const char SQL_JOURNAL[] =
+    "INSERT INTO journal (client, source, id, type, received_at, event, size,"
+    " open_routes, unrouted, settled_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+    " ?8, ?9, ?10) ON CONFLICT (client, source, id) DO NOTHING";
+static const char SQL_DELIVERY[] =
+    "INSERT INTO delivery (seq, route, state, next_at, order_key)"
+    " VALUES (?1, ?2, 0, ?3, ?4)";
+
+int ceb_store_ingest_run(sqlite3 *db, void *arg) {
+  ceb_ingest_batch *b = arg;
+  sqlite3_stmt *j = cebs_stmt(db, SQL_JOURNAL);
+  sqlite3_stmt *d = cebs_stmt(db, SQL_DELIVERY);
+  if (!j || !d)
+    return CEB_EIO;
+  for (size_t i = 0; i < b->count; i++) {
+    ceb_ingest_event *e = &b->events[i];
+    if (!e->source || !e->id || !e->json)
+      return CEB_EINVAL;
+    sqlite3_reset(j);
+    sqlite3_bind_text(j, 1, e->client ? e->client : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(j, 2, e->source, -1, SQLITE_STATIC);
+    sqlite3_bind_text(j, 3, e->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(j, 4, e->type ? e->type : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(j, 5, b->now);
+    sqlite3_bind_text(j, 6, e->json, (int)e->json_len, SQLITE_STATIC);
+    sqlite3_bind_int64(j, 7, (sqlite3_int64)e->json_len);
+    sqlite3_bind_int64(j, 8, (sqlite3_int64)e->nroutes);
+    sqlite3_bind_int(j, 9, e->nroutes == 0);
+    if (e->nroutes == 0)
+      sqlite3_bind_int64(j, 10, b->now);
+    else
+      sqlite3_bind_null(j, 10);
+    if (sqlite3_step(j) != SQLITE_DONE) {
+      ceb_log_error("store: journal insert: %s", sqlite3_errmsg(db));
+      return CEB_EIO;
+    }
+    e->inserted = sqlite3_changes(db) > 0;
+    if (!e->inserted) {
+      e->seq = 0;
+      continue;
+    }
+    e->seq = sqlite3_last_insert_rowid(db);
+    for (size_t r = 0; r < e->nroutes; r++) {
+      const ceb_ingest_route *rt = &e->routes[r];
+      sqlite3_reset(d);
+      sqlite3_bind_int64(d, 1, e->seq);
+      sqlite3_bind_text(d, 2, rt->route, -1, SQLITE_STATIC);
+      sqlite3_bind_int64(d, 3, rt->first_at);
+      cebs_bind_text(d, 4, rt->order_key);
+      if (sqlite3_step(d) != SQLITE_DONE) {
+        ceb_log_error("store: delivery insert: %s", sqlite3_errmsg(db));
+        return CEB_EIO;
+      }
+    }
+  }
+  sqlite3_reset(j);
+  sqlite3_reset(d);
+  return CEB_OK;
+}

@@ -1,0 +1,71 @@
+/* Internals shared by the store's files. Not for other parts. */
+#ifndef CEB_STORE_INTERNAL_H
+#define CEB_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "store/ceb_store.h"
+
+#define CEB_STORE_READERS 4
+
+typedef struct store_op {
+  struct store_op *next;
+  ceb_store_run_fn run;
+  ceb_store_done_fn done;
+  void *arg;
+  int bounded;
+  int status;
+} store_op;
+
+struct ceb_store {
+  sqlite3 *wdb; /* the committer's */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;  /* committer: work queued / stop */
+  store_op *head, *tail;
+  size_t queued_bounded;
+  size_t queue_max;
+  size_t group_max;
+  int64_t group_wait_ms;
+  int stopping;
+  int started;
+  pthread_t committer;
+  uint64_t batches, ops;
+  /* read pool */
+  pthread_mutex_t rlock;
+  pthread_cond_t rcond;
+  sqlite3 *readers[CEB_STORE_READERS];
+  int rbusy[CEB_STORE_READERS];
+};
+
+/* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
+int cebs_migrate(sqlite3 *db, char *err, size_t errlen);
+
+/* Runs one statement with optional text binds; CEB_OK or CEB_EIO. */
+int cebs_exec(sqlite3 *db, const char *sql);
+
+/* Prepared statement helpers: returns NULL and logs on error. */
+sqlite3_stmt *cebs_prepare(sqlite3 *db, const char *sql);
+
+/* Binds NULL-able text. */
+void cebs_bind_text(sqlite3_stmt *s, int i, const char *v);
+
+/* strdup of a column (NULL stays NULL). */
+char *cebs_col_dup(sqlite3_stmt *s, int i);
+
+/* Sets a JSON member from a column: integer, text or null. */
+void cebs_json_col(json_t *o, const char *key, sqlite3_stmt *s, int i);
+
+/* Applies a DLQ filter as a WHERE clause into sql (appends) and binds it. */
+void cebs_dlq_where(char *sql, size_t size, const ceb_dlq_filter *f);
+void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f);
+
+/* A cached prepared statement of the committer's connection, reset and
+ * unbound, keyed by the identity of the sql string (use string literals).
+ * Committer thread only. NULL on error (logged). */
+sqlite3_stmt *cebs_stmt(sqlite3 *db, const char *sql);
+/* Finalizes every statement of db (before closing it). */
+void cebs_finalize_all(sqlite3 *db);
+
+#endif

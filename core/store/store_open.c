@@ -1,0 +1,233 @@
+/* Opening and closing the store: connections, pragmas, migrations, the read
+ * connection pool and small SQLite helpers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+void *cebs_committer_main(void *arg);
+
+static int open_conn(const char *path, int readonly, int sync_full,
+                     sqlite3 **out, char *err, size_t errlen) {
+  sqlite3 *db = NULL;
+  int flags = SQLITE_OPEN_NOMUTEX |
+              (readonly ? SQLITE_OPEN_READONLY
+                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+    snprintf(err, errlen, "store: cannot open %s: %s", path,
+             db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return CEB_EIO;
+  }
+  sqlite3_busy_timeout(db, 10000);
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
+           " PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
+           sync_full ? "FULL" : "NORMAL");
+  char *msg = NULL;
+  if (!readonly && sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    snprintf(err, errlen, "store: %s: %s", path, msg ? msg : "pragma failed");
+    sqlite3_free(msg);
+    sqlite3_close(db);
+    return CEB_EIO;
+  }
+  *out = db;
+  return CEB_OK;
+}
+
+int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
+                   size_t errlen) {
+  if (!opts || !opts->path || !*opts->path || !out) {
+    snprintf(err, errlen, "store: no path given");
+    return CEB_EINVAL;
+  }
+  ceb_store *st = calloc(1, sizeof *st);
+  if (!st) {
+    snprintf(err, errlen, "store: out of memory");
+    return CEB_ENOMEM;
+  }
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_cond_init(&st->cond, NULL);
+  pthread_mutex_init(&st->rlock, NULL);
+  pthread_cond_init(&st->rcond, NULL);
+  st->group_max = opts->group_max ? opts->group_max : 512;
+  st->group_wait_ms = opts->group_wait_ms;
+  st->queue_max = opts->queue_max ? opts->queue_max : 65536;
+  int rc = open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err,
+                     errlen);
+  if (rc == CEB_OK)
+    rc = cebs_migrate(st->wdb, err, errlen);
+  for (int i = 0; rc == CEB_OK && i < CEB_STORE_READERS; i++)
+    rc = open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
+  if (rc == CEB_OK && pthread_create(&st->committer, NULL, cebs_committer_main,
+                                     st) != 0) {
+    snprintf(err, errlen, "store: cannot start the committer thread");
+    rc = CEB_EINTERNAL;
+  }
+  if (rc != CEB_OK) {
+    for (int i = 0; i < CEB_STORE_READERS; i++)
+      sqlite3_close(st->readers[i]);
+    sqlite3_close(st->wdb);
+    pthread_mutex_destroy(&st->lock);
+    pthread_cond_destroy(&st->cond);
+    pthread_mutex_destroy(&st->rlock);
+    pthread_cond_destroy(&st->rcond);
+    free(st);
+    return rc;
+  }
+  st->started = 1;
+  *out = st;
+  return CEB_OK;
+}
+
+void ceb_store_close(ceb_store *st) {
+  if (!st)
+    return;
+  pthread_mutex_lock(&st->lock);
+  st->stopping = 1;
+  pthread_cond_broadcast(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+  if (st->started)
+    pthread_join(st->committer, NULL);
+  for (int i = 0; i < CEB_STORE_READERS; i++)
+    sqlite3_close(st->readers[i]);
+  /* A clean close checkpoints the WAL into the main file. */
+  sqlite3_close(st->wdb);
+  pthread_mutex_destroy(&st->lock);
+  pthread_cond_destroy(&st->cond);
+  pthread_mutex_destroy(&st->rlock);
+  pthread_cond_destroy(&st->rcond);
+  free(st);
+}
+
+sqlite3 *ceb_store_read_begin(ceb_store *st) {
+  pthread_mutex_lock(&st->rlock);
+  for (;;) {
+    for (int i = 0; i < CEB_STORE_READERS; i++) {
+      if (!st->rbusy[i]) {
+        st->rbusy[i] = 1;
+        pthread_mutex_unlock(&st->rlock);
+        return st->readers[i];
+      }
+    }
+    pthread_cond_wait(&st->rcond, &st->rlock);
+  }
+}
+
+void ceb_store_read_end(ceb_store *st, sqlite3 *db) {
+  pthread_mutex_lock(&st->rlock);
+  for (int i = 0; i < CEB_STORE_READERS; i++)
+    if (st->readers[i] == db)
+      st->rbusy[i] = 0;
+  pthread_cond_signal(&st->rcond);
+  pthread_mutex_unlock(&st->rlock);
+}
+
+int cebs_exec(sqlite3 *db, const char *sql) {
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    ceb_log_error("store: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return CEB_EIO;
+  }
+  return CEB_OK;
+}
+
+sqlite3_stmt *cebs_prepare(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) !=
+      SQLITE_OK) {
+    ceb_log_error("store: prepare failed: %s", sqlite3_errmsg(db));
+    return NULL;
+  }
+  return s;
+}
+
+void cebs_bind_text(sqlite3_stmt *s, int i, const char *v) {
+  if (v)
+    sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_null(s, i);
+}
+
+char *cebs_col_dup(sqlite3_stmt *s, int i) {
+  const unsigned char *t = sqlite3_column_text(s, i);
+  return t ? strdup((const char *)t) : NULL;
+}
+
+void cebs_json_col(json_t *o, const char *key, sqlite3_stmt *s, int i) {
+  switch (sqlite3_column_type(s, i)) {
+  case SQLITE_INTEGER:
+    json_object_set_new(o, key, json_integer(sqlite3_column_int64(s, i)));
+    break;
+  case SQLITE_NULL:
+    json_object_set_new(o, key, json_null());
+    break;
+  default:
+    json_object_set_new(
+        o, key, json_string((const char *)sqlite3_column_text(s, i)));
+  }
+}
+
+const char *ceb_dstate_name(int state) {
+  switch (state) {
+  case CEB_DS_PENDING:
+    return "pending";
+  case CEB_DS_INFLIGHT:
+    return "in-progress";
+  case CEB_DS_RETRYING:
+    return "retrying";
+  case CEB_DS_DONE:
+    return "done";
+  case CEB_DS_DEAD:
+    return "dead";
+  }
+  return "unknown";
+}
+
+/* The committer runs the same few statements for every op: keep them
+ * prepared. Thread-local because only the committer thread writes. */
+#define STMT_CACHE 48
+static __thread struct {
+  sqlite3 *db;
+  const char *sql;
+  sqlite3_stmt *stmt;
+} t_cache[STMT_CACHE];
+
+sqlite3_stmt *cebs_stmt(sqlite3 *db, const char *sql) {
+  int free_slot = -1;
+  for (int i = 0; i < STMT_CACHE; i++) {
+    if (t_cache[i].db == db && t_cache[i].sql == sql) {
+      sqlite3_reset(t_cache[i].stmt);
+      sqlite3_clear_bindings(t_cache[i].stmt);
+      return t_cache[i].stmt;
+    }
+    if (!t_cache[i].db && free_slot < 0)
+      free_slot = i;
+  }
+  sqlite3_stmt *s = cebs_prepare(db, sql);
+  if (s && free_slot >= 0) {
+    t_cache[free_slot].db = db;
+    t_cache[free_slot].sql = sql;
+    t_cache[free_slot].stmt = s;
+  } else if (s) {
+    ceb_log_error("store: statement cache full");
+    sqlite3_finalize(s);
+    s = NULL;
+  }
+  return s;
+}
+
+void cebs_finalize_all(sqlite3 *db) {
+  for (int i = 0; i < STMT_CACHE; i++)
+    if (t_cache[i].db == db)
+      t_cache[i].db = NULL;
+  sqlite3_stmt *s;
+  while ((s = sqlite3_next_stmt(db, NULL)) != NULL)
+    sqlite3_finalize(s);
+}

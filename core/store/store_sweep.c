@@ -1,0 +1,54 @@
+/* Background expiry in small chunks: each chunk is one short op so that
+ * ingest batches interleave with sweeping and never stall behind it. */
+#include <ceb/status.h>
+
+#include "store/store_internal.h"
+
+typedef struct sweep_args {
+  int64_t now, retention_ms;
+  size_t chunk;
+  int deleted;
+} sweep_args;
+
+static int sweep_run(sqlite3 *db, void *arg) {
+  sweep_args *a = arg;
+  sqlite3_stmt *s = NULL;
+  int rc = CEB_OK;
+  static const char *const sql[] = {
+      "DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency"
+      " WHERE state = 1 AND expires_at <= ?1 LIMIT ?2)",
+      /* journal rows settled before the cut-off and not held by the DLQ */
+      "CREATE TEMP TABLE IF NOT EXISTS sweep_seq (seq INTEGER PRIMARY KEY)",
+      "DELETE FROM sweep_seq",
+      "INSERT INTO sweep_seq SELECT seq FROM journal j WHERE settled_at"
+      " IS NOT NULL AND settled_at <= ?1 - ?3 AND NOT EXISTS (SELECT 1 FROM"
+      " dlq q WHERE q.seq = j.seq) LIMIT ?2",
+      "DELETE FROM delivery WHERE seq IN (SELECT seq FROM sweep_seq)",
+      "DELETE FROM journal WHERE seq IN (SELECT seq FROM sweep_seq)",
+  };
+  for (size_t i = 0; i < sizeof sql / sizeof sql[0] && rc == CEB_OK; i++) {
+    if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)
+      return CEB_EIO;
+    int np = sqlite3_bind_parameter_count(s);
+    if (np >= 1)
+      sqlite3_bind_int64(s, 1, a->now);
+    if (np >= 2)
+      sqlite3_bind_int64(s, 2, (sqlite3_int64)a->chunk);
+    if (np >= 3)
+      sqlite3_bind_int64(s, 3, a->retention_ms);
+    if (sqlite3_step(s) != SQLITE_DONE)
+      rc = CEB_EIO;
+    else if (i == 0 || i == 5)
+      a->deleted += sqlite3_changes(db);
+    sqlite3_finalize(s);
+  }
+  return rc;
+}
+
+int ceb_store_sweep(ceb_store *st, int64_t now, int64_t retention_ms,
+                    size_t chunk) {
+  sweep_args a = {.now = now, .retention_ms = retention_ms,
+                  .chunk = chunk ? chunk : 500};
+  int rc = ceb_store_call(st, sweep_run, &a);
+  return rc == CEB_OK ? a.deleted : rc;
+}

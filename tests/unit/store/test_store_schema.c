@@ -1,0 +1,48 @@
+/* Migrations from an empty database, reopening, and refusing a newer one. */
+#include "store_fixture.h"
+
+int main(void) {
+  char *path = NULL;
+  ceb_store *st = fixture_open("schema", &path);
+  CHECK(st != NULL);
+  CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE type ="
+                            " 'table' AND name IN ('journal', 'delivery',"
+                            " 'dlq', 'idempotency', 'contracts')"),
+            5);
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
+  CHECK(sqlite3_step(s) == SQLITE_ROW);
+  CHECK_STR((const char *)sqlite3_column_text(s, 0), "wal");
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  const char *routes[] = {"r1", NULL};
+  CHECK(fixture_ingest(st, "urn:a", "1", "t", routes, NULL, 1000) > 0);
+  ceb_store_close(st);
+
+  /* Reopen: no migration re-run, data kept. */
+  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 4};
+  char err[256] = "";
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 1);
+  ceb_store_close(st);
+
+  /* A database from a newer build is refused with a clear reason. */
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+  sqlite3_close(db);
+  st = NULL;
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), -7 /* EUNSUPPORTED */);
+  CHECK(st == NULL);
+  CHECK(strstr(err, "newer") != NULL);
+
+  /* Bad input. */
+  ceb_store_opts bad = {.path = ""};
+  CHECK(ceb_store_open(&bad, &st, err, sizeof err) < 0);
+  ceb_store_opts nodir = {.path = "/nonexistent-dir/x/store.db"};
+  CHECK(ceb_store_open(&nodir, &st, err, sizeof err) < 0);
+  CHECK(strstr(err, "cannot open") != NULL);
+  free(path);
+  return ceb_test_done("unit_store_schema");
+}
