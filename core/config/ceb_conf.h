@@ -44,6 +44,7 @@ typedef struct ceb_conf {
   char *dir;
   ceb_conf_section *sections; /* in file order; [bridge] sections merged */
   size_t count;
+  ceb_config *empty_bridge; /* internal: ceb_conf_bridge without [bridge] */
 } ceb_conf;
 
 /* Reads every *.conf in dir in name order. CEB_OK, or CEB_ECONFIG with

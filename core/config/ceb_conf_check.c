@@ -1,0 +1,313 @@
+/* ceb_conf_check: every section against the host spec of its kind plus the
+ * spec of its plugin. Secrets are resolved and relative paths made absolute
+ * in place (ceb_config_replace_at), so plugins read final values. */
+#include "config/ceb_conf_internal.h"
+#include "config/ceb_core_spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Largest secret file read (keys and tokens are far smaller). */
+#define SECRET_FILE_MAX (64 * 1024)
+
+typedef struct sect_ctx {
+  ceb_conf_section *s;
+  ceb_conf_errors *errs;
+  const char *base; /* absolute config directory */
+  char label[200];  /* "[source intermediary]" */
+  const ceb_config_spec *common, *plugin;
+  int plugin_known; /* plugin spec available: unknown keys can be judged */
+} sect_ctx;
+
+static const ceb_config_spec *common_spec(const char *kind) {
+  if (strcmp(kind, "bridge") == 0)
+    return ceb_spec_bridge;
+  if (strcmp(kind, "route") == 0)
+    return ceb_spec_route;
+  if (strcmp(kind, "source") == 0)
+    return ceb_spec_source_common;
+  if (strcmp(kind, "sink") == 0)
+    return ceb_spec_sink_common;
+  return ceb_spec_contracts_common;
+}
+
+static void unknown_key(sect_ctx *c, const char *key, const char *file,
+                        int line) {
+  ceb_conf_suggest sg;
+  ceb_conf_suggest_init(&sg, key);
+  const ceb_config_spec *specs[2] = {c->common, c->plugin};
+  for (int k = 0; k < 2; k++)
+    for (const ceb_config_spec *sp = specs[k]; sp && sp->key; sp++)
+      if (!(sp->flags & CEB_CFG_PREFIX))
+        ceb_conf_suggest_add(&sg, sp->key);
+  char hint[128] = "";
+  if (sg.best)
+    snprintf(hint, sizeof hint, "did you mean '%s'?", sg.best);
+  else
+    snprintf(hint, sizeof hint, "see docs/config-reference.md");
+  ceb_conf_error_add(c->errs, file, line, hint, "unknown key '%.64s' in %s",
+                     key, c->label);
+}
+
+/* base + "/" + rel, malloc'd. */
+static char *path_join(const char *base, const char *rel) {
+  size_t n = strlen(base) + strlen(rel) + 2;
+  char *p = malloc(n);
+  if (p)
+    snprintf(p, n, "%s/%s", base, rel);
+  return p;
+}
+
+/* Reads a secret file: one trailing newline stripped. malloc'd or NULL
+ * with errno set (EFBIG: too large, EINVAL: NUL byte or not a file). */
+static char *secret_file_read(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    errno = EINVAL;
+    return NULL;
+  }
+  if (st.st_size > SECRET_FILE_MAX) {
+    fclose(f);
+    errno = EFBIG;
+    return NULL;
+  }
+  char *buf = malloc(SECRET_FILE_MAX + 2);
+  if (!buf) {
+    fclose(f);
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t n = fread(buf, 1, SECRET_FILE_MAX + 1, f);
+  int err = ferror(f);
+  fclose(f);
+  if (err || n > SECRET_FILE_MAX || memchr(buf, '\0', n)) {
+    memset(buf, 0, n);
+    free(buf);
+    errno = err ? EIO : n > SECRET_FILE_MAX ? EFBIG : EINVAL;
+    return NULL;
+  }
+  if (n > 0 && buf[n - 1] == '\n') {
+    n--;
+    if (n > 0 && buf[n - 1] == '\r')
+      n--;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static int env_name_ok(const char *s, size_t n) {
+  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+      return 0;
+  return 1;
+}
+
+/* Resolves ${ENV} and file:/path references of a SECRET entry in place.
+ * A literal value stays as it is. Returns 0 when an error was added. */
+static int secret_resolve(sect_ctx *c, size_t i, const char *key,
+                          const char *value, const char *file, int line) {
+  size_t len = strlen(value);
+  if (len >= 3 && value[0] == '$' && value[1] == '{' &&
+      value[len - 1] == '}') {
+    const char *name = value + 2;
+    size_t n = len - 3;
+    if (!env_name_ok(name, n)) {
+      ceb_conf_error_add(c->errs, file, line,
+                         "write ${NAME} with letters, digits and '_'",
+                         "invalid environment variable reference for '%.64s' "
+                         "in %s",
+                         key, c->label);
+      return 0;
+    }
+    char env[128];
+    snprintf(env, sizeof env, "%.*s", (int)(n < 127 ? n : 127), name);
+    const char *v = getenv(env);
+    if (!v) {
+      ceb_conf_error_add(c->errs, file, line,
+                         "export it in the service environment",
+                         "environment variable %s (for '%.64s' in %s) is not "
+                         "set",
+                         env, key, c->label);
+      return 0;
+    }
+    if (ceb_config_replace_at(c->s->cfg, i, v) != CEB_OK) {
+      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+      return 0;
+    }
+    return 1;
+  }
+  if (strncmp(value, "file:", 5) == 0) {
+    const char *p = value + 5;
+    if (!*p) {
+      ceb_conf_error_add(c->errs, file, line, "write file:/path/to/secret",
+                         "empty secret file path for '%.64s' in %s", key,
+                         c->label);
+      return 0;
+    }
+    char *path = p[0] == '/' ? strdup(p) : path_join(c->base, p);
+    if (!path) {
+      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+      return 0;
+    }
+    char *secret = secret_file_read(path);
+    if (!secret) {
+      int e = errno;
+      ceb_conf_error_add(
+          c->errs, file, line, "the file must be readable by the bridge",
+          "cannot read secret file '%.100s' for '%.64s' in %s: %s", path, key,
+          c->label,
+          e == EFBIG    ? "larger than 64 KiB"
+          : e == EINVAL ? "not a regular text file"
+                        : strerror(e));
+      free(path);
+      return 0;
+    }
+    free(path);
+    int rc = ceb_config_replace_at(c->s->cfg, i, secret);
+    memset(secret, 0, strlen(secret));
+    free(secret);
+    if (rc != CEB_OK) {
+      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static void check_entry(sect_ctx *c, size_t i) {
+  const char *key, *value, *file;
+  int line;
+  ceb_config *cfg = c->s->cfg;
+  ceb_config_entry(cfg, i, &key, &value, &file, &line);
+  const ceb_config_spec *spec = ceb_config_spec_of(cfg, key);
+  if (!spec) {
+    if (c->plugin_known)
+      unknown_key(c, key, file, line);
+    return;
+  }
+  if ((spec->flags & CEB_CFG_PREFIX) && strlen(key) == strlen(spec->key)) {
+    ceb_conf_error_add(c->errs, file, line, "e.g. match.type = nl.edu.*",
+                       "key '%s' needs a name after the prefix in %s", key,
+                       c->label);
+    return;
+  }
+  if (!(spec->flags & CEB_CFG_MULTI)) {
+    for (size_t j = 0; j < i; j++) {
+      const char *k2, *f2;
+      int l2;
+      ceb_config_entry(cfg, j, &k2, NULL, &f2, &l2);
+      if (strcmp(k2, key) == 0) {
+        ceb_conf_error_add(c->errs, file, line, "set each key once",
+                           "duplicate key '%.64s' in %s, first set at "
+                           "%.100s:%d",
+                           key, c->label, f2 ? f2 : "?", l2);
+        return;
+      }
+    }
+  }
+  if ((spec->flags & CEB_CFG_SECRET) &&
+      !secret_resolve(c, i, key, value, file, line))
+    return;
+  ceb_config_entry(cfg, i, NULL, &value, NULL, NULL); /* may be resolved */
+  char label[300], msg[256], hint[256];
+  snprintf(label, sizeof label, "'%.64s' in %s", key, c->label);
+  if (ceb_conf_value_check(spec, value, label, msg, sizeof msg, hint,
+                           sizeof hint) != CEB_OK) {
+    ceb_conf_error_add(c->errs, file, line, hint, "%s", msg);
+    return;
+  }
+  if (spec->type == CEB_CFG_PATH && value[0] != '/') {
+    char *abs = path_join(c->base, value);
+    if (!abs || ceb_config_replace_at(cfg, i, abs) != CEB_OK)
+      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+    free(abs);
+  }
+}
+
+static void check_required(sect_ctx *c) {
+  const ceb_config_spec *specs[2] = {c->common, c->plugin};
+  for (int k = 0; k < 2; k++) {
+    for (const ceb_config_spec *sp = specs[k]; sp && sp->key; sp++) {
+      if (!(sp->flags & CEB_CFG_REQUIRED) || (sp->flags & CEB_CFG_PREFIX))
+        continue;
+      size_t n = ceb_config_count(c->s->cfg), j;
+      for (j = 0; j < n; j++) {
+        const char *key;
+        ceb_config_entry(c->s->cfg, j, &key, NULL, NULL, NULL);
+        if (strcmp(key, sp->key) == 0)
+          break;
+      }
+      if (j == n) {
+        char hint[256];
+        snprintf(hint, sizeof hint, "%.250s",
+                 sp->description ? sp->description : "");
+        ceb_conf_error_add(c->errs, c->s->file, c->s->line, hint,
+                           "missing required key '%s' in %s", sp->key,
+                           c->label);
+      }
+    }
+  }
+}
+
+static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
+                          void *arg, const char *base,
+                          ceb_conf_errors *errs) {
+  sect_ctx c = {0};
+  c.s = s;
+  c.errs = errs;
+  c.base = base;
+  if (s->name)
+    snprintf(c.label, sizeof c.label, "[%s %s]", s->kind, s->name);
+  else
+    snprintf(c.label, sizeof c.label, "[%s]", s->kind);
+  c.common = common_spec(s->kind);
+  int plugin_kind = strcmp(s->kind, "bridge") != 0 &&
+                    strcmp(s->kind, "route") != 0;
+  c.plugin_known = !plugin_kind;
+  const char *plugin = ceb_config_str(s->cfg, "plugin");
+  if (plugin_kind && plugin && *plugin && fn) {
+    c.plugin = fn(arg, s, errs);
+    c.plugin_known = c.plugin != NULL;
+  }
+  ceb_config_set_spec(s->cfg, c.common, c.plugin);
+  size_t n = ceb_config_count(s->cfg);
+  for (size_t i = 0; i < n; i++)
+    check_entry(&c, i);
+  check_required(&c);
+}
+
+int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
+                   void *arg, ceb_conf_errors *errs) {
+  if (!errs)
+    return CEB_EINVAL;
+  memset(errs, 0, sizeof *errs);
+  if (!conf) {
+    ceb_conf_error_add(errs, "", 0, NULL, "no configuration loaded");
+    return CEB_ECONFIG;
+  }
+  /* Relative paths are relative to the directory of the file that sets
+   * them: every file lives in conf->dir. */
+  char *base = realpath(conf->dir, NULL);
+  if (!base)
+    base = strdup(conf->dir);
+  if (!base) {
+    ceb_conf_error_add(errs, conf->dir, 0, NULL, "out of memory");
+    return CEB_ENOMEM;
+  }
+  for (size_t i = 0; i < conf->count; i++)
+    check_section(&conf->sections[i], plugin_spec, arg, base, errs);
+  ceb_config_set_spec(conf->empty_bridge, ceb_spec_bridge, NULL);
+  ceb_conf_check_routes(conf, errs);
+  free(base);
+  return errs->count ? CEB_ECONFIG : CEB_OK;
+}
