@@ -1,0 +1,127 @@
+/* Claiming is FIFO per order key (also across retries), keys run in
+ * parallel, outcomes settle the journal, dead letters get a DLQ row, crash
+ * recovery puts in-progress rows back, and the sweeper expires settled
+ * events but keeps what the DLQ needs. */
+#include <ceb/status.h>
+
+#include "store_fixture.h"
+
+static ceb_attempt_result outcome(long long seq, const char *route, int state,
+                                  long long now) {
+  return (ceb_attempt_result){.seq = seq, .route = route, .state = state,
+                              .next_at = now + 1000, .now = now,
+                              .status_code = 503, .reason = "http.503",
+                              .error = "server said no", .sink = "out",
+                              .dead_reason = "rejected",
+                              .dead_json = "{\"id\":\"x\"}"};
+}
+
+int main(void) {
+  ceb_store *st = fixture_open("delivery", NULL);
+  const char *routes[] = {"r", NULL};
+  const char *ka[] = {"A"}, *kb[] = {"B"};
+  long long a1 = fixture_ingest(st, "urn:s", "a1", "t", routes, ka, 100);
+  long long a2 = fixture_ingest(st, "urn:s", "a2", "t", routes, ka, 100);
+  long long b1 = fixture_ingest(st, "urn:s", "b1", "t", routes, kb, 100);
+  long long u1 = fixture_ingest(st, "urn:s", "u1", "t", routes, NULL, 100);
+  CHECK(a1 > 0 && a2 > a1 && b1 > a2 && u1 > b1);
+
+  /* Nothing is due before its time. */
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(st, "r", 99, 10, &c, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(ceb_store_next_due(st, "r", 0), 100);
+
+  /* At 100: a1 (head of A), b1 (head of B) and u1; a2 waits behind a1. */
+  CHECK_INT(ceb_store_claim(st, "r", 100, 10, &c, &n), 0);
+  CHECK_INT(n, 3);
+  CHECK_INT(c[0].seq, a1);
+  CHECK_INT(c[1].seq, b1);
+  CHECK_INT(c[2].seq, u1);
+  CHECK_INT(c[0].attempt, 1);
+  CHECK_STR(c[0].order_key, "A");
+  CHECK(strstr(c[0].event_json, "\"a1\"") != NULL);
+  ceb_claims_free(c, n);
+  CHECK_INT(ceb_store_count_open(st, "r"), 4);
+  CHECK_INT(ceb_store_count_open(st, NULL), 4);
+  CHECK_INT(ceb_store_oldest_open(st, "r"), 100);
+
+  /* a1 fails and retries at 1200: a2 still waits (FIFO across retries). */
+  ceb_attempt_result r = outcome(a1, "r", CEB_DS_RETRYING, 200);
+  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 300, 10, &c, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(ceb_store_next_due(st, "r", 300), 1200);
+  /* settling a row that is not in progress is refused */
+  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), CEB_ECONFLICT);
+
+  /* At 1200 a1 comes back as attempt 2. */
+  CHECK_INT(ceb_store_claim(st, "r", 1200, 10, &c, &n), 0);
+  CHECK_INT(n, 1);
+  CHECK_INT(c[0].seq, a1);
+  CHECK_INT(c[0].attempt, 2);
+  CHECK_INT(c[0].first_at, 100);
+  ceb_claims_free(c, n);
+  r = outcome(a1, "r", CEB_DS_DONE, 1300);
+  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal WHERE id='a1'"),
+            1300);
+
+  /* Now a2 is due. */
+  CHECK_INT(ceb_store_claim(st, "r", 1300, 10, &c, &n), 0);
+  CHECK_INT(n, 1);
+  CHECK_INT(c[0].seq, a2);
+  ceb_claims_free(c, n);
+
+  /* b1 dead: a DLQ row with the event's identity and the outcome. */
+  r = outcome(b1, "r", CEB_DS_DEAD, 1400);
+  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK(r.dlq_id > 0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM dlq WHERE event_id='b1' AND"
+                            " reason='rejected' AND status=503 AND"
+                            " attempts=1 AND sink='out'"),
+            1);
+
+  /* Status by id. */
+  json_t *s = ceb_store_event_status(st, "b1", "urn:s");
+  CHECK_INT(json_array_size(s), 1);
+  json_t *rt = json_array_get(json_object_get(json_array_get(s, 0), "routes"), 0);
+  CHECK_STR(json_string_value(json_object_get(rt, "state")), "dead");
+  CHECK_INT(json_integer_value(json_object_get(rt, "dlq_id")), r.dlq_id);
+  json_decref(s);
+  s = ceb_store_event_status(st, "nope", NULL);
+  CHECK_INT(json_array_size(s), 0);
+  json_decref(s);
+
+  /* Crash recovery: a2 and u1 are in progress; they go back to pending
+   * with their attempt count kept. */
+  CHECK_INT(ceb_store_recover(st), 2);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE state=1"), 0);
+  CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq=" "4"), 1);
+
+  /* Sweep: a1 settled at 1300 goes after retention; b1 (dead, in the DLQ)
+   * stays; pending ones stay. */
+  CHECK_INT(ceb_store_sweep(st, 1300 + 999, 1000, 100), 0);
+  CHECK_INT(ceb_store_sweep(st, 1300 + 1000, 1000, 100), 1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 3);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE seq=1"), 0);
+  CHECK_INT(ceb_store_sweep(st, 1000000, 1000, 100), 0);
+
+  /* The sweeper works in chunks. */
+  for (int i = 0; i < 25; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "x%d", i);
+    fixture_ingest(st, "urn:s", id, "t", NULL, NULL, 5000);
+  }
+  CHECK_INT(ceb_store_sweep(st, 10000, 1000, 10), 10);
+  CHECK_INT(ceb_store_sweep(st, 10000, 1000, 10), 10);
+  CHECK_INT(ceb_store_sweep(st, 10000, 1000, 10), 5);
+  CHECK_INT(ceb_store_sweep(st, 10000, 1000, 10), 0);
+
+  /* Bad input. */
+  CHECK_INT(ceb_store_claim(st, NULL, 0, 1, &c, &n), CEB_EINVAL);
+  CHECK_INT(ceb_store_claim(st, "r", 0, 0, &c, &n), CEB_EINVAL);
+  ceb_store_close(st);
+  return ceb_test_done("unit_store_delivery");
+}
