@@ -15,6 +15,8 @@ const ceb_config_spec ceb_spec_bridge[] = {
     {"admin.token", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Bearer token the admin API requires for /v1/ (health and metrics stay "
      "open); ${ENV} or file:/path."},
+    {"admin.port_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "File the admin API writes its bound port to (useful with port 0)."},
     {"log.format", CEB_CFG_ENUM, 0, "json", 0, 0, "json|text",
      "Log line format."},
     {"log.level", CEB_CFG_ENUM, 0, "info", 0, 0, "error|warn|info|debug",

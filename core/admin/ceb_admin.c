@@ -1,0 +1,203 @@
+/* Admin API server: routing, auth, responses. Endpoint bodies are in
+ * ceb_admin_v1.c. */
+#include "admin/ceb_admin.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <openssl/crypto.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/ceb_admin_internal.h"
+#include "bridge/ceb_bridge.h"
+#include "log/ceb_log.h"
+#include "runtime/ceb_runtime.h"
+
+struct ceb_admin {
+  struct MHD_Daemon *mhd;
+  struct ceb_bridge *bridge;
+  char *token; /* NULL: /v1 is open (loopback only is the default) */
+  atomic_int ready;
+  int port;
+};
+
+int ceb_admin_reply(struct MHD_Connection *c, int status,
+                    const char *content_type, const char *body, size_t len) {
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (!r)
+    return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", content_type);
+  MHD_add_response_header(r, "Cache-Control", "no-store");
+  if (status == MHD_HTTP_UNAUTHORIZED)
+    MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"cebridge-admin\"");
+  int rc = MHD_queue_response(c, (unsigned)status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+int ceb_admin_reply_json(struct MHD_Connection *c, int status, json_t *body) {
+  char *text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(body);
+  if (!text)
+    return ceb_admin_problem(c, 500, "internal", "cannot render JSON");
+  int rc = ceb_admin_reply(c, status, "application/json", text, strlen(text));
+  free(text);
+  return rc;
+}
+
+int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
+                      const char *detail) {
+  json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type",
+                        "https://cebridge.dev/problems/admin", "title", code,
+                        "status", status, "code", code, "detail",
+                        detail ? detail : "");
+  char *text = p ? json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(p);
+  int rc = ceb_admin_reply(c, status, "application/problem+json",
+                           text ? text : "{}", text ? strlen(text) : 2);
+  free(text);
+  return rc;
+}
+
+static int authorised(ceb_admin *a, struct MHD_Connection *c) {
+  if (!a->token)
+    return 1;
+  const char *h =
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+    return 0;
+  const char *t = h + 7;
+  size_t n = strlen(a->token);
+  /* Constant time over the configured token's length. */
+  return strlen(t) == n && CRYPTO_memcmp(t, a->token, n) == 0;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
+                              const char *url, const char *method,
+                              const char *version, const char *upload_data,
+                              size_t *upload_size, void **con_cls) {
+  (void)version;
+  (void)upload_data;
+  ceb_admin *a = cls;
+  /* Bodies are ignored (all parameters are in the query); drain them. */
+  if (*con_cls == NULL) {
+    *con_cls = (void *)1;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    *upload_size = 0;
+    return MHD_YES;
+  }
+  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  if (strcmp(url, "/healthz") == 0 && get)
+    return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
+                                            "{\"status\":\"ok\"}", 15);
+  if (strcmp(url, "/readyz") == 0 && get) {
+    int ready = atomic_load(&a->ready) && ceb_bridge_runtime(a->bridge) &&
+                ceb_runtime_ready(ceb_bridge_runtime(a->bridge));
+    return (enum MHD_Result)(ready ? ceb_admin_reply(c, 200, "application/json",
+                                                     "{\"status\":\"ready\"}", 18)
+                                   : ceb_admin_problem(c, 503, "not_ready",
+                                                       "draining or starting"));
+  }
+  if (strcmp(url, "/metrics") == 0 && get)
+    return (enum MHD_Result)ceb_admin_metrics(a->bridge, c);
+  if (strncmp(url, "/v1/", 4) == 0) {
+    if (!authorised(a, c))
+      return (enum MHD_Result)ceb_admin_problem(
+          c, 401, "unauthorized", "missing or wrong admin bearer token");
+    return (enum MHD_Result)ceb_admin_v1(a->bridge, c, method, url + 3);
+  }
+  return (enum MHD_Result)ceb_admin_problem(c, 404, "not_found",
+                                            "no such admin endpoint");
+}
+
+int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
+                    size_t errlen) {
+  *out = NULL;
+  const ceb_config *cfg = ceb_conf_bridge(ceb_bridge_conf(b));
+  const char *listen = ceb_config_str(cfg, "admin.listen");
+  if (!listen || !*listen || strcmp(listen, "off") == 0)
+    return CEB_OK;
+  char host[256];
+  int port;
+  if (ceb_parse_address(listen, host, sizeof host, &port) != CEB_OK) {
+    snprintf(err, errlen, "admin.listen '%s' is not host:port", listen);
+    return CEB_ECONFIG;
+  }
+  struct sockaddr_in6 sa6 = {.sin6_family = AF_INET6,
+                             .sin6_port = htons((uint16_t)port)};
+  struct sockaddr_in sa4 = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
+  struct sockaddr *sa;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+                   MHD_USE_ERROR_LOG;
+  if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host,
+                &sa4.sin_addr) == 1) {
+    sa = (struct sockaddr *)&sa4;
+  } else if (inet_pton(AF_INET6, host, &sa6.sin6_addr) == 1) {
+    sa = (struct sockaddr *)&sa6;
+    flags |= MHD_USE_IPv6;
+  } else {
+    snprintf(err, errlen, "admin.listen host '%s' must be an IP address", host);
+    return CEB_ECONFIG;
+  }
+  ceb_admin *a = calloc(1, sizeof *a);
+  if (!a)
+    return CEB_ENOMEM;
+  a->bridge = b;
+  const char *tok = ceb_config_str(cfg, "admin.token");
+  if (tok && *tok)
+    a->token = strdup(tok);
+  atomic_store(&a->ready, 1);
+  a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
+                            MHD_OPTION_SOCK_ADDR, sa,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                            MHD_OPTION_END);
+  if (!a->mhd) {
+    snprintf(err, errlen, "admin API cannot listen on %s (in use?)", listen);
+    free(a->token);
+    free(a);
+    return CEB_EIO;
+  }
+  const union MHD_DaemonInfo *di =
+      MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
+  a->port = di ? di->port : port;
+  if (!a->token && strcmp(host, "127.0.0.1") != 0 && strcmp(host, "::1") != 0 &&
+      strcmp(host, "localhost") != 0)
+    ceb_log_warn("admin API on %s without admin.token: /v1/ is open to the "
+                 "network", listen);
+  ceb_log_info("admin API listening on %s:%d", host, a->port);
+  const char *port_file = ceb_config_str(cfg, "admin.port_file");
+  if (port_file && *port_file) {
+    FILE *f = fopen(port_file, "w");
+    if (f) {
+      fprintf(f, "%d\n", a->port);
+      fclose(f);
+    } else {
+      ceb_log_warn("cannot write admin.port_file %s", port_file);
+    }
+  }
+  *out = a;
+  return CEB_OK;
+}
+
+void ceb_admin_set_ready(ceb_admin *a, int ready) {
+  if (a)
+    atomic_store(&a->ready, ready);
+}
+
+int ceb_admin_port(const ceb_admin *a) { return a ? a->port : 0; }
+
+void ceb_admin_stop(ceb_admin *a) {
+  if (!a)
+    return;
+  MHD_stop_daemon(a->mhd);
+  free(a->token);
+  free(a);
+}

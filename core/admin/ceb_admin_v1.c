@@ -1,0 +1,234 @@
+/* Admin API endpoints: metrics and /v1/ (routes, event status, DLQ,
+ * contracts). All reads go through the store's read connections, so the
+ * handlers never contend with the committer. */
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/ceb_admin_internal.h"
+#include "bridge/ceb_bridge.h"
+#include "runtime/ceb_runtime.h"
+#include "store/ceb_store.h"
+
+/* Queue gauges are computed at scrape time from the store, so they are
+ * right even for work another process (the CLI's replay) added. */
+static void refresh_route_gauges(struct ceb_bridge *b, ceb_store *st) {
+  const ceb_conf *conf = ceb_bridge_conf(b);
+  ceb_metrics *m = ceb_bridge_metrics(b);
+  int64_t now = ceb_bridge_now_ms(b);
+  for (size_t i = 0; i < conf->count; i++) {
+    const ceb_conf_section *s = &conf->sections[i];
+    if (strcmp(s->kind, "route") != 0)
+      continue;
+    char labels[160];
+    snprintf(labels, sizeof labels, "route=\"%s\"", s->name);
+    int64_t depth = ceb_store_count_open(st, s->name);
+    int64_t oldest = ceb_store_oldest_open(st, s->name);
+    ceb_metrics_set(m, "cebridge_route_queue_depth", labels,
+                    depth < 0 ? 0 : (double)depth);
+    ceb_metrics_set(m, "cebridge_route_oldest_age_seconds", labels,
+                    oldest > 0 && now > oldest ? (double)(now - oldest) / 1e3
+                                               : 0);
+  }
+}
+
+int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {
+  ceb_store *st = ceb_bridge_runtime(b) ? ceb_runtime_store(ceb_bridge_runtime(b))
+                                        : NULL;
+  if (st)
+    refresh_route_gauges(b, st);
+  char *text = ceb_metrics_render(ceb_bridge_metrics(b));
+  if (!text)
+    return ceb_admin_problem(c, 500, "internal", "cannot render metrics");
+  int rc = ceb_admin_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
+                           text, strlen(text));
+  free(text);
+  return rc;
+}
+
+static json_t *routes_json(struct ceb_bridge *b, ceb_store *st) {
+  const ceb_conf *conf = ceb_bridge_conf(b);
+  int64_t now = ceb_bridge_now_ms(b);
+  json_t *arr = json_array();
+  for (size_t i = 0; i < conf->count; i++) {
+    const ceb_conf_section *s = &conf->sections[i];
+    if (strcmp(s->kind, "route") != 0)
+      continue;
+    const char *const *from = NULL;
+    size_t nfrom = ceb_config_list(s->cfg, "from", &from);
+    json_t *jf = json_array();
+    for (size_t k = 0; k < nfrom; k++)
+      json_array_append_new(jf, json_string(from[k]));
+    int64_t depth = ceb_store_count_open(st, s->name);
+    int64_t oldest = ceb_store_oldest_open(st, s->name);
+    const char *contract = ceb_config_str(s->cfg, "contract");
+    json_array_append_new(
+        arr, json_pack("{s:s, s:o, s:s, s:s, s:I, s:I, s:s?}", "name", s->name,
+                       "from", jf, "to", ceb_config_str(s->cfg, "to"), "dlq",
+                       ceb_config_str(s->cfg, "dlq"), "queue_depth",
+                       (json_int_t)(depth < 0 ? 0 : depth), "oldest_age_ms",
+                       (json_int_t)(oldest > 0 && now > oldest ? now - oldest
+                                                                : 0),
+                       "contract", contract));
+  }
+  return arr;
+}
+
+static const char *arg(struct MHD_Connection *c, const char *name) {
+  const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+  return v && *v ? v : NULL;
+}
+
+static int truthy(const char *v) {
+  int b = 0;
+  return v && ceb_parse_bool(v, &b) == CEB_OK && b;
+}
+
+/* Fills f from the query; *bad names the parameter that failed. */
+static int dlq_filter_from(struct MHD_Connection *c, ceb_dlq_filter *f,
+                           int64_t now, const char **bad) {
+  memset(f, 0, sizeof *f);
+  f->route = arg(c, "route");
+  f->type = arg(c, "type");
+  f->source = arg(c, "source");
+  f->reason = arg(c, "reason");
+  const char *since = arg(c, "since"), *id = arg(c, "id"),
+             *limit = arg(c, "limit");
+  if (since) {
+    /* "since" is an RFC 3339 time or a duration back from now ("2h"). */
+    int64_t ms;
+    if (ceb_timestamp_parse(since, &f->since) != CEB_OK) {
+      if (ceb_parse_duration_ms(since, &ms) != CEB_OK) {
+        *bad = "since";
+        return -1;
+      }
+      f->since = now - ms;
+    }
+  }
+  int64_t v;
+  if (id) {
+    if (ceb_parse_int(id, &v) != CEB_OK || v <= 0) {
+      *bad = "id";
+      return -1;
+    }
+    f->id = v;
+  }
+  if (limit) {
+    if (ceb_parse_int(limit, &v) != CEB_OK || v <= 0 || v > 10000) {
+      *bad = "limit";
+      return -1;
+    }
+    f->limit = (size_t)v;
+  }
+  return 0;
+}
+
+static int dlq_action(struct ceb_bridge *b, ceb_store *st,
+                      struct MHD_Connection *c, int replay) {
+  ceb_dlq_filter f;
+  const char *bad = NULL;
+  if (dlq_filter_from(c, &f, ceb_bridge_now_ms(b), &bad) != 0) {
+    char d[96];
+    snprintf(d, sizeof d, "bad value for '%s'", bad);
+    return ceb_admin_problem(c, 400, "bad_parameter", d);
+  }
+  if (!f.id && !f.route)
+    return ceb_admin_problem(c, 400, "missing_selector",
+                             "give id=N or route=R (with optional filters)");
+  int dry = truthy(arg(c, "dry_run"));
+  size_t count = 0;
+  int st_rc;
+  json_t *replayed = NULL;
+  if (replay) {
+    replayed = json_array();
+    st_rc = ceb_store_dlq_replay(st, &f, ceb_bridge_now_ms(b), dry, &count,
+                                 replayed);
+  } else {
+    if (!dry && !truthy(arg(c, "confirm")))
+      return ceb_admin_problem(c, 409, "confirmation_required",
+                               "purge deletes dead letters for good: add "
+                               "confirm=true (or dry_run=true to count)");
+    st_rc = ceb_store_dlq_purge(st, &f, dry, &count);
+  }
+  if (st_rc != CEB_OK) {
+    json_decref(replayed);
+    return ceb_admin_problem(c, 500, "store_error", ceb_strerror(st_rc));
+  }
+  json_t *out = json_pack("{s:b, s:I}", "dry_run", dry,
+                          replay ? "replayed" : "purged", (json_int_t)count);
+  if (replayed)
+    json_object_set_new(out, "deliveries", replayed);
+  return ceb_admin_reply_json(c, 200, out);
+}
+
+int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
+                 const char *method, const char *path) {
+  struct ceb_runtime *rt = ceb_bridge_runtime(b);
+  ceb_store *st = rt ? ceb_runtime_store(rt) : NULL;
+  if (!st)
+    return ceb_admin_problem(c, 503, "not_ready", "the store is not open");
+  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  int post = strcmp(method, "POST") == 0;
+
+  if (strcmp(path, "/routes") == 0 && get)
+    return ceb_admin_reply_json(c, 200, routes_json(b, st));
+
+  const char *ev = "/events/";
+  if (strncmp(path, ev, strlen(ev)) == 0 && get) {
+    const char *id = path + strlen(ev);
+    const char *end = strstr(id, "/status");
+    if (!end || end[7] != '\0' || end == id)
+      return ceb_admin_problem(c, 404, "not_found",
+                               "use /v1/events/{id}/status");
+    char idbuf[512];
+    snprintf(idbuf, sizeof idbuf, "%.*s", (int)(end - id), id);
+    MHD_http_unescape(idbuf);
+    json_t *s = ceb_store_event_status(st, idbuf, arg(c, "source"));
+    if (!s)
+      return ceb_admin_problem(c, 500, "store_error", "status query failed");
+    if (json_array_size(s) == 0) {
+      json_decref(s);
+      return ceb_admin_problem(c, 404, "unknown_event",
+                               "no event with that id was accepted (or it "
+                               "expired after the retention period)");
+    }
+    return ceb_admin_reply_json(c, 200, json_pack("{s:s, s:o}", "id", idbuf,
+                                                  "events", s));
+  }
+
+  if (strcmp(path, "/dlq") == 0 && get) {
+    ceb_dlq_filter f;
+    const char *bad = NULL;
+    if (dlq_filter_from(c, &f, ceb_bridge_now_ms(b), &bad) != 0) {
+      char d[96];
+      snprintf(d, sizeof d, "bad value for '%s'", bad);
+      return ceb_admin_problem(c, 400, "bad_parameter", d);
+    }
+    json_t *l = ceb_store_dlq_list(st, &f);
+    return l ? ceb_admin_reply_json(c, 200, l)
+             : ceb_admin_problem(c, 500, "store_error", "DLQ query failed");
+  }
+  if (strcmp(path, "/dlq/replay") == 0 && post)
+    return dlq_action(b, st, c, 1);
+  if (strcmp(path, "/dlq/purge") == 0 && post)
+    return dlq_action(b, st, c, 0);
+  if (strncmp(path, "/dlq/", 5) == 0 && get) {
+    int64_t id;
+    if (ceb_parse_int(path + 5, &id) != CEB_OK || id <= 0)
+      return ceb_admin_problem(c, 400, "bad_parameter", "DLQ id is a number");
+    json_t *row = ceb_store_dlq_show(st, id);
+    return row ? ceb_admin_reply_json(c, 200, row)
+               : ceb_admin_problem(c, 404, "not_found", "no such dead letter");
+  }
+  if (strcmp(path, "/contracts") == 0 && get) {
+    json_t *l = ceb_store_contract_list(st, arg(c, "name"));
+    return l ? ceb_admin_reply_json(c, 200, l)
+             : ceb_admin_problem(c, 500, "store_error", "register query failed");
+  }
+  if (strcmp(path, "/routes") == 0 || strcmp(path, "/dlq") == 0 ||
+      strcmp(path, "/contracts") == 0 || strncmp(path, "/dlq/", 5) == 0)
+    return ceb_admin_problem(c, 405, "method_not_allowed",
+                             "method not allowed on this endpoint");
+  return ceb_admin_problem(c, 404, "not_found", "no such admin endpoint");
+}
