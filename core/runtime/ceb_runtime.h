@@ -58,4 +58,9 @@ void ceb_runtime_close(ceb_runtime *rt);
 /* 1 when the runtime accepts submissions (readiness). */
 int ceb_runtime_ready(ceb_runtime *rt);
 
+/* The runtime's store (borrowed; thread-safe read functions), for the admin
+ * API. Added by the lead for core/admin. */
+struct ceb_store;
+struct ceb_store *ceb_runtime_store(ceb_runtime *rt);
+
 #endif
