@@ -1,0 +1,205 @@
+/* Validation: CloudEvents rules, NL GOV profile levels, codes, limits. */
+#include <ceb/codec.h>
+#include <ceb/validate.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ceb_test.h"
+
+static ceb_event *minimal(void) {
+  ceb_event *ev = ceb_event_new();
+  ceb_event_set(ev, "specversion", "1.0");
+  ceb_event_set(ev, "id", "1");
+  ceb_event_set(ev, "source", "urn:nld:oin:00000001823288444000:systeem:x");
+  ceb_event_set(ev, "type", "nl.overheid.zaken.zaakstatus-gewijzigd");
+  ceb_event_set(ev, "time", "2021-12-10T17:31:00Z");
+  return ev;
+}
+
+static const ceb_violation *find(const ceb_violations *v, const char *code) {
+  for (size_t i = 0; i < v->count; i++)
+    if (strcmp(v->items[i].code, code) == 0) return &v->items[i];
+  return NULL;
+}
+
+/* Sets name=value on a minimal event and expects exactly one violation
+ * `code` with `sev` at profile level `level`. */
+static void expect_one(const char *name, const char *value, ceb_attr_type t,
+                       ceb_profile_level level, const char *code,
+                       ceb_severity sev) {
+  ceb_event *ev = minimal();
+  CHECK_INT(ceb_event_set_typed(ev, name, t, value), CEB_OK);
+  ceb_validate_opts o = {sizeof o, level, 0};
+  ceb_violations v;
+  size_t errors = ceb_event_validate(ev, &o, &v);
+  CHECK_MSG(v.count == 1, "%s=%s: %zu violations (first %s)", name,
+            value ? value : "(unset)", v.count,
+            v.count ? v.items[0].code : "-");
+  const ceb_violation *x = find(&v, code);
+  CHECK_MSG(x != NULL, "%s=%s: no %s", name, value ? value : "(unset)", code);
+  if (x) {
+    CHECK_INT(x->severity, sev);
+    CHECK(x->message[0] != '\0');
+    CHECK(strcmp(x->code, code) == 0);
+  }
+  CHECK_INT(errors, sev == CEB_SEV_ERROR ? 1 : 0);
+  CHECK_INT(v.errors, errors);
+  ceb_event_unref(ev);
+}
+
+static void test_cloudevents_rules(void) {
+  ceb_violations v;
+  ceb_event *ev = minimal();
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 0);
+  CHECK_INT(v.count, 0);
+  ceb_event_unref(ev);
+
+  const ceb_attr_type S = CEB_ATTR_STRING;
+  const ceb_profile_level OFF = CEB_PROFILE_OFF;
+  const ceb_severity E = CEB_SEV_ERROR;
+  expect_one("id", NULL, S, OFF, "ce.id.missing", E);
+  expect_one("id", "", S, OFF, "ce.id.empty", E);
+  expect_one("specversion", NULL, S, OFF, "ce.specversion.missing", E);
+  expect_one("specversion", "0.3", S, OFF, "ce.specversion.unsupported", E);
+  expect_one("source", NULL, S, OFF, "ce.source.missing", E);
+  expect_one("source", "", S, OFF, "ce.source.empty", E);
+  expect_one("source", "a b", S, OFF, "ce.source.invalid", E);
+  expect_one("type", NULL, S, OFF, "ce.type.missing", E);
+  expect_one("type", "", S, OFF, "ce.type.empty", E);
+  expect_one("datacontenttype", "xyz", S, OFF, "ce.datacontenttype.invalid", E);
+  expect_one("datacontenttype", "", S, OFF, "ce.datacontenttype.invalid", E);
+  expect_one("dataschema", "", S, OFF, "ce.dataschema.invalid", E);
+  expect_one("dataschema", "/relative", S, OFF, "ce.dataschema.invalid", E);
+  expect_one("subject", "", S, OFF, "ce.subject.empty", E);
+  expect_one("time", "2018-04-05T18:31Z", S, OFF, "ce.time.invalid", E);
+  expect_one("MyExtension", "x", S, OFF, "ce.attr.name", E);
+  expect_one("my.ext", "x", S, OFF, "ce.attr.name", E);
+  expect_one("data", "x", S, OFF, "ce.attr.reserved", E);
+  expect_one("e", "yes", CEB_ATTR_BOOLEAN, OFF, "ce.attr.boolean", E);
+  expect_one("e", "2147483648", CEB_ATTR_INTEGER, OFF, "ce.attr.integer", E);
+  expect_one("e", "1.5", CEB_ATTR_INTEGER, OFF, "ce.attr.integer", E);
+  expect_one("e", "TWE", CEB_ATTR_BINARY, OFF, "ce.attr.binary", E);
+  expect_one("e", "/rel", CEB_ATTR_URI, OFF, "ce.attr.uri", E);
+  expect_one("e", "a b", CEB_ATTR_URI_REF, OFF, "ce.attr.uri_ref", E);
+  expect_one("e", "noon", CEB_ATTR_TIMESTAMP, OFF, "ce.attr.timestamp", E);
+
+  /* valid typed extensions */
+  ev = minimal();
+  ceb_event_set_typed(ev, "i", CEB_ATTR_INTEGER, "-2147483648");
+  ceb_event_set_typed(ev, "b", CEB_ATTR_BOOLEAN, "false");
+  ceb_event_set_typed(ev, "x", CEB_ATTR_BINARY, "TWE=");
+  ceb_event_set_typed(ev, "u", CEB_ATTR_URI, "https://a.example");
+  ceb_event_set_typed(ev, "r", CEB_ATTR_URI_REF, "//authority/path");
+  ceb_event_set_typed(ev, "t", CEB_ATTR_TIMESTAMP, "2023-03-31T15:12:00Z");
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 0);
+  /* data content checks */
+  ceb_event_set_data(ev, "{x", 2, CEB_DATA_JSON);
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 1);
+  CHECK(find(&v, "ce.data.json") != NULL);
+  ceb_event_set_data(ev, "\xc3(", 2, CEB_DATA_TEXT);
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 1);
+  CHECK(find(&v, "ce.data.text") != NULL);
+  ceb_event_unref(ev);
+
+  /* many violations at once: every required one is reported */
+  ev = ceb_event_new();
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 4);
+  CHECK(find(&v, "ce.id.missing") && find(&v, "ce.source.missing") &&
+        find(&v, "ce.type.missing") && find(&v, "ce.specversion.missing"));
+  ceb_event_unref(ev);
+  CHECK_INT(ceb_event_validate(NULL, NULL, &v), 1);
+}
+
+static void test_size_and_truncation(void) {
+  ceb_event *ev = minimal();
+  char *blob = calloc(70000, 1);
+  ceb_event_set_data(ev, blob, 70000, CEB_DATA_BINARY);
+  ceb_violations v;
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 1);
+  CHECK(find(&v, "event.too_large") != NULL);
+  ceb_validate_opts o = {sizeof o, CEB_PROFILE_OFF, 100000};
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 0);
+  o.max_size = 10;
+  ceb_event_set_data(ev, NULL, 0, CEB_DATA_NONE);
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 1);
+  free(blob);
+  ceb_event_unref(ev);
+
+  ev = minimal();
+  char name[8];
+  for (int i = 0; i < 40; i++) {
+    snprintf(name, sizeof name, "Bad%d", i);
+    ceb_event_set(ev, name, "x");
+  }
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 40);
+  CHECK_INT(v.count, CEB_MAX_VIOLATIONS);
+  CHECK(v.truncated);
+  CHECK_INT(v.errors, 40);
+  ceb_event_unref(ev);
+}
+
+static void test_nlgov(void) {
+  const ceb_attr_type S = CEB_ATTR_STRING;
+  const ceb_profile_level EN = CEB_PROFILE_ENFORCE, WA = CEB_PROFILE_WARN;
+  const ceb_severity E = CEB_SEV_ERROR, W = CEB_SEV_WARNING;
+  expect_one("source", "urn:nld:oin:123:systeem:x", S, EN, "nlgov.source.urn",
+             E);
+  expect_one("source", "urn:nld:oin:123:systeem:x", S, WA, "nlgov.source.urn",
+             W);
+  expect_one("source", "urn:isbn:0451450523", S, EN, "nlgov.source.urn", E);
+  expect_one("source", "urn:nld:", S, EN, "nlgov.source.urn", E);
+  expect_one("source", "urn:nld:oin:00000001823288444000:", S, EN,
+             "nlgov.source.urn", E);
+  expect_one("source", "/relative/source", S, EN, "nlgov.source.absolute", W);
+  expect_one("type", "zaakstatus-gewijzigd", S, EN, "nlgov.type.reverse_dns",
+             E);
+  expect_one("type", "nl..x", S, EN, "nlgov.type.reverse_dns", E);
+  expect_one("type", "n1.x", S, WA, "nlgov.type.reverse_dns", W);
+  expect_one("abcdefghijklmnopqrstu", "x", S, EN, "nlgov.attr.name_length", E);
+  expect_one("time", NULL, S, EN, "nlgov.time.missing", W);
+  expect_one("dataref", "/relative", S, EN, "nlgov.dataref.uri", E);
+  expect_one("sequencetype", "integer", S, EN, "nlgov.sequence.missing", E);
+
+  ceb_event *ev = minimal();
+  ceb_violations v;
+  ceb_validate_opts o = {sizeof o, CEB_PROFILE_ENFORCE, 0};
+  ceb_event_set(ev, "sequencetype", "Integer");
+  ceb_event_set(ev, "sequence", "12a");
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 1);
+  CHECK(find(&v, "nlgov.sequence.integer") != NULL);
+  ceb_event_set(ev, "sequence", "1234");
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 0);
+  CHECK_INT(v.count, 0);
+  ceb_event_set(ev, "sequencetype", "lexical");
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 0);
+  CHECK_INT(v.warnings, 1);
+  CHECK(find(&v, "nlgov.sequencetype.unknown") != NULL);
+  /* profile off: profile rules are silent */
+  ceb_event_set(ev, "type", "nodots");
+  ceb_event_set(ev, "time", NULL);
+  o.nlgov = CEB_PROFILE_OFF;
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 0);
+  CHECK_INT(v.count, 0);
+  /* accepted source forms */
+  o.nlgov = CEB_PROFILE_ENFORCE;
+  ceb_event_set(ev, "type", "com.github.pull_request.opened");
+  static const char *const sources[] = {
+      "urn:nld:oin:00000001823288444000:systeem:BRP-component",
+      "urn:nld:oin:00000001823288444000", "urn:nld:gemeente:0363:afval",
+      "https://github.com/cloudevents/spec/pull"};
+  for (size_t i = 0; i < 4; i++) {
+    ceb_event_set(ev, "source", sources[i]);
+    CHECK_MSG(ceb_event_validate(ev, &o, &v) == 0, "%s: %s", sources[i],
+              v.count ? v.items[0].code : "-");
+  }
+  ceb_event_unref(ev);
+}
+
+int main(void) {
+  test_cloudevents_rules();
+  test_size_and_truncation();
+  test_nlgov();
+  return ceb_test_done("unit_event_validate");
+}
