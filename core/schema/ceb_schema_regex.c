@@ -1,0 +1,177 @@
+/* "pattern" / "patternProperties" regular expressions: ECMA-262 flavoured
+ * patterns compiled with PCRE2 in UTF mode. Differences handled: "$" only
+ * matches at the very end, \uXXXX and \u{X} escapes, \d and \w stay ASCII,
+ * \s/\S cover the Unicode white space ECMA-262 defines. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "schema/ceb_schema_int.h"
+
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cebs_regex {
+  pcre2_code *code;
+};
+
+#define ECMA_SPACE                                                             \
+  "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"          \
+  "\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}"
+
+/* ECMA-262 long General_Category names PCRE2 10.42 does not know. */
+static const char *const gc_names[][2] = {
+    {"Letter", "L"},           {"Cased_Letter", "L&"},
+    {"Uppercase_Letter", "Lu"}, {"Lowercase_Letter", "Ll"},
+    {"Titlecase_Letter", "Lt"}, {"Modifier_Letter", "Lm"},
+    {"Other_Letter", "Lo"},    {"Mark", "M"},
+    {"Nonspacing_Mark", "Mn"}, {"Spacing_Mark", "Mc"},
+    {"Enclosing_Mark", "Me"},  {"Number", "N"},
+    {"Decimal_Number", "Nd"},  {"digit", "Nd"},
+    {"Letter_Number", "Nl"},   {"Other_Number", "No"},
+    {"Punctuation", "P"},      {"punct", "P"},
+    {"Connector_Punctuation", "Pc"}, {"Dash_Punctuation", "Pd"},
+    {"Open_Punctuation", "Ps"}, {"Close_Punctuation", "Pe"},
+    {"Initial_Punctuation", "Pi"}, {"Final_Punctuation", "Pf"},
+    {"Other_Punctuation", "Po"}, {"Symbol", "S"},
+    {"Math_Symbol", "Sm"},     {"Currency_Symbol", "Sc"},
+    {"Modifier_Symbol", "Sk"}, {"Other_Symbol", "So"},
+    {"Separator", "Z"},        {"Space_Separator", "Zs"},
+    {"Line_Separator", "Zl"},  {"Paragraph_Separator", "Zp"},
+    {"Other", "C"},            {"Control", "Cc"},
+    {"cntrl", "Cc"},           {"Format", "Cf"},
+    {"Surrogate", "Cs"},       {"Private_Use", "Co"},
+    {"Unassigned", "Cn"},
+};
+
+/* Writes the PCRE2 spelling of the \p{...} body p[0..n) into out. */
+static size_t map_property(const char *p, size_t n, char *out) {
+  static const char *const prefixes[] = {"General_Category=", "gc=",
+                                         "Script=", "sc=",
+                                         "Script_Extensions=", "scx="};
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+    size_t pl = strlen(prefixes[i]);
+    if (n > pl && strncmp(p, prefixes[i], pl) == 0) {
+      p += pl;
+      n -= pl;
+      break;
+    }
+  }
+  for (size_t i = 0; i < sizeof gc_names / sizeof *gc_names; i++) {
+    if (strlen(gc_names[i][0]) == n && strncmp(p, gc_names[i][0], n) == 0) {
+      size_t l = strlen(gc_names[i][1]);
+      memcpy(out, gc_names[i][1], l);
+      return l;
+    }
+  }
+  memcpy(out, p, n);
+  return n;
+}
+
+/* Rewrites \s and \S into explicit ECMA-262 white space classes. */
+static char *ecma_translate(const char *p) {
+  size_t n = strlen(p), cap = n * 1 + 1, len = 0;
+  size_t extra = 0;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (p[i] == '\\')
+      extra += sizeof(ECMA_SPACE) + 8, i++;
+  cap += extra;
+  char *out = malloc(cap);
+  if (!out)
+    return NULL;
+  bool in_class = false;
+  for (size_t i = 0; i < n; i++) {
+    char ch = p[i];
+    if (ch == '\\' && i + 1 < n) {
+      char e = p[i + 1];
+      const char *rep = NULL;
+      if (e == 's')
+        rep = in_class ? ECMA_SPACE : "[" ECMA_SPACE "]";
+      else if (e == 'S' && !in_class)
+        rep = "[^" ECMA_SPACE "]";
+      if ((e == 'p' || e == 'P') && i + 2 < n && p[i + 2] == '{') {
+        const char *close = strchr(p + i + 3, '}');
+        if (close) {
+          out[len++] = '\\';
+          out[len++] = e;
+          out[len++] = '{';
+          len += map_property(p + i + 3, (size_t)(close - (p + i + 3)),
+                              out + len);
+          out[len++] = '}';
+          i = (size_t)(close - p);
+          continue;
+        }
+      }
+      if (rep) {
+        memcpy(out + len, rep, strlen(rep));
+        len += strlen(rep);
+      } else {
+        out[len++] = ch;
+        out[len++] = e;
+      }
+      i++;
+      continue;
+    }
+    if (ch == '[' && !in_class)
+      in_class = true;
+    else if (ch == ']' && in_class)
+      in_class = false;
+    out[len++] = ch;
+  }
+  out[len] = '\0';
+  return out;
+}
+
+cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen) {
+  char *src = ecma_translate(pattern);
+  if (!src) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  pcre2_compile_context *cc = pcre2_compile_context_create(NULL);
+  if (!cc) {
+    free(src);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  pcre2_set_compile_extra_options(cc, PCRE2_EXTRA_ALT_BSUX);
+  int ec;
+  PCRE2_SIZE off;
+  pcre2_code *code = pcre2_compile(
+      (PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
+      PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_ALT_BSUX, &ec, &off, cc);
+  pcre2_compile_context_free(cc);
+  free(src);
+  if (!code) {
+    PCRE2_UCHAR msg[128];
+    pcre2_get_error_message(ec, msg, sizeof msg);
+    snprintf(err, errlen, "invalid regular expression \"%.64s\": %s",
+             pattern, (char *)msg);
+    return NULL;
+  }
+  cebs_regex *re = malloc(sizeof *re);
+  if (!re) {
+    pcre2_code_free(code);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  re->code = code;
+  return re;
+}
+
+int cebs_regex_search(const cebs_regex *re, const char *s, size_t len) {
+  pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
+  if (!md)
+    return -1;
+  int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+  pcre2_match_data_free(md);
+  if (rc >= 0)
+    return 1;
+  return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
+}
+
+void cebs_regex_free(cebs_regex *re) {
+  if (!re)
+    return;
+  pcre2_code_free(re->code);
+  free(re);
+}
