@@ -196,8 +196,10 @@ static void check_entry(sect_ctx *c, size_t i) {
     return;
   }
   if ((spec->flags & CEB_CFG_PREFIX) && strlen(key) == strlen(spec->key)) {
-    ceb_conf_error_add(c->errs, file, line, "e.g. match.type = nl.edu.*",
-                       "key '%s' needs a name after the prefix in %s", key,
+    char hint[96];
+    snprintf(hint, sizeof hint, "e.g. %.64sNAME = value", spec->key);
+    ceb_conf_error_add(c->errs, file, line, hint,
+                       "key '%.64s' needs a name after the prefix in %s", key,
                        c->label);
     return;
   }

@@ -211,7 +211,7 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
   case CEB_CFG_ENUM:
     if (!enum_has(spec->choices, value)) {
       if (secret)
-        snprintf(msg, msg_size, "invalid value for secret %s (not shown)",
+        snprintf(msg, msg_size, "invalid value for secret %s; value not shown",
                  label);
       else
         snprintf(msg, msg_size, "invalid value '%.64s' for %s", value, label);
@@ -240,7 +240,7 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
   }
   if (!parsed) {
     if (secret)
-      snprintf(msg, msg_size, "invalid %s for secret %s (value not shown)",
+      snprintf(msg, msg_size, "invalid %s for secret %s; value not shown",
                tname, label);
     else
       snprintf(msg, msg_size, "invalid %s '%.64s' for %s", tname, value,
@@ -253,7 +253,7 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
     format_bound(spec, spec->min, lo, sizeof lo);
     format_bound(spec, spec->max, hi, sizeof hi);
     if (secret)
-      snprintf(msg, msg_size, "secret %s is out of range (value not shown)",
+      snprintf(msg, msg_size, "secret %s is out of range; value not shown",
                label);
     else
       snprintf(msg, msg_size, "%s '%.64s' is out of range for %s", tname,
