@@ -1,0 +1,122 @@
+/* Route parsing from config and matching: exact / prefix / suffix /
+ * alternatives, every key must hold, extensions, from-lists, order keys,
+ * dlq and receipts destinations, and clear errors for bad values. */
+#include <ceb/ceb.h>
+
+#include "ceb_test.h"
+#include "config/ceb_config_build.h"
+#include "config/ceb_core_spec.h"
+#include "router/ceb_route.h"
+
+static ceb_config *cfg_of(const char *const *kv) {
+  ceb_config *c = ceb_config_new("r");
+  for (; kv[0]; kv += 2)
+    ceb_config_put(c, kv[0], kv[1], "test.conf", 1);
+  ceb_config_set_spec(c, ceb_spec_route, NULL);
+  return c;
+}
+
+static ceb_event *ev_of(const char *type, const char *subject,
+                        const char *ext) {
+  ceb_event *e = ceb_event_new();
+  ceb_event_set(e, "specversion", "1.0");
+  ceb_event_set(e, "id", "1");
+  ceb_event_set(e, "source", "urn:x");
+  ceb_event_set(e, "type", type);
+  if (subject)
+    ceb_event_set(e, "subject", subject);
+  if (ext)
+    ceb_event_set(e, "partitionkey", ext);
+  return e;
+}
+
+int main(void) {
+  CHECK(ceb_pattern_match("nl.edu.*", "nl.edu.x"));
+  CHECK(!ceb_pattern_match("nl.edu.*", "nl.ed"));
+  CHECK(ceb_pattern_match("*.created", "a.b.created"));
+  CHECK(!ceb_pattern_match("*.created", "a.b.deleted"));
+  CHECK(ceb_pattern_match("a|b|c", "b"));
+  CHECK(!ceb_pattern_match("a|b|c", "d"));
+  CHECK(ceb_pattern_match("x|y.*", "y.z"));
+  CHECK(ceb_pattern_match("*", "anything"));
+  CHECK(!ceb_pattern_match("abc", "abcd"));
+
+  const char *kv[] = {"from", "in1, in2", "to", "out", "match.type",
+                      "nl.edu.*|org.x", "match.partitionkey", "*-7",
+                      "order_by", "partitionkey", "dlq", "kafka:edu.dlq",
+                      "receipts", "hooks", "retry.schedule", "0s 1s 1m",
+                      "deadline", "2h", "max_inflight", "3", NULL};
+  ceb_config *c = cfg_of(kv);
+  char err[256] = "";
+  ceb_route *r = NULL;
+  CHECK_INT(ceb_route_parse("r", c, &r, err, sizeof err), 0);
+  if (!r)
+    return ceb_test_done("unit_route");
+  CHECK_INT(r->nfrom, 2);
+  CHECK_STR(r->from[1], "in2");
+  CHECK_STR(r->to, "out");
+  CHECK_INT(r->nmatch, 2);
+  CHECK_STR(r->dlq_sink, "kafka");
+  CHECK_STR(r->dlq_topic, "edu.dlq");
+  CHECK_STR(r->receipts_sink, "hooks");
+  CHECK(r->receipts_topic == NULL);
+  CHECK_STR(r->receipts_prefix, "nl.cebridge.delivery");
+  CHECK_INT(r->retry.nschedule, 3);
+  CHECK_INT(r->retry.schedule[2], 60000);
+  CHECK_INT(r->retry.deadline_ms, 7200000);
+  CHECK_INT(r->timeout_ms, 15000);
+  CHECK_INT(r->max_inflight, 3);
+
+  ceb_event *e1 = ev_of("nl.edu.enrolled", NULL, "s-7");
+  ceb_event *e2 = ev_of("org.x", NULL, "s-7");
+  ceb_event *e3 = ev_of("nl.edu.enrolled", NULL, "s-8");
+  ceb_event *e4 = ev_of("nl.edu.enrolled", NULL, NULL);
+  ceb_event *e5 = ev_of("com.other", NULL, "s-7");
+  CHECK(ceb_route_matches(r, "in1", e1));
+  CHECK(ceb_route_matches(r, "in2", e2));
+  CHECK(!ceb_route_matches(r, "in3", e1)); /* not from this source */
+  CHECK(!ceb_route_matches(r, "in1", e3)); /* second key fails */
+  CHECK(!ceb_route_matches(r, "in1", e4)); /* unset extension */
+  CHECK(!ceb_route_matches(r, "in1", e5)); /* first key fails */
+  CHECK_STR(ceb_route_order_key(r, e1), "s-7");
+  CHECK(ceb_route_order_key(r, e4) == NULL);
+  ceb_route_free(r);
+  ceb_config_free(c);
+
+  /* Defaults: store DLQ, the profile's schedule, unordered. */
+  const char *kv2[] = {"from", "in", "to", "out", NULL};
+  c = cfg_of(kv2);
+  CHECK_INT(ceb_route_parse("d", c, &r, err, sizeof err), 0);
+  CHECK(r && r->dlq_sink == NULL && r->order_by == NULL);
+  CHECK(r && r->retry.nschedule == 8 && r->retry.schedule[1] == 5000 &&
+        r->retry.schedule[7] == 36000000);
+  CHECK(r && ceb_route_matches(r, "in", e5)); /* no filter: everything */
+  CHECK(r && ceb_route_order_key(r, e1) == NULL);
+  ceb_route_free(r);
+  ceb_config_free(c);
+
+  /* Errors name the problem. */
+  const char *bad1[] = {"from", "in", "to", "out", "dlq", "kafka", NULL};
+  c = cfg_of(bad1);
+  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(strstr(err, "dlq") != NULL);
+  ceb_config_free(c);
+  const char *bad2[] = {"from", "in", "to", "out", "match.type", "a||b", NULL};
+  c = cfg_of(bad2);
+  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(strstr(err, "empty alternative") != NULL);
+  ceb_config_free(c);
+  const char *bad3[] = {"from", "in", "to", "out", "retry.schedule", "0s soon",
+                        NULL};
+  c = cfg_of(bad3);
+  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(strstr(err, "soon") != NULL);
+  ceb_config_free(c);
+
+  ceb_event_unref(e1);
+  ceb_event_unref(e2);
+  ceb_event_unref(e3);
+  ceb_event_unref(e4);
+  ceb_event_unref(e5);
+  return ceb_test_done("unit_route");
+}
