@@ -12,6 +12,7 @@ typedef struct cebs_sinfo {
   char *spath; /* "#/..." or "uri#/..." */
   cebs_resource *res;
   int draft;
+  bool no_validation; /* validation vocabulary switched off */
 } cebs_sinfo;
 
 typedef struct cebs_pending_dyn {
@@ -34,7 +35,8 @@ typedef struct cebs_comp {
   char *err;
   size_t errlen;
   int rc; /* first error: CEB_EINVAL / CEB_ENOMEM */
-  int depth;
+  int depth;      /* compile nesting */
+  int scan_depth; /* registry scan nesting */
   bool forced_draft; /* opts->draft overrides the main root's $schema */
   bool main_added; /* the first document gets "#" schema paths */
 } cebs_comp;

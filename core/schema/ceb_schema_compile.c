@@ -257,13 +257,6 @@ static int compile_assertions(cebs_comp *c, cebs_node *n, json_t *j) {
     if (compile_regex_kw(c, n, "pattern", json_string_value(v), &n->pattern))
       return -1;
   }
-  if ((v = json_object_get(j, "format"))) {
-    if (!json_is_string(v)) {
-      bad_kw(c, n, "format", "a string");
-      return -1;
-    }
-    n->format = cebs_format_lookup(json_string_value(v));
-  }
   if ((v = json_object_get(j, "uniqueItems"))) {
     if (!json_is_boolean(v)) {
       bad_kw(c, n, "uniqueItems", "a boolean");
@@ -278,6 +271,18 @@ static int compile_assertions(cebs_comp *c, cebs_node *n, json_t *j) {
 oom:
   cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
   return -1;
+}
+
+static int compile_format(cebs_comp *c, cebs_node *n, json_t *j) {
+  json_t *v = json_object_get(j, "format");
+  if (!v)
+    return 0;
+  if (!json_is_string(v)) {
+    bad_kw(c, n, "format", "a string");
+    return -1;
+  }
+  n->format = cebs_format_lookup(json_string_value(v));
+  return 0;
 }
 
 static int add_dep_required(cebs_comp *c, cebs_node *n, const char *kw,
@@ -328,7 +333,7 @@ static int compile_dependencies(cebs_comp *c, cebs_node *n,
     }
     return 0;
   }
-  if ((v = json_object_get(j, "dependentRequired"))) {
+  if (!eff->no_validation && (v = json_object_get(j, "dependentRequired"))) {
     if (!json_is_object(v)) {
       bad_kw(c, n, "dependentRequired", "an object of string arrays");
       return -1;
@@ -494,7 +499,8 @@ static int compile_object(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
       !(n->dynamic_ref =
             compile_ref(c, n, eff, dref, "$dynamicRef", &n->dynamic_name)))
     return -1;
-  if (compile_assertions(c, n, j) || compile_applicators(c, n, eff, j) ||
+  if ((!eff->no_validation && compile_assertions(c, n, j)) ||
+      compile_format(c, n, j) || compile_applicators(c, n, eff, j) ||
       compile_object_kws(c, n, eff, j) || compile_array_kws(c, n, eff, j))
     return -1;
   return 0;

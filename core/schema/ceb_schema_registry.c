@@ -118,7 +118,8 @@ static void sinfo_free(void *p) {
 }
 
 static int put_info(cebs_comp *c, json_t *j, const char *base,
-                    const char *spath, cebs_resource *res, int draft) {
+                    const char *spath, cebs_resource *res, int draft,
+                    bool no_validation) {
   cebs_sinfo *si = calloc(1, sizeof *si);
   if (!si || !(si->base = strdup(base)) || !(si->spath = strdup(spath))) {
     if (si)
@@ -129,6 +130,7 @@ static int put_info(cebs_comp *c, json_t *j, const char *base,
   }
   si->res = res;
   si->draft = draft;
+  si->no_validation = no_validation;
   cebs_sinfo *old = cebs_map_get(&c->info, &j, sizeof j);
   if (cebs_map_put(&c->info, &j, sizeof j, si) != 0) {
     sinfo_free(si);
@@ -140,12 +142,20 @@ static int put_info(cebs_comp *c, json_t *j, const char *base,
   return 0;
 }
 
-static int scan(cebs_comp *c, json_t *j, const char *base, cebs_resource *res,
-                int draft, const char *spath, bool is_root);
+/* What a subschema inherits from its parent during the scan. */
+typedef struct scan_env {
+  const char *base;
+  cebs_resource *res;
+  int draft;
+  bool no_validation; /* the meta-schema leaves out the validation vocab */
+  bool may_switch;    /* "$schema" here may change the draft */
+} scan_env;
 
-static int scan_child(cebs_comp *c, json_t *j, const char *base,
-                      cebs_resource *res, int draft, const char *spath,
-                      const char *kw, const char *key) {
+static int scan(cebs_comp *c, json_t *j, scan_env env, const char *spath,
+                bool is_root);
+
+static int scan_child(cebs_comp *c, json_t *j, scan_env env,
+                      const char *spath, const char *kw, const char *key) {
   char *p1 = cebs_spath_join(spath, kw);
   char *p2 = p1 && key ? cebs_spath_join(p1, key) : NULL;
   int rc;
@@ -153,7 +163,8 @@ static int scan_child(cebs_comp *c, json_t *j, const char *base,
     cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
     rc = -1;
   } else {
-    rc = scan(c, j, base, res, draft, key ? p2 : p1, false);
+    env.may_switch = true;
+    rc = scan(c, j, env, key ? p2 : p1, false);
   }
   free(p1);
   free(p2);
@@ -171,23 +182,50 @@ static const char *const map_kws[] = {"properties",  "patternProperties",
                                       "$defs",       "definitions",
                                       "dependentSchemas", "dependencies"};
 
-static int scan_object(cebs_comp *c, json_t *j, const char *base,
-                       cebs_resource *res, int draft, const char *spath,
-                       bool is_root) {
+static json_t *load_remote(cebs_comp *c, const char *abs, int draft);
+
+#define VOCAB_VALIDATION "https://json-schema.org/draft/2020-12/vocab/validation"
+
+/* A 2020-12 "$schema" naming a custom meta-schema: its "$vocabulary" says
+ * whether the validation vocabulary applies. Returns true when it does not. */
+static bool lacks_validation_vocab(cebs_comp *c, const char *metauri) {
+  if (strcmp(metauri, "https://json-schema.org/draft/2020-12/schema") == 0)
+    return false;
+  const char *frag;
+  char *abs = cebs_uri_split(metauri, &frag);
+  if (!abs)
+    return false;
+  json_t *meta = cebs_map_get(&c->ids, abs, strlen(abs));
+  if (!meta)
+    meta = load_remote(c, abs, CEB_SCHEMA_DRAFT2020);
+  free(abs);
+  json_t *vocab = json_is_object(meta) ? json_object_get(meta, "$vocabulary")
+                                       : NULL;
+  return json_is_object(vocab) && !json_object_get(vocab, VOCAB_VALIDATION);
+}
+
+static int scan_object(cebs_comp *c, json_t *j, scan_env env,
+                       const char *spath, bool is_root) {
   json_t *sch = json_object_get(j, "$schema");
   json_t *id = json_object_get(j, "$id");
-  if (json_is_string(sch) && (is_root || json_is_string(id)))
-    draft = draft_from_uri(json_string_value(sch), draft);
-  bool ref_only = draft == CEB_SCHEMA_DRAFT7 && json_object_get(j, "$ref");
+  if (json_is_string(sch) && (is_root || json_is_string(id))) {
+    if (env.may_switch)
+      env.draft = draft_from_uri(json_string_value(sch), env.draft);
+    if (env.draft == CEB_SCHEMA_DRAFT2020)
+      env.no_validation = lacks_validation_vocab(c, json_string_value(sch));
+    if (c->rc)
+      return -1;
+  }
+  bool ref_only = env.draft == CEB_SCHEMA_DRAFT7 && json_object_get(j, "$ref");
   char *nbase = NULL;
   int rc = -1;
   if (json_is_string(id) && !ref_only) {
     const char *ids = json_string_value(id);
-    if (draft == CEB_SCHEMA_DRAFT7 && ids[0] == '#') {
-      if (put_id(c, base, ids + 1, j) != 0)
+    if (env.draft == CEB_SCHEMA_DRAFT7 && ids[0] == '#') {
+      if (put_id(c, env.base, ids + 1, j) != 0)
         return -1;
     } else {
-      char *full = cebs_uri_resolve(base, ids);
+      char *full = cebs_uri_resolve(env.base, ids);
       const char *frag;
       nbase = full ? cebs_uri_split(full, &frag) : NULL;
       if (!nbase) {
@@ -196,25 +234,26 @@ static int scan_object(cebs_comp *c, json_t *j, const char *base,
         return -1;
       }
       int r = put_id(c, nbase, NULL, j);
-      if (r == 0 && draft == CEB_SCHEMA_DRAFT7 && frag && *frag)
+      if (r == 0 && env.draft == CEB_SCHEMA_DRAFT7 && frag && *frag)
         r = put_id(c, nbase, frag, j);
       free(full);
-      if (r != 0 || !(res = res_new(c, nbase)))
+      if (r != 0 || !(env.res = res_new(c, nbase)))
         goto out;
-      base = nbase;
+      env.base = nbase;
     }
   }
-  if (draft == CEB_SCHEMA_DRAFT2020) {
+  if (env.draft == CEB_SCHEMA_DRAFT2020) {
     json_t *a = json_object_get(j, "$anchor");
-    if (json_is_string(a) && put_id(c, base, json_string_value(a), j) != 0)
+    if (json_is_string(a) && put_id(c, env.base, json_string_value(a), j) != 0)
       goto out;
     a = json_object_get(j, "$dynamicAnchor");
     if (json_is_string(a) &&
-        (put_id(c, base, json_string_value(a), j) != 0 ||
-         add_pending_dyn(c, res, json_string_value(a), j) != 0))
+        (put_id(c, env.base, json_string_value(a), j) != 0 ||
+         add_pending_dyn(c, env.res, json_string_value(a), j) != 0))
       goto out;
   }
-  if (put_info(c, j, base, spath, res, draft) != 0)
+  if (put_info(c, j, env.base, spath, env.res, env.draft,
+               env.no_validation) != 0)
     goto out;
   rc = 0;
   if (ref_only)
@@ -222,7 +261,7 @@ static int scan_object(cebs_comp *c, json_t *j, const char *base,
   for (size_t i = 0; i < sizeof single_kws / sizeof *single_kws && !rc; i++) {
     json_t *v = json_object_get(j, single_kws[i]);
     if (v && (json_is_object(v) || json_is_boolean(v)))
-      rc = scan_child(c, v, base, res, draft, spath, single_kws[i], NULL);
+      rc = scan_child(c, v, env, spath, single_kws[i], NULL);
   }
   for (size_t i = 0; i < sizeof array_kws / sizeof *array_kws && !rc; i++) {
     json_t *v = json_object_get(j, array_kws[i]);
@@ -233,7 +272,7 @@ static int scan_object(cebs_comp *c, json_t *j, const char *base,
       continue;
     json_array_foreach(v, k, e) {
       snprintf(idx, sizeof idx, "%zu", k);
-      if ((rc = scan_child(c, e, base, res, draft, spath, array_kws[i], idx)))
+      if ((rc = scan_child(c, e, env, spath, array_kws[i], idx)))
         break;
     }
   }
@@ -243,7 +282,7 @@ static int scan_object(cebs_comp *c, json_t *j, const char *base,
     if (!json_is_object(v))
       continue;
     json_object_foreach(v, k, e) {
-      if ((rc = scan_child(c, e, base, res, draft, spath, map_kws[i], k)))
+      if ((rc = scan_child(c, e, env, spath, map_kws[i], k)))
         break;
     }
   }
@@ -252,19 +291,20 @@ out:
   return rc;
 }
 
-static int scan(cebs_comp *c, json_t *j, const char *base, cebs_resource *res,
-                int draft, const char *spath, bool is_root) {
+static int scan(cebs_comp *c, json_t *j, scan_env env, const char *spath,
+                bool is_root) {
   if (json_is_boolean(j))
-    return put_info(c, j, base, spath, res, draft);
+    return put_info(c, j, env.base, spath, env.res, env.draft,
+                    env.no_validation);
   if (!json_is_object(j))
     return 0; /* not a schema; reported if a keyword uses it */
-  if (++c->depth > CEBS_MAX_DEPTH) {
-    c->depth--;
+  if (++c->scan_depth > CEBS_MAX_DEPTH) {
+    c->scan_depth--;
     cebs_comp_fail(c, CEB_EINVAL, "%s: schema nested too deeply", spath);
     return -1;
   }
-  int rc = scan_object(c, j, base, res, draft, spath, is_root);
-  c->depth--;
+  int rc = scan_object(c, j, env, spath, is_root);
+  c->scan_depth--;
   return rc;
 }
 
@@ -283,7 +323,9 @@ int cebs_registry_add(cebs_comp *c, json_t *doc, const char *uri, int draft) {
   cebs_resource *res = res_new(c, abs);
   if (!res || put_id(c, abs, NULL, doc) != 0)
     goto out;
-  rc = scan(c, doc, abs, res, draft, spath, !(main_doc && c->forced_draft));
+  scan_env env = {.base = abs, .res = res, .draft = draft,
+                  .may_switch = !(main_doc && c->forced_draft)};
+  rc = scan(c, doc, env, spath, true);
 out:
   free(abs);
   free(spath);
