@@ -1,0 +1,94 @@
+#include "http_idem.h"
+
+#include "http_in_util.h"
+
+#include <ctype.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int http_idem_key_parse(const char *header, char key[HTTP_IDEM_KEY_LEN + 1]) {
+  if (!header)
+    return CEB_EINVAL;
+  while (*header == ' ' || *header == '\t')
+    header++;
+  size_t n = strlen(header);
+  while (n && (header[n - 1] == ' ' || header[n - 1] == '\t'))
+    n--;
+  if (n >= 2 && header[0] == '"' && header[n - 1] == '"') {
+    header++;
+    n -= 2;
+  }
+  if (n != HTTP_IDEM_KEY_LEN)
+    return CEB_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    char c = header[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-')
+        return CEB_EINVAL;
+    } else if (!isxdigit((unsigned char)c)) {
+      return CEB_EINVAL;
+    }
+    key[i] = (char)tolower((unsigned char)c);
+  }
+  key[n] = '\0';
+  if (key[14] != '4' || !strchr("89ab", key[19]))
+    return CEB_EINVAL;
+  return CEB_OK;
+}
+
+static int cmp_header(const void *a, const void *b) {
+  const ceb_header *x = *(ceb_header *const *)a, *y = *(ceb_header *const *)b;
+  return strcasecmp(x->name, y->name);
+}
+
+static void feed(EVP_MD_CTX *md, const char *s, size_t n) {
+  /* Length-prefixed so that no two field lists hash alike. */
+  char len[24];
+  int k = snprintf(len, sizeof len, "%zu:", n);
+  EVP_DigestUpdate(md, len, (size_t)k);
+  EVP_DigestUpdate(md, s, n);
+}
+
+int http_idem_fingerprint(const char *method, const char *path,
+                          const ceb_headers *headers, const void *body,
+                          size_t len, char out[HTTP_FINGERPRINT_LEN + 1]) {
+  const ceb_header **ce = calloc(headers->count + 1, sizeof *ce);
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  if (!ce || !md) {
+    free(ce);
+    EVP_MD_CTX_free(md);
+    return CEB_ENOMEM;
+  }
+  size_t nce = 0;
+  for (size_t i = 0; i < headers->count; i++)
+    if (strncasecmp(headers->items[i].name, "ce-", 3) == 0)
+      ce[nce++] = &headers->items[i];
+  qsort(ce, nce, sizeof *ce, cmp_header);
+  const char *ct = ceb_headers_get(headers, "Content-Type");
+  EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+  feed(md, method, strlen(method));
+  feed(md, path, strlen(path));
+  feed(md, ct ? ct : "", ct ? strlen(ct) : 0);
+  for (size_t i = 0; i < nce; i++) {
+    char lname[128];
+    size_t nl = strlen(ce[i]->name);
+    if (nl >= sizeof lname)
+      nl = sizeof lname - 1;
+    for (size_t k = 0; k < nl; k++)
+      lname[k] = (char)tolower((unsigned char)ce[i]->name[k]);
+    feed(md, lname, nl);
+    feed(md, ce[i]->value, ce[i]->value_len);
+  }
+  feed(md, body ? body : "", len);
+  unsigned char digest[32];
+  unsigned int dlen = 0;
+  int ok = EVP_DigestFinal_ex(md, digest, &dlen) == 1 && dlen == 32;
+  EVP_MD_CTX_free(md);
+  free(ce);
+  if (!ok)
+    return CEB_EINTERNAL;
+  http_hex(digest, 32, out);
+  return CEB_OK;
+}

@@ -1,0 +1,243 @@
+#include "http_jwt.h"
+
+#include "http_in_util.h"
+
+#include <ceb/ceb.h>
+
+#include <jansson.h>
+#include <jwt.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define JWT_MAX_LEN 8192
+
+static int fail(http_jwt_result *res, int status, const char *reason,
+                const char *detail) {
+  res->http_status = status;
+  res->reason = reason;
+  res->oauth_error = status == 403 ? "insufficient_scope" : "invalid_token";
+  snprintf(res->detail, sizeof res->detail, "%s", detail);
+  return status == 403 ? CEB_EFORBIDDEN : CEB_EAUTH;
+}
+
+static json_t *segment_json(const char *seg, size_t len) {
+  unsigned char *raw = NULL;
+  size_t raw_len = 0;
+  if (http_b64url_decode(seg, len, &raw, &raw_len) != CEB_OK)
+    return NULL;
+  json_t *j = json_loadb((const char *)raw, raw_len, JSON_REJECT_DUPLICATES,
+                         NULL);
+  free(raw);
+  if (j && !json_is_object(j)) {
+    json_decref(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* PS256 (RSASSA-PSS, SHA-256, salt length 32) over header.payload. */
+static int verify_ps256(const char *pem, const char *token, size_t signed_len,
+                        const char *sig_b64, size_t sig_b64_len) {
+  unsigned char *sig = NULL;
+  size_t sig_len = 0;
+  if (http_b64url_decode(sig_b64, sig_b64_len, &sig, &sig_len) != CEB_OK)
+    return 0;
+  BIO *bio = BIO_new_mem_buf(pem, -1);
+  EVP_PKEY *pkey = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  EVP_PKEY_CTX *pctx = NULL;
+  int ok = pkey && md &&
+           EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, pkey) == 1 &&
+           EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) > 0 &&
+           EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) >
+               0 &&
+           EVP_DigestVerify(md, sig, sig_len, (const unsigned char *)token,
+                            signed_len) == 1;
+  EVP_MD_CTX_free(md);
+  EVP_PKEY_free(pkey);
+  BIO_free(bio);
+  free(sig);
+  return ok;
+}
+
+static int verify_libjwt(const char *pem, const char *token,
+                         http_jwk_alg alg) {
+  jwt_t *jwt = NULL;
+  int rc = jwt_decode(&jwt, token, (const unsigned char *)pem,
+                      (int)strlen(pem));
+  int ok = rc == 0 && jwt &&
+           jwt_get_alg(jwt) ==
+               (alg == HTTP_JWK_ES256 ? JWT_ALG_ES256 : JWT_ALG_RS256);
+  jwt_free(jwt);
+  return ok;
+}
+
+/* A NumericDate claim in ms; 0 absent, -1 present but not a number. */
+static int numeric_date(json_t *claims, const char *name, int64_t *ms) {
+  json_t *v = json_object_get(claims, name);
+  if (!v)
+    return 0;
+  if (!json_is_number(v))
+    return -1;
+  double s = json_number_value(v);
+  if (s < 0 || s > 1e13)
+    return -1;
+  *ms = (int64_t)(s * 1000.0);
+  return 1;
+}
+
+static int audience_ok(json_t *aud, const char *want) {
+  if (json_is_string(aud))
+    return strcmp(json_string_value(aud), want) == 0;
+  if (json_is_array(aud)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(aud, i, v) {
+      if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+        return 1;
+    }
+  }
+  return 0;
+}
+
+static int has_word(const char *list, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = list; *p;) {
+    while (*p == ' ')
+      p++;
+    const char *e = p;
+    while (*e && *e != ' ')
+      e++;
+    if ((size_t)(e - p) == n && n > 0 && memcmp(p, word, n) == 0)
+      return 1;
+    p = e;
+  }
+  return 0;
+}
+
+static int scope_present(json_t *claims, const char *scope) {
+  json_t *s = json_object_get(claims, "scope");
+  if (json_is_string(s) && has_word(json_string_value(s), scope))
+    return 1;
+  json_t *scp = json_object_get(claims, "scp");
+  if (json_is_string(scp))
+    return has_word(json_string_value(scp), scope);
+  if (json_is_array(scp)) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(scp, i, v) {
+      if (json_is_string(v) && strcmp(json_string_value(v), scope) == 0)
+        return 1;
+    }
+  }
+  return 0;
+}
+
+static int check_claims(const http_jwt_rules *rules, json_t *claims,
+                        int64_t now_ms, http_jwt_result *res) {
+  int64_t exp = 0, nbf = 0;
+  int has = numeric_date(claims, "exp", &exp);
+  if (has <= 0)
+    return fail(res, 401, "exp", "the token has no valid exp claim");
+  if (now_ms > exp + rules->leeway_ms)
+    return fail(res, 401, "expired", "the token has expired");
+  has = numeric_date(claims, "nbf", &nbf);
+  if (has < 0)
+    return fail(res, 401, "nbf", "the token's nbf claim is not a number");
+  if (has > 0 && now_ms + rules->leeway_ms < nbf)
+    return fail(res, 401, "not_yet_valid", "the token is not valid yet");
+  if (rules->issuer) {
+    const char *iss = json_string_value(json_object_get(claims, "iss"));
+    if (!iss || strcmp(iss, rules->issuer) != 0)
+      return fail(res, 401, "issuer", "the token's issuer is not trusted");
+  }
+  if (rules->audience &&
+      !audience_ok(json_object_get(claims, "aud"), rules->audience))
+    return fail(res, 401, "audience",
+                "the token is not meant for this audience");
+  for (size_t i = 0; i < rules->nscopes; i++)
+    if (!scope_present(claims, rules->scopes[i])) {
+      char d[160];
+      snprintf(d, sizeof d, "the token lacks the required scope %.100s",
+               rules->scopes[i]);
+      return fail(res, 403, "scope", d);
+    }
+  const char *client = NULL;
+  if (rules->client_claim) {
+    client = json_string_value(json_object_get(claims, rules->client_claim));
+  } else {
+    client = json_string_value(json_object_get(claims, "client_id"));
+    if (!client)
+      client = json_string_value(json_object_get(claims, "sub"));
+  }
+  if (!client || !*client || strlen(client) >= sizeof res->client)
+    return fail(res, 401, "client", "the token names no client");
+  snprintf(res->client, sizeof res->client, "%s", client);
+  return CEB_OK;
+}
+
+int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
+                    const char *token, int64_t now_ms, http_jwt_result *res) {
+  memset(res, 0, sizeof *res);
+  size_t len = token ? strlen(token) : 0;
+  if (len == 0)
+    return fail(res, 401, "missing", "a bearer token is required");
+  if (len > JWT_MAX_LEN)
+    return fail(res, 401, "malformed", "the token is too long");
+  const char *d1 = strchr(token, '.');
+  const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+  if (!d1 || !d2 || strchr(d2 + 1, '.') || d2[1] == '\0')
+    return fail(res, 401, "malformed", "the token is not a signed JWT");
+  json_t *header = segment_json(token, (size_t)(d1 - token));
+  json_t *claims = segment_json(d1 + 1, (size_t)(d2 - d1 - 1));
+  int st;
+  char *pem = NULL;
+  if (!header || !claims) {
+    st = fail(res, 401, "malformed", "the token's header or claims are not "
+                                     "base64url JSON objects");
+    goto out;
+  }
+  const char *alg = json_string_value(json_object_get(header, "alg"));
+  const char *kid = json_string_value(json_object_get(header, "kid"));
+  if (!alg || strcasecmp(alg, "none") == 0) {
+    st = fail(res, 401, "alg_none", "unsigned tokens are not accepted");
+    goto out;
+  }
+  if (json_object_get(header, "crit")) {
+    st = fail(res, 401, "crit", "the token has critical header parameters");
+    goto out;
+  }
+  if (!kid || !*kid) {
+    st = fail(res, 401, "kid_missing", "the token header has no kid");
+    goto out;
+  }
+  http_jwk_alg key_alg;
+  if (http_jwks_get(keys, kid, now_ms, &pem, &key_alg) != CEB_OK) {
+    st = fail(res, 401, "kid_unknown", "the token's kid is not a known key");
+    goto out;
+  }
+  if (strcmp(alg, http_jwk_alg_name(key_alg)) != 0) {
+    st = fail(res, 401, "alg_mismatch",
+              "the token's alg is not the algorithm of its key");
+    goto out;
+  }
+  int sig_ok = key_alg == HTTP_JWK_PS256
+                   ? verify_ps256(pem, token, (size_t)(d2 - token), d2 + 1,
+                                  strlen(d2 + 1))
+                   : verify_libjwt(pem, token, key_alg);
+  if (!sig_ok) {
+    st = fail(res, 401, "signature", "the token's signature is invalid");
+    goto out;
+  }
+  st = check_claims(rules, claims, now_ms, res);
+out:
+  free(pem);
+  json_decref(header);
+  json_decref(claims);
+  return st;
+}

@@ -1,0 +1,81 @@
+/* Internals of the intermediary shared by its lifecycle (http_source.c)
+ * and its request handling (http_source_request.c). */
+#ifndef HTTP_SOURCE_INT_H
+#define HTTP_SOURCE_INT_H
+
+#include "http_jwks.h"
+#include "http_jwt.h"
+#include "http_ratelimit.h"
+#include "http_replay.h"
+#include "http_source.h"
+#include "http_webhook_sig.h"
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+typedef enum http_idem_mode {
+  HTTP_IDEM_OFF = 0,
+  HTTP_IDEM_OPTIONAL = 1,
+  HTTP_IDEM_REQUIRED = 2
+} http_idem_mode;
+
+/* One client's allowed event types (clients.<client>.types). */
+typedef struct http_client_types {
+  char *client;
+  const char *patterns; /* borrowed from the config */
+} http_client_types;
+
+typedef struct http_source {
+  const ceb_host *host;
+  ceb_instance *inst;
+  const ceb_config *cfg;
+  char *name;
+
+  /* config */
+  char listen_host[256];
+  int listen_port;
+  int loopback;
+  const char *path;
+  const char *port_file;
+  unsigned threads;
+  size_t max_body;
+  unsigned max_conn, max_conn_per_ip;
+  unsigned conn_timeout_s;
+  size_t conn_memory;
+  int retry_after_s;
+  char *tls_cert, *tls_key, *tls_ca; /* PEM text */
+  int auth_oauth2;
+  http_jwks *jwks;
+  http_jwt_rules rules;
+  http_client_types *clients;
+  size_t nclients;
+  http_idem_mode idem;
+  http_ratelimit *ratelimit; /* NULL: no limit */
+  double rate;
+  const char *const *origins;
+  size_t norigins;
+  http_webhook_keys *wh_keys; /* NULL: signatures not required */
+  http_replay *wh_replay;
+  int64_t wh_tolerance_ms;
+
+  /* runtime */
+  struct MHD_Daemon *daemon;
+  int bound_port;
+  atomic_int draining;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  size_t pending; /* requests submitted and not yet completed */
+} http_source;
+
+/* The MHD access handler and completion callback. */
+enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
+                                   const char *url, const char *method,
+                                   const char *version,
+                                   const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls);
+void http_source_completed(void *cls, struct MHD_Connection *conn,
+                           void **con_cls,
+                           enum MHD_RequestTerminationCode toe);
+
+#endif

@@ -1,0 +1,843 @@
+/* The intermediary's request handling on libmicrohttpd threads.
+ *
+ * First call (headers read): path, method, draining, TLS client
+ * certificate, size announced, media type, authentication, rate limit and
+ * the Idempotency-Key format are checked, so most refusals happen before
+ * the body is read. Body calls append to a buffer capped at max_body.
+ * Last call: webhook signature, idempotency reservation, decode, validate,
+ * authorise types, submit -- then the connection is suspended until the
+ * host's submit callback (another thread) resumes it, and only then is the
+ * 202 (or 503) queued.
+ *
+ * A request record is shared by the MHD thread and the host's callback
+ * thread: `lock` guards the hand-over fields and `refs` keeps it alive until
+ * both are done with it. */
+#include "http_source_int.h"
+
+#include "http_idem.h"
+#include "http_in_reply.h"
+#include "http_in_util.h"
+
+#include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define LOG(s, lvl, ...) CEB_LOG((s)->host, (s)->inst, lvl, __VA_ARGS__)
+
+typedef enum req_phase {
+  PHASE_BODY = 0, /* reading the body */
+  PHASE_WAIT = 1, /* submitted: waiting for the durability callback */
+  PHASE_DONE = 2  /* a response was queued */
+} req_phase;
+
+typedef struct http_req {
+  atomic_int refs;
+  http_source *src;
+  struct MHD_Connection *conn;
+  int64_t start_ns;
+  req_phase phase;
+  int is_options;
+
+  ceb_headers headers;
+  char *body;
+  size_t len, cap;
+  int too_large;
+  size_t discarded;
+
+  char client[256]; /* "" when anonymous */
+  int has_client;
+  char idem_key[HTTP_IDEM_KEY_LEN + 1];
+  int has_key;
+  int idem_reserved;
+  char webhook_id[256];
+
+  int submitted; /* counted in src->pending */
+  json_t *ids;   /* ids of the submitted events */
+  http_reply reply;
+  int status;
+
+  /* hand-over with the submit callback, under lock */
+  pthread_mutex_t lock;
+  int suspended, closed, done;
+  int cb_status;
+  size_t accepted, duplicates;
+} http_req;
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void req_unref(http_req *r) {
+  if (atomic_fetch_sub(&r->refs, 1) != 1)
+    return;
+  ceb_headers_clear(&r->headers);
+  free(r->body);
+  json_decref(r->ids);
+  http_reply_clear(&r->reply);
+  pthread_mutex_destroy(&r->lock);
+  free(r);
+}
+
+static void metric_auth_failure(http_source *s, const char *reason) {
+  char labels[96];
+  snprintf(labels, sizeof labels, "reason=\"%s\"", reason);
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "http_auth_failures_total",
+                  labels, 1);
+}
+
+/* ---- responses ---- */
+
+static void set_retry_after(http_reply *rep, int seconds) {
+  char v[24];
+  snprintf(v, sizeof v, "%d", seconds < 1 ? 1 : seconds);
+  http_reply_header(rep, "Retry-After", v);
+}
+
+static void reply_unavailable(http_req *r, const char *code,
+                              const char *detail) {
+  http_reply_problem(&r->reply, 503, code, detail);
+  set_retry_after(&r->reply, r->src->retry_after_s);
+}
+
+/* Ends the idempotency reservation: 2xx and 4xx results are stored for
+ * replay (the draft's rule), anything else releases the key so that the
+ * client's retry is processed. */
+static void idem_settle(http_req *r) {
+  if (!r->idem_reserved)
+    return;
+  http_source *s = r->src;
+  const char *client = r->has_client ? r->client : NULL;
+  int st = r->reply.status;
+  r->idem_reserved = 0;
+  if (st >= 200 && st < 500) {
+    int rc = s->host->idem_finish(s->inst, client, r->idem_key, st,
+                                  r->reply.content_type, r->reply.body,
+                                  r->reply.len);
+    if (rc != CEB_OK)
+      LOG(s, CEB_LOG_ERROR, "idempotency: cannot store the response for "
+                            "key %s: %s", r->idem_key, ceb_strerror(rc));
+  } else {
+    s->host->idem_abort(s->inst, client, r->idem_key);
+  }
+}
+
+static enum MHD_Result queue_reply(http_req *r) {
+  http_source *s = r->src;
+  if (r->reply.status == 0)
+    http_reply_problem(&r->reply, 500, "internal", "no response was built");
+  idem_settle(r);
+  if (r->reply.status >= 200 && r->reply.status < 300 && s->wh_replay &&
+      r->webhook_id[0])
+    http_replay_check_add(s->wh_replay, r->webhook_id,
+                          s->host->now_ms(s->inst));
+  struct MHD_Response *resp = MHD_create_response_from_buffer(
+      r->reply.len, r->reply.body, MHD_RESPMEM_MUST_COPY);
+  if (!resp)
+    return MHD_NO;
+  if (r->reply.content_type)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->reply.content_type);
+  for (size_t i = 0; i < r->reply.headers.count; i++)
+    MHD_add_response_header(resp, r->reply.headers.items[i].name,
+                            r->reply.headers.items[i].value);
+  r->status = r->reply.status;
+  r->phase = PHASE_DONE;
+  enum MHD_Result rc =
+      MHD_queue_response(r->conn, (unsigned)r->reply.status, resp);
+  MHD_destroy_response(resp);
+  return rc;
+}
+
+/* ---- first call: everything decidable from the request head ---- */
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
+                                      const char *key, const char *value) {
+  (void)kind;
+  http_req *r = cls;
+  if (!value)
+    value = "";
+  ceb_headers_add(&r->headers, key, value, strlen(value));
+  return MHD_YES;
+}
+
+static int origin_allowed(http_source *s, const char *origin) {
+  for (size_t i = 0; i < s->norigins; i++)
+    if (strcmp(s->origins[i], "*") == 0 ||
+        strcasecmp(s->origins[i], origin) == 0)
+      return 1;
+  return 0;
+}
+
+/* CloudEvents "HTTP 1.1 Web Hooks" section 4 abuse protection. Answered
+ * synchronously; WebHook-Request-Callback is never called (the spec lets
+ * the target grant in the response instead). */
+static void handshake(http_req *r) {
+  http_source *s = r->src;
+  const char *origin = ceb_headers_get(&r->headers, "WebHook-Request-Origin");
+  http_reply_header(&r->reply, "Allow", "POST, OPTIONS");
+  if (!origin) {
+    http_reply_set(&r->reply, 204, NULL, "", 0);
+    return;
+  }
+  if (!origin_allowed(s, origin)) {
+    http_reply_problem(&r->reply, 403, "webhook.origin_not_allowed",
+                       "this origin may not deliver to this endpoint");
+    return;
+  }
+  http_reply_set(&r->reply, 200, "text/plain", "", 0);
+  http_reply_header(&r->reply, "WebHook-Allowed-Origin", origin);
+  char rate[32] = "*";
+  if (s->ratelimit)
+    snprintf(rate, sizeof rate, "%.0f", s->rate * 60 < 1 ? 1 : s->rate * 60);
+  http_reply_header(&r->reply, "WebHook-Allowed-Rate", rate);
+}
+
+static int client_cert_ok(http_req *r) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (!ci || !ci->tls_session)
+    return 0;
+  gnutls_session_t session = (gnutls_session_t)ci->tls_session;
+  unsigned status = 0;
+  unsigned n = 0;
+  if (!gnutls_certificate_get_peers(session, &n) || n == 0)
+    return 0;
+  return gnutls_certificate_verify_peers2(session, &status) == 0 &&
+         status == 0;
+}
+
+static void remote_ip(http_req *r, char *buf, size_t n) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  snprintf(buf, n, "?");
+  if (!ci || !ci->client_addr)
+    return;
+  const struct sockaddr *sa = ci->client_addr;
+  if (sa->sa_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
+              buf, (socklen_t)n);
+  else if (sa->sa_family == AF_INET6)
+    inet_ntop(AF_INET6,
+              &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+              (socklen_t)n);
+}
+
+static int authenticate(http_req *r) {
+  http_source *s = r->src;
+  if (!s->auth_oauth2)
+    return 1;
+  const char *authz = ceb_headers_get(&r->headers, "Authorization");
+  char www[320];
+  if (!authz || strncasecmp(authz, "Bearer ", 7) != 0) {
+    metric_auth_failure(s, "missing");
+    http_reply_problem(&r->reply, 401, "auth.missing",
+                       "an OAuth2 bearer token is required");
+    http_reply_header(&r->reply, "WWW-Authenticate", "Bearer realm=\"cebridge\"");
+    return 0;
+  }
+  const char *token = authz + 7;
+  while (*token == ' ')
+    token++;
+  http_jwt_result res;
+  int st = http_jwt_verify(s->jwks, &s->rules, token, s->host->now_ms(s->inst),
+                           &res);
+  if (st == CEB_OK) {
+    snprintf(r->client, sizeof r->client, "%s", res.client);
+    r->has_client = 1;
+    return 1;
+  }
+  metric_auth_failure(s, res.reason);
+  char code[64];
+  snprintf(code, sizeof code, "auth.%s", res.reason);
+  http_reply_problem(&r->reply, res.http_status, code, res.detail);
+  snprintf(www, sizeof www,
+           "Bearer realm=\"cebridge\", error=\"%s\", error_description=\"%s\"",
+           res.oauth_error, res.detail);
+  http_reply_header(&r->reply, "WWW-Authenticate", www);
+  return 0;
+}
+
+static const char *client_types(http_source *s, const char *client) {
+  for (size_t i = 0; i < s->nclients; i++)
+    if (strcmp(s->clients[i].client, client) == 0)
+      return s->clients[i].patterns;
+  return NULL;
+}
+
+/* Returns 1 to go on reading the body, 0 when r->reply is set. */
+static int first_call(http_req *r, const char *url, const char *method) {
+  http_source *s = r->src;
+  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r);
+  if (strcmp(url, s->path) != 0) {
+    http_reply_problem(&r->reply, 404, "not_found", "no such endpoint");
+    return 0;
+  }
+  if (strcmp(method, "OPTIONS") == 0) {
+    r->is_options = 1;
+    return 1; /* answered when complete */
+  }
+  if (strcmp(method, "POST") != 0) {
+    http_reply_problem(&r->reply, 405, "method_not_allowed",
+                       "POST CloudEvents here (OPTIONS for the handshake)");
+    http_reply_header(&r->reply, "Allow", "POST, OPTIONS");
+    return 0;
+  }
+  if (atomic_load(&s->draining)) {
+    reply_unavailable(r, "draining", "the intermediary is shutting down");
+    return 0;
+  }
+  if (s->tls_ca && !client_cert_ok(r)) {
+    metric_auth_failure(s, "client_certificate");
+    http_reply_problem(&r->reply, 403, "tls.client_certificate",
+                       "a valid client certificate is required");
+    return 0;
+  }
+  const char *cl = ceb_headers_get(&r->headers, "Content-Length");
+  if (cl) {
+    char *end = NULL;
+    unsigned long long n = strtoull(cl, &end, 10);
+    if (end == cl || *end || n > s->max_body) {
+      http_reply_problem(&r->reply, 413, "too_large",
+                         "the request body exceeds max_body");
+      return 0;
+    }
+  }
+  const char *ct = ceb_headers_get(&r->headers, "Content-Type");
+  if (ceb_http_mode_of(ct) == CEB_MODE_BINARY &&
+      !ceb_headers_get(&r->headers, "ce-specversion")) {
+    int ce_format = ct && strncasecmp(ct, "application/cloudevents", 23) == 0;
+    http_reply_problem(
+        &r->reply, 415,
+        ce_format ? "media_type.unsupported_format" : "media_type.not_cloudevent",
+        ce_format ? "only the JSON event format is supported "
+                    "(application/cloudevents+json, "
+                    "application/cloudevents-batch+json)"
+                  : "send a CloudEvent: binary mode (ce-* headers) or "
+                    "application/cloudevents+json");
+    return 0;
+  }
+  if (!authenticate(r))
+    return 0;
+  if (s->nclients > 0 && !client_types(s, r->has_client ? r->client : "")) {
+    http_reply_problem(&r->reply, 403, "client.not_allowed",
+                       "this client may not send events here");
+    return 0;
+  }
+  if (s->ratelimit) {
+    char ip[64];
+    if (!r->has_client)
+      remote_ip(r, ip, sizeof ip);
+    int64_t wait_ms = 0;
+    if (!http_ratelimit_take(s->ratelimit, r->has_client ? r->client : ip,
+                             s->host->now_ms(s->inst), &wait_ms)) {
+      http_reply_problem(&r->reply, 429, "rate_limited",
+                         "too many requests from this client");
+      set_retry_after(&r->reply, (int)((wait_ms + 999) / 1000));
+      return 0;
+    }
+  }
+  if (s->idem != HTTP_IDEM_OFF) {
+    const char *key = ceb_headers_get(&r->headers, "Idempotency-Key");
+    if (key) {
+      if (http_idem_key_parse(key, r->idem_key) != CEB_OK) {
+        http_reply_problem(&r->reply, 400, "idempotency.key_invalid",
+                           "Idempotency-Key must be a UUID v4");
+        return 0;
+      }
+      r->has_key = 1;
+    } else if (s->idem == HTTP_IDEM_REQUIRED) {
+      http_reply_problem(&r->reply, 400, "idempotency.key_missing",
+                         "an Idempotency-Key header (UUID v4) is required");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* ---- body ---- */
+
+/* Returns 0 to abort the connection (a sender that keeps streaming far past
+ * the limit is cut off instead of read to the end). */
+static int append_body(http_req *r, const char *data, size_t n) {
+  size_t max = r->src->max_body;
+  if (r->too_large || r->len + n > max) {
+    if (!r->too_large) {
+      r->too_large = 1;
+      free(r->body);
+      r->body = NULL;
+      r->discarded = r->len;
+      r->len = r->cap = 0;
+    }
+    r->discarded += n;
+    return r->discarded <= 2 * max;
+  }
+  if (r->len + n > r->cap) {
+    size_t cap = r->cap ? r->cap : 4096;
+    while (cap < r->len + n)
+      cap *= 2;
+    if (cap > max)
+      cap = max;
+    char *nb = realloc(r->body, cap);
+    if (!nb)
+      return 0;
+    r->body = nb;
+    r->cap = cap;
+  }
+  memcpy(r->body + r->len, data, n);
+  r->len += n;
+  return 1;
+}
+
+/* ---- last call ---- */
+
+static int verify_webhook(http_req *r) {
+  http_source *s = r->src;
+  const char *id = ceb_headers_get(&r->headers, "webhook-id");
+  const char *ts = ceb_headers_get(&r->headers, "webhook-timestamp");
+  const char *sig = ceb_headers_get(&r->headers, "webhook-signature");
+  int64_t now_ms = s->host->now_ms(s->inst);
+  int st = http_webhook_verify(s->wh_keys, id, ts, sig, r->body, r->len,
+                               now_ms / 1000, s->wh_tolerance_ms / 1000);
+  const char *code = NULL, *detail = NULL;
+  if (st == CEB_EINVAL) {
+    code = "webhook.signature_missing";
+    detail = "webhook-id, webhook-timestamp and webhook-signature are "
+             "required";
+  } else if (st == CEB_ETIMEOUT) {
+    code = "webhook.timestamp";
+    detail = "webhook-timestamp is outside the tolerance window";
+  } else if (st != CEB_OK) {
+    code = "webhook.signature_invalid";
+    detail = "no webhook-signature matches";
+  }
+  if (code) {
+    metric_auth_failure(s, code + strlen("webhook."));
+    http_reply_problem(&r->reply, 401, code, detail);
+    return 0;
+  }
+  if (strlen(id) >= sizeof r->webhook_id) {
+    http_reply_problem(&r->reply, 400, "webhook.id_invalid",
+                       "webhook-id is too long");
+    return 0;
+  }
+  /* Seen = accepted before within the window (ids are recorded on 2xx, so a
+   * sender's retry after a failure still goes through). */
+  snprintf(r->webhook_id, sizeof r->webhook_id, "%s", id);
+  if (!http_replay_check_add(s->wh_replay, id, now_ms)) {
+    metric_auth_failure(s, "replayed");
+    http_reply_problem(&r->reply, 409, "webhook.replayed",
+                       "this webhook-id was already accepted");
+    r->webhook_id[0] = '\0';
+    return 0;
+  }
+  return 1;
+}
+
+/* Returns 1 when processing goes on (NEW or no key), 0 when r->reply is set. */
+static int idem_begin(http_req *r, const char *method, const char *url) {
+  http_source *s = r->src;
+  if (!r->has_key)
+    return 1;
+  char fp[HTTP_FINGERPRINT_LEN + 1];
+  if (http_idem_fingerprint(method, url, &r->headers, r->body, r->len, fp) !=
+      CEB_OK) {
+    http_reply_problem(&r->reply, 500, "internal", "fingerprint failed");
+    return 0;
+  }
+  ceb_idem_record rec = {sizeof rec};
+  int st = s->host->idem_begin(s->inst, r->has_client ? r->client : NULL,
+                               r->idem_key, fp, &rec);
+  if (st != CEB_OK) {
+    LOG(s, CEB_LOG_ERROR, "idempotency store: %s", ceb_strerror(st));
+    reply_unavailable(r, "idempotency.unavailable",
+                      "the idempotency store is unavailable");
+    return 0;
+  }
+  int go_on = 0;
+  switch (rec.state) {
+  case CEB_IDEM_NEW:
+    r->idem_reserved = 1;
+    go_on = 1;
+    break;
+  case CEB_IDEM_REPLAY:
+    http_reply_set(&r->reply, rec.http_status, rec.content_type, rec.body,
+                   rec.body_len);
+    http_reply_header(&r->reply, "Idempotent-Replayed", "true");
+    break;
+  case CEB_IDEM_IN_FLIGHT:
+    http_reply_problem(&r->reply, 409, "idempotency.in_flight",
+                       "a request with this Idempotency-Key is still being "
+                       "processed");
+    set_retry_after(&r->reply, 1);
+    break;
+  case CEB_IDEM_MISMATCH:
+  default:
+    http_reply_problem(&r->reply, 422, "idempotency.mismatch",
+                       "this Idempotency-Key was used for a different "
+                       "request");
+    break;
+  }
+  ceb_free(rec.content_type);
+  ceb_free(rec.body);
+  return go_on;
+}
+
+/* Lists every element of a batch that does not decode. */
+static void batch_errors(json_t *problem, const char *body, size_t len,
+                         const ceb_error *first) {
+  json_t *arr = json_loadb(body, len, 0, NULL);
+  if (!json_is_array(arr)) {
+    http_problem_add_error(problem, -1, NULL, first->code, first->message);
+    json_decref(arr);
+    return;
+  }
+  size_t i;
+  json_t *el;
+  json_array_foreach(arr, i, el) {
+    char *text = json_dumps(el, JSON_COMPACT | JSON_ENCODE_ANY);
+    ceb_event *ev = NULL;
+    ceb_error err;
+    ceb_error_clear(&err);
+    if (text && ceb_json_decode(text, strlen(text), &ev, &err) != CEB_OK)
+      http_problem_add_error(problem, (int)i, NULL, err.code, err.message);
+    ceb_event_unref(ev);
+    free(text);
+  }
+  json_decref(arr);
+}
+
+static void add_violations(json_t *problem, int index,
+                           const ceb_violations *v) {
+  for (size_t k = 0; k < v->count; k++)
+    if (v->items[k].severity == CEB_SEV_ERROR)
+      http_problem_add_error(problem, index, v->items[k].attribute,
+                             v->items[k].code, v->items[k].message);
+}
+
+static int decode(http_req *r, ceb_event ***events, size_t *count,
+                  int *batch) {
+  const char *ct = ceb_headers_get(&r->headers, "Content-Type");
+  ceb_error err;
+  ceb_error_clear(&err);
+  *batch = ceb_http_mode_of(ct) == CEB_MODE_BATCH;
+  int st;
+  if (*batch) {
+    st = ceb_batch_decode(r->body ? r->body : "", r->len, events, count, &err);
+  } else {
+    ceb_event *ev = NULL;
+    st = ceb_http_decode(&r->headers, r->body, r->len, &ev, &err);
+    if (st == CEB_OK) {
+      *events = malloc(sizeof **events);
+      if (!*events) {
+        ceb_event_unref(ev);
+        st = CEB_ENOMEM;
+      } else {
+        (*events)[0] = ev;
+        *count = 1;
+      }
+    }
+  }
+  if (st == CEB_OK && *count == 0) {
+    ceb_free(*events);
+    *events = NULL;
+    http_reply_problem(&r->reply, 400, "batch.empty",
+                       "the batch holds no event");
+    return 0;
+  }
+  if (st == CEB_OK)
+    return 1;
+  if (st == CEB_ENOMEM) {
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  json_t *p = http_problem_new(400, "event.malformed",
+                               *batch ? "the batch is not a valid "
+                                        "CloudEvents JSON batch"
+                                      : "the request is not a valid "
+                                        "CloudEvent");
+  if (*batch)
+    batch_errors(p, r->body ? r->body : "", r->len, &err);
+  else
+    http_problem_add_error(p, -1, NULL, err.code, err.message);
+  http_reply_problem_json(&r->reply, p);
+  json_decref(p);
+  return 0;
+}
+
+/* CloudEvents rules of every event, so that a batch's problem lists each
+ * failing event (the host validates again, with the profile level). */
+static int validate_all(http_req *r, ceb_event **events, size_t count,
+                        int batch) {
+  ceb_validate_opts vo = {sizeof vo, CEB_PROFILE_OFF, r->src->max_body};
+  json_t *p = NULL;
+  ceb_violations *v = malloc(sizeof *v);
+  if (!v) {
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  for (size_t i = 0; i < count; i++) {
+    if (ceb_event_validate(events[i], &vo, v) == 0)
+      continue;
+    if (!p)
+      p = http_problem_new(422, "event.invalid",
+                           "the event breaks the CloudEvents rules");
+    add_violations(p, batch ? (int)i : -1, v);
+  }
+  free(v);
+  if (!p)
+    return 1;
+  http_reply_problem_json(&r->reply, p);
+  json_decref(p);
+  return 0;
+}
+
+static int authorise_types(http_req *r, ceb_event **events, size_t count,
+                           int batch) {
+  http_source *s = r->src;
+  if (s->nclients == 0)
+    return 1;
+  const char *patterns = client_types(s, r->has_client ? r->client : "");
+  json_t *p = NULL;
+  for (size_t i = 0; i < count; i++) {
+    const char *type = ceb_event_get(events[i], "type");
+    if (patterns && type && http_pattern_match(patterns, type))
+      continue;
+    if (!p)
+      p = http_problem_new(403, "type.not_allowed",
+                           "this client may not send events of this type");
+    http_problem_add_error(p, batch ? (int)i : -1, "type", "type.not_allowed",
+                           type ? type : "");
+  }
+  if (!p)
+    return 1;
+  http_reply_problem_json(&r->reply, p);
+  json_decref(p);
+  return 0;
+}
+
+static void on_submitted(void *arg, const ceb_submit_result *res) {
+  http_req *r = arg;
+  pthread_mutex_lock(&r->lock);
+  r->done = 1;
+  r->cb_status = res->status;
+  r->accepted = res->accepted;
+  r->duplicates = res->duplicates;
+  if (r->suspended && !r->closed) {
+    r->suspended = 0;
+    MHD_resume_connection(r->conn);
+  }
+  pthread_mutex_unlock(&r->lock);
+  req_unref(r);
+}
+
+static void reply_submitted(http_req *r) {
+  if (r->cb_status != CEB_OK) {
+    LOG(r->src, CEB_LOG_WARN, "submit failed after acceptance: %s",
+        ceb_strerror(r->cb_status));
+    reply_unavailable(r, "not_durable",
+                      "the events could not be stored; retry later");
+    return;
+  }
+  json_t *j = json_pack("{s:s, s:I, s:I, s:O}", "status", "accepted",
+                        "accepted", (json_int_t)r->accepted, "duplicates",
+                        (json_int_t)r->duplicates, "ids", r->ids);
+  if (!j || http_reply_set_json(&r->reply, 202, "application/json", j) != 0)
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+  json_decref(j);
+}
+
+static void reply_submit_error(http_req *r, int st, ceb_violations *v,
+                               size_t failed, int batch) {
+  if (st == CEB_EVALIDATION) {
+    json_t *p = http_problem_new(422, "event.invalid",
+                                 "the event breaks a validation rule "
+                                 "(CloudEvents, profile or contract)");
+    add_violations(p, batch ? (int)failed : -1, v);
+    http_reply_problem_json(&r->reply, p);
+    json_decref(p);
+  } else if (st == CEB_ETOOLARGE) {
+    http_reply_problem(&r->reply, 413, "event.too_large",
+                       "an event exceeds the bridge's max_event_size");
+  } else if (st == CEB_EBUSY) {
+    reply_unavailable(r, "backpressure", "the bridge is busy; retry later");
+  } else if (st == CEB_ESHUTDOWN) {
+    reply_unavailable(r, "draining", "the bridge is shutting down");
+  } else if (st == CEB_EINVAL) {
+    http_reply_problem(&r->reply, 400, "event.rejected", ceb_strerror(st));
+  } else if (st == CEB_EFORBIDDEN) {
+    http_reply_problem(&r->reply, 403, "event.forbidden", ceb_strerror(st));
+  } else {
+    LOG(r->src, CEB_LOG_ERROR, "submit: %s", ceb_strerror(st));
+    reply_unavailable(r, "unavailable", ceb_strerror(st));
+  }
+}
+
+/* Returns 1 when the connection was suspended (await the callback). */
+static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
+  http_source *s = r->src;
+  r->ids = json_array();
+  for (size_t i = 0; i < count && r->ids; i++) {
+    const char *id = ceb_event_get(events[i], "id");
+    json_array_append_new(r->ids, json_string(id ? id : ""));
+  }
+  ceb_violations *v = calloc(1, sizeof *v);
+  size_t failed = 0;
+  ceb_submit_opts opts = {sizeof opts, r->has_client ? r->client : NULL,
+                          ceb_headers_get(&r->headers, "traceparent"), v,
+                          &failed};
+  if (!r->ids || !v) {
+    free(v);
+    ceb_events_free(events, count);
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  pthread_mutex_lock(&s->lock);
+  s->pending++;
+  pthread_mutex_unlock(&s->lock);
+  r->submitted = 1;
+  atomic_fetch_add(&r->refs, 1); /* the callback's */
+  int st = s->host->submit(s->inst, events, count, &opts, on_submitted, r);
+  if (st != CEB_OK) {
+    atomic_fetch_sub(&r->refs, 1);
+    pthread_mutex_lock(&s->lock);
+    s->pending--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    r->submitted = 0;
+    reply_submit_error(r, st, v, failed, batch);
+    ceb_events_free(events, count);
+    free(v);
+    return 0;
+  }
+  free(v);
+  ceb_free(events); /* the host holds the references now */
+  r->phase = PHASE_WAIT;
+  pthread_mutex_lock(&r->lock);
+  int suspend = !r->done;
+  if (suspend) {
+    r->suspended = 1;
+    MHD_suspend_connection(r->conn);
+  }
+  pthread_mutex_unlock(&r->lock);
+  if (!suspend)
+    reply_submitted(r);
+  return suspend;
+}
+
+/* Returns 1 when suspended, 0 when r->reply is set. */
+static int complete(http_req *r, const char *method, const char *url) {
+  http_source *s = r->src;
+  if (r->is_options) {
+    handshake(r);
+    return 0;
+  }
+  if (atomic_load(&s->draining)) {
+    reply_unavailable(r, "draining", "the intermediary is shutting down");
+    return 0;
+  }
+  if (r->too_large) {
+    http_reply_problem(&r->reply, 413, "too_large",
+                       "the request body exceeds max_body");
+    return 0;
+  }
+  if (s->wh_keys && !verify_webhook(r))
+    return 0;
+  if (!idem_begin(r, method, url))
+    return 0;
+  ceb_event **events = NULL;
+  size_t count = 0;
+  int batch = 0;
+  if (!decode(r, &events, &count, &batch))
+    return 0;
+  if (!validate_all(r, events, count, batch) ||
+      !authorise_types(r, events, count, batch)) {
+    ceb_events_free(events, count);
+    return 0;
+  }
+  return submit(r, events, count, batch);
+}
+
+enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
+                                   const char *url, const char *method,
+                                   const char *version,
+                                   const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls) {
+  (void)version;
+  http_source *s = cls;
+  http_req *r = *con_cls;
+  if (!r) {
+    r = calloc(1, sizeof *r);
+    if (!r)
+      return MHD_NO;
+    atomic_init(&r->refs, 1);
+    pthread_mutex_init(&r->lock, NULL);
+    r->src = s;
+    r->conn = conn;
+    r->start_ns = mono_ns();
+    *con_cls = r;
+    if (!first_call(r, url, method))
+      return queue_reply(r);
+    return MHD_YES;
+  }
+  if (r->phase == PHASE_DONE) {
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_data_size) {
+    int ok = append_body(r, upload_data, *upload_data_size);
+    *upload_data_size = 0;
+    return ok ? MHD_YES : MHD_NO;
+  }
+  if (r->phase == PHASE_WAIT) { /* resumed */
+    pthread_mutex_lock(&r->lock);
+    int done = r->done;
+    pthread_mutex_unlock(&r->lock);
+    if (done)
+      reply_submitted(r);
+    else /* resumed by the daemon stopping, not by the callback */
+      reply_unavailable(r, "draining", "the intermediary is shutting down");
+    return queue_reply(r);
+  }
+  if (complete(r, method, url))
+    return MHD_YES;
+  return queue_reply(r);
+}
+
+void http_source_completed(void *cls, struct MHD_Connection *conn,
+                           void **con_cls,
+                           enum MHD_RequestTerminationCode toe) {
+  (void)conn;
+  (void)toe;
+  http_source *s = cls;
+  http_req *r = *con_cls;
+  if (!r)
+    return;
+  *con_cls = NULL;
+  if (r->idem_reserved) /* ended without a response: let the client retry */
+    s->host->idem_abort(s->inst, r->has_client ? r->client : NULL,
+                        r->idem_key);
+  char labels[32];
+  snprintf(labels, sizeof labels, "code=\"%d\"", r->status ? r->status : 0);
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "http_requests_total", labels,
+                  1);
+  s->host->metric(s->inst, CEB_METRIC_HISTOGRAM,
+                  "http_request_duration_seconds", NULL,
+                  (double)(mono_ns() - r->start_ns) / 1e9);
+  pthread_mutex_lock(&r->lock);
+  r->closed = 1;
+  pthread_mutex_unlock(&r->lock);
+  if (r->submitted) {
+    pthread_mutex_lock(&s->lock);
+    s->pending--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+  }
+  req_unref(r);
+}

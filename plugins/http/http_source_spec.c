@@ -1,0 +1,77 @@
+/* Config keys of [source NAME] with plugin = http. */
+#include "http_source.h"
+
+#define MS(x) ((int64_t)(x) * 1000)
+
+const ceb_config_spec http_source_spec[] = {
+    {"listen", CEB_CFG_ADDRESS, 0, "127.0.0.1:8443", 0, 0, NULL,
+     "Address the intermediary listens on; port 0 picks a free port."},
+    {"port_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "File the bound port is written to at start (useful with port 0)."},
+    {"path", CEB_CFG_STRING, 0, "/events", 0, 0, NULL,
+     "Request path events are POSTed to."},
+    {"threads", CEB_CFG_INT, 0, "2", 1, 64, NULL,
+     "libmicrohttpd thread pool size (epoll)."},
+    {"tls.cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "PEM server certificate (chain); set with tls.key to serve HTTPS."},
+    {"tls.key", CEB_CFG_PATH, CEB_CFG_SECRET, NULL, 0, 0, NULL,
+     "PEM private key of tls.cert."},
+    {"tls.client_ca", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "PEM CA bundle: when set, clients must present a certificate it signed "
+     "(mTLS)."},
+    {"max_body", CEB_CFG_SIZE, 0, "1MiB", 1, 256 * 1024 * 1024, NULL,
+     "Largest request body; larger ones get 413 without being buffered."},
+    {"max_connections", CEB_CFG_INT, 0, "1024", 1, 1000000, NULL,
+     "Most concurrent connections."},
+    {"max_connections_per_ip", CEB_CFG_INT, 0, "64", 1, 1000000, NULL,
+     "Most concurrent connections from one IP address."},
+    {"connection_timeout", CEB_CFG_DURATION, 0, "30s", MS(1), MS(3600), NULL,
+     "Idle connections (including slow senders) are closed after this."},
+    {"connection_memory", CEB_CFG_SIZE, 0, "64KiB", 8192, 16 * 1024 * 1024,
+     NULL, "Per-connection memory for request headers and read buffers; "
+           "bounds the header size."},
+    {"retry_after", CEB_CFG_DURATION, 0, "5s", MS(1), MS(3600), NULL,
+     "Retry-After sent with 503 (draining, backpressure)."},
+    {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
+     "Client authentication: OAuth2 bearer JWT, or none (loopback only)."},
+    {"oauth2.jwks_url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
+     "The issuer's JWKS endpoint."},
+    {"oauth2.jwks_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "A JWKS file instead of jwks_url (offline, tests); reread on an "
+     "unknown kid."},
+    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400),
+     NULL, "Least time between two JWKS refreshes caused by unknown kids."},
+    {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Required iss claim."},
+    {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Required aud claim (the token's aud may be a string or an array)."},
+    {"oauth2.scope", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
+     "Scopes the token must all carry (claim scope or scp)."},
+    {"oauth2.leeway", CEB_CFG_DURATION, 0, "60s", 0, MS(3600), NULL,
+     "Clock skew allowed on exp and nbf."},
+    {"oauth2.client_claim", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Claim naming the client; default client_id, then sub."},
+    {"clients.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
+     "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
+     "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "
+     "are refused."},
+    {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0,
+     "off|optional|required",
+     "Idempotency-Key (UUID v4) handling: ignored, honoured when sent, or "
+     "required."},
+    {"rate_limit", CEB_CFG_RATE, 0, NULL, 0, 1000000000, NULL,
+     "Requests per second per client (token bucket); unset: no limit."},
+    {"rate_limit.burst", CEB_CFG_INT, 0, "0", 0, 1000000, NULL,
+     "Token bucket size (0: one second's worth, at least 1)."},
+    {"webhook.allowed_origins", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
+     "Origins granted by the CloudEvents webhook validation handshake "
+     "(OPTIONS); * grants all. Unset: the handshake is refused."},
+    {"webhook.secrets", CEB_CFG_LIST, CEB_CFG_SECRET, NULL, 0, 0, NULL,
+     "Standard Webhooks secrets (whsec_...): when set, every POST must "
+     "carry a valid webhook-signature (several secrets for rotation)."},
+    {"webhook.tolerance", CEB_CFG_DURATION, 0, "5m", MS(1), MS(86400), NULL,
+     "Largest accepted webhook-timestamp skew; webhook-ids are remembered "
+     "this long to reject replays."},
+    {"webhook.replay_cache", CEB_CFG_INT, 0, "100000", 16, 10000000, NULL,
+     "Most webhook-ids remembered for replay rejection."},
+    CEB_CONFIG_SPEC_END};
