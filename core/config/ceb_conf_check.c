@@ -6,10 +6,12 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest secret file read (keys and tokens are far smaller). */
 #define SECRET_FILE_MAX (64 * 1024)
@@ -63,35 +65,46 @@ static char *path_join(const char *base, const char *rel) {
 }
 
 /* Reads a secret file: one trailing newline stripped. malloc'd or NULL
- * with errno set (EFBIG: too large, EINVAL: NUL byte or not a file). */
+ * with errno set (EFBIG: too large, EINVAL: NUL byte or not a regular
+ * file). Opened non-blocking so that a FIFO cannot hang the check. */
 static char *secret_file_read(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
     return NULL;
   struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
     errno = EINVAL;
     return NULL;
   }
   if (st.st_size > SECRET_FILE_MAX) {
-    fclose(f);
+    close(fd);
     errno = EFBIG;
     return NULL;
   }
   char *buf = malloc(SECRET_FILE_MAX + 2);
   if (!buf) {
-    fclose(f);
+    close(fd);
     errno = ENOMEM;
     return NULL;
   }
-  size_t n = fread(buf, 1, SECRET_FILE_MAX + 1, f);
-  int err = ferror(f);
-  fclose(f);
+  size_t n = 0;
+  int err = 0;
+  while (n <= SECRET_FILE_MAX) {
+    ssize_t r = read(fd, buf + n, SECRET_FILE_MAX + 1 - n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      err = EIO;
+    if (r <= 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
   if (err || n > SECRET_FILE_MAX || memchr(buf, '\0', n)) {
     memset(buf, 0, n);
     free(buf);
-    errno = err ? EIO : n > SECRET_FILE_MAX ? EFBIG : EINVAL;
+    errno = err ? err : n > SECRET_FILE_MAX ? EFBIG : EINVAL;
     return NULL;
   }
   if (n > 0 && buf[n - 1] == '\n') {

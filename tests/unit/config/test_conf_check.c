@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ceb_test.h"
 #include "conf_fixture.h"
@@ -366,7 +367,63 @@ static void check_no_callback(void) {
   free(dir);
 }
 
+/* Secret files that are not small regular text files are refused without
+ * blocking (a FIFO would hang a blocking open) and without printing. */
+static void check_secret_files(void) {
+  char *dir = ceb_test_tmpdir("conf-check-secretfiles");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/fifo", dir);
+  CHECK_INT(mkfifo(path, 0600), 0);
+  char *big = malloc(70 * 1024);
+  memset(big, 'A', 70 * 1024 - 1);
+  big[70 * 1024 - 1] = '\0';
+  fx_write(dir, "big.txt", big);
+  free(big);
+  snprintf(path, sizeof path, "%s/nul.txt", dir);
+  FILE *f = fopen(path, "wb");
+  fwrite("ab\0cd", 1, 5, f);
+  fclose(f);
+  fx_write(dir, "a.conf",
+           "[source a]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = file:fifo\n"     /* 4 */
+           "[source b]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = file:big.txt\n"  /* 8 */
+           "[source c]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = file:nul.txt\n"  /* 12 */
+           "[source d]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = file:\n"         /* 16 */
+           "[source e]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = file:.\n");      /* 20: a directory */
+  ceb_conf *conf = NULL;
+  ceb_conf_errors errs;
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
+  CHECK_INT(ceb_conf_check(conf, plugin_spec, NULL, &errs), CEB_ECONFIG);
+  expect(&errs, "a.conf", 4, "not a regular text file", NULL);
+  expect(&errs, "a.conf", 8, "larger than 64 KiB", NULL);
+  expect(&errs, "a.conf", 12, "not a regular text file", NULL);
+  expect(&errs, "a.conf", 16, "empty secret file path", NULL);
+  expect(&errs, "a.conf", 20, "not a regular text file", NULL);
+  CHECK_INT(errs.count, 5);
+  char *out = fx_print(&errs);
+  CHECK(out && strstr(out, "AAAA") == NULL);
+  free(out);
+  ceb_conf_free(conf);
+  fx_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
+  check_secret_files();
   check_ok();
   check_errors();
   check_no_callback();
