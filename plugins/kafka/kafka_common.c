@@ -45,8 +45,8 @@ static int put_passthrough(const char *key, const char *value, void *arg) {
   char err[512];
   if (is_reserved(c->rules, name) || !strcmp(name, "bootstrap.servers")) {
     snprintf(c->errstr, c->errsz,
-             "%s (%s): managed by the kafka plugin, set it with the plugin's "
-             "own key",
+             "%s (%s): fixed by the kafka plugin (its delivery guarantees or "
+             "its own keys brokers / group.id depend on it)",
              key, ceb_config_origin(c->cfg, key));
     return -1;
   }
