@@ -1,0 +1,218 @@
+/* Scripted libmicrohttpd receiver (see rx_server.h). */
+#include "rx_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "ceb_test.h"
+
+#define RX_MAX_REQUESTS 1024
+#define RX_MAX_BODY (4 * 1024 * 1024)
+
+struct rx_server {
+  struct MHD_Daemon *daemon;
+  int port;
+  rx_handler handler;
+  void *arg;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  rx_request *reqs[RX_MAX_REQUESTS];
+  size_t count;
+  int stopping;
+};
+
+typedef struct rx_conn {
+  rx_request *req;
+} rx_conn;
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
+                                      const char *key, const char *value) {
+  (void)kind;
+  rx_request *req = cls;
+  ceb_headers_add(&req->headers, key, value ? value : "",
+                  value ? strlen(value) : 0);
+  return MHD_YES;
+}
+
+static void hold(rx_server *rx, int delay_ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += delay_ms / 1000;
+  until.tv_nsec += (long)(delay_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&rx->lock);
+  while (!rx->stopping &&
+         pthread_cond_timedwait(&rx->cond, &rx->lock, &until) != ETIMEDOUT)
+    ;
+  pthread_mutex_unlock(&rx->lock);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *data,
+                                  size_t *data_size, void **con_cls) {
+  (void)version;
+  rx_server *rx = cls;
+  rx_conn *c = *con_cls;
+  if (!c) {
+    c = calloc(1, sizeof(*c));
+    c->req = calloc(1, sizeof(*c->req));
+    snprintf(c->req->method, sizeof(c->req->method), "%s", method);
+    snprintf(c->req->path, sizeof(c->req->path), "%s", url);
+    c->req->body = calloc(1, 1);
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, c->req);
+    *con_cls = c;
+    return MHD_YES;
+  }
+  if (*data_size) {
+    rx_request *r = c->req;
+    if (r->len + *data_size <= RX_MAX_BODY) {
+      r->body = realloc(r->body, r->len + *data_size + 1);
+      memcpy(r->body + r->len, data, *data_size);
+      r->len += *data_size;
+      r->body[r->len] = '\0';
+    }
+    *data_size = 0;
+    return MHD_YES;
+  }
+  pthread_mutex_lock(&rx->lock);
+  size_t index = rx->count;
+  if (rx->count < RX_MAX_REQUESTS)
+    rx->reqs[rx->count++] = c->req;
+  else
+    index = (size_t)-1;
+  pthread_cond_broadcast(&rx->cond);
+  pthread_mutex_unlock(&rx->lock);
+  rx_response resp = {.status = 200};
+  if (index != (size_t)-1) {
+    c->req = NULL; /* owned by the server now */
+    rx->handler(rx->arg, rx->reqs[index], index, &resp);
+  } else {
+    resp.status = 507;
+  }
+  if (resp.delay_ms > 0)
+    hold(rx, resp.delay_ms);
+  struct MHD_Response *mr = MHD_create_response_from_buffer(
+      resp.len, resp.body, MHD_RESPMEM_MUST_COPY);
+  for (size_t i = 0; i < resp.headers.count; i++)
+    MHD_add_response_header(mr, resp.headers.items[i].name,
+                            resp.headers.items[i].value);
+  ceb_headers_clear(&resp.headers);
+  enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp.status, mr);
+  MHD_destroy_response(mr);
+  return ret;
+}
+
+static void request_free(rx_request *r) {
+  if (!r)
+    return;
+  ceb_headers_clear(&r->headers);
+  free(r->body);
+  free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)conn;
+  (void)toe;
+  rx_conn *c = *con_cls;
+  if (c) {
+    request_free(c->req);
+    free(c);
+    *con_cls = NULL;
+  }
+}
+
+rx_server *rx_start(rx_handler handler, void *arg) {
+  rx_server *rx = calloc(1, sizeof(*rx));
+  rx->handler = handler;
+  rx->arg = arg;
+  pthread_mutex_init(&rx->lock, NULL);
+  pthread_cond_init(&rx->cond, NULL);
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = 0;
+  rx->daemon = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+          MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_request, rx, MHD_OPTION_SOCK_ADDR, &sa,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, rx,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+  if (!rx->daemon) {
+    free(rx);
+    return NULL;
+  }
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(rx->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  rx->port = info ? info->port : 0;
+  return rx;
+}
+
+void rx_stop(rx_server *rx) {
+  if (!rx)
+    return;
+  pthread_mutex_lock(&rx->lock);
+  rx->stopping = 1;
+  pthread_cond_broadcast(&rx->cond);
+  pthread_mutex_unlock(&rx->lock);
+  MHD_stop_daemon(rx->daemon);
+  for (size_t i = 0; i < rx->count; i++)
+    request_free(rx->reqs[i]);
+  pthread_cond_destroy(&rx->cond);
+  pthread_mutex_destroy(&rx->lock);
+  free(rx);
+}
+
+int rx_port(const rx_server *rx) { return rx->port; }
+
+size_t rx_count(rx_server *rx) {
+  pthread_mutex_lock(&rx->lock);
+  size_t n = rx->count;
+  pthread_mutex_unlock(&rx->lock);
+  return n;
+}
+
+const rx_request *rx_get(rx_server *rx, size_t i) {
+  pthread_mutex_lock(&rx->lock);
+  const rx_request *r = i < rx->count ? rx->reqs[i] : NULL;
+  pthread_mutex_unlock(&rx->lock);
+  return r;
+}
+
+size_t rx_count_path(rx_server *rx, const char *prefix) {
+  size_t n = 0;
+  pthread_mutex_lock(&rx->lock);
+  for (size_t i = 0; i < rx->count; i++)
+    if (strncmp(rx->reqs[i]->path, prefix, strlen(prefix)) == 0)
+      n++;
+  pthread_mutex_unlock(&rx->lock);
+  return n;
+}
+
+typedef struct wait_arg {
+  rx_server *rx;
+  size_t n;
+} wait_arg;
+
+static int enough(void *arg) {
+  wait_arg *w = arg;
+  return rx_count(w->rx) >= w->n;
+}
+
+int rx_wait(rx_server *rx, size_t n, long timeout_ms) {
+  wait_arg w = {rx, n};
+  return ceb_test_wait(enough, &w, timeout_ms);
+}
