@@ -23,7 +23,11 @@ void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
   ceb_schema_error *e = &r->errors[r->count++];
   snprintf(e->instance_path, sizeof e->instance_path, "%.*s", (int)c->ilen,
            c->ipath ? c->ipath : "");
-  snprintf(e->schema_path, sizeof e->schema_path, "%s/%s", n->spath, kw);
+  /* a false schema fails as a whole: its own location is the path */
+  if (n->is_bool)
+    snprintf(e->schema_path, sizeof e->schema_path, "%s", n->spath);
+  else
+    snprintf(e->schema_path, sizeof e->schema_path, "%s/%s", n->spath, kw);
   snprintf(e->keyword, sizeof e->keyword, "%s", kw);
   va_list ap;
   va_start(ap, fmt);

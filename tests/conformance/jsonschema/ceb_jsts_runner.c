@@ -166,8 +166,11 @@ static void run_file(const char *dname, int draft, const char *dir,
         }
         continue;
       }
-      if (optional)
+      if (optional) {
+        if (getenv("CEB_JSTS_VERBOSE"))
+          fprintf(stderr, "optional failure: %s\n", key);
         continue;
+      }
       if (!known_has(k, key)) {
         t->unexpected++;
         fprintf(stderr, "UNEXPECTED FAILURE: %s (want %s, got %s%s%s)\n", key,

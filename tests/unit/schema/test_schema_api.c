@@ -1,0 +1,376 @@
+/* Unit tests of the schema API: compile errors on bad schemas, error
+ * reporting (instance and schema paths, keywords, caps), draft selection,
+ * formats, external resources, recursion limits, numbers, and concurrent
+ * validation from several threads. */
+#include "ceb_test.h"
+#include "schema/ceb_schema.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *J(const char *text) {
+  json_error_t e;
+  json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
+  if (!j)
+    fprintf(stderr, "bad test JSON: %s: %s\n", text, e.text);
+  return j;
+}
+
+/* Compiles text; returns the status, keeps the message in err. */
+static int compile_text(const char *text, const ceb_schema_opts *o,
+                        ceb_schema **s, char *err, size_t errlen) {
+  json_t *j = J(text);
+  int rc = ceb_schema_compile(j, NULL, o, s, err, errlen);
+  json_decref(j);
+  return rc;
+}
+
+static int validate_text(const ceb_schema *s, const char *inst,
+                         ceb_schema_result *r) {
+  json_t *j = J(inst);
+  int rc = ceb_schema_validate(s, j, r);
+  json_decref(j);
+  return rc;
+}
+
+static void test_compile_errors(void) {
+  static const struct {
+    const char *schema, *want;
+  } bad[] = {
+      {"{\"pattern\": \"a(b\"}", "invalid regular expression"},
+      {"{\"patternProperties\": {\"[\": {}}}", "invalid regular expression"},
+      {"{\"$ref\": \"#/$defs/missing\"}", "unresolvable $ref"},
+      {"{\"$ref\": \"other.json\"}", "unresolvable $ref"},
+      {"{\"properties\": {\"a\": {\"$ref\": \"#nope\"}}}",
+       "#/properties/a/$ref"},
+      {"{\"minLength\": \"3\"}", "#/minLength: must be a non-negative"},
+      {"{\"maxItems\": -1}", "must be a non-negative integer"},
+      {"{\"multipleOf\": 0}", "greater than 0"},
+      {"{\"type\": \"float\"}", "#/type"},
+      {"{\"required\": [1]}", "array of strings"},
+      {"{\"allOf\": []}", "non-empty array"},
+      {"{\"properties\": {\"a\": 5}}", "#/properties/a: a schema must be"},
+      {"5", "object or a boolean"},
+      {"{\"items\": [{}]}", "#/items: a schema must be"}, /* 2020-12 */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ceb_schema *s = (ceb_schema *)&s;
+    char err[256];
+    int rc = compile_text(bad[i].schema, NULL, &s, err, sizeof err);
+    CHECK_MSG(rc == CEB_EINVAL, "%s: rc %d", bad[i].schema, rc);
+    CHECK(s == NULL);
+    CHECK_MSG(strstr(err, bad[i].want) != NULL, "%s: error \"%s\", want \"%s\"",
+              bad[i].schema, err, bad[i].want);
+  }
+  ceb_schema *s = NULL;
+  char err[64];
+  CHECK_INT(ceb_schema_compile(NULL, NULL, NULL, &s, err, sizeof err),
+            CEB_EINVAL);
+  json_t *t = json_true();
+  ceb_schema_opts o = {.draft = 4};
+  CHECK_INT(ceb_schema_compile(t, NULL, &o, &s, err, sizeof err), CEB_EINVAL);
+  CHECK(strstr(err, "unsupported draft") != NULL);
+  CHECK_INT(ceb_schema_compile(t, NULL, NULL, NULL, NULL, 0), CEB_EINVAL);
+  /* the same items array is fine in draft-07 */
+  o.draft = CEB_SCHEMA_DRAFT7;
+  CHECK_INT(compile_text("{\"items\": [{}]}", &o, &s, err, sizeof err), 0);
+  ceb_schema_free(s);
+  CHECK_INT(ceb_schema_validate(NULL, t, NULL), CEB_EINVAL);
+  json_decref(t);
+}
+
+static void test_error_paths(void) {
+  const char *schema =
+      "{\"type\": \"object\", \"properties\": {\"items\": {\"type\": "
+      "\"array\", \"items\": {\"$ref\": \"#/$defs/item\"}}}, \"$defs\": "
+      "{\"item\": {\"type\": \"object\", \"required\": [\"name\"], "
+      "\"properties\": {\"name\": {\"type\": \"string\"}, \"a/b~c\": "
+      "{\"minimum\": 3}}}}}";
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(compile_text(schema, NULL, &s, err, sizeof err), 0);
+  if (!s)
+    return;
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "{\"items\": [{\"name\": \"x\"}]}", &r), 1);
+  CHECK_INT(r.valid, 1);
+  CHECK_INT(r.count, 0);
+  CHECK_INT(validate_text(s,
+                          "{\"items\": [{\"name\": \"a\"}, {\"name\": \"b\"}, "
+                          "{\"name\": \"c\"}, {\"name\": 5}]}",
+                          &r),
+            0);
+  CHECK_INT(r.valid, 0);
+  CHECK_INT(r.count, 1);
+  CHECK_STR(r.errors[0].instance_path, "/items/3/name");
+  CHECK_STR(r.errors[0].schema_path, "#/$defs/item/properties/name/type");
+  CHECK_STR(r.errors[0].keyword, "type");
+  CHECK(strstr(r.errors[0].message, "integer") != NULL);
+  /* escaped pointer tokens, several errors in evaluation order */
+  CHECK_INT(validate_text(s, "{\"items\": [{\"a/b~c\": 1}]}", &r), 0);
+  CHECK_INT(r.count, 2);
+  CHECK_STR(r.errors[0].keyword, "required");
+  CHECK_STR(r.errors[0].instance_path, "/items/0");
+  CHECK_STR(r.errors[1].instance_path, "/items/0/a~1b~0c");
+  CHECK_STR(r.errors[1].schema_path, "#/$defs/item/properties/a~1b~0c/minimum");
+  CHECK_INT(validate_text(s, "[]", &r), 0);
+  CHECK_STR(r.errors[0].instance_path, "");
+  CHECK_STR(r.errors[0].schema_path, "#/type");
+  /* a NULL result is allowed */
+  CHECK_INT(validate_text(s, "{\"items\": 3}", NULL), 0);
+  ceb_schema_free(s);
+}
+
+static void test_error_cap_and_branches(void) {
+  char schema[1024] = "{\"required\": [";
+  for (int i = 0; i < 20; i++)
+    snprintf(schema + strlen(schema), sizeof schema - strlen(schema),
+             "%s\"p%d\"", i ? "," : "", i);
+  strcat(schema, "]}");
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(compile_text(schema, NULL, &s, err, sizeof err), 0);
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "{}", &r), 0);
+  CHECK_INT(r.count, CEB_SCHEMA_MAX_ERRORS);
+  CHECK_INT(r.total, 20);
+  CHECK(strstr(r.errors[15].message, "\"p15\"") != NULL);
+  ceb_schema_free(s);
+
+  /* branch failures are summarised by the applicator */
+  CHECK_INT(compile_text("{\"properties\": {\"v\": {\"anyOf\": [{\"type\": "
+                         "\"string\"}, {\"minimum\": 10}]}}, \"not\": "
+                         "{\"required\": [\"x\"]}}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "{\"v\": 3, \"x\": 1}", &r), 0);
+  CHECK_INT(r.count, 2);
+  CHECK_STR(r.errors[0].keyword, "not"); /* in-place applicators first */
+  CHECK_STR(r.errors[0].instance_path, "");
+  CHECK_STR(r.errors[1].keyword, "anyOf");
+  CHECK_STR(r.errors[1].instance_path, "/v");
+  CHECK_STR(r.errors[1].schema_path, "#/properties/v/anyOf");
+  CHECK_INT(validate_text(s, "{\"v\": 12}", &r), 1);
+  ceb_schema_free(s);
+
+  CHECK_INT(compile_text("{\"oneOf\": [{\"minimum\": 1}, {\"maximum\": 5}]}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "3", &r), 0);
+  CHECK_STR(r.errors[0].keyword, "oneOf");
+  CHECK(strstr(r.errors[0].message, "more than one") != NULL);
+  CHECK_INT(validate_text(s, "7", &r), 1);
+  ceb_schema_free(s);
+}
+
+static void test_drafts(void) {
+  ceb_schema *s = NULL;
+  char err[256];
+  /* draft-07 from $schema: $ref siblings are ignored */
+  const char *d7 = "{\"$schema\": \"http://json-schema.org/draft-07/schema#\","
+                   " \"definitions\": {\"s\": {\"type\": \"string\"}},"
+                   " \"properties\": {\"a\": {\"$ref\": \"#/definitions/s\","
+                   " \"maxLength\": 1}}}";
+  CHECK_INT(compile_text(d7, NULL, &s, err, sizeof err), 0);
+  CHECK_INT(ceb_schema_draft(s), 7);
+  CHECK_INT(validate_text(s, "{\"a\": \"long\"}", NULL), 1);
+  CHECK_INT(validate_text(s, "{\"a\": 1}", NULL), 0);
+  ceb_schema_free(s);
+  /* forced 2020-12: $ref applies alongside its siblings */
+  ceb_schema_opts o = {.draft = CEB_SCHEMA_DRAFT2020};
+  CHECK_INT(compile_text(d7, &o, &s, err, sizeof err), 0);
+  CHECK_INT(ceb_schema_draft(s), 2020);
+  CHECK_INT(validate_text(s, "{\"a\": \"long\"}", NULL), 0);
+  ceb_schema_free(s);
+  /* default without $schema: 2020-12 (prefixItems + unevaluatedItems) */
+  CHECK_INT(compile_text("{\"prefixItems\": [{\"type\": \"integer\"}], "
+                         "\"unevaluatedItems\": false}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(ceb_schema_draft(s), 2020);
+  CHECK_INT(validate_text(s, "[1]", NULL), 1);
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "[1, 2]", &r), 0);
+  CHECK_STR(r.errors[0].instance_path, "/1");
+  CHECK_STR(r.errors[0].schema_path, "#/unevaluatedItems");
+  ceb_schema_free(s);
+}
+
+static void test_formats(void) {
+  const char *schema = "{\"properties\": {\"t\": {\"format\": \"date-time\"},"
+                       " \"u\": {\"format\": \"uri\"}, \"x\": {\"format\":"
+                       " \"no-such-format\"}}}";
+  const char *bad = "{\"t\": \"2024-02-30T10:00:00Z\", \"u\": \"not a uri\","
+                    " \"x\": \"anything\"}";
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(compile_text(schema, NULL, &s, err, sizeof err), 0);
+  CHECK_INT(validate_text(s, bad, NULL), 1); /* annotation only */
+  ceb_schema_free(s);
+  ceb_schema_opts o = {.assert_formats = 1};
+  CHECK_INT(compile_text(schema, &o, &s, err, sizeof err), 0);
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, bad, &r), 0);
+  CHECK_INT(r.count, 2);
+  CHECK_STR(r.errors[0].keyword, "format");
+  /* a leap second only at 23:59:60 UTC; formats ignore non-strings */
+  CHECK_INT(validate_text(s,
+                          "{\"t\": \"2024-02-29T23:59:60-00:00\", \"u\": "
+                          "\"urn:nld:oin:00000001823288444000\", \"x\": 1}",
+                          NULL),
+            1);
+  CHECK_INT(validate_text(s, "{\"t\": \"2024-02-29T22:59:60Z\"}", &r), 0);
+  CHECK_STR(r.errors[0].instance_path, "/t");
+  CHECK_INT(validate_text(s,
+                          "{\"t\": \"2024-02-29T23:59:59+01:00\", \"u\": "
+                          "\"urn:nld:oin:00000001823288444000\"}",
+                          NULL),
+            1);
+  ceb_schema_free(s);
+}
+
+static json_t *resolver(void *arg, const char *uri) {
+  int *calls = arg;
+  (*calls)++;
+  if (strcmp(uri, "https://example.nl/schemas/name.json") == 0)
+    return J("{\"type\": \"string\", \"minLength\": 2}");
+  return NULL;
+}
+
+static void test_external_refs(void) {
+  int calls = 0;
+  json_t *res = J("{\"https://example.nl/schemas/id.json\": "
+                  "{\"$defs\": {\"id\": {\"type\": \"integer\"}}}}");
+  ceb_schema_opts o = {.resources = res, .resolve = resolver,
+                       .resolve_arg = &calls};
+  json_t *schema = J("{\"properties\": {\"id\": {\"$ref\": "
+                     "\"id.json#/$defs/id\"}, \"name\": {\"$ref\": "
+                     "\"name.json\"}, \"again\": {\"$ref\": \"name.json\"}}}");
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(ceb_schema_compile(schema, "https://example.nl/schemas/root.json",
+                               &o, &s, err, sizeof err),
+            0);
+  CHECK_INT(calls, 1); /* resources first; each document fetched once */
+  json_decref(res);
+  json_decref(schema); /* the compiled schema does not need the JSON */
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "{\"id\": 3, \"name\": \"ab\"}", &r), 1);
+  CHECK_INT(validate_text(s, "{\"id\": 3.5, \"name\": \"a\"}", &r), 0);
+  CHECK_INT(r.count, 2);
+  CHECK_STR(r.errors[0].schema_path,
+            "https://example.nl/schemas/id.json#/$defs/id/type");
+  ceb_schema_free(s);
+  /* the resolver declines: unresolvable */
+  schema = J("{\"$ref\": \"https://elsewhere.example/x.json\"}");
+  CHECK_INT(ceb_schema_compile(schema, NULL, &o, &s, err, sizeof err),
+            CEB_EINVAL);
+  CHECK(strstr(err, "https://elsewhere.example/x.json") != NULL);
+  json_decref(schema);
+}
+
+static void test_recursion_and_values(void) {
+  ceb_schema *s = NULL;
+  char err[256];
+  /* a tree: recursive $ref through properties */
+  CHECK_INT(compile_text("{\"type\": \"object\", \"properties\": {\"kids\": "
+                         "{\"type\": \"array\", \"items\": {\"$ref\": "
+                         "\"#\"}}}}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "{\"kids\": [{\"kids\": [{}]}, {}]}", NULL), 1);
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "{\"kids\": [{\"kids\": [5]}]}", &r), 0);
+  CHECK_STR(r.errors[0].instance_path, "/kids/0/kids/0");
+  ceb_schema_free(s);
+  /* a reference loop that never consumes the instance ends with an error */
+  CHECK_INT(compile_text("{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/b\"}, "
+                         "\"b\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": "
+                         "\"#/$defs/a\"}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "1", &r), 0);
+  CHECK(strstr(r.errors[0].message, "nested too deeply") != NULL);
+  ceb_schema_free(s);
+  /* numbers: 1.0 is an integer; big integers compare exactly */
+  CHECK_INT(compile_text("{\"type\": \"integer\", \"maximum\": "
+                         "9007199254740993}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "1.0", NULL), 1);
+  CHECK_INT(validate_text(s, "1.5", NULL), 0);
+  CHECK_INT(validate_text(s, "9007199254740993", NULL), 1);
+  CHECK_INT(validate_text(s, "9007199254740994", NULL), 0);
+  ceb_schema_free(s);
+  /* lengths count code points, not bytes; equality ignores key order */
+  CHECK_INT(compile_text("{\"properties\": {\"s\": {\"maxLength\": 2}, \"o\":"
+                         " {\"const\": {\"a\": 1, \"b\": [1.0]}}}}",
+                         NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "{\"s\": \"\xc3\xa9\xc3\xa9\"}", NULL), 1);
+  CHECK_INT(validate_text(s, "{\"s\": \"\xc3\xa9\xc3\xa9\xc3\xa9\"}", NULL), 0);
+  CHECK_INT(validate_text(s, "{\"o\": {\"b\": [1], \"a\": 1.0}}", NULL), 1);
+  CHECK_INT(validate_text(s, "{\"o\": {\"b\": [1], \"a\": 2}}", NULL), 0);
+  ceb_schema_free(s);
+  /* multipleOf on decimals */
+  CHECK_INT(compile_text("{\"multipleOf\": 0.01}", NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(validate_text(s, "19.99", NULL), 1);
+  CHECK_INT(validate_text(s, "19.995", NULL), 0);
+  ceb_schema_free(s);
+}
+
+typedef struct worker {
+  const ceb_schema *s;
+  int mismatches;
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  json_t *good = J("{\"id\": \"ab-12\", \"n\": [1, 2, 3]}");
+  json_t *bad = J("{\"id\": \"AB-12\", \"n\": [1, 1]}");
+  for (int i = 0; i < 2000; i++) {
+    ceb_schema_result r;
+    if (ceb_schema_validate(w->s, good, &r) != 1)
+      w->mismatches++;
+    if (ceb_schema_validate(w->s, bad, &r) != 0 || r.count != 2)
+      w->mismatches++;
+  }
+  json_decref(good);
+  json_decref(bad);
+  return NULL;
+}
+
+static void test_threads(void) {
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(compile_text("{\"properties\": {\"id\": {\"pattern\": "
+                         "\"^[a-z]+-[0-9]+$\"}, \"n\": {\"uniqueItems\": "
+                         "true}}}",
+                         NULL, &s, err, sizeof err),
+            0);
+  pthread_t t[4];
+  worker w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (worker){s, 0};
+    CHECK_INT(pthread_create(&t[i], NULL, work, &w[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    CHECK_INT(w[i].mismatches, 0);
+  }
+  ceb_schema_free(s);
+}
+
+int main(void) {
+  test_compile_errors();
+  test_error_paths();
+  test_error_cap_and_branches();
+  test_drafts();
+  test_formats();
+  test_external_refs();
+  test_recursion_and_values();
+  test_threads();
+  return ceb_test_done("schema_api");
+}
