@@ -191,7 +191,7 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
     return fail(res, 401, "malformed", "the token is too long");
   const char *d1 = strchr(token, '.');
   const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
-  if (!d1 || !d2 || strchr(d2 + 1, '.') || d2[1] == '\0')
+  if (!d1 || !d2 || strchr(d2 + 1, '.'))
     return fail(res, 401, "malformed", "the token is not a signed JWT");
   json_t *header = segment_json(token, (size_t)(d1 - token));
   json_t *claims = segment_json(d1 + 1, (size_t)(d2 - d1 - 1));
@@ -210,6 +210,10 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
   }
   if (json_object_get(header, "crit")) {
     st = fail(res, 401, "crit", "the token has critical header parameters");
+    goto out;
+  }
+  if (d2[1] == '\0') {
+    st = fail(res, 401, "malformed", "the token has no signature");
     goto out;
   }
   if (!kid || !*kid) {

@@ -282,6 +282,7 @@ int http_source_start(void *state) {
   struct MHD_OptionItem opts[16];
   size_t n = 0;
 #define OPT(o, v, p) opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
+  OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s); /* first: MHD wants it so */
   OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
   OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
   OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_conn, NULL);
@@ -289,7 +290,6 @@ int http_source_start(void *state) {
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
   OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->conn_memory, NULL);
   OPT(MHD_OPTION_NOTIFY_COMPLETED, http_source_completed, s);
-  OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s);
   if (s->tls_cert) {
     OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);
     OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key);
