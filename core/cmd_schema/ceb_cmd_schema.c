@@ -173,6 +173,9 @@ static int cmd_validate(int argc, char **argv) {
   } else if (v == 0) {
     print_errors(files[1], res);
     rc = 1;
+  } else if (v == CEB_ETOOLARGE && res->count) {
+    fprintf(stderr, "schema validate: could not complete: %s\n",
+            res->errors[0].message);
   } else {
     fprintf(stderr, "schema validate: %s\n", ceb_strerror(v));
   }

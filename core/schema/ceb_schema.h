@@ -72,7 +72,10 @@ typedef struct ceb_schema_result {
 } ceb_schema_result;
 
 /* Validates `instance` (borrowed, not modified). Returns 1 when valid, 0 when
- * invalid, CEB_EINVAL on NULL arguments, CEB_ENOMEM on allocation failure.
+ * invalid, CEB_EINVAL on NULL arguments, CEB_ENOMEM on allocation failure,
+ * CEB_ETOOLARGE when validation could not complete (evaluation nested more
+ * than 200 levels, or more than a million schema evaluations): res then says
+ * invalid, with the reason as an error.
  * `res` (may be NULL) receives the outcome and the first errors, in
  * evaluation order. Errors inside anyOf/oneOf/not/if/contains branches are
  * summarised by the applicator's own error. Thread-safe (see above). */

@@ -68,6 +68,9 @@ void cebs_registry_free(cebs_comp *c);
 cebs_node *cebs_compile_node(cebs_comp *c, json_t *schema,
                              const cebs_sinfo *inherit, const char *spath);
 
+/* Rejects in-place reference cycles (ceb_schema_cycles.c). 0 or -1. */
+int cebs_check_cycles(cebs_comp *c);
+
 /* Path helper: malloc'd "<base>/<escaped key>". */
 char *cebs_spath_join(const char *base, const char *key);
 

@@ -36,6 +36,7 @@ static int add_node(cebs_comp *c, cebs_node *n) {
     s->nodes = v;
     s->capnodes = ncap;
   }
+  n->idx = s->nnodes;
   s->nodes[s->nnodes++] = n;
   return 0;
 }
@@ -671,8 +672,8 @@ int ceb_schema_compile(json_t *schema, const char *base_uri,
       c.s->root = cebs_compile_node(&c, schema, si, "#");
     else
       cebs_comp_fail(&c, CEB_EINVAL, "a schema must be an object or a boolean");
-    if (c.s->root)
-      compile_dynamic_anchors(&c);
+    if (c.s->root && compile_dynamic_anchors(&c) == 0)
+      cebs_check_cycles(&c);
   }
   cebs_registry_free(&c);
   if (c.rc) {

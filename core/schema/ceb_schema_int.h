@@ -134,6 +134,7 @@ typedef struct cebs_nodes {
 struct cebs_node {
   bool is_bool, bool_val;
   int draft;
+  size_t idx; /* position in ceb_schema.nodes */
   char *spath; /* "#/properties/a" or "uri#/..." */
   const cebs_resource *res;
   bool needs_eval; /* has unevaluatedItems/Properties */
@@ -210,6 +211,8 @@ typedef struct cebs_ctx {
   int quiet; /* >0: inside a branch whose errors are not reported */
   int depth;
   bool oom;
+  size_t steps;       /* node evaluations so far (bounded) */
+  bool incomplete;    /* depth or step budget exhausted */
   char *ipath; /* current instance path */
   size_t ilen, icap;
 } cebs_ctx;

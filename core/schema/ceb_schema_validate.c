@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Nesting of schema evaluations (recursive $ref on deep instances). */
+/* Nesting of schema evaluations (recursive $ref on deep instances) and
+ * total node evaluations per call: a schema built to branch exponentially
+ * (anyOf over shared subschemas) cannot pin a core. */
 #define CEBS_MAX_EVAL_DEPTH 200
+#define CEBS_MAX_STEPS 1000000
 
-void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
-                const char *fmt, ...) {
-  if (c->quiet || !c->res)
-    return;
+static void error_va(cebs_ctx *c, const cebs_node *n, const char *kw,
+                     const char *fmt, va_list ap) {
   ceb_schema_result *r = c->res;
   r->total++;
   if (r->count >= CEB_SCHEMA_MAX_ERRORS)
@@ -29,9 +30,30 @@ void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
   else
     snprintf(e->schema_path, sizeof e->schema_path, "%s/%s", n->spath, kw);
   snprintf(e->keyword, sizeof e->keyword, "%s", kw);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+}
+
+void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
+                const char *fmt, ...) {
+  if (c->quiet || !c->res)
+    return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  error_va(c, n, kw, fmt, ap);
+  va_end(ap);
+}
+
+/* Validation cannot complete: reported once, even inside a quiet branch. */
+static void incomplete(cebs_ctx *c, const cebs_node *n, const char *fmt,
+                       ...) {
+  if (c->incomplete)
+    return;
+  c->incomplete = true;
+  if (!c->res)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  error_va(c, n, "$ref", fmt, ap);
   va_end(ap);
 }
 
@@ -287,8 +309,16 @@ bool cebs_validate_node(cebs_ctx *c, const cebs_node *n, json_t *inst,
       cebs_error(c, n, "false", "no value is allowed here");
     return n->bool_val;
   }
+  if (c->incomplete)
+    return false;
+  if (++c->steps > CEBS_MAX_STEPS) {
+    incomplete(c, n, "validation stopped after %d schema evaluations",
+               CEBS_MAX_STEPS);
+    return false;
+  }
   if (c->depth >= CEBS_MAX_EVAL_DEPTH) {
-    cebs_error(c, n, "$ref", "schema evaluation nested too deeply");
+    incomplete(c, n, "schema evaluation nested too deeply (%d levels)",
+               CEBS_MAX_EVAL_DEPTH);
     return false;
   }
   c->depth++;
@@ -321,5 +351,7 @@ int ceb_schema_validate(const ceb_schema *s, json_t *instance,
     return CEB_ENOMEM;
   if (res)
     res->valid = ok;
+  if (c.incomplete)
+    return CEB_ETOOLARGE;
   return ok ? 1 : 0;
 }

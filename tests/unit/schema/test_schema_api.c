@@ -284,14 +284,41 @@ static void test_recursion_and_values(void) {
   CHECK_INT(validate_text(s, "{\"kids\": [{\"kids\": [5]}]}", &r), 0);
   CHECK_STR(r.errors[0].instance_path, "/kids/0/kids/0");
   ceb_schema_free(s);
-  /* a reference loop that never consumes the instance ends with an error */
+  /* a reference loop that never consumes the instance is a compile error */
   CHECK_INT(compile_text("{\"$defs\": {\"a\": {\"$ref\": \"#/$defs/b\"}, "
-                         "\"b\": {\"$ref\": \"#/$defs/a\"}}, \"$ref\": "
-                         "\"#/$defs/a\"}",
+                         "\"b\": {\"anyOf\": [{\"$ref\": \"#/$defs/a\"}]}}, "
+                         "\"$ref\": \"#/$defs/a\"}",
                          NULL, &s, err, sizeof err),
+            CEB_EINVAL);
+  CHECK(strstr(err, "reference cycle") != NULL);
+  CHECK_INT(compile_text("{\"$ref\": \"#\"}", NULL, &s, err, sizeof err),
+            CEB_EINVAL);
+  /* instance nesting deeper than the evaluation limit: cannot complete */
+  CHECK_INT(compile_text("{\"items\": {\"$ref\": \"#\"}}", NULL, &s, err,
+                         sizeof err),
             0);
-  CHECK_INT(validate_text(s, "1", &r), 0);
+  char deep[1024];
+  memset(deep, '[', 400);
+  memset(deep + 400, ']', 400);
+  deep[800] = '\0';
+  CHECK_INT(validate_text(s, deep, &r), CEB_ETOOLARGE);
+  CHECK_INT(r.valid, 0);
   CHECK(strstr(r.errors[0].message, "nested too deeply") != NULL);
+  CHECK_INT(validate_text(s, "[[[]]]", &r), 1);
+  ceb_schema_free(s);
+  /* exponential branching is bounded by the evaluation budget */
+  char wide[4096] = "{\"$defs\": {";
+  for (int i = 0; i < 40; i++)
+    snprintf(wide + strlen(wide), sizeof wide - strlen(wide),
+             "%s\"d%d\": {\"anyOf\": [{\"$ref\": \"#/$defs/d%d\"}, "
+             "{\"$ref\": \"#/$defs/d%d\"}]}",
+             i ? ", " : "", i, i + 1, i + 1);
+  strcat(wide, ", \"d40\": false}, \"$ref\": \"#/$defs/d0\"}");
+  CHECK_INT(compile_text(wide, NULL, &s, err, sizeof err), 0);
+  int64_t t0 = ceb_test_now_ms();
+  CHECK_INT(validate_text(s, "1", &r), CEB_ETOOLARGE);
+  CHECK(strstr(r.errors[0].message, "stopped after") != NULL);
+  CHECK(ceb_test_now_ms() - t0 < 20000);
   ceb_schema_free(s);
   /* numbers: 1.0 is an integer; big integers compare exactly */
   CHECK_INT(compile_text("{\"type\": \"integer\", \"maximum\": "
