@@ -254,7 +254,9 @@ typedef struct ceb_plugin {
 
   /* Mandatory. Creates an instance from its checked config (borrowed, valid
    * until destroy). *state is the plugin's. Do not start threads or
-   * connections that deliver or submit yet. CEB_OK or < 0 with a log line. */
+   * connections that deliver or submit yet. CEB_OK or < 0 with a log line;
+   * on failure the plugin has freed everything itself and the host calls
+   * nothing else for this instance. */
   int (*init)(const ceb_host *host, ceb_instance *inst,
               const ceb_instance_info *info, const ceb_config *cfg,
               void **state);
