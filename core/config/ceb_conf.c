@@ -6,28 +6,23 @@
 
 const ceb_conf_section *ceb_conf_find(const ceb_conf *conf, const char *kind,
                                       const char *name) {
-  if (!conf || !kind)
-    return NULL;
+  if (!conf || !kind) return NULL;
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    if (strcmp(s->kind, kind) != 0)
-      continue;
-    if (!name ? !s->name : (s->name && strcmp(s->name, name) == 0))
-      return s;
+    if (strcmp(s->kind, kind) != 0) continue;
+    if (!name ? !s->name : (s->name && strcmp(s->name, name) == 0)) return s;
   }
   return NULL;
 }
 
 const ceb_config *ceb_conf_bridge(const ceb_conf *conf) {
   const ceb_conf_section *s = ceb_conf_find(conf, "bridge", NULL);
-  if (s)
-    return s->cfg;
+  if (s) return s->cfg;
   return conf ? conf->empty_bridge : NULL;
 }
 
 void ceb_conf_free(ceb_conf *conf) {
-  if (!conf)
-    return;
+  if (!conf) return;
   for (size_t i = 0; i < conf->count; i++) {
     ceb_conf_section *s = &conf->sections[i];
     free(s->kind);

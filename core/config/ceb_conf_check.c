@@ -26,14 +26,10 @@ typedef struct sect_ctx {
 } sect_ctx;
 
 static const ceb_config_spec *common_spec(const char *kind) {
-  if (strcmp(kind, "bridge") == 0)
-    return ceb_spec_bridge;
-  if (strcmp(kind, "route") == 0)
-    return ceb_spec_route;
-  if (strcmp(kind, "source") == 0)
-    return ceb_spec_source_common;
-  if (strcmp(kind, "sink") == 0)
-    return ceb_spec_sink_common;
+  if (strcmp(kind, "bridge") == 0) return ceb_spec_bridge;
+  if (strcmp(kind, "route") == 0) return ceb_spec_route;
+  if (strcmp(kind, "source") == 0) return ceb_spec_source_common;
+  if (strcmp(kind, "sink") == 0) return ceb_spec_sink_common;
   return ceb_spec_contracts_common;
 }
 
@@ -44,8 +40,7 @@ static void unknown_key(sect_ctx *c, const char *key, const char *file,
   const ceb_config_spec *specs[2] = {c->common, c->plugin};
   for (int k = 0; k < 2; k++)
     for (const ceb_config_spec *sp = specs[k]; sp && sp->key; sp++)
-      if (!(sp->flags & CEB_CFG_PREFIX))
-        ceb_conf_suggest_add(&sg, sp->key);
+      if (!(sp->flags & CEB_CFG_PREFIX)) ceb_conf_suggest_add(&sg, sp->key);
   char hint[128] = "";
   if (sg.best)
     snprintf(hint, sizeof hint, "did you mean '%s'?", sg.best);
@@ -59,8 +54,7 @@ static void unknown_key(sect_ctx *c, const char *key, const char *file,
 static char *path_join(const char *base, const char *rel) {
   size_t n = strlen(base) + strlen(rel) + 2;
   char *p = malloc(n);
-  if (p)
-    snprintf(p, n, "%s/%s", base, rel);
+  if (p) snprintf(p, n, "%s/%s", base, rel);
   return p;
 }
 
@@ -69,8 +63,7 @@ static char *path_join(const char *base, const char *rel) {
  * file). Opened non-blocking so that a FIFO cannot hang the check. */
 static char *secret_file_read(const char *path) {
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return NULL;
+  if (fd < 0) return NULL;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -92,12 +85,9 @@ static char *secret_file_read(const char *path) {
   int err = 0;
   while (n <= SECRET_FILE_MAX) {
     ssize_t r = read(fd, buf + n, SECRET_FILE_MAX + 1 - n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      err = EIO;
-    if (r <= 0)
-      break;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) err = EIO;
+    if (r <= 0) break;
     n += (size_t)r;
   }
   close(fd);
@@ -109,19 +99,16 @@ static char *secret_file_read(const char *path) {
   }
   if (n > 0 && buf[n - 1] == '\n') {
     n--;
-    if (n > 0 && buf[n - 1] == '\r')
-      n--;
+    if (n > 0 && buf[n - 1] == '\r') n--;
   }
   buf[n] = '\0';
   return buf;
 }
 
 static int env_name_ok(const char *s, size_t n) {
-  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-    return 0;
+  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
   for (size_t i = 0; i < n; i++)
-    if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
-      return 0;
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
   return 1;
 }
 
@@ -130,8 +117,7 @@ static int env_name_ok(const char *s, size_t n) {
 static int secret_resolve(sect_ctx *c, size_t i, const char *key,
                           const char *value, const char *file, int line) {
   size_t len = strlen(value);
-  if (len >= 3 && value[0] == '$' && value[1] == '{' &&
-      value[len - 1] == '}') {
+  if (len >= 3 && value[0] == '$' && value[1] == '{' && value[len - 1] == '}') {
     const char *name = value + 2;
     size_t n = len - 3;
     if (!env_name_ok(name, n)) {
@@ -204,8 +190,7 @@ static void check_entry(sect_ctx *c, size_t i) {
   ceb_config_entry(cfg, i, &key, &value, &file, &line);
   const ceb_config_spec *spec = ceb_config_spec_of(cfg, key);
   if (!spec) {
-    if (c->plugin_known)
-      unknown_key(c, key, file, line);
+    if (c->plugin_known) unknown_key(c, key, file, line);
     return;
   }
   if ((spec->flags & CEB_CFG_PREFIX) && strlen(key) == strlen(spec->key)) {
@@ -259,8 +244,7 @@ static void check_required(sect_ctx *c) {
       for (j = 0; j < n; j++) {
         const char *key;
         ceb_config_entry(c->s->cfg, j, &key, NULL, NULL, NULL);
-        if (strcmp(key, sp->key) == 0)
-          break;
+        if (strcmp(key, sp->key) == 0) break;
       }
       if (j == n) {
         char hint[256];
@@ -275,8 +259,7 @@ static void check_required(sect_ctx *c) {
 }
 
 static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
-                          void *arg, const char *base,
-                          ceb_conf_errors *errs) {
+                          void *arg, const char *base, ceb_conf_errors *errs) {
   sect_ctx c = {0};
   c.s = s;
   c.errs = errs;
@@ -286,8 +269,8 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
   else
     snprintf(c.label, sizeof c.label, "[%s]", s->kind);
   c.common = common_spec(s->kind);
-  int plugin_kind = strcmp(s->kind, "bridge") != 0 &&
-                    strcmp(s->kind, "route") != 0;
+  int plugin_kind =
+      strcmp(s->kind, "bridge") != 0 && strcmp(s->kind, "route") != 0;
   c.plugin_known = !plugin_kind;
   const char *plugin = ceb_config_str(s->cfg, "plugin");
   if (plugin_kind && plugin && *plugin && fn) {
@@ -303,8 +286,7 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
 
 int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
                    void *arg, ceb_conf_errors *errs) {
-  if (!errs)
-    return CEB_EINVAL;
+  if (!errs) return CEB_EINVAL;
   memset(errs, 0, sizeof *errs);
   if (!conf) {
     ceb_conf_error_add(errs, "", 0, NULL, "no configuration loaded");
@@ -313,8 +295,7 @@ int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
   /* Relative paths are relative to the directory of the file that sets
    * them: every file lives in conf->dir. */
   char *base = realpath(conf->dir, NULL);
-  if (!base)
-    base = strdup(conf->dir);
+  if (!base) base = strdup(conf->dir);
   if (!base) {
     ceb_conf_error_add(errs, conf->dir, 0, NULL, "out of memory");
     return CEB_ENOMEM;

@@ -7,8 +7,7 @@
 
 void ceb_conf_error_add(ceb_conf_errors *errs, const char *file, int line,
                         const char *hint, const char *fmt, ...) {
-  if (!errs)
-    return;
+  if (!errs) return;
   if (errs->count < CEB_CONF_MAX_ERRORS) {
     ceb_conf_error *e = &errs->items[errs->count];
     snprintf(e->file, sizeof e->file, "%s", file ? file : "");
@@ -23,8 +22,7 @@ void ceb_conf_error_add(ceb_conf_errors *errs, const char *file, int line,
 }
 
 void ceb_conf_errors_print(const ceb_conf_errors *errs, FILE *f) {
-  if (!errs || !f)
-    return;
+  if (!errs || !f) return;
   size_t kept =
       errs->count < CEB_CONF_MAX_ERRORS ? errs->count : CEB_CONF_MAX_ERRORS;
   for (size_t i = 0; i < kept; i++) {
@@ -34,8 +32,7 @@ void ceb_conf_errors_print(const ceb_conf_errors *errs, FILE *f) {
     else if (e->file[0])
       fprintf(f, "%s: ", e->file);
     fputs(e->message, f);
-    if (e->hint[0])
-      fprintf(f, " (%s)", e->hint);
+    if (e->hint[0]) fprintf(f, " (%s)", e->hint);
     fputc('\n', f);
   }
   if (errs->count > kept)
@@ -55,10 +52,8 @@ size_t ceb_conf_edit_distance(const char *a, const char *b) {
     for (size_t j = 1; j <= lb; j++) {
       size_t up = row[j];
       size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
       row[j] = best;
       diag = up;
     }
@@ -73,17 +68,14 @@ void ceb_conf_suggest_init(ceb_conf_suggest *s, const char *word) {
 }
 
 void ceb_conf_suggest_add(ceb_conf_suggest *s, const char *candidate) {
-  if (!candidate || !*candidate)
-    return;
+  if (!candidate || !*candidate) return;
   size_t d = ceb_conf_edit_distance(s->word, candidate);
   size_t len = strlen(candidate);
   /* Close enough to be a typo: a third of the candidate, at least 1, at
    * most 3 edits. */
   size_t limit = len / 3;
-  if (limit < 1)
-    limit = 1;
-  if (limit > 3)
-    limit = 3;
+  if (limit < 1) limit = 1;
+  if (limit > 3) limit = 3;
   if (d <= limit && d < s->best_dist) {
     s->best = candidate;
     s->best_dist = d;

@@ -20,8 +20,8 @@
 /* Longest accepted line (libinih needs 3 more bytes: CR, LF, NUL). */
 #define CONF_MAX_LINE 4096
 
-static const char *const section_kinds[] = {"bridge", "source", "sink",
-                                            "route", "contracts"};
+static const char *const section_kinds[] = {"bridge", "source", "sink", "route",
+                                            "contracts"};
 
 typedef struct loader {
   ceb_conf *conf;
@@ -38,7 +38,8 @@ typedef struct loader {
 } loader;
 
 int ceb_conf_name_ok(const char *text) {
-  if (!text || !(islower((unsigned char)*text) || isdigit((unsigned char)*text)))
+  if (!text ||
+      !(islower((unsigned char)*text) || isdigit((unsigned char)*text)))
     return 0;
   size_t n = 0;
   for (const char *p = text; *p; p++, n++) {
@@ -49,7 +50,9 @@ int ceb_conf_name_ok(const char *text) {
   return n <= 128;
 }
 
-static int key_ok(const char *key) { return ceb_conf_name_ok(key); }
+static int key_ok(const char *key) {
+  return ceb_conf_name_ok(key);
+}
 
 static ceb_conf_section *section_add(loader *ld, const char *kind,
                                      const char *name) {
@@ -57,8 +60,7 @@ static ceb_conf_section *section_add(loader *ld, const char *kind,
   if (conf->count == ld->cap) {
     size_t cap = ld->cap ? ld->cap * 2 : 8;
     ceb_conf_section *s = realloc(conf->sections, cap * sizeof *s);
-    if (!s)
-      return NULL;
+    if (!s) return NULL;
     conf->sections = s;
     ld->cap = cap;
   }
@@ -161,8 +163,7 @@ static void section_header(loader *ld, char *line) {
     }
     for (size_t i = 0; i < ld->conf->count; i++) {
       const ceb_conf_section *s = &ld->conf->sections[i];
-      if (s->name && strcmp(s->kind, kind) == 0 &&
-          strcmp(s->name, name) == 0) {
+      if (s->name && strcmp(s->kind, kind) == 0 && strcmp(s->name, name) == 0) {
         char hint[320];
         snprintf(hint, sizeof hint, "first defined at %.200s:%d", s->file,
                  s->line);
@@ -185,14 +186,13 @@ static void section_header(loader *ld, char *line) {
 static char *conf_reader(char *str, int num, void *stream) {
   loader *ld = stream;
   ssize_t n = getline(&ld->buf, &ld->buf_cap, ld->fp);
-  if (n < 0 || num < 2)
-    return NULL;
+  if (n < 0 || num < 2) return NULL;
   ld->lineno++;
   char *line = ld->buf;
   strcpy(str, "\n");
   if ((size_t)n != strlen(line)) {
-    ceb_conf_error_add(ld->errs, ld->file, ld->lineno,
-                       "config files are text", "NUL byte in line");
+    ceb_conf_error_add(ld->errs, ld->file, ld->lineno, "config files are text",
+                       "NUL byte in line");
     return str;
   }
   while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -202,8 +202,7 @@ static char *conf_reader(char *str, int num, void *stream) {
     line += 3; /* UTF-8 byte order mark */
   while (*line == ' ' || *line == '\t')
     line++;
-  if (!*line || *line == ';' || *line == '#')
-    return str;
+  if (!*line || *line == ';' || *line == '#') return str;
   if (*line == '[') {
     section_header(ld, line);
     return str;
@@ -217,8 +216,7 @@ static char *conf_reader(char *str, int num, void *stream) {
   }
   size_t len = strlen(line);
   if (len + 3 > (size_t)num || len > CONF_MAX_LINE) {
-    ceb_conf_error_add(ld->errs, ld->file, ld->lineno,
-                       "shorten it",
+    ceb_conf_error_add(ld->errs, ld->file, ld->lineno, "shorten it",
                        "line longer than %d characters", CONF_MAX_LINE);
     return str;
   }
@@ -232,8 +230,7 @@ static int conf_handler(void *user, const char *section, const char *name,
                         const char *value) {
   (void)section; /* the loader tracks sections itself */
   loader *ld = user;
-  if (ld->state == 2)
-    return 1; /* under a bad header: already reported */
+  if (ld->state == 2) return 1; /* under a bad header: already reported */
   if (!key_ok(name)) {
     ceb_conf_error_add(ld->errs, ld->file, ld->lineno,
                        "keys are lower-case letters, digits, '_', '.', '-'",
@@ -286,8 +283,7 @@ static void load_file(loader *ld, const char *path) {
   ld->state = 0;
   size_t errs_before = ld->errs->count;
   int saved_max = ini_max_line;
-  if (ini_max_line < CONF_MAX_LINE + 3)
-    ini_max_line = CONF_MAX_LINE + 3;
+  if (ini_max_line < CONF_MAX_LINE + 3) ini_max_line = CONF_MAX_LINE + 3;
   int rc = ini_parse_stream(conf_reader, ld, conf_handler, ld);
   ini_max_line = saved_max;
   if (ferror(ld->fp))
@@ -301,8 +297,7 @@ static void load_file(loader *ld, const char *path) {
 }
 
 int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs) {
-  if (!out || !errs)
-    return CEB_EINVAL;
+  if (!out || !errs) return CEB_EINVAL;
   *out = NULL;
   memset(errs, 0, sizeof *errs);
   if (!dir || !*dir) {
@@ -319,8 +314,7 @@ int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs) {
   loader ld = {0};
   ld.errs = errs;
   ld.conf = calloc(1, sizeof *ld.conf);
-  if (!ld.conf || !(ld.conf->dir = strdup(dir)))
-    ld.oom = 1;
+  if (!ld.conf || !(ld.conf->dir = strdup(dir))) ld.oom = 1;
   if (n == 0)
     ceb_conf_error_add(errs, dir, 0, "files must end in .conf",
                        "no *.conf files in config directory");

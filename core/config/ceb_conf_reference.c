@@ -34,8 +34,7 @@ static void range_cell(FILE *f, const ceb_config_spec *sp) {
     }
     return;
   }
-  if (sp->min == 0 && sp->max == 0)
-    return;
+  if (sp->min == 0 && sp->max == 0) return;
   if (sp->type != CEB_CFG_INT && sp->type != CEB_CFG_DURATION &&
       sp->type != CEB_CFG_SIZE && sp->type != CEB_CFG_RATE)
     return;
@@ -76,10 +75,8 @@ static void spec_table(FILE *f, const ceb_config_spec *spec) {
     cell(f, sp->key);
     fputs((sp->flags & CEB_CFG_PREFIX) ? "*` | " : "` | ", f);
     fputs(ceb_conf_type_name((int)sp->type), f);
-    if (sp->flags & CEB_CFG_SECRET)
-      fputs(", secret", f);
-    if (sp->flags & CEB_CFG_MULTI)
-      fputs(", repeatable", f);
+    if (sp->flags & CEB_CFG_SECRET) fputs(", secret", f);
+    if (sp->flags & CEB_CFG_MULTI) fputs(", repeatable", f);
     fputs(" | ", f);
     if (sp->flags & CEB_CFG_REQUIRED) {
       fputs("required", f);
@@ -107,13 +104,11 @@ static int plugin_cmp(const void *a, const void *b) {
 
 int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
                              size_t count) {
-  if (!f || (count && !plugins))
-    return CEB_EINVAL;
+  if (!f || (count && !plugins)) return CEB_EINVAL;
   const ceb_conf_plugin_ref **sorted = NULL;
   if (count) {
     sorted = malloc(count * sizeof *sorted);
-    if (!sorted)
-      return CEB_ENOMEM;
+    if (!sorted) return CEB_ENOMEM;
     for (size_t i = 0; i < count; i++)
       sorted[i] = &plugins[i];
     qsort(sorted, count, sizeof *sorted, plugin_cmp);
@@ -136,8 +131,7 @@ int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
       {"[route NAME]", ceb_spec_route},
       {"[source NAME] (every source)", ceb_spec_source_common},
       {"[sink NAME] (every sink)", ceb_spec_sink_common},
-      {"[contracts NAME] (every contracts section)",
-       ceb_spec_contracts_common},
+      {"[contracts NAME] (every contracts section)", ceb_spec_contracts_common},
   };
   for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) {
     fprintf(f, "## %s\n\n", host[i].title);
@@ -153,12 +147,10 @@ int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
     const struct {
       const char *role;
       const ceb_config_spec *spec;
-    } roles[] = {{"source", p->source},
-                 {"sink", p->sink},
-                 {"contracts", p->contracts}};
+    } roles[] = {
+        {"source", p->source}, {"sink", p->sink}, {"contracts", p->contracts}};
     for (size_t r = 0; r < 3; r++) {
-      if (!roles[r].spec)
-        continue;
+      if (!roles[r].spec) continue;
       fprintf(f, "### [%s NAME] with plugin = %s\n\n", roles[r].role,
               p->plugin ? p->plugin : "?");
       spec_table(f, roles[r].spec);

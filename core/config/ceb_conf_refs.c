@@ -9,8 +9,7 @@
 int ceb_conf_attr_ok(const char *text) {
   size_t n = 0;
   for (const char *p = text; p && *p; p++, n++)
-    if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p)))
-      return 0;
+    if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p))) return 0;
   return n >= 1 && n <= 64;
 }
 
@@ -19,8 +18,7 @@ static const char *semver_num(const char *p) {
   const char *s = p;
   while (isdigit((unsigned char)*p))
     p++;
-  if (p == s || p - s > 9 || (p - s > 1 && *s == '0'))
-    return NULL;
+  if (p == s || p - s > 9 || (p - s > 1 && *s == '0')) return NULL;
   return p;
 }
 
@@ -28,11 +26,9 @@ static const char *semver_num(const char *p) {
 static const char *semver_nums(const char *p, int min, int max) {
   int n = 0;
   while (n < max) {
-    if (!(p = semver_num(p)))
-      return NULL;
+    if (!(p = semver_num(p))) return NULL;
     n++;
-    if (*p != '.' || n == max)
-      break;
+    if (*p != '.' || n == max) break;
     p++;
   }
   return n >= min ? p : NULL;
@@ -40,8 +36,7 @@ static const char *semver_nums(const char *p, int min, int max) {
 
 int ceb_conf_contract_pin_ok(const char *text) {
   const char *at = strchr(text, '@');
-  if (!at || at == text || strchr(at + 1, '@'))
-    return 0;
+  if (!at || at == text || strchr(at + 1, '@')) return 0;
   for (const char *p = text; p < at; p++) {
     unsigned char c = (unsigned char)*p;
     if (!(isalnum(c) || ((c == '_' || c == '.' || c == '-') && p > text)))
@@ -58,8 +53,7 @@ int ceb_conf_contract_pin_ok(const char *text) {
     size_t id = 0;
     for (; *p; p++) {
       if (*p == '.') {
-        if (id == 0)
-          return 0;
+        if (id == 0) return 0;
         id = 0;
       } else if (isalnum((unsigned char)*p) || *p == '-') {
         id++;
@@ -79,8 +73,7 @@ static int entry_of(const ceb_config *cfg, const char *key, const char **value,
   for (size_t i = 0; i < n; i++) {
     const char *k;
     ceb_config_entry(cfg, i, &k, value, file, line);
-    if (strcmp(k, key) == 0)
-      return 1;
+    if (strcmp(k, key) == 0) return 1;
   }
   return 0;
 }
@@ -125,10 +118,8 @@ static void check_destination(const ceb_conf *conf, ceb_conf_errors *errs,
                               int store_ok, int topic_required) {
   const char *v, *file;
   int line;
-  if (!entry_of(r->cfg, key, &v, &file, &line))
-    return;
-  if (store_ok && strcmp(v, "store") == 0)
-    return;
+  if (!entry_of(r->cfg, key, &v, &file, &line)) return;
+  if (store_ok && strcmp(v, "store") == 0) return;
   const char *colon = strchr(v, ':');
   size_t sink_len = colon ? (size_t)(colon - v) : strlen(v);
   const char *form = store_ok ? "store or SINK:topic" : "SINK or SINK:topic";
@@ -154,8 +145,8 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
                          "empty 'from' in [route %s]", r->name);
     for (size_t i = 0; i < n; i++)
       if (!section_exists(conf, "source", items[i], strlen(items[i])))
-        missing_ref(conf, errs, file, line, r->name, "from", "source",
-                    items[i], strlen(items[i]));
+        missing_ref(conf, errs, file, line, r->name, "from", "source", items[i],
+                    strlen(items[i]));
   }
   if (entry_of(cfg, "to", &v, &file, &line) && *v &&
       !section_exists(conf, "sink", v, strlen(v)))
@@ -193,8 +184,7 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
   for (size_t i = 0; i < n; i++) {
     const char *key;
     ceb_config_entry(cfg, i, &key, &v, &file, &line);
-    if (strncmp(key, "match.", 6) != 0 || !key[6])
-      continue;
+    if (strncmp(key, "match.", 6) != 0 || !key[6]) continue;
     if (!ceb_conf_attr_ok(key + 6)) {
       ceb_conf_error_add(errs, file, line,
                          "attribute names are a-z and 0-9 only",
@@ -208,8 +198,7 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
       ceb_conf_error_add(errs, file, line,
                          "exact, prefix (x*) or suffix (*x) patterns, "
                          "alternatives separated by '|'",
-                         "empty pattern in %.64s of [route %s]", key,
-                         r->name);
+                         "empty pattern in %.64s of [route %s]", key, r->name);
   }
 }
 

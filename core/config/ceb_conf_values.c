@@ -9,9 +9,9 @@
 #include <strings.h>
 
 const char *ceb_conf_type_name(int type) {
-  static const char *const names[] = {"string", "int",  "bool", "duration",
-                                      "size",   "rate", "list", "enum",
-                                      "address", "url", "path"};
+  static const char *const names[] = {"string",  "int",  "bool", "duration",
+                                      "size",    "rate", "list", "enum",
+                                      "address", "url",  "path"};
   return type >= 0 && type <= CEB_CFG_PATH ? names[type] : "unknown";
 }
 
@@ -19,10 +19,9 @@ void ceb_conf_format_duration(int64_t ms, char *buf, size_t size) {
   static const struct {
     const char *unit;
     int64_t ms;
-  } units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000},
-               {"s", 1000},     {"ms", 1}};
-  if (size == 0)
-    return;
+  } units[] = {
+      {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
+  if (size == 0) return;
   buf[0] = '\0';
   if (ms <= 0) {
     snprintf(buf, size, ms == 0 ? "0s" : "%" PRId64 "ms", ms);
@@ -31,10 +30,9 @@ void ceb_conf_format_duration(int64_t ms, char *buf, size_t size) {
   size_t len = 0;
   for (size_t i = 0; i < sizeof units / sizeof units[0] && ms > 0; i++) {
     if (ms >= units[i].ms) {
-      int n = snprintf(buf + len, size - len, "%" PRId64 "%s",
-                       ms / units[i].ms, units[i].unit);
-      if (n < 0 || (size_t)n >= size - len)
-        return;
+      int n = snprintf(buf + len, size - len, "%" PRId64 "%s", ms / units[i].ms,
+                       units[i].unit);
+      if (n < 0 || (size_t)n >= size - len) return;
       len += (size_t)n;
       ms %= units[i].ms;
     }
@@ -45,10 +43,14 @@ void ceb_conf_format_size(uint64_t bytes, char *buf, size_t size) {
   static const struct {
     const char *unit;
     uint64_t mult;
-  } units[] = {{"TiB", (uint64_t)1 << 40}, {"GiB", (uint64_t)1 << 30},
-               {"MiB", (uint64_t)1 << 20}, {"KiB", (uint64_t)1 << 10},
-               {"TB", 1000000000000ULL},    {"GB", 1000000000},
-               {"MB", 1000000},             {"kB", 1000}};
+  } units[] = {{"TiB", (uint64_t)1 << 40},
+               {"GiB", (uint64_t)1 << 30},
+               {"MiB", (uint64_t)1 << 20},
+               {"KiB", (uint64_t)1 << 10},
+               {"TB", 1000000000000ULL},
+               {"GB", 1000000000},
+               {"MB", 1000000},
+               {"kB", 1000}};
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (bytes >= units[i].mult && bytes % units[i].mult == 0) {
       snprintf(buf, size, "%" PRIu64 "%s", bytes / units[i].mult,
@@ -109,18 +111,17 @@ static const char *type_example(const ceb_config_spec *spec) {
 }
 
 static int url_ok(const char *text) {
-  if (strlen(text) > 8192)
-    return 0;
+  if (strlen(text) > 8192) return 0;
   CURLU *u = curl_url();
-  if (!u)
-    return 0;
+  if (!u) return 0;
   int ok = 0;
   char *scheme = NULL, *host = NULL;
   if (curl_url_set(u, CURLUPART_URL, text, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
-    ok = (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0) &&
-         host[0] != '\0';
+    ok =
+        (strcasecmp(scheme, "http") == 0 || strcasecmp(scheme, "https") == 0) &&
+        host[0] != '\0';
   }
   curl_free(scheme);
   curl_free(host);
@@ -132,11 +133,9 @@ static int enum_has(const char *choices, const char *value) {
   size_t vlen = strlen(value);
   for (const char *p = choices; p && *p;) {
     size_t n = strcspn(p, "|");
-    if (n == vlen && strncmp(p, value, n) == 0)
-      return 1;
+    if (n == vlen && strncmp(p, value, n) == 0) return 1;
     p += n;
-    if (*p)
-      p++;
+    if (*p) p++;
   }
   return 0;
 }
@@ -176,7 +175,8 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
   }
   if (!*value && (spec->flags & CEB_CFG_REQUIRED)) {
     snprintf(msg, msg_size, "empty value for required %s", label);
-    snprintf(hint, hint_size, "%.200s", spec->description ? spec->description : "");
+    snprintf(hint, hint_size, "%.200s",
+             spec->description ? spec->description : "");
     return CEB_EINVAL;
   }
   switch (spec->type) {
@@ -198,15 +198,15 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
     break;
   case CEB_CFG_SIZE:
     parsed = ceb_parse_size(value, &u64) == CEB_OK;
-    in_range = !has_range(spec) ||
-               ((spec->min <= 0 || u64 >= (uint64_t)spec->min) &&
-                (!has_max(spec) || u64 <= (uint64_t)spec->max));
+    in_range =
+        !has_range(spec) || ((spec->min <= 0 || u64 >= (uint64_t)spec->min) &&
+                             (!has_max(spec) || u64 <= (uint64_t)spec->max));
     break;
   case CEB_CFG_RATE:
     parsed = ceb_parse_rate(value, &rate) == CEB_OK;
-    in_range = !has_range(spec) ||
-               (rate >= (double)spec->min &&
-                (!has_max(spec) || rate <= (double)spec->max));
+    in_range =
+        !has_range(spec) || (rate >= (double)spec->min &&
+                             (!has_max(spec) || rate <= (double)spec->max));
     break;
   case CEB_CFG_ENUM:
     if (!enum_has(spec->choices, value)) {
@@ -230,8 +230,7 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
     break;
   case CEB_CFG_PATH:
     for (const char *p = value; *p; p++)
-      if ((unsigned char)*p < 0x20)
-        parsed = 0;
+      if ((unsigned char)*p < 0x20) parsed = 0;
     break;
   default:
     snprintf(msg, msg_size, "%s has an unknown type %d in its spec", label,
@@ -243,8 +242,7 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
       snprintf(msg, msg_size, "invalid %s for secret %s; value not shown",
                tname, label);
     else
-      snprintf(msg, msg_size, "invalid %s '%.64s' for %s", tname, value,
-               label);
+      snprintf(msg, msg_size, "invalid %s '%.64s' for %s", tname, value, label);
     snprintf(hint, hint_size, "%s", type_example(spec));
     return CEB_EINVAL;
   }
@@ -256,8 +254,8 @@ int ceb_conf_value_check(const ceb_config_spec *spec, const char *value,
       snprintf(msg, msg_size, "secret %s is out of range; value not shown",
                label);
     else
-      snprintf(msg, msg_size, "%s '%.64s' is out of range for %s", tname,
-               value, label);
+      snprintf(msg, msg_size, "%s '%.64s' is out of range for %s", tname, value,
+               label);
     if (has_max(spec))
       snprintf(hint, hint_size, "allowed: %s .. %s", lo, hi);
     else

@@ -36,18 +36,15 @@ struct ceb_config {
 };
 
 static char *dup_or_null(const char *s, int *failed) {
-  if (!s)
-    return NULL;
+  if (!s) return NULL;
   char *d = strdup(s);
-  if (!d)
-    *failed = 1;
+  if (!d) *failed = 1;
   return d;
 }
 
 ceb_config *ceb_config_new(const char *name) {
   ceb_config *cfg = calloc(1, sizeof *cfg);
-  if (!cfg)
-    return NULL;
+  if (!cfg) return NULL;
   int failed = 0;
   cfg->name = dup_or_null(name, &failed);
   if (failed || pthread_mutex_init(&cfg->lists_lock, NULL) != 0) {
@@ -75,8 +72,7 @@ static void lists_clear(ceb_config *cfg, const char *key) {
 }
 
 void ceb_config_free(ceb_config *cfg) {
-  if (!cfg)
-    return;
+  if (!cfg) return;
   for (size_t i = 0; i < cfg->count; i++) {
     free(cfg->entries[i].key);
     free(cfg->entries[i].value);
@@ -92,13 +88,11 @@ void ceb_config_free(ceb_config *cfg) {
 
 int ceb_config_put(ceb_config *cfg, const char *key, const char *value,
                    const char *file, int line) {
-  if (!cfg || !key || !value)
-    return CEB_EINVAL;
+  if (!cfg || !key || !value) return CEB_EINVAL;
   if (cfg->count == cfg->cap) {
     size_t cap = cfg->cap ? cfg->cap * 2 : 8;
     cfg_entry *e = realloc(cfg->entries, cap * sizeof *e);
-    if (!e)
-      return CEB_ENOMEM;
+    if (!e) return CEB_ENOMEM;
     cfg->entries = e;
     cfg->cap = cap;
   }
@@ -131,19 +125,16 @@ int ceb_config_put(ceb_config *cfg, const char *key, const char *value,
 
 void ceb_config_set_spec(ceb_config *cfg, const ceb_config_spec *spec,
                          const ceb_config_spec *spec2) {
-  if (!cfg)
-    return;
+  if (!cfg) return;
   cfg->spec = spec;
   cfg->spec2 = spec2;
   lists_clear(cfg, NULL); /* defaults may have changed */
 }
 
 int ceb_config_replace_at(ceb_config *cfg, size_t i, const char *value) {
-  if (!cfg || !value || i >= cfg->count)
-    return CEB_EINVAL;
+  if (!cfg || !value || i >= cfg->count) return CEB_EINVAL;
   char *v = strdup(value);
-  if (!v)
-    return CEB_ENOMEM;
+  if (!v) return CEB_ENOMEM;
   /* Wipe the old text: it may be a secret reference's resolved value. */
   char *old = cfg->entries[i].value;
   memset(old, 0, strlen(old));
@@ -154,18 +145,15 @@ int ceb_config_replace_at(ceb_config *cfg, size_t i, const char *value) {
 }
 
 static const cfg_entry *entry_find(const ceb_config *cfg, const char *key) {
-  if (!cfg || !key)
-    return NULL;
+  if (!cfg || !key) return NULL;
   for (size_t i = 0; i < cfg->count; i++)
-    if (strcmp(cfg->entries[i].key, key) == 0)
-      return &cfg->entries[i];
+    if (strcmp(cfg->entries[i].key, key) == 0) return &cfg->entries[i];
   return NULL;
 }
 
 int ceb_config_replace(ceb_config *cfg, const char *key, const char *value) {
   const cfg_entry *e = entry_find(cfg, key);
-  if (!e)
-    return CEB_ENOTFOUND;
+  if (!e) return CEB_ENOTFOUND;
   return ceb_config_replace_at(cfg, (size_t)(e - cfg->entries), value);
 }
 
@@ -175,17 +163,12 @@ size_t ceb_config_count(const ceb_config *cfg) {
 
 int ceb_config_entry(const ceb_config *cfg, size_t i, const char **key,
                      const char **value, const char **file, int *line) {
-  if (!cfg || i >= cfg->count)
-    return CEB_ENOTFOUND;
+  if (!cfg || i >= cfg->count) return CEB_ENOTFOUND;
   const cfg_entry *e = &cfg->entries[i];
-  if (key)
-    *key = e->key;
-  if (value)
-    *value = e->value;
-  if (file)
-    *file = e->file;
-  if (line)
-    *line = e->line;
+  if (key) *key = e->key;
+  if (value) *value = e->value;
+  if (file) *file = e->file;
+  if (line) *line = e->line;
   return CEB_OK;
 }
 
@@ -193,8 +176,7 @@ static const ceb_config_spec *spec_in(const ceb_config_spec *spec,
                                       const char *key) {
   for (; spec && spec->key; spec++) {
     if (spec->flags & CEB_CFG_PREFIX) {
-      if (strncmp(key, spec->key, strlen(spec->key)) == 0)
-        return spec;
+      if (strncmp(key, spec->key, strlen(spec->key)) == 0) return spec;
     } else if (strcmp(key, spec->key) == 0) {
       return spec;
     }
@@ -204,16 +186,14 @@ static const ceb_config_spec *spec_in(const ceb_config_spec *spec,
 
 const ceb_config_spec *ceb_config_spec_of(const ceb_config *cfg,
                                           const char *key) {
-  if (!cfg || !key)
-    return NULL;
+  if (!cfg || !key) return NULL;
   const ceb_config_spec *s = spec_in(cfg->spec, key);
   return s ? s : spec_in(cfg->spec2, key);
 }
 
 const char *ceb_config_str(const ceb_config *cfg, const char *key) {
   const cfg_entry *e = entry_find(cfg, key);
-  if (e)
-    return e->value;
+  if (e) return e->value;
   const ceb_config_spec *s = ceb_config_spec_of(cfg, key);
   return s ? s->default_value : NULL;
 }
@@ -272,8 +252,7 @@ static cfg_list *list_build(const ceb_config *cfg, const char *key) {
     len = dflt ? strlen(dflt) + 1 : 0;
   }
   cfg_list *l = calloc(1, sizeof *l);
-  if (!l)
-    return NULL;
+  if (!l) return NULL;
   l->key = strdup(key);
   l->buf = malloc(len + 1);
   /* at most one item per two bytes of text, plus the NULL */
@@ -303,8 +282,7 @@ static cfg_list *list_build(const ceb_config *cfg, const char *key) {
   for (char *p = l->buf; *p;) {
     while (*p && is_list_sep(*p))
       *p++ = '\0';
-    if (!*p)
-      break;
+    if (!*p) break;
     l->items[l->count++] = p;
     while (*p && !is_list_sep(*p))
       p++;
@@ -316,10 +294,8 @@ static cfg_list *list_build(const ceb_config *cfg, const char *key) {
 size_t ceb_config_list(const ceb_config *cfg, const char *key,
                        const char *const **items) {
   static const char *const empty[] = {NULL};
-  if (items)
-    *items = empty;
-  if (!cfg || !key)
-    return 0;
+  if (items) *items = empty;
+  if (!cfg || !key) return 0;
   ceb_config *mcfg = (ceb_config *)cfg; /* only the cache changes */
   pthread_mutex_lock(&mcfg->lists_lock);
   cfg_list *l = mcfg->lists;
@@ -330,26 +306,21 @@ size_t ceb_config_list(const ceb_config *cfg, const char *key,
     mcfg->lists = l;
   }
   pthread_mutex_unlock(&mcfg->lists_lock);
-  if (!l)
-    return 0;
-  if (items)
-    *items = l->items;
+  if (!l) return 0;
+  if (items) *items = l->items;
   return l->count;
 }
 
 int ceb_config_foreach(const ceb_config *cfg, const char *prefix,
                        int (*fn)(const char *key, const char *value, void *arg),
                        void *arg) {
-  if (!cfg || !fn)
-    return 0;
+  if (!cfg || !fn) return 0;
   size_t plen = prefix ? strlen(prefix) : 0;
   for (size_t i = 0; i < cfg->count; i++) {
     const cfg_entry *e = &cfg->entries[i];
-    if (plen && strncmp(e->key, prefix, plen) != 0)
-      continue;
+    if (plen && strncmp(e->key, prefix, plen) != 0) continue;
     int rc = fn(e->key, e->value, arg);
-    if (rc)
-      return rc;
+    if (rc) return rc;
   }
   return 0;
 }

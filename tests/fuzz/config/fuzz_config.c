@@ -28,12 +28,10 @@ static const ceb_config_spec dummy_spec[] = {
     {"x.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL, "x"},
     CEB_CONFIG_SPEC_END};
 
-static const ceb_config_spec *dummy_plugin(void *arg,
-                                           const ceb_conf_section *s,
+static const ceb_config_spec *dummy_plugin(void *arg, const ceb_conf_section *s,
                                            ceb_conf_errors *errs) {
   (void)arg;
-  if (strcmp(ceb_config_str(s->cfg, "plugin"), "dummy") == 0)
-    return dummy_spec;
+  if (strcmp(ceb_config_str(s->cfg, "plugin"), "dummy") == 0) return dummy_spec;
   ceb_conf_error_add(errs, s->file, s->line, NULL, "no such plugin");
   return NULL;
 }
@@ -52,20 +50,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *base = getenv("TMPDIR");
     snprintf(fuzz_dir, sizeof fuzz_dir, "%s/ceb-fuzz-config-XXXXXX",
              base && *base ? base : "/tmp");
-    if (!mkdtemp(fuzz_dir))
-      abort();
+    if (!mkdtemp(fuzz_dir)) abort();
     atexit(fuzz_cleanup);
     setenv("CEB_FUZZ_TOKEN", "12", 1);
   }
-  if (size > 256 * 1024)
-    return 0;
+  if (size > 256 * 1024) return 0;
   char path[300];
   snprintf(path, sizeof path, "%s/fuzz.conf", fuzz_dir);
   FILE *f = fopen(path, "wb");
-  if (!f)
-    abort();
-  if (size && fwrite(data, 1, size, f) != size)
-    abort();
+  if (!f) abort();
+  if (size && fwrite(data, 1, size, f) != size) abort();
   fclose(f);
 
   ceb_conf *conf = NULL;
@@ -76,15 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FILE *null = fopen("/dev/null", "w");
   if (rc == CEB_OK) {
     rc = ceb_conf_check(conf, dummy_plugin, NULL, &errs);
-    if ((rc == CEB_OK) != (errs.count == 0))
-      __builtin_trap();
+    if ((rc == CEB_OK) != (errs.count == 0)) __builtin_trap();
     /* Every checked section answers typed reads without crashing. */
     for (size_t i = 0; i < conf->count; i++) {
       const ceb_config *cfg = conf->sections[i].cfg;
       const char *const *items;
       size_t n = ceb_config_list(cfg, "items", &items);
-      if (items[n] != NULL)
-        __builtin_trap();
+      if (items[n] != NULL) __builtin_trap();
       (void)ceb_config_int(cfg, "count", 0);
       (void)ceb_config_duration_ms(cfg, "wait", 0);
       (void)ceb_config_origin(cfg, "listen");

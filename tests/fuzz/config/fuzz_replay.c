@@ -34,8 +34,7 @@ int main(int argc, char **argv) {
       }
       free(names[i]);
     }
-    if (n >= 0)
-      free(names);
+    if (n >= 0) free(names);
   }
   CHECK_MSG(ran > 0, "empty corpus");
   printf("fuzz_config: replayed %d inputs\n", ran);

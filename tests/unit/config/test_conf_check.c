@@ -33,17 +33,14 @@ static const ceb_config_spec no_keys[] = {CEB_CONFIG_SPEC_END};
 
 static int spec_calls;
 
-static const ceb_config_spec *plugin_spec(void *arg,
-                                          const ceb_conf_section *s,
+static const ceb_config_spec *plugin_spec(void *arg, const ceb_conf_section *s,
                                           ceb_conf_errors *errs) {
   (void)arg;
   spec_calls++;
   const char *p = ceb_config_str(s->cfg, "plugin");
   if (strcmp(p, "web") == 0) {
-    if (strcmp(s->kind, "source") == 0)
-      return web_source;
-    if (strcmp(s->kind, "sink") == 0)
-      return web_sink;
+    if (strcmp(s->kind, "source") == 0) return web_source;
+    if (strcmp(s->kind, "sink") == 0) return web_sink;
     return no_keys;
   }
   ceb_conf_error_add(errs, s->file, s->line, NULL, "plugin '%s' not found", p);
@@ -105,8 +102,7 @@ static void check_ok(void) {
   fx_write(dir, "pin.txt", "4242\r\n");
   char cfgtext[2048];
   char *src = ceb_test_read_file(
-      (snprintf(cfgtext, sizeof cfgtext, "%s/20-io.conf", dir), cfgtext),
-      NULL);
+      (snprintf(cfgtext, sizeof cfgtext, "%s/20-io.conf", dir), cfgtext), NULL);
   char *at = strstr(src, "file:secret.txt");
   memcpy(at, "file:pin.txt   ", 15);
   fx_write(dir, "20-io.conf", src);
@@ -128,8 +124,7 @@ static void check_ok(void) {
   spec_calls = 0;
   int rc = ceb_conf_check(conf, plugin_spec, NULL, &errs);
   CHECK_INT(rc, CEB_OK);
-  if (rc != CEB_OK)
-    fx_dump(&errs);
+  if (rc != CEB_OK) fx_dump(&errs);
   CHECK_INT(spec_calls, 5);
 
   char want[PATH_MAX + 64];
@@ -184,8 +179,8 @@ static void expect(const ceb_conf_errors *errs, const char *file, int line,
   CHECK_MSG(i >= 0, "no error %s:%d containing \"%s\"", file, line, text);
   if (i >= 0 && hint)
     CHECK_MSG(strstr(errs->items[i].hint, hint) != NULL,
-              "%s:%d hint \"%s\" lacks \"%s\"", file, line,
-              errs->items[i].hint, hint);
+              "%s:%d hint \"%s\" lacks \"%s\"", file, line, errs->items[i].hint,
+              hint);
 }
 
 static void check_errors(void) {
@@ -196,59 +191,59 @@ static void check_errors(void) {
   fx_write(dir, "pin.txt", "SECRETFILEVALUE\n");
   fx_write(dir, "10-a.conf",
            "[bridge]\n"
-           "workers = 100\n"           /* 2: out of range */
-           "drain_timeout = soon\n"    /* 3: invalid duration */
-           "log.level = debg\n"        /* 4: enum, did you mean */
-           "admin.listen = nohost\n"   /* 5: invalid address */
-           "max_event_size = 1GiB\n"   /* 6: size out of range */
-           "profile =\n"               /* 7: empty enum */
+           "workers = 100\n"                         /* 2: out of range */
+           "drain_timeout = soon\n"                  /* 3: invalid duration */
+           "log.level = debg\n"                      /* 4: enum, did you mean */
+           "admin.listen = nohost\n"                 /* 5: invalid address */
+           "max_event_size = 1GiB\n"                 /* 6: size out of range */
+           "profile =\n"                             /* 7: empty enum */
            "admin.token = ${CEB_TEST_UNSET_VAR}\n"); /* 8: unset env */
   fx_write(dir, "20-b.conf",
            "[bridge]\n"
-           "workers = 4\n"             /* 2: duplicate of 10-a.conf:2 */
-           "[source a]\n"              /* 3: missing listen */
+           "workers = 4\n" /* 2: duplicate of 10-a.conf:2 */
+           "[source a]\n"  /* 3: missing listen */
            "plugin = web\n"
-           "listn = 0.0.0.0:80\n"      /* 5: unknown, did you mean listen */
-           "pin = ${CEB_TEST_PIN}\n"   /* 6: secret invalid int */
+           "listn = 0.0.0.0:80\n"    /* 5: unknown, did you mean listen */
+           "pin = ${CEB_TEST_PIN}\n" /* 6: secret invalid int */
            "token = file:nonexistent.txt\n" /* 7: unreadable secret file */
            "tags = x\n"
-           "tags = y\n"                /* 9: MULTI: fine */
-           "header. = v\n"             /* 10: prefix without name */
-           "verbose = maybe\n"         /* 11: invalid bool */
-           "jwks_url = ftp://idp/x\n"  /* 12: not http(s) */
+           "tags = y\n"               /* 9: MULTI: fine */
+           "header. = v\n"            /* 10: prefix without name */
+           "verbose = maybe\n"        /* 11: invalid bool */
+           "jwks_url = ftp://idp/x\n" /* 12: not http(s) */
            "level = high\n"
-           "level = low\n"             /* 13: duplicate */
-           "mode = SECRETMODE\n"       /* 14: secret enum */
-           "limit = 5000/s\n"          /* 15: rate out of range */
-           "[source b]\n"              /* 16 */
+           "level = low\n"       /* 14: duplicate */
+           "mode = SECRETMODE\n" /* 15: secret enum */
+           "limit = 5000/s\n"    /* 16: rate out of range */
+           "[source b]\n"        /* 17 */
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "pin = file:pin.txt\n"      /* 19: secret from file, bad int */
-           "token = ${bad-name}\n"     /* 20: bad env reference */
-           "[source g]\n"              /* 21 */
+           "pin = file:pin.txt\n"  /* 20: secret from file, bad int */
+           "token = ${bad-name}\n" /* 21: bad env reference */
+           "[source g]\n"          /* 22: plugin unknown */
            "plugin = ghost\n"
-           "whatever = 1\n"            /* not judged: plugin unknown */
-           "profile = loud\n"          /* 24: common key still checked */
-           "[sink s]\n"                /* 25: missing url, plugin */
-           "rate_limit = fast\n");     /* 26 */
+           "whatever = 1\n"        /* not judged: plugin unknown */
+           "profile = loud\n"      /* 25: common key still checked */
+           "[sink s]\n"            /* 26: missing plugin */
+           "rate_limit = fast\n"); /* 27 */
   fx_write(dir, "30-r.conf",
-           "[route r]\n"                 /* 1 */
-           "from = a, sourceb\n"         /* 2: sourceb unknown */
-           "to = ss\n"                   /* 3: unknown sink, did you mean s */
-           "dlq = elsewhere\n"           /* 4: bad form */
-           "receipts = nosink:x\n"       /* 5: unknown sink */
-           "match.part_key = x\n"        /* 6: invalid attribute */
-           "match.type = a||b\n"         /* 7: empty alternative */
-           "retry.schedule = 0s 5x\n"    /* 8: bad item */
-           "contract = duo@1.2\n"        /* 9: bad pin */
-           "order_by = Part-Key\n"       /* 10: bad attribute */
-           "timeout = 2h\n"              /* 11: out of range */
-           "[route empty]\n"             /* 12: from, to missing */
-           "[route r3]\n"                /* 13 */
+           "[route r]\n"              /* 1 */
+           "from = a, sourceb\n"      /* 2: sourceb unknown */
+           "to = ss\n"                /* 3: unknown sink, did you mean s */
+           "dlq = elsewhere\n"        /* 4: bad form */
+           "receipts = nosink:x\n"    /* 5: unknown sink */
+           "match.part_key = x\n"     /* 6: invalid attribute */
+           "match.type = a||b\n"      /* 7: empty alternative */
+           "retry.schedule = 0s 5x\n" /* 8: bad item */
+           "contract = duo@1.2\n"     /* 9: bad pin */
+           "order_by = Part-Key\n"    /* 10: bad attribute */
+           "timeout = 2h\n"           /* 11: out of range */
+           "[route empty]\n"          /* 12: from, to missing */
+           "[route r3]\n"             /* 13 */
            "from = a\n"
            "to = s\n"
-           "dlq = s:\n"                  /* 16: empty topic */
-           "contract = @^1\n");          /* 17: no name */
+           "dlq = s:\n"         /* 16: empty topic */
+           "contract = @^1\n"); /* 17: no name */
   ceb_conf *conf = NULL;
   ceb_conf_errors errs;
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
@@ -258,8 +253,10 @@ static void check_errors(void) {
   }
   CHECK_INT(ceb_conf_check(conf, plugin_spec, NULL, &errs), CEB_ECONFIG);
 
-  expect(&errs, "10-a.conf", 2, "int '100' is out of range for 'workers' in "
-         "[bridge]", "allowed: 1 .. 64");
+  expect(&errs, "10-a.conf", 2,
+         "int '100' is out of range for 'workers' in "
+         "[bridge]",
+         "allowed: 1 .. 64");
   expect(&errs, "10-a.conf", 3, "invalid duration 'soon' for 'drain_timeout'",
          "1h30m");
   expect(&errs, "10-a.conf", 4, "invalid value 'debg' for 'log.level'",
@@ -300,33 +297,46 @@ static void check_errors(void) {
          NULL);
   expect(&errs, "20-b.conf", 22, "plugin 'ghost' not found", NULL);
   CHECK(fx_find(&errs, "20-b.conf", 24, "") < 0);
-  expect(&errs, "20-b.conf", 25, "invalid value 'loud' for 'profile' in "
-         "[source g]", "one of off|warn|enforce");
+  expect(&errs, "20-b.conf", 25,
+         "invalid value 'loud' for 'profile' in "
+         "[source g]",
+         "one of off|warn|enforce");
   expect(&errs, "20-b.conf", 26, "missing required key 'plugin' in [sink s]",
          NULL);
   expect(&errs, "20-b.conf", 27, "invalid rate 'fast' for 'rate_limit'",
          "200/s");
-  expect(&errs, "30-r.conf", 2, "from 'sourceb' of [route r] is not a "
-         "[source] section", NULL);
+  expect(&errs, "30-r.conf", 2,
+         "from 'sourceb' of [route r] is not a "
+         "[source] section",
+         NULL);
   CHECK(fx_find(&errs, "30-r.conf", 2, "from 'a'") < 0);
   expect(&errs, "30-r.conf", 3, "to 'ss' of [route r] is not a [sink]",
          "did you mean 's'?");
   expect(&errs, "30-r.conf", 4, "invalid dlq 'elsewhere'",
          "store or SINK:topic");
-  expect(&errs, "30-r.conf", 5, "receipts 'nosink' of [route r] is not a "
-         "[sink] section", NULL);
-  expect(&errs, "30-r.conf", 6, "invalid attribute 'part_key' in match.part_key", NULL);
+  expect(&errs, "30-r.conf", 5,
+         "receipts 'nosink' of [route r] is not a "
+         "[sink] section",
+         NULL);
+  expect(&errs, "30-r.conf", 6,
+         "invalid attribute 'part_key' in match.part_key", NULL);
   expect(&errs, "30-r.conf", 7, "empty pattern in match.type", NULL);
   expect(&errs, "30-r.conf", 8, "invalid duration '5x' in retry.schedule",
          NULL);
   expect(&errs, "30-r.conf", 9, "invalid contract pin 'duo@1.2'", "NAME@^1");
   expect(&errs, "30-r.conf", 10, "invalid order_by 'Part-Key'", NULL);
-  expect(&errs, "30-r.conf", 11, "duration '2h' is out of range for "
-         "'timeout'", "allowed: 1ms .. 1h");
-  expect(&errs, "30-r.conf", 12, "missing required key 'from' in "
-         "[route empty]", NULL);
-  expect(&errs, "30-r.conf", 12, "missing required key 'to' in "
-         "[route empty]", NULL);
+  expect(&errs, "30-r.conf", 11,
+         "duration '2h' is out of range for "
+         "'timeout'",
+         "allowed: 1ms .. 1h");
+  expect(&errs, "30-r.conf", 12,
+         "missing required key 'from' in "
+         "[route empty]",
+         NULL);
+  expect(&errs, "30-r.conf", 12,
+         "missing required key 'to' in "
+         "[route empty]",
+         NULL);
   expect(&errs, "30-r.conf", 16, "invalid dlq 's:'", NULL);
   expect(&errs, "30-r.conf", 17, "invalid contract pin '@^1'", NULL);
   CHECK_INT(errs.count, 38);
@@ -338,8 +348,7 @@ static void check_errors(void) {
     CHECK(strstr(out, "SECRETPIN") == NULL);
     CHECK(strstr(out, "SECRETFILEVALUE") == NULL);
     CHECK(strstr(out, "SECRETMODE") == NULL);
-    if (errs.count != 38)
-      fputs(out, stderr);
+    if (errs.count != 38) fputs(out, stderr);
   }
   free(out);
   ceb_conf_free(conf);
@@ -387,23 +396,23 @@ static void check_secret_files(void) {
            "[source a]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = file:fifo\n"     /* 4 */
+           "token = file:fifo\n" /* 4 */
            "[source b]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = file:big.txt\n"  /* 8 */
+           "token = file:big.txt\n" /* 8 */
            "[source c]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = file:nul.txt\n"  /* 12 */
+           "token = file:nul.txt\n" /* 12 */
            "[source d]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = file:\n"         /* 16 */
+           "token = file:\n" /* 16 */
            "[source e]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = file:.\n");      /* 20: a directory */
+           "token = file:.\n"); /* 20: a directory */
   ceb_conf *conf = NULL;
   ceb_conf_errors errs;
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);

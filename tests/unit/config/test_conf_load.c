@@ -121,39 +121,37 @@ static void syntax_errors(void) {
   longline[sizeof longline - 1] = '\0';
   char *a = malloc(8000);
   snprintf(a, 8000,
-           "stray = 1\n"              /* 1: outside a section */
-           "[sorce intermediary]\n"   /* 2: unknown kind */
-           "plugin = http\n"          /* 3: skipped (bad header) */
-           "[sink]\n"                 /* 4: needs a name */
-           "[bridge main]\n"          /* 5: bridge takes no name */
-           "[sink Bad]\n"             /* 6: invalid name */
-           "[route r1\n"              /* 7: no ']' */
-           "[route r2] x\n"           /* 8: text after header */
-           "[source ok]\n"            /* 9 */
-           "just words\n"             /* 10: no '=' */
-           "listen: 0.0.0.0:80\n"     /* 11: ':' separator */
-           "Listen = 1\n"             /* 12: upper case key */
-           "= value\n"                /* 13: empty key */
-           "%s"                       /* 14: too long */
-           "plugin = http\n",         /* 15: fine */
+           "stray = 1\n"            /* 1: outside a section */
+           "[sorce intermediary]\n" /* 2: unknown kind */
+           "plugin = http\n"        /* 3: skipped (bad header) */
+           "[sink]\n"               /* 4: needs a name */
+           "[bridge main]\n"        /* 5: bridge takes no name */
+           "[sink Bad]\n"           /* 6: invalid name */
+           "[route r1\n"            /* 7: no ']' */
+           "[route r2] x\n"         /* 8: text after header */
+           "[source ok]\n"          /* 9 */
+           "just words\n"           /* 10: no '=' */
+           "listen: 0.0.0.0:80\n"   /* 11: ':' separator */
+           "Listen = 1\n"           /* 12: upper case key */
+           "= value\n"              /* 13: empty key */
+           "%s"                     /* 14: too long */
+           "plugin = http\n",       /* 15: fine */
            longline);
   fx_write(dir, "10-a.conf", a);
   free(a);
   fx_write(dir, "20-b.conf",
-           "[source ok]\n"   /* 1: duplicate of 10-a.conf:9 */
-           "[sink s1]\n"     /* 2 */
-           "[ sink  s2 ]\n"  /* 3: spaces inside brackets are fine */
-           "[]\n");          /* 4: empty kind */
+           "[source ok]\n"  /* 1: duplicate of 10-a.conf:9 */
+           "[sink s1]\n"    /* 2 */
+           "[ sink  s2 ]\n" /* 3: spaces inside brackets are fine */
+           "[]\n");         /* 4: empty kind */
   ceb_conf *conf = (ceb_conf *)1;
   ceb_conf_errors errs;
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_ECONFIG);
   CHECK(conf == NULL);
-  CHECK_INT(fx_find(&errs, "10-a.conf", 1, "key 'stray' outside a section"),
-            0);
+  CHECK_INT(fx_find(&errs, "10-a.conf", 1, "key 'stray' outside a section"), 0);
   int i = fx_find(&errs, "10-a.conf", 2, "unknown section kind 'sorce'");
   CHECK(i >= 0);
-  if (i >= 0)
-    CHECK_STR(errs.items[i].hint, "did you mean 'source'?");
+  if (i >= 0) CHECK_STR(errs.items[i].hint, "did you mean 'source'?");
   CHECK(fx_find(&errs, "10-a.conf", 3, "") < 0);
   CHECK(fx_find(&errs, "10-a.conf", 4, "[sink] needs a name") >= 0);
   CHECK(fx_find(&errs, "10-a.conf", 5, "[bridge] takes no name") >= 0);
@@ -168,13 +166,11 @@ static void syntax_errors(void) {
   CHECK(fx_find(&errs, "10-a.conf", 15, "") < 0);
   i = fx_find(&errs, "20-b.conf", 1, "duplicate section [source ok]");
   CHECK(i >= 0);
-  if (i >= 0)
-    CHECK(strstr(errs.items[i].hint, "10-a.conf:9") != NULL);
+  if (i >= 0) CHECK(strstr(errs.items[i].hint, "10-a.conf:9") != NULL);
   CHECK(fx_find(&errs, "20-b.conf", 3, "") < 0);
   CHECK(fx_find(&errs, "20-b.conf", 4, "unknown section kind ''") >= 0);
   CHECK_INT(errs.count, 14);
-  if (errs.count != 14)
-    fx_dump(&errs);
+  if (errs.count != 14) fx_dump(&errs);
 
   /* The printed form is file:line: message (hint). */
   char *text = fx_print(&errs);

@@ -10,8 +10,7 @@
 #include "ceb_test.h"
 
 static const ceb_config_spec tiny_sink[] = {
-    {"url", CEB_CFG_URL, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
-     "Where to POST."},
+    {"url", CEB_CFG_URL, CEB_CFG_REQUIRED, NULL, 0, 0, NULL, "Where to POST."},
     {"secret", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Signing secret."},
     {"timeout", CEB_CFG_DURATION, 0, "15s", 1, 3600000, NULL,
@@ -41,8 +40,7 @@ static void reference(void) {
   };
   char *out = render(refs, 2);
   CHECK(out != NULL);
-  if (!out)
-    return;
+  if (!out) return;
   static const char *const want[] = {
       "## Plugin `zeta`\n\nZeta plugin.\n\n"
       "### [sink NAME] with plugin = zeta\n\n"
@@ -87,15 +85,13 @@ static void reference(void) {
 
 /* Every default of the host specs passes its own type and range check. */
 static void defaults_valid(void) {
-  const ceb_config_spec *specs[] = {ceb_spec_bridge, ceb_spec_route,
-                                    ceb_spec_source_common,
-                                    ceb_spec_sink_common,
-                                    ceb_spec_contracts_common};
+  const ceb_config_spec *specs[] = {
+      ceb_spec_bridge, ceb_spec_route, ceb_spec_source_common,
+      ceb_spec_sink_common, ceb_spec_contracts_common};
   for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
     for (const ceb_config_spec *sp = specs[k]; sp->key; sp++) {
       CHECK_MSG(sp->description && *sp->description, "%s", sp->key);
-      if (!sp->default_value)
-        continue;
+      if (!sp->default_value) continue;
       char msg[256], hint[256];
       int rc = ceb_conf_value_check(sp, sp->default_value, sp->key, msg,
                                     sizeof msg, hint, sizeof hint);

@@ -78,16 +78,16 @@ int main(void) {
 
   /* Set values win over defaults; origin names file:line. */
   CHECK_INT(ceb_config_put(cfg, "workers", "8", "d/10-a.conf", 3), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "brokers", "k1:9092, k2:9092", "d/10-a.conf",
-                           4),
-            CEB_OK);
+  CHECK_INT(
+      ceb_config_put(cfg, "brokers", "k1:9092, k2:9092", "d/10-a.conf", 4),
+      CEB_OK);
   CHECK_INT(ceb_config_put(cfg, "rdkafka.linger.ms", "5", "d/10-a.conf", 5),
             CEB_OK);
   CHECK_INT(ceb_config_put(cfg, "brokers", "k3:9092", "d/20-b.conf", 1),
             CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "rdkafka.compression.type", "zstd",
-                           "d/20-b.conf", 2),
-            CEB_OK);
+  CHECK_INT(
+      ceb_config_put(cfg, "rdkafka.compression.type", "zstd", "d/20-b.conf", 2),
+      CEB_OK);
   CHECK_INT(ceb_config_put(cfg, "timeout", "1h30m", NULL, 9), CEB_OK);
   CHECK_INT(ceb_config_put(cfg, "enabled", "off", "d/20-b.conf", 4), CEB_OK);
   CHECK_INT(ceb_config_put(cfg, NULL, "x", "f", 1), CEB_EINVAL);

@@ -7,11 +7,16 @@ static void durations(void) {
   static const struct {
     const char *text;
     int64_t ms;
-  } ok[] = {{"250ms", 250},         {"5s", 5000},
-            {"5m", 300000},         {"2h", 7200000},
-            {"7d", 604800000},      {"1h30m", 5400000},
-            {"0s", 0},              {"0", 0},
-            {"1d2h3m4s5ms", 93784005}, {"90s", 90000},
+  } ok[] = {{"250ms", 250},
+            {"5s", 5000},
+            {"5m", 300000},
+            {"2h", 7200000},
+            {"7d", 604800000},
+            {"1h30m", 5400000},
+            {"0s", 0},
+            {"0", 0},
+            {"1d2h3m4s5ms", 93784005},
+            {"90s", 90000},
             {"9223372036854775807ms", INT64_MAX}};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     int64_t ms = -1;
@@ -19,15 +24,30 @@ static void durations(void) {
               ok[i].text);
     CHECK_INT(ms, ok[i].ms);
   }
-  static const char *const bad[] = {
-      "",      "-5s",  "5",     "s",      "5x",    "5 s",   " 5s",
-      "5s ",   "1.5h", "30m1h", "5m5m",   "5sec",  "5S",    "h1",
-      "1h30",  "+5s",  "5ms5s", "9223372036854775808ms",
-      "106751991168d" /* overflows int64 ms */, "106751991167d8h", "99999999999999999999s"};
+  static const char *const bad[] = {"",
+                                    "-5s",
+                                    "5",
+                                    "s",
+                                    "5x",
+                                    "5 s",
+                                    " 5s",
+                                    "5s ",
+                                    "1.5h",
+                                    "30m1h",
+                                    "5m5m",
+                                    "5sec",
+                                    "5S",
+                                    "h1",
+                                    "1h30",
+                                    "+5s",
+                                    "5ms5s",
+                                    "9223372036854775808ms",
+                                    "106751991168d" /* overflows int64 ms */,
+                                    "106751991167d8h",
+                                    "99999999999999999999s"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int64_t ms = 42;
-    CHECK_MSG(ceb_parse_duration_ms(bad[i], &ms) == CEB_EINVAL, "'%s'",
-              bad[i]);
+    CHECK_MSG(ceb_parse_duration_ms(bad[i], &ms) == CEB_EINVAL, "'%s'", bad[i]);
     CHECK_INT(ms, 42); /* untouched on error */
   }
   int64_t ms;
@@ -56,9 +76,16 @@ static void sizes(void) {
     CHECK_MSG(ceb_parse_size(ok[i].text, &b) == CEB_OK, "%s", ok[i].text);
     CHECK_INT(b == ok[i].bytes, 1);
   }
-  static const char *const bad[] = {"",     "-1",    "1.5MiB", "KiB",
-                                    "10 kB", "10kb", "10kib", "1XB",
-                                    " 1",   "18446744073709551616",
+  static const char *const bad[] = {"",
+                                    "-1",
+                                    "1.5MiB",
+                                    "KiB",
+                                    "10 kB",
+                                    "10kb",
+                                    "10kib",
+                                    "1XB",
+                                    " 1",
+                                    "18446744073709551616",
                                     "17179869184GiB" /* 2^64 */};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     uint64_t b = 7;
@@ -71,10 +98,10 @@ static void rates(void) {
   static const struct {
     const char *text;
     double per_s;
-  } ok[] = {{"200/s", 200},      {"1000/min", 1000.0 / 60},
+  } ok[] = {{"200/s", 200},        {"1000/min", 1000.0 / 60},
             {"10/h", 10.0 / 3600}, {"5/m", 5.0 / 60},
-            {"1/d", 1.0 / 86400}, {"0.5/s", 0.5},
-            {"3/second", 3},     {"0/s", 0}};
+            {"1/d", 1.0 / 86400},  {"0.5/s", 0.5},
+            {"3/second", 3},       {"0/s", 0}};
   for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     double r = -1;
     CHECK_MSG(ceb_parse_rate(ok[i].text, &r) == CEB_OK, "%s", ok[i].text);
@@ -82,9 +109,9 @@ static void rates(void) {
                   r < ok[i].per_s * 1.000001 + 1e-12,
               "%s gave %f", ok[i].text, r);
   }
-  static const char *const bad[] = {"",     "200",   "/s",    "200/",
-                                    "200/x", "-1/s", "1e3/s", "200/ s",
-                                    "200/ms", ".5/s", "5./s", "nan/s"};
+  static const char *const bad[] = {"",       "200",  "/s",    "200/",
+                                    "200/x",  "-1/s", "1e3/s", "200/ s",
+                                    "200/ms", ".5/s", "5./s",  "nan/s"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     double r = 9;
     CHECK_MSG(ceb_parse_rate(bad[i], &r) == CEB_EINVAL, "'%s'", bad[i]);
@@ -103,8 +130,8 @@ static void bools(void) {
     CHECK_INT(ceb_parse_bool(no[i], &v), CEB_OK);
     CHECK_INT(v, 0);
   }
-  static const char *const bad[] = {"", "2", "y", "n", "truee", " true",
-                                    "enabled"};
+  static const char *const bad[] = {"",      "2",     "y",      "n",
+                                    "truee", " true", "enabled"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int v = 5;
     CHECK_MSG(ceb_parse_bool(bad[i], &v) == CEB_EINVAL, "'%s'", bad[i]);
@@ -122,8 +149,15 @@ static void ints(void) {
   CHECK(v == INT64_MAX);
   CHECK_INT(ceb_parse_int("-9223372036854775808", &v), CEB_OK);
   CHECK(v == INT64_MIN);
-  static const char *const bad[] = {"",   "-",     "+1",   "1.0", "0x10",
-                                    "1k", " 1",    "1 ",   "--1",
+  static const char *const bad[] = {"",
+                                    "-",
+                                    "+1",
+                                    "1.0",
+                                    "0x10",
+                                    "1k",
+                                    " 1",
+                                    "1 ",
+                                    "--1",
                                     "9223372036854775808",
                                     "-9223372036854775809"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -140,9 +174,9 @@ static void addresses(void) {
             CEB_OK);
   CHECK_STR(host, "127.0.0.1");
   CHECK_INT(port, 8081);
-  CHECK_INT(ceb_parse_address("kafka-1.example.nl:9092", host, sizeof host,
-                              &port),
-            CEB_OK);
+  CHECK_INT(
+      ceb_parse_address("kafka-1.example.nl:9092", host, sizeof host, &port),
+      CEB_OK);
   CHECK_STR(host, "kafka-1.example.nl");
   CHECK_INT(port, 9092);
   CHECK_INT(ceb_parse_address("[::1]:0", host, sizeof host, &port), CEB_OK);
@@ -155,14 +189,13 @@ static void addresses(void) {
   CHECK_INT(ceb_parse_address("localhost:1", NULL, 0, &port), CEB_OK);
   CHECK_INT(port, 1);
   static const char *const bad[] = {
-      "",           "localhost",  ":80",         "host:",      "host:65536",
-      "host:-1",    "host:8o",    "::1:80",      "[::1]",      "[::1]80",
-      "[zz::1]:80", "[]:80",      "ho st:80",    "host..x:80", "host:0080080",
-      "a:b:80",     "[::1]:80x",  "host:+80"};
+      "",           "localhost", ":80",      "host:",      "host:65536",
+      "host:-1",    "host:8o",   "::1:80",   "[::1]",      "[::1]80",
+      "[zz::1]:80", "[]:80",     "ho st:80", "host..x:80", "host:0080080",
+      "a:b:80",     "[::1]:80x", "host:+80"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     port = -7;
-    CHECK_MSG(ceb_parse_address(bad[i], host, sizeof host, &port) ==
-                  CEB_EINVAL,
+    CHECK_MSG(ceb_parse_address(bad[i], host, sizeof host, &port) == CEB_EINVAL,
               "'%s'", bad[i]);
     CHECK_INT(port, -7);
   }
