@@ -102,7 +102,8 @@ hin_env *hin_start(const char *const *entries, int *init_status) {
     hin_stop(e);
     return NULL;
   }
-  snprintf(e->url, sizeof e->url, "http://127.0.0.1:%d/events", e->port);
+  snprintf(e->url, sizeof e->url, "%s://127.0.0.1:%d/events",
+           has_key(entries, "tls.cert") ? "https" : "http", e->port);
   return e;
 }
 
@@ -162,9 +163,13 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg) {
   return k;
 }
 
-hin_resp hin_request(const char *url, const char *method,
-                     const char *const *headers, const void *body, size_t len,
-                     int chunked) {
+typedef struct tls_opts {
+  const char *ca, *cert, *key;
+} tls_opts;
+
+static hin_resp request(const char *url, const char *method,
+                        const char *const *headers, const void *body,
+                        size_t len, int chunked, const tls_opts *tls) {
   hin_resp r = {0};
   CURL *c = curl_easy_init();
   buf b = {0}, h = {0};
@@ -195,6 +200,13 @@ hin_resp hin_request(const char *url, const char *method,
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
   }
+  if (tls) {
+    curl_easy_setopt(c, CURLOPT_CAINFO, tls->ca);
+    if (tls->cert) {
+      curl_easy_setopt(c, CURLOPT_SSLCERT, tls->cert);
+      curl_easy_setopt(c, CURLOPT_SSLKEY, tls->key);
+    }
+  }
   if (curl_easy_perform(c) == CURLE_OK)
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   curl_easy_cleanup(c);
@@ -203,6 +215,19 @@ hin_resp hin_request(const char *url, const char *method,
   r.len = b.len;
   r.headers = h.data ? h.data : strdup("");
   return r;
+}
+
+hin_resp hin_request(const char *url, const char *method,
+                     const char *const *headers, const void *body, size_t len,
+                     int chunked) {
+  return request(url, method, headers, body, len, chunked, NULL);
+}
+
+hin_resp hin_post_tls(const char *url, const char *const *headers,
+                      const char *body, const char *ca_path,
+                      const char *client_cert, const char *client_key) {
+  tls_opts t = {ca_path, client_cert, client_key};
+  return request(url, "POST", headers, body, strlen(body), 0, &t);
 }
 
 hin_resp hin_post(hin_env *e, const char *const *headers, const char *body) {

@@ -48,6 +48,11 @@ typedef struct hin_resp {
 hin_resp hin_request(const char *url, const char *method,
                      const char *const *headers, const void *body, size_t len,
                      int chunked);
+/* POST over HTTPS trusting ca_path; client_cert/client_key (PEM files)
+ * may be NULL. */
+hin_resp hin_post_tls(const char *url, const char *const *headers,
+                      const char *body, const char *ca_path,
+                      const char *client_cert, const char *client_key);
 hin_resp hin_post(hin_env *e, const char *const *headers, const char *body);
 void hin_resp_free(hin_resp *r);
 /* Value of a response header (copied into buf), or NULL. */
