@@ -104,6 +104,23 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
   }
 }
 
+/* admin.listen is "off" or an address: checked here so that `check`
+ * reports it with file:line instead of `run` failing later. */
+static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
+  const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
+  const char *v = sec ? ceb_config_str(sec->cfg, "admin.listen") : NULL;
+  char host[256];
+  int port;
+  if (!v || strcmp(v, "off") == 0 ||
+      ceb_parse_address(v, host, sizeof host, &port) == CEB_OK)
+    return;
+  char file[256];
+  int line;
+  key_origin(sec, "admin.listen", file, sizeof file, &line);
+  ceb_conf_error_add(errs, file, line, "e.g. 127.0.0.1:8081, or off",
+                     "admin.listen = %s is not host:port", v);
+}
+
 static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
   uint32_t role = role_of_kind(sec->kind);
   const char *pname = ceb_config_str(sec->cfg, "plugin");
@@ -182,6 +199,7 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
     return CEB_ENOMEM;
   }
   st = ceb_conf_check(b->conf, plugin_spec_cb, b, errs);
+  check_admin_listen(b, errs);
   for (size_t i = 0; i < b->conf->count; i++)
     if (strcmp(b->conf->sections[i].kind, "route") == 0) {
       check_topic_sink(b, &b->conf->sections[i], "dlq", errs);

@@ -10,8 +10,9 @@ const ceb_config_spec ceb_spec_bridge[] = {
     {"plugin_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "Directory plugins are loaded from; default: <bindir>/../lib/cebridge/"
      "plugins, then the install location."},
-    {"admin.listen", CEB_CFG_ADDRESS, 0, "127.0.0.1:8081", 0, 0, NULL,
-     "Admin API address (health, metrics, status, DLQ); port 0 picks one."},
+    {"admin.listen", CEB_CFG_STRING, 0, "127.0.0.1:8081", 0, 0, NULL,
+     "Admin API address host:port (health, metrics, status, DLQ; port 0 "
+     "picks one), or off."},
     {"admin.token", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Bearer token the admin API requires for /v1/ (health and metrics stay "
      "open); ${ENV} or file:/path."},
