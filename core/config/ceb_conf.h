@@ -26,6 +26,10 @@ typedef struct ceb_conf_error {
 } ceb_conf_error;
 
 #define CEB_CONF_MAX_ERRORS 64
+/* Bounds that keep checking linear in practice; real configs are far
+ * smaller. Exceeding them is a load error. */
+#define CEB_CONF_MAX_SECTIONS 1024
+#define CEB_CONF_MAX_KEYS 1024 /* per section, [bridge] merged */
 
 typedef struct ceb_conf_errors {
   size_t count; /* may exceed CEB_CONF_MAX_ERRORS; only that many kept */
@@ -47,16 +51,26 @@ typedef struct ceb_conf {
   ceb_config *empty_bridge; /* internal: ceb_conf_bridge without [bridge] */
 } ceb_conf;
 
-/* Reads every *.conf in dir in name order. CEB_OK, or CEB_ECONFIG with
- * errs filled (and *out NULL). */
+/* Reads every *.conf in dir (not hidden files) in name order (strcmp). errs
+ * is cleared first. CEB_OK with *out owned by the caller (ceb_conf_free),
+ * or CEB_ECONFIG / CEB_ENOMEM with errs filled and *out NULL. Syntax only:
+ * keys are not judged until ceb_conf_check. */
 int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs);
 
 /* The spec of the plugin behind a source/sink/contracts section, or NULL
- * after adding an error to errs (plugin missing, lacks the role...). */
+ * after adding an error to errs (plugin missing, lacks the role...). Only
+ * called for sections that set a non-empty plugin key. A plugin without
+ * keys must return an empty (END-only) spec, not NULL: after NULL the
+ * section's unknown keys cannot be judged and are not reported. */
 typedef const ceb_config_spec *(*ceb_conf_plugin_spec_fn)(
     void *arg, const ceb_conf_section *section, ceb_conf_errors *errs);
 
-/* Checks every section. CEB_OK or CEB_ECONFIG with errs filled. */
+/* Checks every section. errs is cleared first; every error is collected
+ * (not only the first). Resolves SECRET references and makes relative PATH
+ * values absolute in place, and attaches the specs to each section's cfg
+ * so typed getters see defaults. plugin_spec may be NULL: then only the
+ * host's keys of plugin sections are checked. CEB_OK or CEB_ECONFIG with
+ * errs filled (the conf must then be freed, not used). */
 int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
                    void *arg, ceb_conf_errors *errs);
 

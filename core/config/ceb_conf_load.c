@@ -34,6 +34,8 @@ typedef struct loader {
   size_t buf_cap;
   int state;  /* 0: before any section, 1: in section cur, 2: bad header */
   size_t cur; /* index into conf->sections */
+  size_t key_cap_reported; /* 1 + section index whose key cap was reported */
+  int section_cap_reported;
   int oom;
 } loader;
 
@@ -173,6 +175,14 @@ static void section_header(loader *ld, char *line) {
       }
     }
   }
+  if (ld->conf->count >= CEB_CONF_MAX_SECTIONS) {
+    if (!ld->section_cap_reported)
+      ceb_conf_error_add(ld->errs, ld->file, ld->lineno,
+                         "split the bridge into several instances",
+                         "more than %d sections", CEB_CONF_MAX_SECTIONS);
+    ld->section_cap_reported = 1;
+    return;
+  }
   if (!section_add(ld, kind, k == 0 ? NULL : name)) {
     ld->oom = 1;
     return;
@@ -245,6 +255,13 @@ static int conf_handler(void *user, const char *section, const char *name,
     return 1;
   }
   ceb_conf_section *s = &ld->conf->sections[ld->cur];
+  if (ceb_config_count(s->cfg) >= CEB_CONF_MAX_KEYS) {
+    if (ld->key_cap_reported != ld->cur + 1)
+      ceb_conf_error_add(ld->errs, ld->file, ld->lineno, NULL,
+                         "more than %d keys in one section", CEB_CONF_MAX_KEYS);
+    ld->key_cap_reported = ld->cur + 1;
+    return 1;
+  }
   if (ceb_config_put(s->cfg, name, value, ld->file, ld->lineno) != CEB_OK)
     ld->oom = 1;
   return 1;

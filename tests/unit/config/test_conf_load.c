@@ -228,7 +228,54 @@ static void error_overflow(void) {
   free(dir);
 }
 
+/* Section and key caps: reported once, at the first line over the cap. */
+static void caps(void) {
+  char *dir = ceb_test_tmpdir("conf-caps");
+  size_t cap = 64 * (CEB_CONF_MAX_SECTIONS + CEB_CONF_MAX_KEYS + 8);
+  char *text = malloc(cap);
+  size_t len = 0;
+  len += (size_t)snprintf(text + len, cap - len, "[bridge]\n");
+  for (int i = 0; i < CEB_CONF_MAX_KEYS + 2; i++)
+    len += (size_t)snprintf(text + len, cap - len, "k%d = v\n", i);
+  fx_write(dir, "a.conf", text);
+  len = 0;
+  for (int i = 0; i < CEB_CONF_MAX_SECTIONS + 3; i++)
+    len += (size_t)snprintf(text + len, cap - len, "[sink s%d]\n", i);
+  fx_write(dir, "b.conf", text);
+  free(text);
+  ceb_conf *conf = NULL;
+  ceb_conf_errors errs;
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_ECONFIG);
+  CHECK_INT(errs.count, 2);
+  CHECK(fx_find(&errs, "a.conf", CEB_CONF_MAX_KEYS + 2,
+                "more than 1024 keys in one section") >= 0);
+  /* [bridge] is section 1 of the cap: b.conf fills the rest. */
+  CHECK(fx_find(&errs, "b.conf", CEB_CONF_MAX_SECTIONS,
+                "more than 1024 sections") >= 0);
+  fx_rmdir(dir);
+  free(dir);
+}
+
+/* The printed forms: file:line: message (hint), file: message, message. */
+static void print_format(void) {
+  ceb_conf_errors errs;
+  memset(&errs, 0, sizeof errs);
+  ceb_conf_error_add(&errs, "bridge.d/10-x.conf", 12, "did you mean 'listen'?",
+                     "unknown key '%s' in [source %s]", "listn",
+                     "intermediary");
+  ceb_conf_error_add(&errs, "bridge.d", 0, NULL, "no *.conf files");
+  ceb_conf_error_add(&errs, "", 0, "", "no configuration loaded");
+  char *out = fx_print(&errs);
+  CHECK_STR(out, "bridge.d/10-x.conf:12: unknown key 'listn' in [source "
+                 "intermediary] (did you mean 'listen'?)\n"
+                 "bridge.d: no *.conf files\n"
+                 "no configuration loaded\n");
+  free(out);
+}
+
 int main(void) {
+  print_format();
+  caps();
   load_ok();
   no_bridge();
   syntax_errors();
