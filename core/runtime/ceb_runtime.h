@@ -63,4 +63,49 @@ int ceb_runtime_ready(ceb_runtime *rt);
 struct ceb_store;
 struct ceb_store *ceb_runtime_store(ceb_runtime *rt);
 
+/* ---- queries and operations for the admin API and the CLI ----
+ * Thread-safe; they read the store on read connections (the blocking ones
+ * wait for one commit). JSON results are new references (json_decref). */
+
+#include <jansson.h>
+
+#include "store/ceb_store.h"
+
+/* The host clock now. */
+int64_t ceb_runtime_now(ceb_runtime *rt);
+/* Wakes the delivery engine (tests call it after moving their clock). */
+void ceb_runtime_kick(ceb_runtime *rt);
+
+/* Status of an event by id (and source, may be NULL): see
+ * ceb_store_event_status for the shape. */
+json_t *ceb_runtime_event_status(ceb_runtime *rt, const char *id,
+                                 const char *source);
+/* Routes with queue depth, in-flight attempts, oldest age and the sink's
+ * circuit state: see ceb_engine_routes_json. */
+json_t *ceb_runtime_routes(ceb_runtime *rt);
+
+/* DLQ: list (newest first), show one (with the dead-letter event), replay
+ * (back into its route as a fresh delivery with the same event id; rows
+ * remember replays; dry_run counts only) and purge (dry_run counts only; the
+ * caller asks the operator for confirmation). Filters: ceb_dlq_filter.
+ * replay: CEB_ENOTFOUND when f->route names no configured route. */
+json_t *ceb_runtime_dlq_list(ceb_runtime *rt, const ceb_dlq_filter *f);
+json_t *ceb_runtime_dlq_show(ceb_runtime *rt, int64_t id);
+int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,
+                           int dry_run, size_t *count, json_t *replayed);
+int ceb_runtime_dlq_purge(ceb_runtime *rt, const ceb_dlq_filter *f,
+                          int dry_run, size_t *count);
+
+/* Contract checks of a route at ingress. The hook is called by submit for
+ * every route an event matches that pins a contract (route->contract);
+ * it returns CEB_OK or CEB_EVALIDATION after filling violations. Unset (the
+ * default), pinned routes accept every event and log once that contracts
+ * are not enforced. Set it before ceb_runtime_start. */
+struct ceb_route;
+typedef int (*ceb_contract_check_fn)(void *arg, const struct ceb_route *route,
+                                     const ceb_event *ev,
+                                     ceb_violations *violations);
+void ceb_runtime_set_contract_check(ceb_runtime *rt, ceb_contract_check_fn fn,
+                                    void *arg);
+
 #endif

@@ -219,6 +219,11 @@ int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
                         size_t *count);
 /* Blocking. Marks a DLQ row forwarded to its topic destination. */
 int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now);
+/* The same as an op (arg: ceb_dlq_forward) for async use. */
+typedef struct ceb_dlq_forward {
+  int64_t id, now;
+} ceb_dlq_forward;
+int ceb_store_dlq_forwarded_run(struct sqlite3 *db, void *fwd);
 
 /* ---- idempotency ---- */
 

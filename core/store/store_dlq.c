@@ -241,12 +241,8 @@ int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
   return rc;
 }
 
-typedef struct fwd_args {
-  int64_t id, now;
-} fwd_args;
-
-static int forwarded_run(sqlite3 *db, void *arg) {
-  fwd_args *a = arg;
+int ceb_store_dlq_forwarded_run(sqlite3 *db, void *arg) {
+  ceb_dlq_forward *a = arg;
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db, "UPDATE dlq SET forwarded_at = ?2 WHERE id = ?1",
                          -1, &s, NULL) != SQLITE_OK)
@@ -261,6 +257,6 @@ static int forwarded_run(sqlite3 *db, void *arg) {
 }
 
 int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now) {
-  fwd_args a = {id, now};
-  return ceb_store_call(st, forwarded_run, &a);
+  ceb_dlq_forward a = {id, now};
+  return ceb_store_call(st, ceb_store_dlq_forwarded_run, &a);
 }

@@ -1,0 +1,108 @@
+/* The delivery engine: worker threads claim due deliveries from the store
+ * (the backlog and every retry wait in the store, only in-flight attempts
+ * are in memory), hand them to sink plugins, and turn settles into store
+ * writes: done, retry at a time, or dead letter.
+ *
+ * Per route: FIFO per order key (enforced by the store's claim), at most
+ * max_inflight attempts, a per-attempt timeout. Per sink: a token bucket
+ * and a circuit breaker shared by every route to it. The engine sleeps on a
+ * condition variable until work is committed (ceb_engine_added), a settle
+ * arrives, or the earliest timer (retry due, timeout, circuit probe, token)
+ * is reached; it never busy-polls. Time is the injected host clock; a test
+ * that moves its clock calls ceb_engine_kick.
+ *
+ * Threading: ceb_engine_new/start/drain/free on the control thread; every
+ * other function from any thread. deliver is called from engine workers
+ * (and, for dead-letter forwards and receipts, from the store committer);
+ * it must not block. */
+#ifndef CEB_ENGINE_H
+#define CEB_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ceb/plugin.h>
+#include <jansson.h>
+
+#include "bridge/ceb_instance.h"
+#include "delivery/ceb_retry.h"
+#include "metrics/ceb_metrics.h"
+#include "store/ceb_store.h"
+
+typedef struct ceb_engine ceb_engine;
+
+typedef struct ceb_engine_sink {
+  const char *name;
+  ceb_instance *inst; /* deliver = inst->plugin->deliver(inst->state, d) */
+  double rate;        /* per second; <= 0 unlimited */
+  double burst;       /* 0: one second's worth */
+  uint32_t circuit_failures;
+  int64_t circuit_open_for_ms;
+} ceb_engine_sink;
+
+typedef struct ceb_engine_route {
+  const char *name;
+  size_t sink;                    /* index into sinks */
+  uint32_t max_inflight;
+  int64_t timeout_ms;
+  const ceb_retry_policy *retry;  /* borrowed; includes the deadline */
+  long dlq_sink;                  /* index, or -1: store DLQ only */
+  const char *dlq_topic;
+  long receipts_sink;             /* index, or -1: no receipts */
+  const char *receipts_topic;     /* may be NULL */
+  const char *receipts_prefix;
+} ceb_engine_route;
+
+typedef struct ceb_engine_opts {
+  ceb_store *store;       /* borrowed */
+  ceb_metrics *metrics;   /* borrowed, may be NULL */
+  int64_t (*clock)(void *arg);
+  void *clock_arg;
+  const ceb_engine_sink *sinks; /* copied (strings borrowed) */
+  size_t nsinks;
+  const ceb_engine_route *routes;
+  size_t nroutes;
+  unsigned workers;       /* threads; routes are spread over them */
+  int64_t max_queued;     /* backpressure threshold of open deliveries */
+} ceb_engine_opts;
+
+/* Control thread. CEB_OK or < 0. The arrays in opts are copied. */
+int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
+/* Control thread: puts a crashed run's in-progress rows back to pending,
+ * loads the open counts and starts the workers. */
+int ceb_engine_start(ceb_engine *e);
+/* Control thread: stops claiming and waits until nothing is in flight or
+ * deadline_ms (host clock) passes: CEB_OK or CEB_ETIMEOUT. Unsettled rows
+ * stay in progress in the store and are retried after the next start. */
+int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms);
+/* Control thread: stops the workers; outcomes still being committed are
+ * recorded, but no forward or receipt is sent any more (the sinks are
+ * going away). Call before closing the store. */
+void ceb_engine_stop(ceb_engine *e);
+/* Control thread, after the sink plugins were destroyed and the store
+ * closed (its pending callbacks reference the engine). NULL ignored. */
+void ceb_engine_free(ceb_engine *e);
+
+/* The host table's settle: exactly once per delivery; a second or unknown
+ * settle is logged and ignored; a settle after the host timed the attempt
+ * out only releases it. info is copied. */
+void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
+                       const ceb_settle_info *info);
+
+/* n new open deliveries were committed on route (ingest or replay). */
+void ceb_engine_added(ceb_engine *e, size_t route, int64_t n);
+/* Wakes the workers (new work, or the test clock moved). */
+void ceb_engine_kick(ceb_engine *e);
+/* 1 while open deliveries are below max_queued. */
+int ceb_engine_accepting(ceb_engine *e);
+/* Open (not done, not dead) deliveries, all routes. */
+int64_t ceb_engine_open_count(ceb_engine *e);
+/* Attempts in flight, all routes. */
+size_t ceb_engine_inflight(ceb_engine *e);
+
+/* Routes for the admin API / CLI, a new JSON array:
+ *   [{"route","sink","queued","inflight","oldest_age_ms","circuit",
+ *     "max_inflight"}]  (circuit: "closed" | "open" | "half-open") */
+json_t *ceb_engine_routes_json(ceb_engine *e);
+
+#endif

@@ -1,0 +1,496 @@
+/* Engine lifecycle and the worker loop: claim what is due, dispatch it to
+ * the sink, time out what a sink holds too long, then sleep until the
+ * earliest timer or a kick. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include <ceb/ceb.h>
+
+#include "delivery/engine_internal.h"
+#include "log/ceb_log.h"
+
+#define CLAIM_MAX 64
+#define MAX_SLEEP_MS 1000 /* re-read the clock at least this often */
+
+int64_t cebe_now(ceb_engine *e) {
+  if (e->clock)
+    return e->clock(e->clock_arg);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void cebe_kick_locked(ceb_engine *e) {
+  e->gen++;
+  pthread_cond_broadcast(&e->cond);
+}
+
+void ceb_engine_kick(ceb_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
+}
+
+int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
+  *out = NULL;
+  if (!o || !o->store || (o->nroutes && !o->routes) || (o->nsinks && !o->sinks))
+    return CEB_EINVAL;
+  ceb_engine *e = calloc(1, sizeof *e);
+  if (!e)
+    return CEB_ENOMEM;
+  e->store = o->store;
+  e->metrics = o->metrics;
+  e->clock = o->clock;
+  e->clock_arg = o->clock_arg;
+  e->nworkers = o->workers ? o->workers : 1;
+  if (e->nworkers > o->nroutes && o->nroutes)
+    e->nworkers = (unsigned)o->nroutes;
+  e->max_queued = o->max_queued > 0 ? o->max_queued : 1000000;
+  e->rng = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)e;
+  e->sinks = calloc(o->nsinks ? o->nsinks : 1, sizeof *e->sinks);
+  e->routes = calloc(o->nroutes ? o->nroutes : 1, sizeof *e->routes);
+  e->threads = calloc(e->nworkers, sizeof *e->threads);
+  if (!e->sinks || !e->routes || !e->threads) {
+    free(e->sinks);
+    free(e->routes);
+    free(e->threads);
+    free(e);
+    return CEB_ENOMEM;
+  }
+  int64_t now = cebe_now(e);
+  for (size_t i = 0; i < o->nsinks; i++) {
+    e->sinks[i].cfg = o->sinks[i];
+    ceb_circuit_init(&e->sinks[i].circuit, o->sinks[i].circuit_failures,
+                     o->sinks[i].circuit_open_for_ms);
+    ceb_token_bucket_init(&e->sinks[i].bucket, o->sinks[i].rate,
+                          o->sinks[i].burst, now);
+  }
+  e->nsinks = o->nsinks;
+  for (size_t i = 0; i < o->nroutes; i++) {
+    if (o->routes[i].sink >= o->nsinks) {
+      free(e->sinks);
+      free(e->routes);
+      free(e->threads);
+      free(e);
+      return CEB_EINVAL;
+    }
+    e->routes[i].cfg = o->routes[i];
+    if (!e->routes[i].cfg.max_inflight)
+      e->routes[i].cfg.max_inflight = 1;
+    e->routes[i].worker = (unsigned)(i % e->nworkers);
+    snprintf(e->routes[i].labels, sizeof e->routes[i].labels,
+             "route=\"%s\"", o->routes[i].name);
+  }
+  e->nroutes = o->nroutes;
+  pthread_mutex_init(&e->lock, NULL);
+  pthread_cond_init(&e->cond, NULL);
+  pthread_cond_init(&e->idle, NULL);
+  *out = e;
+  return CEB_OK;
+}
+
+typedef struct worker_arg {
+  ceb_engine *e;
+  unsigned index;
+} worker_arg;
+
+int ceb_engine_start(ceb_engine *e) {
+  int n = ceb_store_recover(e->store);
+  if (n < 0)
+    return n;
+  if (n > 0)
+    ceb_log_warn("engine: %d deliveries were in progress when the previous "
+                 "run stopped; they are retried",
+                 n);
+  pthread_mutex_lock(&e->lock);
+  e->open_total = 0;
+  for (size_t i = 0; i < e->nroutes; i++) {
+    int64_t c = ceb_store_count_open(e->store, e->routes[i].cfg.name);
+    e->routes[i].open = c > 0 ? c : 0;
+    e->open_total += e->routes[i].open;
+  }
+  int64_t all = ceb_store_count_open(e->store, NULL);
+  if (all > e->open_total) {
+    ceb_log_warn("engine: %lld open deliveries belong to routes no longer "
+                 "configured; they stay in the store",
+                 (long long)(all - e->open_total));
+  }
+  cebe_update_gauges_locked(e, 1);
+  pthread_mutex_unlock(&e->lock);
+  for (unsigned i = 0; i < e->nworkers; i++) {
+    worker_arg *wa = malloc(sizeof *wa);
+    if (!wa)
+      return CEB_ENOMEM;
+    *wa = (worker_arg){e, i};
+    if (pthread_create(&e->threads[i], NULL, cebe_worker_main, wa) != 0) {
+      free(wa);
+      ceb_log_error("engine: cannot start worker %u", i);
+      return CEB_EINTERNAL;
+    }
+    e->started = (int)i + 1;
+  }
+  return CEB_OK;
+}
+
+int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms) {
+  pthread_mutex_lock(&e->lock);
+  e->draining = 1;
+  cebe_kick_locked(e);
+  while (e->inflight_total > 0 && cebe_now(e) < deadline_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&e->idle, &e->lock, &ts);
+  }
+  int rc = e->inflight_total ? CEB_ETIMEOUT : CEB_OK;
+  if (rc != CEB_OK)
+    ceb_log_warn("engine: drain deadline passed with %zu deliveries in "
+                 "flight; they stay pending",
+                 e->inflight_total);
+  pthread_mutex_unlock(&e->lock);
+  return rc;
+}
+
+void ceb_engine_stop(ceb_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  e->stopping = 1;
+  cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
+  for (int i = 0; i < e->started; i++)
+    pthread_join(e->threads[i], NULL);
+  e->started = 0;
+}
+
+void ceb_engine_free(ceb_engine *e) {
+  if (!e)
+    return;
+  ceb_engine_stop(e);
+  for (size_t i = 0; i < e->live.cap; i++) {
+    void *p = e->live.slots[i];
+    if (p && p != (void *)1)
+      cebe_dctx_free(p);
+  }
+  cebe_ptrset_free(&e->live);
+  pthread_mutex_destroy(&e->lock);
+  pthread_cond_destroy(&e->cond);
+  pthread_cond_destroy(&e->idle);
+  free(e->threads);
+  free(e->sinks);
+  free(e->routes);
+  free(e);
+}
+
+void ceb_engine_added(ceb_engine *e, size_t route, int64_t n) {
+  pthread_mutex_lock(&e->lock);
+  if (route < e->nroutes) {
+    e->routes[route].open += n;
+    e->open_total += n;
+  }
+  cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
+}
+
+int ceb_engine_accepting(ceb_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  int ok = e->open_total < e->max_queued;
+  pthread_mutex_unlock(&e->lock);
+  return ok;
+}
+
+int64_t ceb_engine_open_count(ceb_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  int64_t n = e->open_total;
+  pthread_mutex_unlock(&e->lock);
+  return n;
+}
+
+size_t ceb_engine_inflight(ceb_engine *e) {
+  pthread_mutex_lock(&e->lock);
+  size_t n = e->inflight_total;
+  pthread_mutex_unlock(&e->lock);
+  return n;
+}
+
+void cebe_dctx_free(dctx *c) {
+  if (!c)
+    return;
+  ceb_event_unref(c->ev);
+  free(c);
+}
+
+/* Stable across retries and restarts: receivers dedupe on it. */
+static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
+  const char *src = ceb_event_get(ev, "source"), *id = ceb_event_get(ev, "id");
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned char h[EVP_MAX_MD_SIZE];
+  unsigned int hl = 0;
+  out[0] = '\0';
+  if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) &&
+      EVP_DigestUpdate(md, src ? src : "", strlen(src ? src : "") + 1) &&
+      EVP_DigestUpdate(md, id ? id : "", strlen(id ? id : "") + 1) &&
+      EVP_DigestUpdate(md, route, strlen(route)) &&
+      EVP_DigestFinal_ex(md, h, &hl)) {
+    for (unsigned i = 0; i < 16 && i < hl; i++)
+      snprintf(out + 2 * i, 3, "%02x", h[i]);
+  }
+  EVP_MD_CTX_free(md);
+}
+
+/* Hands c to its sink. Lock not held. deliver may settle before it
+ * returns, so c is not touched after a successful call. */
+static void dispatch(ceb_engine *e, dctx *c) {
+  eng_sink *s = &e->sinks[c->sink];
+  ceb_instance *inst = s->cfg.inst;
+  int rc = inst && inst->plugin && inst->plugin->deliver
+               ? inst->plugin->deliver(inst->state, &c->d)
+               : CEB_EUNSUPPORTED;
+  if (rc == CEB_OK)
+    return;
+  /* Not taken: a retryable failure with the status, unless the attempt
+   * was already timed out meanwhile. */
+  char reason[48];
+  snprintf(reason, sizeof reason, "deliver.%s", ceb_status_name(rc));
+  ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_RETRY,
+                          .retry_after_ms = -1, .reason = reason,
+                          .detail = ceb_strerror(rc)};
+  ceb_engine_settle(e, &c->d, &info);
+}
+
+void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
+                     ceb_event *ev, const char *route, int64_t dlq_id) {
+  pthread_mutex_lock(&e->lock);
+  int stopping = e->stopping;
+  pthread_mutex_unlock(&e->lock);
+  dctx *c = stopping ? NULL : calloc(1, sizeof *c);
+  if (!c) {
+    ceb_event_unref(ev);
+    return;
+  }
+  c->kind = kind;
+  c->sink = sink;
+  c->ev = ev;
+  c->dlq_id = dlq_id;
+  c->attempt = 1;
+  snprintf(c->topic, sizeof c->topic, "%s", topic ? topic : "");
+  idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", c->idem_key);
+  c->d = (ceb_delivery){.struct_size = sizeof c->d, .event = ev,
+                        .route = route, .topic = topic ? c->topic : NULL,
+                        .idempotency_key = c->idem_key, .attempt = 1};
+  pthread_mutex_lock(&e->lock);
+  c->started_at = cebe_now(e);
+  c->d.deadline_ms = c->started_at + 30000;
+  int rc = cebe_ptrset_add(&e->live, c);
+  pthread_mutex_unlock(&e->lock);
+  if (rc != CEB_OK) {
+    cebe_dctx_free(c);
+    return;
+  }
+  dispatch(e, c);
+}
+
+/* Claims up to n due deliveries of route r and dispatches them. Called
+ * with the lock held; drops it around the store and the plugins. Returns
+ * how many were claimed. */
+static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
+  eng_route *rt = &e->routes[r];
+  eng_sink *s = &e->sinks[rt->cfg.sink];
+  ceb_claim *claims = NULL;
+  size_t count = 0;
+  rt->inflight += (uint32_t)n; /* reserve the slots while unlocked */
+  e->inflight_total += n;
+  pthread_mutex_unlock(&e->lock);
+  int rc = ceb_store_claim(e->store, rt->cfg.name, now, n, &claims, &count);
+  if (rc != CEB_OK)
+    ceb_log_error("engine: claiming on route %s failed: %s", rt->cfg.name,
+                  ceb_strerror(rc));
+  dctx **ready = calloc(count ? count : 1, sizeof *ready);
+  size_t nready = 0;
+  for (size_t i = 0; i < count && ready; i++) {
+    ceb_claim *cl = &claims[i];
+    dctx *c = calloc(1, sizeof *c);
+    ceb_event *ev = NULL;
+    ceb_error err;
+    if (c && ceb_json_decode(cl->event_json, strlen(cl->event_json), &ev,
+                             &err) == CEB_OK) {
+      c->kind = DCTX_ROUTE;
+      c->route = r;
+      c->sink = rt->cfg.sink;
+      c->seq = cl->seq;
+      c->received_at = cl->received_at;
+      c->first_at = cl->first_at;
+      c->started_at = now;
+      c->attempt = cl->attempt;
+      c->ev = ev;
+      idem_key(ev, rt->cfg.name, c->idem_key);
+      c->d = (ceb_delivery){.struct_size = sizeof c->d, .event = ev,
+                            .route = rt->cfg.name, .topic = NULL,
+                            .idempotency_key = c->idem_key,
+                            .attempt = cl->attempt,
+                            .deadline_ms = now + rt->cfg.timeout_ms};
+      ready[nready++] = c;
+    } else {
+      /* A journal row we cannot decode can never be delivered: dead. */
+      ceb_log_error("engine: route %s: stored event %lld cannot be decoded; "
+                    "dead-lettering it",
+                    rt->cfg.name, (long long)cl->seq);
+      dctx tmp = {.kind = DCTX_ROUTE, .route = r, .sink = rt->cfg.sink,
+                  .seq = cl->seq, .received_at = cl->received_at,
+                  .first_at = cl->first_at, .attempt = cl->attempt};
+      ceb_settle_info info = {.struct_size = sizeof info,
+                              .outcome = CEB_REJECT, .retry_after_ms = -1,
+                              .reason = "decode",
+                              .detail = "stored event cannot be decoded"};
+      pthread_mutex_lock(&e->lock);
+      rt->inflight--;
+      e->inflight_total--;
+      pthread_mutex_unlock(&e->lock);
+      cebe_outcome(e, &tmp, &info);
+      free(c);
+    }
+  }
+  ceb_claims_free(claims, count);
+  pthread_mutex_lock(&e->lock);
+  size_t unused = n - count;
+  if (!ready)
+    unused = n;
+  rt->inflight -= (uint32_t)unused;
+  e->inflight_total -= unused;
+  for (size_t i = 0; i < nready; i++) {
+    ceb_circuit_started(&s->circuit);
+    ceb_token_bucket_take(&s->bucket, 1);
+    if (cebe_ptrset_add(&e->live, ready[i]) != CEB_OK) {
+      ceb_log_error("engine: out of memory tracking a delivery");
+    }
+  }
+  if (unused)
+    pthread_cond_broadcast(&e->idle);
+  pthread_mutex_unlock(&e->lock);
+  for (size_t i = 0; i < nready; i++) {
+    cebe_metric_add(e, "cebridge_delivery_attempts_started_total",
+                    rt->labels, 1);
+    dispatch(e, ready[i]);
+  }
+  free(ready);
+  pthread_mutex_lock(&e->lock);
+  return count;
+}
+
+/* Times out attempts of worker w's routes; lock held. */
+static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
+  int64_t next = INT64_MAX;
+  for (size_t i = 0; i < e->live.cap; i++) {
+    dctx *c = e->live.slots[i];
+    if (!c || c == (void *)1 || c->kind != DCTX_ROUTE || c->host_settled ||
+        e->routes[c->route].worker != w)
+      continue;
+    if (c->d.deadline_ms > now) {
+      if (c->d.deadline_ms < next)
+        next = c->d.deadline_ms;
+      continue;
+    }
+    /* The host settles on the sink's behalf; the context stays registered
+     * until the sink's own (late) settle releases it. */
+    c->host_settled = 1;
+    eng_route *rt = &e->routes[c->route];
+    rt->inflight--;
+    e->inflight_total--;
+    ceb_circuit_failure(&e->sinks[c->sink].circuit, now);
+    pthread_cond_broadcast(&e->idle);
+    dctx copy = *c;
+    pthread_mutex_unlock(&e->lock);
+    ceb_log_warn("engine: route %s: attempt %u timed out", rt->cfg.name,
+                 copy.attempt);
+    ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_RETRY,
+                            .retry_after_ms = -1, .reason = "timeout",
+                            .detail = "the sink did not settle in time"};
+    cebe_outcome(e, &copy, &info);
+    pthread_mutex_lock(&e->lock);
+    i = (size_t)-1; /* the set may have changed: rescan */
+    next = INT64_MAX;
+  }
+  return next;
+}
+
+void *cebe_worker_main(void *arg) {
+  worker_arg *wa = arg;
+  ceb_engine *e = wa->e;
+  unsigned w = wa->index;
+  free(wa);
+  pthread_mutex_lock(&e->lock);
+  while (!e->stopping) {
+    uint64_t gen = e->gen;
+    int64_t now = cebe_now(e);
+    int64_t next = expire_locked(e, w, now);
+    int progress = 0;
+    for (size_t r = 0; r < e->nroutes && !e->draining && !e->stopping; r++) {
+      eng_route *rt = &e->routes[r];
+      if (rt->worker != w || rt->open <= 0)
+        continue;
+      eng_sink *s = &e->sinks[rt->cfg.sink];
+      int free_slots = (int)rt->cfg.max_inflight - (int)rt->inflight;
+      if (free_slots <= 0)
+        continue;
+      int n = free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX;
+      int was = s->circuit.state;
+      n = ceb_circuit_allow(&s->circuit, now, n);
+      if (was != s->circuit.state)
+        cebe_update_gauges_locked(e, 1);
+      if (n == 0) {
+        if (s->circuit.state == CEB_CIRCUIT_OPEN &&
+            s->circuit.open_until < next)
+          next = s->circuit.open_until;
+        continue;
+      }
+      int tokens = ceb_token_bucket_available(&s->bucket, now, n);
+      if (tokens == 0) {
+        int64_t t = ceb_token_bucket_next(&s->bucket, now);
+        if (t < next)
+          next = t;
+        continue;
+      }
+      size_t got = claim_route(e, r, now, (size_t)tokens);
+      if (got == (size_t)tokens)
+        progress = 1; /* maybe more is due */
+    }
+    cebe_update_gauges_locked(e, 0);
+    if (progress || e->gen != gen)
+      continue;
+    /* Earliest future retry of my routes. */
+    for (size_t r = 0; r < e->nroutes && !e->draining; r++) {
+      if (e->routes[r].worker != w || e->routes[r].open <= 0)
+        continue;
+      pthread_mutex_unlock(&e->lock);
+      int64_t due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
+      pthread_mutex_lock(&e->lock);
+      if (due < next)
+        next = due;
+    }
+    if (e->gen != gen || e->stopping)
+      continue;
+    int64_t wait = next == INT64_MAX ? MAX_SLEEP_MS : next - now;
+    if (wait > MAX_SLEEP_MS)
+      wait = MAX_SLEEP_MS;
+    if (wait < 1)
+      wait = 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += wait / 1000;
+    ts.tv_nsec += (wait % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+  }
+  pthread_mutex_unlock(&e->lock);
+  return NULL;
+}

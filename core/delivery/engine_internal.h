@@ -1,0 +1,104 @@
+/* Internals of the delivery engine, shared by its files. */
+#ifndef CEB_ENGINE_INTERNAL_H
+#define CEB_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "delivery/ceb_circuit.h"
+#include "delivery/ceb_engine.h"
+#include "delivery/ceb_token_bucket.h"
+
+enum { DCTX_ROUTE = 0, DCTX_FORWARD = 1, DCTX_RECEIPT = 2 };
+
+/* One attempt. d is first so that the plugin's ceb_delivery pointer is the
+ * context. Lives from dispatch until the plugin settles (or the engine is
+ * freed); `host_settled` marks an attempt the host already timed out. */
+typedef struct dctx {
+  ceb_delivery d;
+  int kind;
+  size_t route, sink;
+  int64_t seq, received_at, first_at, started_at, dlq_id;
+  uint32_t attempt;
+  ceb_event *ev;
+  int host_settled;
+  char idem_key[65];
+  char topic[256];
+} dctx;
+
+typedef struct eng_sink {
+  ceb_engine_sink cfg;
+  ceb_circuit circuit;
+  ceb_token_bucket bucket;
+} eng_sink;
+
+typedef struct eng_route {
+  ceb_engine_route cfg;
+  uint32_t inflight;
+  int64_t open; /* unsettled deliveries in the store */
+  unsigned worker;
+  char labels[160]; /* route="..." */
+} eng_route;
+
+/* A set of live context pointers: settle checks membership before touching
+ * the pointer, so a double or bogus settle is detected, not followed. */
+typedef struct ptrset {
+  void **slots;
+  size_t cap, count, used; /* used counts tombstones too */
+} ptrset;
+
+int cebe_ptrset_add(ptrset *s, void *p);
+int cebe_ptrset_del(ptrset *s, void *p);
+int cebe_ptrset_has(const ptrset *s, void *p);
+void cebe_ptrset_free(ptrset *s);
+
+struct ceb_engine {
+  ceb_store *store;
+  ceb_metrics *metrics;
+  int64_t (*clock)(void *);
+  void *clock_arg;
+  eng_sink *sinks;
+  size_t nsinks;
+  eng_route *routes;
+  size_t nroutes;
+  unsigned nworkers;
+  pthread_t *threads;
+  int64_t max_queued;
+
+  pthread_mutex_t lock;
+  pthread_cond_t cond;   /* workers: something changed */
+  pthread_cond_t idle;   /* drain: inflight went down */
+  uint64_t gen;          /* bumped by every kick */
+  int stopping, draining, started;
+  int64_t open_total;
+  size_t inflight_total;
+  ptrset live;
+  uint64_t rng;
+  int64_t last_gauges;
+};
+
+int64_t cebe_now(ceb_engine *e);
+void cebe_kick_locked(ceb_engine *e);
+void *cebe_worker_main(void *arg);
+/* Releases a context: drops its event reference and frees it. */
+void cebe_dctx_free(dctx *c);
+/* Records an attempt outcome for a route delivery whose in-flight slot was
+ * already released (lock not held). Takes nothing from c. */
+void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info);
+/* Builds the dead-letter event JSON (malloc'd) or NULL. */
+char *cebe_dead_json(const ceb_event *ev, const char *route, const char *sink,
+                     const char *dead_reason, const ceb_settle_info *info,
+                     uint32_t attempts, int64_t first_at, int64_t last_at);
+/* Builds a receipt event (new reference) or NULL. */
+ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
+                        const char *prefix, int64_t seq, int done,
+                        uint32_t attempts, const char *reason, int64_t now);
+/* Starts a forward (DLQ topic) or receipt delivery of ev to sink; takes ev's
+ * reference. Lock not held. */
+void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
+                     ceb_event *ev, const char *route, int64_t dlq_id);
+/* Metric helpers (no-ops without a registry). */
+void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
+                     double v);
+void cebe_update_gauges_locked(ceb_engine *e, int force);
+
+#endif

@@ -1,0 +1,309 @@
+/* Settles: from the sink (ceb_engine_settle) or the host (timeouts, refused
+ * deliver calls), into a store write, then the follow-ups once it is
+ * durable: counters, metrics, dead-letter forwarding and receipts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/ceb.h>
+
+#include "delivery/ceb_deadletter.h"
+#include "delivery/engine_internal.h"
+#include "log/ceb_log.h"
+
+void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
+                     double v) {
+  if (e->metrics)
+    ceb_metrics_add(e->metrics, name, labels, v);
+}
+
+static const char *outcome_name(ceb_outcome o) {
+  return o == CEB_ACK ? "ack" : o == CEB_REJECT ? "reject" : "retry";
+}
+
+typedef struct outcome_op {
+  ceb_attempt_result r;
+  ceb_engine *e;
+  size_t route;
+  ceb_event *ev; /* for forwards and receipts; may be NULL */
+  int64_t received_at;
+  uint32_t attempt;
+  char *reason, *error, *dead_json;
+  const char *dead_reason;
+} outcome_op;
+
+static void outcome_free(outcome_op *op) {
+  ceb_event_unref(op->ev);
+  free(op->reason);
+  free(op->error);
+  free(op->dead_json);
+  free(op);
+}
+
+static void outcome_done(void *arg, int status) {
+  outcome_op *op = arg;
+  ceb_engine *e = op->e;
+  eng_route *rt = &e->routes[op->route];
+  int final = op->r.state == CEB_DS_DONE || op->r.state == CEB_DS_DEAD;
+  if (status == CEB_OK) {
+    if (final) {
+      pthread_mutex_lock(&e->lock);
+      rt->open--;
+      e->open_total--;
+      pthread_mutex_unlock(&e->lock);
+    }
+    char labels[256];
+    if (op->r.state == CEB_DS_DONE) {
+      cebe_metric_add(e, "cebridge_events_delivered_total", rt->labels, 1);
+      if (e->metrics)
+        ceb_metrics_observe(e->metrics, "cebridge_delivery_latency_seconds",
+                            rt->labels,
+                            (double)(op->r.now - op->received_at) / 1000.0);
+    } else if (op->r.state == CEB_DS_DEAD) {
+      snprintf(labels, sizeof labels, "%s,reason=\"%s\"", rt->labels,
+               op->dead_reason);
+      cebe_metric_add(e, "cebridge_events_dead_total", labels, 1);
+      ceb_log_warn("engine: route %s: event %s dead-lettered (%s after %u "
+                   "attempts, last %s); DLQ id %lld",
+                   rt->cfg.name,
+                   op->ev ? ceb_event_get(op->ev, "id") : "?",
+                   op->dead_reason, op->attempt,
+                   op->reason ? op->reason : "-", (long long)op->r.dlq_id);
+      if (rt->cfg.dlq_sink >= 0 && op->dead_json) {
+        ceb_event *dl = NULL;
+        if (ceb_json_decode(op->dead_json, strlen(op->dead_json), &dl,
+                            NULL) == CEB_OK)
+          cebe_send_extra(e, DCTX_FORWARD, (size_t)rt->cfg.dlq_sink,
+                          rt->cfg.dlq_topic, dl, rt->cfg.name, op->r.dlq_id);
+      }
+    }
+    if (final && rt->cfg.receipts_sink >= 0 && op->ev) {
+      ceb_event *rc = cebe_receipt(op->ev, rt->cfg.name,
+                                   rt->cfg.receipts_prefix, op->r.seq,
+                                   op->r.state == CEB_DS_DONE, op->attempt,
+                                   op->reason, op->r.now);
+      if (rc)
+        cebe_send_extra(e, DCTX_RECEIPT, (size_t)rt->cfg.receipts_sink,
+                        rt->cfg.receipts_topic, rc, rt->cfg.name, 0);
+    }
+  } else if (status == CEB_ECONFLICT) {
+    ceb_log_warn("engine: route %s: outcome of event seq %lld ignored: the "
+                 "delivery is no longer in progress",
+                 rt->cfg.name, (long long)op->r.seq);
+  } else {
+    ceb_log_error("engine: route %s: recording the outcome of seq %lld "
+                  "failed (%s); it is retried after a restart",
+                  rt->cfg.name, (long long)op->r.seq, ceb_strerror(status));
+  }
+  ceb_engine_kick(e);
+  outcome_free(op);
+}
+
+void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
+  eng_route *rt = &e->routes[c->route];
+  outcome_op *op = calloc(1, sizeof *op);
+  if (!op) {
+    ceb_log_error("engine: out of memory recording an outcome");
+    return;
+  }
+  int64_t now = cebe_now(e);
+  op->e = e;
+  op->route = c->route;
+  op->ev = c->ev ? ceb_event_ref(c->ev) : NULL;
+  op->received_at = c->received_at;
+  op->attempt = c->attempt;
+  op->reason = info->reason ? strdup(info->reason) : NULL;
+  op->error = info->detail ? strndup(info->detail, CEB_DL_ERROR_MAX) : NULL;
+  op->r = (ceb_attempt_result){.seq = c->seq, .route = rt->cfg.name,
+                               .now = now, .status_code = info->status_code,
+                               .reason = op->reason, .error = op->error,
+                               .sink = e->sinks[c->sink].cfg.name};
+  int64_t next_at = 0;
+  switch (info->outcome) {
+  case CEB_ACK:
+    op->r.state = CEB_DS_DONE;
+    break;
+  case CEB_RETRY: {
+    pthread_mutex_lock(&e->lock);
+    ceb_retry_verdict v =
+        ceb_retry_next(rt->cfg.retry, c->attempt, now, c->received_at,
+                       info->retry_after_ms, &e->rng, &next_at);
+    pthread_mutex_unlock(&e->lock);
+    if (v == CEB_RETRY_AGAIN) {
+      op->r.state = CEB_DS_RETRYING;
+      op->r.next_at = next_at;
+    } else {
+      op->r.state = CEB_DS_DEAD;
+      op->dead_reason =
+          v == CEB_RETRY_DEADLINE ? CEB_DEAD_DEADLINE : CEB_DEAD_EXHAUSTED;
+    }
+    break;
+  }
+  default:
+    op->r.state = CEB_DS_DEAD;
+    op->dead_reason = CEB_DEAD_REJECTED;
+  }
+  if (op->r.state == CEB_DS_DEAD) {
+    op->r.dead_reason = op->dead_reason;
+    if (c->ev)
+      op->dead_json = cebe_dead_json(c->ev, rt->cfg.name,
+                                     e->sinks[c->sink].cfg.name,
+                                     op->dead_reason, info, c->attempt,
+                                     c->first_at, now);
+    op->r.dead_json = op->dead_json;
+  }
+  char labels[256];
+  snprintf(labels, sizeof labels, "%s,outcome=\"%s\"", rt->labels,
+           info->reason && strcmp(info->reason, "timeout") == 0
+               ? "timeout"
+               : outcome_name(info->outcome));
+  cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
+  int rc = ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
+                            0);
+  if (rc != CEB_OK) {
+    ceb_log_error("engine: route %s: cannot queue an outcome (%s); the "
+                  "delivery is retried after a restart",
+                  rt->cfg.name, ceb_strerror(rc));
+    outcome_free(op);
+  }
+}
+
+static void free_done(void *arg, int status) {
+  (void)status;
+  free(arg);
+}
+
+static void extra_settled(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
+  const char *what = c->kind == DCTX_FORWARD ? "dead-letter forward"
+                                             : "receipt";
+  if (info->outcome == CEB_ACK) {
+    if (c->kind == DCTX_FORWARD) {
+      ceb_dlq_forward *f = malloc(sizeof *f);
+      if (f) {
+        *f = (ceb_dlq_forward){c->dlq_id, cebe_now(e)};
+        if (ceb_store_submit(e->store, ceb_store_dlq_forwarded_run,
+                             free_done, f, 0) != CEB_OK)
+          free(f);
+      }
+    }
+    return;
+  }
+  ceb_log_warn("engine: %s to sink %s failed (%s)%s", what,
+               e->sinks[c->sink].cfg.name,
+               info->reason ? info->reason : "no reason",
+               c->kind == DCTX_FORWARD
+                   ? "; the dead letter stays in the store DLQ"
+                   : "");
+}
+
+void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
+                       const ceb_settle_info *info) {
+  if (!e || !d)
+    return;
+  ceb_settle_info fallback = {.struct_size = sizeof fallback,
+                              .outcome = CEB_RETRY, .retry_after_ms = -1,
+                              .reason = "settle.noinfo"};
+  ceb_settle_info in = fallback;
+  if (info && info->struct_size >= sizeof(ceb_settle_info))
+    in = *info;
+  else if (info)
+    ceb_log_error("engine: settle with a short info struct; treated as "
+                  "retry");
+  pthread_mutex_lock(&e->lock);
+  if (!cebe_ptrset_has(&e->live, d)) {
+    pthread_mutex_unlock(&e->lock);
+    ceb_log_error("engine: settle of an unknown or already settled delivery "
+                  "ignored (a sink bug: settle exactly once)");
+    return;
+  }
+  dctx *c = (dctx *)d;
+  cebe_ptrset_del(&e->live, c);
+  if (c->host_settled) {
+    pthread_mutex_unlock(&e->lock);
+    ceb_log_info("engine: late settle after the attempt timed out ignored");
+    cebe_dctx_free(c);
+    return;
+  }
+  eng_sink *s = &e->sinks[c->sink];
+  int64_t now = cebe_now(e);
+  int was = s->circuit.state;
+  if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
+    ceb_circuit_trip(&s->circuit, now);
+  } else if (in.outcome == CEB_RETRY) {
+    ceb_circuit_failure(&s->circuit, now);
+  } else {
+    /* ACK, and REJECT too: the peer answered, it is alive */
+    ceb_circuit_success(&s->circuit);
+  }
+  int changed = was != s->circuit.state;
+  if (changed)
+    cebe_update_gauges_locked(e, 1);
+  if (c->kind == DCTX_ROUTE) {
+    e->routes[c->route].inflight--;
+    e->inflight_total--;
+    pthread_cond_broadcast(&e->idle);
+  }
+  cebe_kick_locked(e);
+  int state = s->circuit.state;
+  pthread_mutex_unlock(&e->lock);
+  if (in.flags & CEB_SETTLE_OPEN_CIRCUIT)
+    ceb_log_error("ALERT engine: sink %s reports its peer gone (%s); circuit "
+                  "opened",
+                  s->cfg.name, in.reason ? in.reason : "no reason");
+  else if (changed)
+    ceb_log_warn("engine: sink %s circuit %s", s->cfg.name,
+                 ceb_circuit_state_name(state));
+  if (c->kind == DCTX_ROUTE)
+    cebe_outcome(e, c, &in);
+  else
+    extra_settled(e, c, &in);
+  cebe_dctx_free(c);
+}
+
+void cebe_update_gauges_locked(ceb_engine *e, int force) {
+  if (!e->metrics)
+    return;
+  int64_t now = cebe_now(e);
+  if (!force && now - e->last_gauges < 1000 && now >= e->last_gauges)
+    return;
+  e->last_gauges = now;
+  for (size_t i = 0; i < e->nroutes; i++) {
+    ceb_metrics_set(e->metrics, "cebridge_queue_depth", e->routes[i].labels,
+                    (double)e->routes[i].open);
+    ceb_metrics_set(e->metrics, "cebridge_deliveries_inflight",
+                    e->routes[i].labels, (double)e->routes[i].inflight);
+  }
+  for (size_t i = 0; i < e->nsinks; i++) {
+    if (e->sinks[i].cfg.inst && e->sinks[i].cfg.inst->role != CEB_ROLE_SINK)
+      continue;
+    char labels[160];
+    snprintf(labels, sizeof labels, "sink=\"%s\"", e->sinks[i].cfg.name);
+    ceb_metrics_set(e->metrics, "cebridge_circuit_state", labels,
+                    (double)e->sinks[i].circuit.state);
+  }
+}
+
+json_t *ceb_engine_routes_json(ceb_engine *e) {
+  json_t *arr = json_array();
+  int64_t now = cebe_now(e);
+  for (size_t i = 0; i < e->nroutes; i++) {
+    eng_route *rt = &e->routes[i];
+    int64_t oldest = ceb_store_oldest_open(e->store, rt->cfg.name);
+    pthread_mutex_lock(&e->lock);
+    json_t *o = json_pack(
+        "{ss ss sI sI sI ss sI}", "route", rt->cfg.name, "sink",
+        e->sinks[rt->cfg.sink].cfg.name, "queued", (json_int_t)rt->open,
+        "inflight", (json_int_t)rt->inflight, "oldest_age_ms",
+        (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0),
+        "circuit", ceb_circuit_state_name(e->sinks[rt->cfg.sink].circuit.state),
+        "max_inflight", (json_int_t)rt->cfg.max_inflight);
+    pthread_mutex_unlock(&e->lock);
+    if (e->metrics)
+      ceb_metrics_set(e->metrics, "cebridge_queue_oldest_age_seconds",
+                      rt->labels,
+                      oldest > 0 && now > oldest ? (double)(now - oldest) / 1e3
+                                                 : 0);
+    json_array_append_new(arr, o);
+  }
+  return arr;
+}

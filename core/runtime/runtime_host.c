@@ -1,0 +1,138 @@
+/* The ceb_host table: every function a plugin may call. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/ceb.h>
+
+#include "log/ceb_log.h"
+#include "runtime/runtime_internal.h"
+
+ceb_runtime *cebr_of(ceb_instance *inst) {
+  if (!inst || !inst->rt) {
+    ceb_log_error("runtime: host call with an instance the runtime does not "
+                  "know");
+    return NULL;
+  }
+  return inst->rt;
+}
+
+static void host_log(ceb_instance *inst, ceb_log_level level, const char *fmt,
+                     ...) CEB_PRINTF(3, 4);
+static void host_log(ceb_instance *inst, ceb_log_level level, const char *fmt,
+                     ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ceb_log_vwrite(level, inst ? inst->component : NULL, NULL, fmt, ap);
+  va_end(ap);
+}
+
+static int host_accepting(ceb_instance *inst) {
+  ceb_runtime *rt = cebr_of(inst);
+  return rt ? ceb_runtime_ready(rt) : 0;
+}
+
+static void host_settle(ceb_instance *inst, ceb_delivery *d,
+                        const ceb_settle_info *info) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (rt)
+    ceb_engine_settle(rt->engine, d, info);
+}
+
+static void host_metric(ceb_instance *inst, ceb_metric_kind kind,
+                        const char *name, const char *labels, double value) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt || !rt->metrics || !name || !*name)
+    return;
+  char full[160], lab[512];
+  snprintf(full, sizeof full, "cebridge_%s", name);
+  snprintf(lab, sizeof lab, "%s%s%s", inst->labels,
+           labels && *labels && inst->labels[0] ? "," : "",
+           labels ? labels : "");
+  switch (kind) {
+  case CEB_METRIC_COUNTER:
+    ceb_metrics_add(rt->metrics, full, lab, value);
+    break;
+  case CEB_METRIC_GAUGE:
+    ceb_metrics_set(rt->metrics, full, lab, value);
+    break;
+  case CEB_METRIC_HISTOGRAM:
+    ceb_metrics_observe(rt->metrics, full, lab, value);
+    break;
+  }
+}
+
+static int64_t host_now(ceb_instance *inst) {
+  return cebr_now(inst ? inst->rt : NULL);
+}
+
+static int host_idem_begin(ceb_instance *inst, const char *client,
+                           const char *key, const char *fingerprint,
+                           ceb_idem_record *record) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt)
+    return CEB_EINVAL;
+  if (!record || record->struct_size < sizeof(ceb_idem_record))
+    return CEB_EINVAL;
+  ceb_idem_result r;
+  int rc = ceb_store_idem_begin(rt->store, client, key, fingerprint,
+                                cebr_now(rt), &r);
+  if (rc != CEB_OK)
+    return rc;
+  record->state = (ceb_idem_state)r.state;
+  record->http_status = r.http_status;
+  record->content_type = r.content_type; /* malloc'd; ceb_free is free */
+  record->body = r.body;
+  record->body_len = r.body_len;
+  return CEB_OK;
+}
+
+static int host_idem_finish(ceb_instance *inst, const char *client,
+                            const char *key, int http_status,
+                            const char *content_type, const char *body,
+                            size_t body_len) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt)
+    return CEB_EINVAL;
+  return ceb_store_idem_finish(rt->store, client, key, http_status,
+                               content_type, body, body_len, cebr_now(rt),
+                               rt->idem_ttl_ms);
+}
+
+static void host_idem_abort(ceb_instance *inst, const char *client,
+                            const char *key) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (rt && ceb_store_idem_abort(rt->store, client, key) != CEB_OK)
+    ceb_log_error("runtime: dropping an idempotency reservation failed");
+}
+
+static int host_contract_put(ceb_instance *inst, const char *name,
+                             const char *version, const char *document,
+                             size_t len, const char *provenance) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt)
+    return CEB_EINVAL;
+  if (inst->role != CEB_ROLE_CONTRACTS)
+    return CEB_EFORBIDDEN;
+  return ceb_store_contract_put(rt->store, name, version, document, len,
+                                provenance, cebr_now(rt));
+}
+
+static const ceb_host k_host = {
+    .struct_size = sizeof(ceb_host),
+    .abi_major = CEB_ABI_MAJOR,
+    .abi_minor = CEB_ABI_MINOR,
+    .log = host_log,
+    .submit = cebr_submit,
+    .accepting = host_accepting,
+    .settle = host_settle,
+    .metric = host_metric,
+    .now_ms = host_now,
+    .idem_begin = host_idem_begin,
+    .idem_finish = host_idem_finish,
+    .idem_abort = host_idem_abort,
+    .contract_put = host_contract_put,
+};
+
+const ceb_host *cebr_host_table(void) { return &k_host; }

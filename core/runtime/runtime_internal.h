@@ -1,0 +1,53 @@
+/* Internals of the runtime, shared by its files. */
+#ifndef CEB_RUNTIME_INTERNAL_H
+#define CEB_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "delivery/ceb_engine.h"
+#include "router/ceb_route.h"
+#include "runtime/ceb_runtime.h"
+#include "store/ceb_store.h"
+
+/* Per-instance data (ceb_instance.runtime_data). */
+typedef struct rt_inst {
+  ceb_runtime *rt;
+  ceb_profile_level profile; /* sources */
+} rt_inst;
+
+struct ceb_runtime {
+  const ceb_conf *conf;
+  ceb_metrics *metrics;
+  ceb_clock_fn clock;
+  void *clock_arg;
+  ceb_store *store;
+  ceb_engine *engine;
+  ceb_route **routes;
+  size_t nroutes;
+  ceb_instance **instances;
+  size_t ninstances;
+  rt_inst *idata;
+  size_t max_event_size;
+  int64_t idem_ttl_ms, retention_ms;
+  atomic_int draining;
+  int started;
+  ceb_contract_check_fn contract_check;
+  void *contract_arg;
+  atomic_int contract_warned;
+  /* sweeper */
+  pthread_t sweeper;
+  int sweeper_running, sweeper_stop;
+  pthread_mutex_t sweep_lock;
+  pthread_cond_t sweep_cond;
+};
+
+int64_t cebr_now(ceb_runtime *rt);
+/* The instance's runtime, or NULL (logged) for a foreign pointer. */
+ceb_runtime *cebr_of(ceb_instance *inst);
+
+int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
+                const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg);
+void *cebr_sweeper_main(void *arg);
+
+#endif

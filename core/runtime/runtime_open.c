@@ -1,0 +1,339 @@
+/* Runtime lifecycle: open the store, build routes and the engine from the
+ * checked config and the instances; start, drain, close. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ceb/ceb.h>
+
+#include "log/ceb_log.h"
+#include "runtime/runtime_internal.h"
+
+int64_t cebr_now(ceb_runtime *rt) {
+  if (rt && rt->clock)
+    return rt->clock(rt->clock_arg);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t engine_clock(void *arg) { return cebr_now(arg); }
+
+static long find_inst(ceb_runtime *rt, uint32_t role, const char *name) {
+  for (size_t i = 0; name && i < rt->ninstances; i++)
+    if (rt->instances[i]->role == role &&
+        strcmp(rt->instances[i]->name, name) == 0)
+      return (long)i;
+  return -1;
+}
+
+static ceb_profile_level profile_of(const char *s, ceb_profile_level dflt) {
+  if (!s)
+    return dflt;
+  if (strcmp(s, "off") == 0)
+    return CEB_PROFILE_OFF;
+  if (strcmp(s, "enforce") == 0)
+    return CEB_PROFILE_ENFORCE;
+  if (strcmp(s, "warn") == 0)
+    return CEB_PROFILE_WARN;
+  return dflt;
+}
+
+static void declare_metrics(ceb_metrics *m) {
+  if (!m)
+    return;
+  static const struct {
+    const char *name;
+    ceb_metric_type type;
+    const char *help;
+  } k[] = {
+      {"cebridge_events_received_total", CEB_MT_COUNTER,
+       "Events offered by sources."},
+      {"cebridge_events_accepted_total", CEB_MT_COUNTER,
+       "Events durably journaled."},
+      {"cebridge_events_duplicate_total", CEB_MT_COUNTER,
+       "Events already held under (client, source, id)."},
+      {"cebridge_events_rejected_total", CEB_MT_COUNTER,
+       "Events refused at ingress, by reason."},
+      {"cebridge_events_unrouted_total", CEB_MT_COUNTER,
+       "Accepted events no route matched (journaled, marked unrouted)."},
+      {"cebridge_events_delivered_total", CEB_MT_COUNTER,
+       "Events delivered (done) per route."},
+      {"cebridge_events_dead_total", CEB_MT_COUNTER,
+       "Events dead-lettered per route and reason."},
+      {"cebridge_delivery_attempts_total", CEB_MT_COUNTER,
+       "Delivery attempts by outcome."},
+      {"cebridge_queue_depth", CEB_MT_GAUGE,
+       "Undelivered events per route."},
+      {"cebridge_queue_oldest_age_seconds", CEB_MT_GAUGE,
+       "Age of the oldest undelivered event per route."},
+      {"cebridge_circuit_state", CEB_MT_GAUGE,
+       "Sink circuit: 0 closed, 1 open, 2 half-open."},
+      {"cebridge_ingest_latency_seconds", CEB_MT_HISTOGRAM,
+       "Submit to durable."},
+      {"cebridge_delivery_latency_seconds", CEB_MT_HISTOGRAM,
+       "Acceptance to delivered."},
+  };
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    ceb_metrics_declare(m, k[i].name, k[i].type, k[i].help);
+}
+
+static void routes_free(ceb_runtime *rt) {
+  for (size_t i = 0; i < rt->nroutes; i++)
+    ceb_route_free(rt->routes[i]);
+  free(rt->routes);
+  rt->routes = NULL;
+  rt->nroutes = 0;
+}
+
+/* Parses every [route] and maps its sinks to instance indexes. */
+static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
+                        char *err, size_t errlen) {
+  size_t n = 0;
+  for (size_t i = 0; i < rt->conf->count; i++)
+    n += strcmp(rt->conf->sections[i].kind, "route") == 0;
+  rt->routes = calloc(n ? n : 1, sizeof *rt->routes);
+  *eroutes = calloc(n ? n : 1, sizeof **eroutes);
+  if (!rt->routes || !*eroutes)
+    return CEB_ENOMEM;
+  for (size_t i = 0; i < rt->conf->count; i++) {
+    const ceb_conf_section *sec = &rt->conf->sections[i];
+    if (strcmp(sec->kind, "route") != 0)
+      continue;
+    ceb_route *r = NULL;
+    int rc = ceb_route_parse(sec->name, sec->cfg, &r, err, errlen);
+    if (rc != CEB_OK)
+      return rc;
+    rt->routes[rt->nroutes++] = r;
+    long to = find_inst(rt, CEB_ROLE_SINK, r->to);
+    long dlq = r->dlq_sink ? find_inst(rt, CEB_ROLE_SINK, r->dlq_sink) : -1;
+    long rcp = r->receipts_sink ? find_inst(rt, CEB_ROLE_SINK,
+                                            r->receipts_sink)
+                                : -1;
+    const char *bad = to < 0                           ? r->to
+                      : (r->dlq_sink && dlq < 0)       ? r->dlq_sink
+                      : (r->receipts_sink && rcp < 0) ? r->receipts_sink
+                                                        : NULL;
+    if (bad) {
+      snprintf(err, errlen, "%s:%d: route %s: no [sink %s]", sec->file,
+               sec->line, r->name, bad);
+      return CEB_ECONFIG;
+    }
+    for (size_t f = 0; f < r->nfrom; f++) {
+      if (find_inst(rt, CEB_ROLE_SOURCE, r->from[f]) < 0) {
+        snprintf(err, errlen, "%s:%d: route %s: no [source %s]", sec->file,
+                 sec->line, r->name, r->from[f]);
+        return CEB_ECONFIG;
+      }
+    }
+    const long topic_sinks[2] = {dlq, r->receipts_topic ? rcp : -1};
+    for (int t = 0; t < 2; t++) {
+      long s = topic_sinks[t];
+      if (s >= 0 && !(rt->instances[s]->plugin->roles & CEB_ROLE_TOPICS)) {
+        snprintf(err, errlen,
+                 "%s:%d: route %s: sink %s cannot publish to a topic (its "
+                 "plugin lacks topics)",
+                 sec->file, sec->line, r->name, rt->instances[s]->name);
+        return CEB_ECONFIG;
+      }
+    }
+    /* Engine sink indexes are instance indexes (non-sinks are unused). */
+    (*eroutes)[rt->nroutes - 1] = (ceb_engine_route){
+        .name = r->name, .sink = (size_t)to,
+        .max_inflight = r->max_inflight, .timeout_ms = r->timeout_ms,
+        .retry = &r->retry, .dlq_sink = dlq, .dlq_topic = r->dlq_topic,
+        .receipts_sink = rcp, .receipts_topic = r->receipts_topic,
+        .receipts_prefix = r->receipts_prefix};
+  }
+  return CEB_OK;
+}
+
+int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
+                     char *err, size_t errlen) {
+  *out = NULL;
+  if (!opts || !opts->conf || (opts->ninstances && !opts->instances)) {
+    snprintf(err, errlen, "runtime: no configuration");
+    return CEB_EINVAL;
+  }
+  ceb_runtime *rt = calloc(1, sizeof *rt);
+  if (!rt)
+    return CEB_ENOMEM;
+  rt->conf = opts->conf;
+  rt->metrics = opts->metrics;
+  rt->clock = opts->clock;
+  rt->clock_arg = opts->clock_arg;
+  rt->ninstances = opts->ninstances;
+  rt->instances = calloc(opts->ninstances ? opts->ninstances : 1,
+                         sizeof *rt->instances);
+  rt->idata = calloc(opts->ninstances ? opts->ninstances : 1,
+                     sizeof *rt->idata);
+  pthread_mutex_init(&rt->sweep_lock, NULL);
+  pthread_cond_init(&rt->sweep_cond, NULL);
+  if (!rt->instances || !rt->idata) {
+    ceb_runtime_close(rt);
+    return CEB_ENOMEM;
+  }
+  const ceb_config *b = ceb_conf_bridge(opts->conf);
+  ceb_profile_level bprof = profile_of(ceb_config_str(b, "profile"),
+                                       CEB_PROFILE_WARN);
+  for (size_t i = 0; i < opts->ninstances; i++) {
+    ceb_instance *inst = opts->instances[i];
+    rt->instances[i] = inst;
+    rt->idata[i].rt = rt;
+    rt->idata[i].profile =
+        inst->role == CEB_ROLE_SOURCE
+            ? profile_of(ceb_config_str(inst->cfg, "profile"), bprof)
+            : bprof;
+    inst->rt = rt;
+    inst->runtime_data = &rt->idata[i];
+  }
+  rt->max_event_size = (size_t)ceb_config_size(b, "max_event_size", 65536);
+  rt->idem_ttl_ms = ceb_config_duration_ms(b, "idempotency.ttl",
+                                           7LL * 86400 * 1000);
+  rt->retention_ms = ceb_config_duration_ms(b, "retention",
+                                            7LL * 86400 * 1000);
+  const char *path = ceb_config_str(b, "store");
+  const char *sync = ceb_config_str(b, "store.synchronous");
+  ceb_store_opts so = {
+      .path = path,
+      .synchronous_full = !sync || strcmp(sync, "normal") != 0,
+      .group_max = (size_t)ceb_config_int(b, "store.group_max", 512),
+      .group_wait_ms = ceb_config_duration_ms(b, "store.group_wait", 0),
+      .queue_max = 4096};
+  int rc = ceb_store_open(&so, &rt->store, err, errlen);
+  ceb_engine_route *eroutes = NULL;
+  ceb_engine_sink *esinks = NULL;
+  if (rc == CEB_OK)
+    rc = build_routes(rt, &eroutes, err, errlen);
+  if (rc == CEB_OK) {
+    esinks = calloc(rt->ninstances ? rt->ninstances : 1, sizeof *esinks);
+    if (!esinks)
+      rc = CEB_ENOMEM;
+  }
+  for (size_t i = 0; rc == CEB_OK && i < rt->ninstances; i++) {
+    ceb_instance *inst = rt->instances[i];
+    esinks[i] = (ceb_engine_sink){.name = inst->name, .inst = inst};
+    if (inst->role != CEB_ROLE_SINK)
+      continue;
+    esinks[i].rate = ceb_config_rate(inst->cfg, "rate_limit", 0);
+    esinks[i].burst = (double)ceb_config_int(inst->cfg, "rate_limit.burst", 0);
+    esinks[i].circuit_failures =
+        (uint32_t)ceb_config_int(inst->cfg, "circuit.failures", 5);
+    esinks[i].circuit_open_for_ms =
+        ceb_config_duration_ms(inst->cfg, "circuit.open_for", 30000);
+  }
+  if (rc == CEB_OK) {
+    ceb_engine_opts eo = {
+        .store = rt->store, .metrics = rt->metrics, .clock = engine_clock,
+        .clock_arg = rt, .sinks = esinks, .nsinks = rt->ninstances,
+        .routes = eroutes, .nroutes = rt->nroutes,
+        .workers = (unsigned)ceb_config_int(b, "workers", 2),
+        .max_queued = ceb_config_int(b, "backpressure.max_queued", 1000000)};
+    rc = ceb_engine_new(&eo, &rt->engine);
+    if (rc != CEB_OK)
+      snprintf(err, errlen, "runtime: cannot create the delivery engine: %s",
+               ceb_strerror(rc));
+  }
+  free(eroutes);
+  free(esinks);
+  if (rc != CEB_OK) {
+    ceb_runtime_close(rt);
+    return rc;
+  }
+  declare_metrics(rt->metrics);
+  *out = rt;
+  return CEB_OK;
+}
+
+const ceb_host *cebr_host_table(void);
+const ceb_host *ceb_runtime_host(void) { return cebr_host_table(); }
+
+int ceb_runtime_start(ceb_runtime *rt) {
+  if (!rt || rt->started)
+    return CEB_EINVAL;
+  int rc = ceb_store_idem_reset_inflight(rt->store);
+  if (rc == CEB_OK)
+    rc = ceb_engine_start(rt->engine);
+  if (rc != CEB_OK) {
+    ceb_log_error("runtime: start failed: %s", ceb_strerror(rc));
+    return rc;
+  }
+  if (pthread_create(&rt->sweeper, NULL, cebr_sweeper_main, rt) == 0)
+    rt->sweeper_running = 1;
+  else
+    ceb_log_error("runtime: cannot start the sweeper; expired rows stay");
+  rt->started = 1;
+  return CEB_OK;
+}
+
+int ceb_runtime_drain(ceb_runtime *rt, int64_t deadline_ms) {
+  if (!rt)
+    return CEB_EINVAL;
+  atomic_store(&rt->draining, 1);
+  /* Commit what sources already handed over (their callbacks run). */
+  while (ceb_store_queued(rt->store) > 0 && cebr_now(rt) < deadline_ms) {
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (!rt->started)
+    return CEB_OK;
+  return ceb_engine_drain(rt->engine, deadline_ms);
+}
+
+void ceb_runtime_close(ceb_runtime *rt) {
+  if (!rt)
+    return;
+  if (rt->sweeper_running) {
+    pthread_mutex_lock(&rt->sweep_lock);
+    rt->sweeper_stop = 1;
+    pthread_cond_signal(&rt->sweep_cond);
+    pthread_mutex_unlock(&rt->sweep_lock);
+    pthread_join(rt->sweeper, NULL);
+  }
+  if (rt->engine)
+    ceb_engine_stop(rt->engine);
+  ceb_store_close(rt->store); /* runs queued outcomes first */
+  ceb_engine_free(rt->engine);
+  routes_free(rt);
+  for (size_t i = 0; i < rt->ninstances; i++) {
+    if (rt->instances[i] && rt->instances[i]->rt == rt) {
+      rt->instances[i]->rt = NULL;
+      rt->instances[i]->runtime_data = NULL;
+    }
+  }
+  free(rt->instances);
+  free(rt->idata);
+  pthread_mutex_destroy(&rt->sweep_lock);
+  pthread_cond_destroy(&rt->sweep_cond);
+  free(rt);
+}
+
+int ceb_runtime_ready(ceb_runtime *rt) {
+  return rt && rt->started && !atomic_load(&rt->draining) &&
+         ceb_engine_accepting(rt->engine);
+}
+
+/* Expiry in small chunks, and the oldest-age gauges, every few seconds. */
+void *cebr_sweeper_main(void *arg) {
+  ceb_runtime *rt = arg;
+  pthread_mutex_lock(&rt->sweep_lock);
+  while (!rt->sweeper_stop) {
+    pthread_mutex_unlock(&rt->sweep_lock);
+    int n;
+    int rounds = 0;
+    do {
+      n = ceb_store_sweep(rt->store, cebr_now(rt), rt->retention_ms, 500);
+    } while (n > 0 && ++rounds < 100 && !rt->sweeper_stop);
+    json_decref(ceb_engine_routes_json(rt->engine));
+    pthread_mutex_lock(&rt->sweep_lock);
+    if (rt->sweeper_stop)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    pthread_cond_timedwait(&rt->sweep_cond, &rt->sweep_lock, &ts);
+  }
+  pthread_mutex_unlock(&rt->sweep_lock);
+  return NULL;
+}

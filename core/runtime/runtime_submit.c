@@ -1,0 +1,264 @@
+/* submit: validate, match routes, encode, and queue one ingest op to the
+ * committer; the source's callback runs once the batch is durable. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/ceb.h>
+
+#include "log/ceb_log.h"
+#include "runtime/runtime_internal.h"
+
+/* One submit in flight. batch first: the store op's run gets this. */
+typedef struct ingest_job {
+  ceb_ingest_batch batch;
+  ceb_runtime *rt;
+  ceb_instance *inst;
+  ceb_submit_cb cb;
+  void *cb_arg;
+  int64_t submitted_at;
+  ceb_ingest_event *events;
+  size_t count;
+  ceb_ingest_route *routes; /* all events' routes, sliced */
+  size_t *route_index;      /* parallel to routes: index into rt->routes */
+  size_t nroutes_total;
+  char **strings;           /* owned copies */
+  size_t nstrings;
+} ingest_job;
+
+static void job_free(ingest_job *j) {
+  for (size_t i = 0; i < j->nstrings; i++)
+    free(j->strings[i]);
+  free(j->strings);
+  free(j->events);
+  free(j->routes);
+  free(j->route_index);
+  free(j);
+}
+
+static const char *keep(ingest_job *j, const char *s, size_t cap) {
+  if (!s)
+    return NULL;
+  char *c = strdup(s);
+  if (c && j->nstrings < cap)
+    j->strings[j->nstrings++] = c;
+  else {
+    free(c);
+    c = NULL;
+  }
+  return c;
+}
+
+static void reject_metric(ceb_runtime *rt, ceb_instance *inst,
+                          const char *reason) {
+  if (!rt->metrics)
+    return;
+  char labels[320];
+  snprintf(labels, sizeof labels, "%s,reason=\"%s\"", inst->labels, reason);
+  ceb_metrics_add(rt->metrics, "cebridge_events_rejected_total", labels, 1);
+}
+
+static void ingest_done(void *arg, int status) {
+  ingest_job *j = arg;
+  ceb_runtime *rt = j->rt;
+  ceb_submit_result res = {.struct_size = sizeof res, .status = status};
+  if (status == CEB_OK) {
+    for (size_t i = 0; i < j->count; i++) {
+      if (j->events[i].inserted)
+        res.accepted++;
+      else
+        res.duplicates++;
+    }
+    /* Tell the engine per route; routes of duplicates were not added. */
+    size_t off = 0;
+    for (size_t i = 0; i < j->count; i++) {
+      for (size_t r = 0; r < j->events[i].nroutes; r++)
+        if (j->events[i].inserted)
+          ceb_engine_added(rt->engine, j->route_index[off + r], 1);
+      if (j->events[i].inserted && j->events[i].nroutes == 0) {
+        if (rt->metrics)
+          ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
+                          j->inst->labels, 1);
+        ceb_log_warn("runtime: event %s from %s matches no route; journaled "
+                     "and marked unrouted",
+                     j->events[i].id, j->inst->name);
+      }
+      off += j->events[i].nroutes;
+    }
+    if (rt->metrics) {
+      ceb_metrics_add(rt->metrics, "cebridge_events_accepted_total",
+                      j->inst->labels, (double)res.accepted);
+      ceb_metrics_add(rt->metrics, "cebridge_events_duplicate_total",
+                      j->inst->labels, (double)res.duplicates);
+      ceb_metrics_observe(rt->metrics, "cebridge_ingest_latency_seconds",
+                          j->inst->labels,
+                          (double)(cebr_now(rt) - j->submitted_at) / 1000.0);
+    }
+  } else {
+    ceb_log_error("runtime: journaling a batch of %zu events from %s failed: "
+                  "%s",
+                  j->count, j->inst->name, ceb_strerror(status));
+  }
+  if (j->cb)
+    j->cb(j->cb_arg, &res);
+  job_free(j);
+}
+
+/* Validation of one event; CEB_OK or the refusal status. */
+static int check_event(ceb_runtime *rt, ceb_instance *inst,
+                       const ceb_event *ev, ceb_violations *v) {
+  rt_inst *d = inst->runtime_data;
+  size_t size = ceb_event_size(ev);
+  if (size > rt->max_event_size) {
+    memset(v, 0, sizeof *v);
+    v->count = v->errors = 1;
+    v->items[0].code = "event.too_large";
+    v->items[0].severity = CEB_SEV_ERROR;
+    snprintf(v->items[0].message, sizeof v->items[0].message,
+             "event is %zu bytes, the limit is %zu", size, rt->max_event_size);
+    return CEB_ETOOLARGE;
+  }
+  ceb_validate_opts vo = {.struct_size = sizeof vo, .nlgov = d->profile,
+                          .max_size = rt->max_event_size};
+  if (ceb_event_validate(ev, &vo, v) > 0)
+    return CEB_EVALIDATION;
+  if (v->warnings && ceb_log_enabled(CEB_LOG_WARN))
+    ceb_log_write(CEB_LOG_WARN, inst->component, NULL,
+                  "event %s: %zu profile warning(s), first: %s (%s)",
+                  ceb_event_get(ev, "id") ? ceb_event_get(ev, "id") : "?",
+                  v->warnings, v->items[0].code, v->items[0].message);
+  return CEB_OK;
+}
+
+/* The contract hook for routes that pin one. */
+static int check_contracts(ceb_runtime *rt, const ceb_route *r,
+                           const ceb_event *ev, ceb_violations *v) {
+  if (!r->contract)
+    return CEB_OK;
+  if (!rt->contract_check) {
+    if (!atomic_exchange(&rt->contract_warned, 1))
+      ceb_log_warn("runtime: route %s pins contract %s but no contract "
+                   "checker is installed; events are not checked",
+                   r->name, r->contract);
+    return CEB_OK;
+  }
+  int rc = rt->contract_check(rt->contract_arg, r, ev, v);
+  if (rc != CEB_OK && r->contract_warn) {
+    ceb_log_warn("runtime: route %s: event %s does not match contract %s "
+                 "(warn mode)",
+                 r->name, ceb_event_get(ev, "id"), r->contract);
+    return CEB_OK;
+  }
+  return rc;
+}
+
+int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
+                const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt || !events || count == 0 || !cb)
+    return CEB_EINVAL;
+  if (inst->role != CEB_ROLE_SOURCE)
+    return CEB_EINVAL;
+  if (opts && opts->struct_size < sizeof(ceb_submit_opts))
+    opts = NULL; /* too old to read: no client, no outputs */
+  if (atomic_load(&rt->draining) || !rt->started)
+    return CEB_ESHUTDOWN;
+  if (!ceb_engine_accepting(rt->engine)) {
+    reject_metric(rt, inst, "backpressure");
+    return CEB_EBUSY;
+  }
+  if (rt->metrics)
+    ceb_metrics_add(rt->metrics, "cebridge_events_received_total",
+                    inst->labels, (double)count);
+  ceb_violations local;
+  ceb_violations *v = opts && opts->violations ? opts->violations : &local;
+  /* Matching routes per event: count first for one allocation. */
+  size_t nr = 0;
+  for (size_t i = 0; i < count; i++) {
+    if (!events[i])
+      return CEB_EINVAL;
+    int rc = check_event(rt, inst, events[i], v);
+    for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
+      if (!ceb_route_matches(rt->routes[r], inst->name, events[i]))
+        continue;
+      nr++;
+      rc = check_contracts(rt, rt->routes[r], events[i], v);
+    }
+    if (rc != CEB_OK) {
+      if (opts && opts->failed_index)
+        *opts->failed_index = i;
+      reject_metric(rt, inst,
+                    rc == CEB_ETOOLARGE ? "too_large" : "validation");
+      return rc;
+    }
+  }
+  ingest_job *j = calloc(1, sizeof *j);
+  size_t scap = count * 5 + nr + 1;
+  if (j) {
+    j->events = calloc(count, sizeof *j->events);
+    j->routes = calloc(nr ? nr : 1, sizeof *j->routes);
+    j->route_index = calloc(nr ? nr : 1, sizeof *j->route_index);
+    j->strings = calloc(scap, sizeof *j->strings);
+  }
+  if (!j || !j->events || !j->routes || !j->route_index || !j->strings) {
+    if (j)
+      job_free(j);
+    return CEB_ENOMEM;
+  }
+  j->rt = rt;
+  j->inst = inst;
+  j->cb = cb;
+  j->cb_arg = cb_arg;
+  j->count = count;
+  int64_t now = cebr_now(rt);
+  j->submitted_at = now;
+  const char *client = opts ? opts->client : NULL;
+  size_t off = 0;
+  for (size_t i = 0; i < count; i++) {
+    const ceb_event *ev = events[i];
+    ceb_ingest_event *ie = &j->events[i];
+    char *json = NULL;
+    size_t len = 0;
+    if (ceb_json_encode(ev, &json, &len) != CEB_OK) {
+      job_free(j);
+      return CEB_ENOMEM;
+    }
+    ie->json = keep(j, json, scap);
+    ceb_free(json);
+    ie->json_len = len;
+    ie->client = keep(j, client ? client : "", scap);
+    ie->source = keep(j, ceb_event_get(ev, "source"), scap);
+    ie->id = keep(j, ceb_event_get(ev, "id"), scap);
+    ie->type = keep(j, ceb_event_get(ev, "type"), scap);
+    ie->routes = &j->routes[off];
+    for (size_t r = 0; r < rt->nroutes; r++) {
+      const ceb_route *route = rt->routes[r];
+      if (!ceb_route_matches(route, inst->name, ev))
+        continue;
+      j->route_index[off] = r;
+      j->routes[off] = (ceb_ingest_route){
+          .route = route->name,
+          .order_key = keep(j, ceb_route_order_key(route, ev), scap),
+          .first_at = now + ceb_retry_first_delay(&route->retry)};
+      off++;
+      ie->nroutes++;
+    }
+    if (!ie->json || !ie->source || !ie->id) {
+      job_free(j);
+      return CEB_ENOMEM;
+    }
+  }
+  j->batch = (ceb_ingest_batch){j->events, count, now};
+  int rc = ceb_store_submit(rt->store, ceb_store_ingest_run, ingest_done, j, 1);
+  if (rc != CEB_OK) {
+    job_free(j);
+    if (rc == CEB_EBUSY)
+      reject_metric(rt, inst, "backpressure");
+    return rc;
+  }
+  /* The host owns the events now; everything needed was copied. */
+  for (size_t i = 0; i < count; i++)
+    ceb_event_unref(events[i]);
+  return CEB_OK;
+}
