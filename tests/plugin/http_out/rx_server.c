@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "ceb_test.h"
@@ -72,6 +73,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     snprintf(c->req->path, sizeof(c->req->path), "%s", url);
     c->req->body = calloc(1, 1);
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, c->req);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (ci && ci->tls_session) {
+      unsigned int n = 0;
+      if (gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &n))
+        c->req->client_certs = (int)n;
+    }
     *con_cls = c;
     return MHD_YES;
   }
@@ -136,6 +144,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 }
 
 rx_server *rx_start(rx_handler handler, void *arg) {
+  return rx_start_tls(handler, arg, NULL, NULL, NULL);
+}
+
+rx_server *rx_start_tls(rx_handler handler, void *arg, const char *key_pem,
+                        const char *cert_pem, const char *trust_pem) {
   rx_server *rx = calloc(1, sizeof(*rx));
   rx->handler = handler;
   rx->arg = arg;
@@ -145,12 +158,24 @@ rx_server *rx_start(rx_handler handler, void *arg) {
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   sa.sin_port = 0;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+  struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
+  if (key_pem && cert_pem) {
+    flags |= MHD_USE_TLS;
+    tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
+                                     (void *)key_pem};
+    tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
+                                     (void *)cert_pem};
+    if (trust_pem)
+      tls[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                                       (void *)trust_pem};
+  }
   rx->daemon = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-          MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_request, rx, MHD_OPTION_SOCK_ADDR, &sa,
+      flags, 0, NULL, NULL, on_request, rx, MHD_OPTION_SOCK_ADDR, &sa,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, rx,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY, tls,
+      MHD_OPTION_END);
   if (!rx->daemon) {
     free(rx);
     return NULL;

@@ -15,6 +15,7 @@ typedef struct rx_request {
   ceb_headers headers;
   char *body; /* NUL-terminated */
   size_t len;
+  int client_certs; /* TLS: certificates the client presented */
 } rx_request;
 
 typedef struct rx_response {
@@ -32,6 +33,12 @@ typedef void (*rx_handler)(void *arg, const rx_request *req, size_t index,
 typedef struct rx_server rx_server;
 
 rx_server *rx_start(rx_handler handler, void *arg);
+/* Same over TLS with the given PEM key and certificate (borrowed until
+ * rx_stop). trust_pem, when set, makes the server request a client
+ * certificate (recorded in client_certs; the handshake does not require
+ * one). */
+rx_server *rx_start_tls(rx_handler handler, void *arg, const char *key_pem,
+                        const char *cert_pem, const char *trust_pem);
 /* Ends pending delays, stops the daemon and frees the records. */
 void rx_stop(rx_server *rx);
 int rx_port(const rx_server *rx);
