@@ -27,23 +27,19 @@ static const char usage[] =
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   while (buf) {
     size_t r = fread(buf + n, 1, cap - n, f);
     n += r;
-    if (n < cap)
-      break;
+    if (n < cap) break;
     char *nb = realloc(buf, cap *= 2);
-    if (!nb)
-      free(buf);
+    if (!nb) free(buf);
     buf = nb;
   }
   bool bad = ferror(f);
-  if (f != stdin)
-    fclose(f);
+  if (f != stdin) fclose(f);
   if (bad) {
     free(buf);
     return NULL;
@@ -65,8 +61,7 @@ static json_t *load(const char *path, char *err, size_t errlen) {
   json_t *j = json_loadb(buf, len, flags, &e);
   if (!j && strstr(e.text, "too big"))
     j = json_loadb(buf, len, flags | JSON_DECODE_INT_AS_REAL, &e);
-  if (!j)
-    snprintf(err, errlen, "%s:%d:%d: %s", path, e.line, e.column, e.text);
+  if (!j) snprintf(err, errlen, "%s:%d:%d: %s", path, e.line, e.column, e.text);
   free(buf);
   return j;
 }
@@ -74,13 +69,10 @@ static json_t *load(const char *path, char *err, size_t errlen) {
 /* Loads file: URIs (other schemes are unknown: no network access). */
 static json_t *resolve_file(void *arg, const char *uri) {
   (void)arg;
-  if (strncmp(uri, "file://", 7) != 0)
-    return NULL;
+  if (strncmp(uri, "file://", 7) != 0) return NULL;
   const char *path = uri + 7;
-  if (strncmp(path, "localhost/", 10) == 0)
-    path += 9;
-  if (path[0] != '/')
-    return NULL;
+  if (strncmp(path, "localhost/", 10) == 0) path += 9;
+  if (path[0] != '/') return NULL;
   json_error_t e;
   return json_load_file(path, 0, &e);
 }
@@ -88,8 +80,7 @@ static json_t *resolve_file(void *arg, const char *uri) {
 static char *file_uri(const char *path) {
   char abs[PATH_MAX];
   char *uri;
-  if (!realpath(path, abs) || asprintf(&uri, "file://%s", abs) < 0)
-    return NULL;
+  if (!realpath(path, abs) || asprintf(&uri, "file://%s", abs) < 0) return NULL;
   return uri;
 }
 
@@ -194,8 +185,7 @@ int ceb_cmd_schema(int argc, char **argv) {
     fputs(usage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (strcmp(argv[1], "validate") == 0)
-    return cmd_validate(argc - 2, argv + 2);
+  if (strcmp(argv[1], "validate") == 0) return cmd_validate(argc - 2, argv + 2);
   fprintf(stderr, "schema: unknown subcommand \"%s\"\n%s", argv[1], usage);
   return 2;
 }

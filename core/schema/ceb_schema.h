@@ -21,8 +21,11 @@ extern "C" {
 
 typedef struct ceb_schema ceb_schema;
 
-enum { CEB_SCHEMA_DRAFT_AUTO = 0, CEB_SCHEMA_DRAFT7 = 7,
-       CEB_SCHEMA_DRAFT2020 = 2020 };
+enum {
+  CEB_SCHEMA_DRAFT_AUTO = 0,
+  CEB_SCHEMA_DRAFT7 = 7,
+  CEB_SCHEMA_DRAFT2020 = 2020
+};
 
 /* Resolver for external references: given an absolute URI without fragment,
  * returns a NEW reference to the document (the compiler takes it), or NULL
@@ -51,8 +54,8 @@ typedef struct ceb_schema_opts {
  * unresolvable $ref, wrong keyword type...) or CEB_ENOMEM with a message in
  * err (may be NULL). */
 int ceb_schema_compile(json_t *schema, const char *base_uri,
-                       const ceb_schema_opts *opts, ceb_schema **out,
-                       char *err, size_t errlen);
+                       const ceb_schema_opts *opts, ceb_schema **out, char *err,
+                       size_t errlen);
 
 #define CEB_SCHEMA_MAX_ERRORS 16
 
@@ -66,8 +69,8 @@ typedef struct ceb_schema_error {
 
 typedef struct ceb_schema_result {
   int valid;
-  size_t count;          /* errors stored (<= CEB_SCHEMA_MAX_ERRORS) */
-  size_t total;          /* errors found (count may be capped) */
+  size_t count; /* errors stored (<= CEB_SCHEMA_MAX_ERRORS) */
+  size_t total; /* errors found (count may be capped) */
   ceb_schema_error errors[CEB_SCHEMA_MAX_ERRORS];
 } ceb_schema_result;
 

@@ -25,20 +25,20 @@ typedef struct cebs_comp {
   ceb_schema *s;
   const ceb_schema_opts *opts;
   int default_draft;
-  cebs_map ids;   /* "abs-uri" and "abs-uri#anchor" -> json_t* */
-  cebs_map info;  /* json_t* -> cebs_sinfo* */
-  cebs_map nodes; /* json_t* -> cebs_node* */
+  cebs_map ids;       /* "abs-uri" and "abs-uri#anchor" -> json_t* */
+  cebs_map info;      /* json_t* -> cebs_sinfo* */
+  cebs_map nodes;     /* json_t* -> cebs_node* */
   cebs_map docs_seen; /* remote URIs already requested -> (void*)1 */
-  json_t *owned;  /* array: remote documents kept alive while compiling */
+  json_t *owned;      /* array: remote documents kept alive while compiling */
   cebs_pending_dyn *dyn;
   size_t ndyn, capdyn;
   char *err;
   size_t errlen;
-  int rc; /* first error: CEB_EINVAL / CEB_ENOMEM */
-  int depth;      /* compile nesting */
-  int scan_depth; /* registry scan nesting */
+  int rc;            /* first error: CEB_EINVAL / CEB_ENOMEM */
+  int depth;         /* compile nesting */
+  int scan_depth;    /* registry scan nesting */
   bool forced_draft; /* opts->draft overrides the main root's $schema */
-  bool main_added; /* the first document gets "#" schema paths */
+  bool main_added;   /* the first document gets "#" schema paths */
 } cebs_comp;
 
 #define CEBS_MAX_DEPTH 256

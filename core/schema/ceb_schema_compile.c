@@ -22,8 +22,7 @@ static const struct {
 
 static void *bad_kw(cebs_comp *c, const cebs_node *n, const char *kw,
                     const char *what) {
-  return cebs_comp_fail(c, CEB_EINVAL, "%s/%s: must be %s", n->spath, kw,
-                        what);
+  return cebs_comp_fail(c, CEB_EINVAL, "%s/%s: must be %s", n->spath, kw, what);
 }
 
 static int add_node(cebs_comp *c, cebs_node *n) {
@@ -31,8 +30,7 @@ static int add_node(cebs_comp *c, cebs_node *n) {
   if (s->nnodes == s->capnodes) {
     size_t ncap = s->capnodes ? s->capnodes * 2 : 32;
     cebs_node **v = realloc(s->nodes, ncap * sizeof *v);
-    if (!v)
-      return -1;
+    if (!v) return -1;
     s->nodes = v;
     s->capnodes = ncap;
   }
@@ -43,8 +41,7 @@ static int add_node(cebs_comp *c, cebs_node *n) {
 
 /* Non-negative integer (1.0 accepted); -1 when not one. */
 static long long get_count(json_t *v) {
-  if (!cebs_is_integer(v))
-    return -1;
+  if (!cebs_is_integer(v)) return -1;
   if (json_is_integer(v))
     return json_integer_value(v) < 0 ? -1 : json_integer_value(v);
   double d = json_real_value(v);
@@ -69,8 +66,8 @@ static int compile_list(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
                         json_t *v, const char *kw, cebs_nodes *out,
                         bool nonempty) {
   if (!json_is_array(v) || (nonempty && json_array_size(v) == 0)) {
-    bad_kw(c, n, kw, nonempty ? "a non-empty array of schemas"
-                              : "an array of schemas");
+    bad_kw(c, n, kw,
+           nonempty ? "a non-empty array of schemas" : "an array of schemas");
     return -1;
   }
   size_t cnt = json_array_size(v);
@@ -115,8 +112,7 @@ static int compile_props(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
       return -1;
     }
     (*nout)++;
-    if (!(p->node = child(c, eff, e, n->spath, kw, k)))
-      return -1;
+    if (!(p->node = child(c, eff, e, n->spath, kw, k))) return -1;
   }
   qsort(*out, *nout, sizeof **out, cmp_prop);
   return 0;
@@ -171,11 +167,10 @@ static int compile_type(cebs_comp *c, cebs_node *n, json_t *v) {
   return 0;
 }
 
-static int compile_number(cebs_comp *c, cebs_node *n, json_t *j,
-                          const char *kw, cebs_num *out, bool positive) {
+static int compile_number(cebs_comp *c, cebs_node *n, json_t *j, const char *kw,
+                          cebs_num *out, bool positive) {
   json_t *v = json_object_get(j, kw);
-  if (!v)
-    return 0;
+  if (!v) return 0;
   if (!json_is_number(v) || (positive && json_number_value(v) <= 0) ||
       !isfinite(json_number_value(v))) {
     bad_kw(c, n, kw, positive ? "a number greater than 0" : "a number");
@@ -204,8 +199,7 @@ static int compile_counts(cebs_comp *c, cebs_node *n, json_t *j) {
     long long *dst = (long long *)((char *)n + counts[i].off);
     *dst = -1;
     json_t *v = json_object_get(j, counts[i].kw);
-    if (!v || (counts[i].d2020 && n->draft == CEB_SCHEMA_DRAFT7))
-      continue;
+    if (!v || (counts[i].d2020 && n->draft == CEB_SCHEMA_DRAFT7)) continue;
     if ((*dst = get_count(v)) < 0) {
       bad_kw(c, n, counts[i].kw, "a non-negative integer");
       return -1;
@@ -226,20 +220,17 @@ static int compile_regex_kw(cebs_comp *c, cebs_node *n, const char *kw,
 
 static int compile_assertions(cebs_comp *c, cebs_node *n, json_t *j) {
   json_t *v;
-  if ((v = json_object_get(j, "type")) && compile_type(c, n, v) != 0)
-    return -1;
+  if ((v = json_object_get(j, "type")) && compile_type(c, n, v) != 0) return -1;
   if ((v = json_object_get(j, "enum"))) {
     if (!json_is_array(v)) {
       bad_kw(c, n, "enum", "an array");
       return -1;
     }
-    if (!(n->enum_ = json_deep_copy(v)))
-      goto oom;
+    if (!(n->enum_ = json_deep_copy(v))) goto oom;
   }
   if ((v = json_object_get(j, "const"))) {
     n->has_const = true;
-    if (!(n->const_ = json_deep_copy(v)))
-      goto oom;
+    if (!(n->const_ = json_deep_copy(v))) goto oom;
   }
   if (compile_number(c, n, j, "maximum", &n->maximum, false) ||
       compile_number(c, n, j, "exclusiveMaximum", &n->exclusive_maximum,
@@ -276,8 +267,7 @@ oom:
 
 static int compile_format(cebs_comp *c, cebs_node *n, json_t *j) {
   json_t *v = json_object_get(j, "format");
-  if (!v)
-    return 0;
+  if (!v) return 0;
   if (!json_is_string(v)) {
     bad_kw(c, n, "format", "a string");
     return -1;
@@ -304,8 +294,7 @@ static int compile_dependencies(cebs_comp *c, cebs_node *n,
   const char *k;
   json_t *e;
   if (n->draft == CEB_SCHEMA_DRAFT7) {
-    if (!(v = json_object_get(j, "dependencies")))
-      return 0;
+    if (!(v = json_object_get(j, "dependencies"))) return 0;
     if (!json_is_object(v)) {
       bad_kw(c, n, "dependencies", "an object");
       return -1;
@@ -319,8 +308,7 @@ static int compile_dependencies(cebs_comp *c, cebs_node *n,
     }
     json_object_foreach(v, k, e) {
       if (json_is_array(e)) {
-        if (add_dep_required(c, n, "dependencies", k, e))
-          return -1;
+        if (add_dep_required(c, n, "dependencies", k, e)) return -1;
       } else {
         cebs_prop *p = &n->dep_schemas[n->ndep_schemas];
         if (!(p->name = strdup(k))) {
@@ -345,8 +333,7 @@ static int compile_dependencies(cebs_comp *c, cebs_node *n,
       return -1;
     }
     json_object_foreach(v, k, e) {
-      if (add_dep_required(c, n, "dependentRequired", k, e))
-        return -1;
+      if (add_dep_required(c, n, "dependentRequired", k, e)) return -1;
     }
   }
   if ((v = json_object_get(j, "dependentSchemas")) &&
@@ -356,8 +343,8 @@ static int compile_dependencies(cebs_comp *c, cebs_node *n,
   return 0;
 }
 
-static int compile_object_kws(cebs_comp *c, cebs_node *n,
-                              const cebs_sinfo *eff, json_t *j) {
+static int compile_object_kws(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
+                              json_t *j) {
   json_t *v;
   if ((v = json_object_get(j, "properties")) &&
       compile_props(c, n, eff, v, "properties", &n->props, &n->nprops))
@@ -401,23 +388,22 @@ static int compile_object_kws(cebs_comp *c, cebs_node *n,
         (singles[i].d2020 && n->draft == CEB_SCHEMA_DRAFT7))
       continue;
     cebs_node **dst = (cebs_node **)((char *)n + singles[i].off);
-    if (!(*dst = child(c, eff, v, n->spath, singles[i].kw, NULL)))
-      return -1;
+    if (!(*dst = child(c, eff, v, n->spath, singles[i].kw, NULL))) return -1;
   }
   n->needs_eval = n->unevaluated_props || n->unevaluated_items;
   return compile_dependencies(c, n, eff, j);
 }
 
-static int compile_array_kws(cebs_comp *c, cebs_node *n,
-                             const cebs_sinfo *eff, json_t *j) {
+static int compile_array_kws(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
+                             json_t *j) {
   json_t *items = json_object_get(j, "items");
   if (n->draft == CEB_SCHEMA_DRAFT7) {
     if (json_is_array(items)) {
       if (compile_list(c, n, eff, items, "items", &n->prefix_items, false))
         return -1;
       json_t *add = json_object_get(j, "additionalItems");
-      if (add && !(n->items = child(c, eff, add, n->spath, "additionalItems",
-                                    NULL)))
+      if (add &&
+          !(n->items = child(c, eff, add, n->spath, "additionalItems", NULL)))
         return -1;
     } else if (items &&
                !(n->items = child(c, eff, items, n->spath, "items", NULL))) {
@@ -449,11 +435,9 @@ static int compile_applicators(cebs_comp *c, cebs_node *n,
   return 0;
 }
 
-static cebs_node *compile_ref(cebs_comp *c, cebs_node *n,
-                              const cebs_sinfo *eff, json_t *v, const char *kw,
-                              char **dyn_name) {
-  if (!json_is_string(v))
-    return bad_kw(c, n, kw, "a URI reference string");
+static cebs_node *compile_ref(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
+                              json_t *v, const char *kw, char **dyn_name) {
+  if (!json_is_string(v)) return bad_kw(c, n, kw, "a URI reference string");
   cebs_sinfo *ti;
   char *frag = NULL;
   json_t *target = cebs_registry_resolve(c, eff->base, json_string_value(v),
@@ -490,8 +474,7 @@ static int compile_object(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
                           json_t *j) {
   json_t *ref = json_object_get(j, "$ref");
   if (ref) {
-    if (!(n->ref = compile_ref(c, n, eff, ref, "$ref", NULL)))
-      return -1;
+    if (!(n->ref = compile_ref(c, n, eff, ref, "$ref", NULL))) return -1;
     if (n->draft == CEB_SCHEMA_DRAFT7)
       return 0; /* siblings of $ref are ignored in draft-07 */
   }
@@ -507,25 +490,21 @@ static int compile_object(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
   return 0;
 }
 
-cebs_node *cebs_compile_node(cebs_comp *c, json_t *j,
-                             const cebs_sinfo *inherit, const char *spath) {
-  if (c->rc)
-    return NULL;
+cebs_node *cebs_compile_node(cebs_comp *c, json_t *j, const cebs_sinfo *inherit,
+                             const char *spath) {
+  if (c->rc) return NULL;
   cebs_node *n = cebs_map_get(&c->nodes, &j, sizeof j);
-  if (n)
-    return n;
+  if (n) return n;
   cebs_sinfo *si = cebs_registry_info(c, j);
   cebs_sinfo eff = si ? *si : *inherit;
-  if (!si)
-    eff.spath = (char *)spath;
+  if (!si) eff.spath = (char *)spath;
   if (!json_is_object(j) && !json_is_boolean(j))
     return cebs_comp_fail(c, CEB_EINVAL,
                           "%s: a schema must be an object or a boolean",
                           eff.spath);
   if (!(n = calloc(1, sizeof *n)) || !(n->spath = strdup(eff.spath)) ||
       add_node(c, n) != 0) {
-    if (n)
-      free(n->spath);
+    if (n) free(n->spath);
     free(n);
     return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
   }
@@ -552,8 +531,7 @@ cebs_node *cebs_compile_node(cebs_comp *c, json_t *j,
 }
 
 void cebs_node_free(cebs_node *n) {
-  if (!n)
-    return;
+  if (!n) return;
   free(n->spath);
   json_decref(n->enum_);
   json_decref(n->const_);
@@ -586,8 +564,7 @@ void cebs_node_free(cebs_node *n) {
 }
 
 void ceb_schema_free(ceb_schema *s) {
-  if (!s)
-    return;
+  if (!s) return;
   for (size_t i = 0; i < s->nnodes; i++)
     cebs_node_free(s->nodes[i]);
   free(s->nodes);
@@ -613,8 +590,7 @@ static int compile_dynamic_anchors(cebs_comp *c) {
     cebs_pending_dyn d = c->dyn[i];
     cebs_sinfo *si = cebs_registry_info(c, d.schema);
     cebs_node *n = cebs_compile_node(c, d.schema, si, si ? si->spath : "#");
-    if (!n)
-      return -1;
+    if (!n) return -1;
     cebs_resource *r = d.res;
     cebs_anchor *v = realloc(r->dyn, (r->ndyn + 1) * sizeof *v);
     if (!v) {
@@ -632,14 +608,14 @@ static int compile_dynamic_anchors(cebs_comp *c) {
 }
 
 int ceb_schema_compile(json_t *schema, const char *base_uri,
-                       const ceb_schema_opts *opts, ceb_schema **out,
-                       char *err, size_t errlen) {
-  if (err && errlen)
-    err[0] = '\0';
-  if (!out)
-    return CEB_EINVAL;
+                       const ceb_schema_opts *opts, ceb_schema **out, char *err,
+                       size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!out) return CEB_EINVAL;
   *out = NULL;
-  cebs_comp c = {.opts = opts, .err = err, .errlen = errlen,
+  cebs_comp c = {.opts = opts,
+                 .err = err,
+                 .errlen = errlen,
                  .forced_draft = opts && opts->draft};
   if (!schema) {
     cebs_comp_fail(&c, CEB_EINVAL, "no schema given");
@@ -652,8 +628,8 @@ int ceb_schema_compile(json_t *schema, const char *base_uri,
     return c.rc;
   }
   if (!draft) {
-    json_t *sch = json_is_object(schema) ? json_object_get(schema, "$schema")
-                                         : NULL;
+    json_t *sch =
+        json_is_object(schema) ? json_object_get(schema, "$schema") : NULL;
     draft = CEB_SCHEMA_DRAFT2020;
     if (json_is_string(sch) && strstr(json_string_value(sch), "draft-07"))
       draft = CEB_SCHEMA_DRAFT7;
@@ -672,8 +648,7 @@ int ceb_schema_compile(json_t *schema, const char *base_uri,
       c.s->root = cebs_compile_node(&c, schema, si, "#");
     else
       cebs_comp_fail(&c, CEB_EINVAL, "a schema must be an object or a boolean");
-    if (c.s->root && compile_dynamic_anchors(&c) == 0)
-      cebs_check_cycles(&c);
+    if (c.s->root && compile_dynamic_anchors(&c) == 0) cebs_check_cycles(&c);
   }
   cebs_registry_free(&c);
   if (c.rc) {

@@ -11,30 +11,25 @@
 /* The k-th in-place edge of n, or NULL past the last one. */
 static const cebs_node *edge(const ceb_schema *s, const cebs_node *n,
                              size_t k) {
-  const cebs_node *fixed[] = {n->ref,  n->dynamic_ref, n->not_,
-                              n->if_,  n->then_,       n->else_};
+  const cebs_node *fixed[] = {n->ref, n->dynamic_ref, n->not_,
+                              n->if_, n->then_,       n->else_};
   static const cebs_node none = {.is_bool = true}; /* an absent keyword */
   size_t nf = sizeof fixed / sizeof *fixed;
-  if (k < nf)
-    return fixed[k] ? fixed[k] : &none;
+  if (k < nf) return fixed[k] ? fixed[k] : &none;
   k -= nf;
   const cebs_nodes *lists[] = {&n->all_of, &n->any_of, &n->one_of};
   for (size_t i = 0; i < 3; i++) {
-    if (k < lists[i]->n)
-      return lists[i]->v[k];
+    if (k < lists[i]->n) return lists[i]->v[k];
     k -= lists[i]->n;
   }
-  if (k < n->ndep_schemas)
-    return n->dep_schemas[k].node;
+  if (k < n->ndep_schemas) return n->dep_schemas[k].node;
   k -= n->ndep_schemas;
   /* a $dynamicRef may land on any same-named $dynamicAnchor */
   for (size_t r = 0; n->dynamic_name && r < s->nres; r++) {
     const cebs_resource *res = s->resources[r];
     for (size_t a = 0; a < res->ndyn; a++) {
-      if (strcmp(res->dyn[a].name, n->dynamic_name) != 0)
-        continue;
-      if (k == 0)
-        return res->dyn[a].node;
+      if (strcmp(res->dyn[a].name, n->dynamic_name) != 0) continue;
+      if (k == 0) return res->dyn[a].node;
       k--;
     }
   }
@@ -57,8 +52,7 @@ int cebs_check_cycles(cebs_comp *c) {
     goto out;
   }
   for (size_t root = 0; root < nn && rc == 0; root++) {
-    if (color[root])
-      continue;
+    if (color[root]) continue;
     size_t sp = 0;
     stack[sp++] = (struct frame){s->nodes[root], 0};
     color[root] = 1;
@@ -70,8 +64,7 @@ int cebs_check_cycles(cebs_comp *c) {
         sp--;
         continue;
       }
-      if (e->is_bool)
-        continue;
+      if (e->is_bool) continue;
       if (color[e->idx] == 1) {
         cebs_comp_fail(c, CEB_EINVAL,
                        "%s: reference cycle that never descends into the "

@@ -11,26 +11,28 @@ static const struct {
   const char *name;
   cebs_format f;
 } formats[] = {
-    {"date-time", CEBS_FMT_DATE_TIME}, {"date", CEBS_FMT_DATE},
-    {"time", CEBS_FMT_TIME},           {"uri", CEBS_FMT_URI},
+    {"date-time", CEBS_FMT_DATE_TIME},
+    {"date", CEBS_FMT_DATE},
+    {"time", CEBS_FMT_TIME},
+    {"uri", CEBS_FMT_URI},
     {"uri-reference", CEBS_FMT_URI_REFERENCE},
-    {"uuid", CEBS_FMT_UUID},           {"email", CEBS_FMT_EMAIL},
-    {"ipv4", CEBS_FMT_IPV4},           {"ipv6", CEBS_FMT_IPV6},
+    {"uuid", CEBS_FMT_UUID},
+    {"email", CEBS_FMT_EMAIL},
+    {"ipv4", CEBS_FMT_IPV4},
+    {"ipv6", CEBS_FMT_IPV6},
     {"regex", CEBS_FMT_REGEX},
 };
 
 cebs_format cebs_format_lookup(const char *name) {
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
-    if (strcmp(formats[i].name, name) == 0)
-      return formats[i].f;
+    if (strcmp(formats[i].name, name) == 0) return formats[i].f;
   return CEBS_FMT_UNKNOWN;
 }
 
 static bool digits(const char *s, size_t n, int *val) {
   int v = 0;
   for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return false;
+    if (s[i] < '0' || s[i] > '9') return false;
     v = v * 10 + (s[i] - '0');
   }
   *val = v;
@@ -48,8 +50,7 @@ static bool check_date(const char *s, size_t n) {
       !digits(s + 5, 2, &m) || !digits(s + 8, 2, &d))
     return false;
   static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (m < 1 || m > 12 || d < 1)
-    return false;
+  if (m < 1 || m > 12 || d < 1) return false;
   int max = mdays[m - 1] + (m == 2 && is_leap(y));
   return d <= max;
 }
@@ -66,15 +67,12 @@ static bool check_time(const char *s, size_t n) {
     size_t st = ++i;
     while (i < n && s[i] >= '0' && s[i] <= '9')
       i++;
-    if (i == st)
-      return false;
+    if (i == st) return false;
   }
-  if (i >= n)
-    return false;
+  if (i >= n) return false;
   int oh = 0, om = 0, sign = 0;
   if (s[i] == 'Z' || s[i] == 'z') {
-    if (i + 1 != n)
-      return false;
+    if (i + 1 != n) return false;
   } else if (s[i] == '+' || s[i] == '-') {
     sign = s[i] == '+' ? 1 : -1;
     if (n - i != 6 || s[i + 3] != ':' || !digits(s + i + 1, 2, &oh) ||
@@ -83,31 +81,25 @@ static bool check_time(const char *s, size_t n) {
   } else {
     return false;
   }
-  if (h > 23 || mi > 59 || sec > 60)
-    return false;
+  if (h > 23 || mi > 59 || sec > 60) return false;
   if (sec == 60) {
     int utc = (h * 60 + mi - sign * (oh * 60 + om)) % 1440;
-    if (utc < 0)
-      utc += 1440;
-    if (utc != 23 * 60 + 59)
-      return false;
+    if (utc < 0) utc += 1440;
+    if (utc != 23 * 60 + 59) return false;
   }
   return true;
 }
 
 static bool check_date_time(const char *s, size_t n) {
-  if (n < 11 || (s[10] != 'T' && s[10] != 't'))
-    return false;
+  if (n < 11 || (s[10] != 'T' && s[10] != 't')) return false;
   return check_date(s, 10) && check_time(s + 11, n - 11);
 }
 
 static bool check_uuid(const char *s, size_t n) {
-  if (n != 36)
-    return false;
+  if (n != 36) return false;
   for (size_t i = 0; i < n; i++) {
     if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (s[i] != '-')
-        return false;
+      if (s[i] != '-') return false;
     } else if (!isxdigit((unsigned char)s[i])) {
       return false;
     }
@@ -123,12 +115,10 @@ static bool check_ipv4(const char *s, size_t n) {
     int v = 0;
     while (i < n && s[i] >= '0' && s[i] <= '9' && i - st < 3)
       v = v * 10 + (s[i++] - '0');
-    if (i == st || v > 255 || (i - st > 1 && s[st] == '0'))
-      return false;
+    if (i == st || v > 255 || (i - st > 1 && s[st] == '0')) return false;
     parts++;
     if (parts < 4) {
-      if (i >= n || s[i] != '.')
-        return false;
+      if (i >= n || s[i] != '.') return false;
       i++;
     }
   }
@@ -138,8 +128,7 @@ static bool check_ipv4(const char *s, size_t n) {
 static bool check_ipv6(const char *s, size_t n) {
   char buf[64];
   unsigned char out[16];
-  if (n == 0 || n >= sizeof buf || memchr(s, '%', n))
-    return false;
+  if (n == 0 || n >= sizeof buf || memchr(s, '%', n)) return false;
   memcpy(buf, s, n);
   buf[n] = '\0';
   return inet_pton(AF_INET6, buf, out) == 1;
@@ -159,8 +148,7 @@ static bool uri_chars(const char *s, size_t n, const char *extra) {
   for (size_t i = 0; i < n; i++) {
     int c = (unsigned char)s[i];
     if (c == '%') {
-      if (i + 2 >= n)
-        return false;
+      if (i + 2 >= n) return false;
       if (!isxdigit((unsigned char)s[i + 1]) ||
           !isxdigit((unsigned char)s[i + 2]))
         return false;
@@ -176,40 +164,32 @@ static bool uri_chars(const char *s, size_t n, const char *extra) {
 static bool check_authority(const char *s, size_t n) {
   const char *at = memrchr(s, '@', n);
   if (at) {
-    if (!uri_chars(s, (size_t)(at - s), ":"))
-      return false;
+    if (!uri_chars(s, (size_t)(at - s), ":")) return false;
     n -= (size_t)(at - s) + 1;
     s = at + 1;
   }
   if (n > 0 && s[0] == '[') {
     const char *close = memchr(s, ']', n);
-    if (!close)
-      return false;
+    if (!close) return false;
     size_t hl = (size_t)(close - s) - 1;
-    if (!(hl > 0 && (s[1] == 'v' || s[1] == 'V'
-                         ? uri_chars(s + 1, hl, ":")
-                         : check_ipv6(s + 1, hl))))
+    if (!(hl > 0 && (s[1] == 'v' || s[1] == 'V' ? uri_chars(s + 1, hl, ":")
+                                                : check_ipv6(s + 1, hl))))
       return false;
     size_t rest = n - (size_t)(close - s) - 1;
     s = close + 1;
     n = rest;
-    if (n == 0)
-      return true;
-    if (s[0] != ':')
-      return false;
+    if (n == 0) return true;
+    if (s[0] != ':') return false;
   } else {
     const char *colon = memchr(s, ':', n);
     size_t hl = colon ? (size_t)(colon - s) : n;
-    if (!uri_chars(s, hl, ""))
-      return false;
+    if (!uri_chars(s, hl, "")) return false;
     s += hl;
     n -= hl;
-    if (n == 0)
-      return true;
+    if (n == 0) return true;
   }
   for (size_t i = 1; i < n; i++) /* port */
-    if (!isdigit((unsigned char)s[i]))
-      return false;
+    if (!isdigit((unsigned char)s[i])) return false;
   return true;
 }
 
@@ -226,19 +206,16 @@ static bool check_uri_any(const char *s, size_t n, bool need_scheme) {
       i = j + 1;
     }
   }
-  if (need_scheme && !has_scheme)
-    return false;
+  if (need_scheme && !has_scheme) return false;
   size_t end = n;
   const char *hash = memchr(s + i, '#', n - i);
   if (hash) {
-    if (!uri_chars(hash + 1, n - (size_t)(hash - s) - 1, ":@/?"))
-      return false;
+    if (!uri_chars(hash + 1, n - (size_t)(hash - s) - 1, ":@/?")) return false;
     end = (size_t)(hash - s);
   }
   const char *q = memchr(s + i, '?', end - i);
   if (q) {
-    if (!uri_chars(q + 1, end - (size_t)(q - s) - 1, ":@/?"))
-      return false;
+    if (!uri_chars(q + 1, end - (size_t)(q - s) - 1, ":@/?")) return false;
     end = (size_t)(q - s);
   }
   const char *p = s + i;
@@ -247,8 +224,7 @@ static bool check_uri_any(const char *s, size_t n, bool need_scheme) {
     size_t al = 2;
     while (al < pl && p[al] != '/')
       al++;
-    if (!check_authority(p + 2, al - 2))
-      return false;
+    if (!check_authority(p + 2, al - 2)) return false;
     p += al;
     pl -= al;
   } else if (!has_scheme) {
@@ -256,15 +232,13 @@ static bool check_uri_any(const char *s, size_t n, bool need_scheme) {
     size_t seg = 0;
     while (seg < pl && p[seg] != '/')
       seg++;
-    if (memchr(p, ':', seg))
-      return false;
+    if (memchr(p, ':', seg)) return false;
   }
   return uri_chars(p, pl, ":@/");
 }
 
 static bool check_domain(const char *s, size_t n) {
-  if (n == 0 || n > 253)
-    return false;
+  if (n == 0 || n > 253) return false;
   size_t lab = 0;
   for (size_t i = 0; i <= n; i++) {
     if (i == n || s[i] == '.') {
@@ -282,29 +256,24 @@ static bool check_domain(const char *s, size_t n) {
 
 static bool check_email(const char *s, size_t n) {
   const char *at = memrchr(s, '@', n);
-  if (!at || at == s)
-    return false;
+  if (!at || at == s) return false;
   size_t ll = (size_t)(at - s), dl = n - ll - 1;
   const char *d = at + 1;
   if (s[0] == '"') {
-    if (ll < 2 || s[ll - 1] != '"')
-      return false;
+    if (ll < 2 || s[ll - 1] != '"') return false;
     for (size_t i = 1; i + 1 < ll; i++) {
       unsigned char c = (unsigned char)s[i];
       if (c == '\\') {
-        if (++i + 1 >= ll)
-          return false;
+        if (++i + 1 >= ll) return false;
       } else if (c == '"' || c < 32 || c >= 127) {
         return false;
       }
     }
   } else {
-    if (s[0] == '.' || s[ll - 1] == '.')
-      return false;
+    if (s[0] == '.' || s[ll - 1] == '.') return false;
     for (size_t i = 0; i < ll; i++) {
       unsigned char c = (unsigned char)s[i];
-      if (c == '.' && s[i + 1] == '.')
-        return false;
+      if (c == '.' && s[i + 1] == '.') return false;
       if (!(isalnum(c) || (c && strchr("!#$%&'*+-/=?^_`{|}~.", c))))
         return false;
     }
@@ -339,8 +308,7 @@ bool cebs_format_check(cebs_format f, const char *s, size_t n) {
     return check_ipv6(s, n);
   case CEBS_FMT_REGEX: {
     char err[8];
-    if (memchr(s, '\0', n))
-      return false;
+    if (memchr(s, '\0', n)) return false;
     cebs_regex *re = cebs_regex_compile(s, err, sizeof err);
     cebs_regex_free(re);
     return re != NULL;

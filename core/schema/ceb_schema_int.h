@@ -134,7 +134,7 @@ typedef struct cebs_nodes {
 struct cebs_node {
   bool is_bool, bool_val;
   int draft;
-  size_t idx; /* position in ceb_schema.nodes */
+  size_t idx;  /* position in ceb_schema.nodes */
   char *spath; /* "#/properties/a" or "uri#/..." */
   const cebs_resource *res;
   bool needs_eval; /* has unevaluatedItems/Properties */
@@ -143,8 +143,7 @@ struct cebs_node {
   json_t *enum_;  /* owned deep copy */
   json_t *const_; /* owned deep copy; has_const tells null apart */
   bool has_const;
-  cebs_num maximum, exclusive_maximum, minimum, exclusive_minimum,
-      multiple_of;
+  cebs_num maximum, exclusive_maximum, minimum, exclusive_minimum, multiple_of;
   long long max_length, min_length, max_items, min_items, max_contains,
       min_contains, max_properties, min_properties; /* -1 = unset */
   cebs_regex *pattern;
@@ -192,11 +191,11 @@ void cebs_node_free(cebs_node *n);
 
 /* Annotations gathered for unevaluatedItems / unevaluatedProperties. */
 typedef struct cebs_eval {
-  json_t *props;        /* set (object) of evaluated property names */
+  json_t *props; /* set (object) of evaluated property names */
   bool all_props;
-  size_t items;         /* items [0, items) evaluated */
+  size_t items; /* items [0, items) evaluated */
   bool all_items;
-  unsigned char *bits;  /* per-index evaluated flags (contains) */
+  unsigned char *bits; /* per-index evaluated flags (contains) */
   size_t nbits;
 } cebs_eval;
 
@@ -211,9 +210,9 @@ typedef struct cebs_ctx {
   int quiet; /* >0: inside a branch whose errors are not reported */
   int depth;
   bool oom;
-  size_t steps;       /* node evaluations so far (bounded) */
-  bool incomplete;    /* depth or step budget exhausted */
-  char *ipath; /* current instance path */
+  size_t steps;    /* node evaluations so far (bounded) */
+  bool incomplete; /* depth or step budget exhausted */
+  char *ipath;     /* current instance path */
   size_t ilen, icap;
 } cebs_ctx;
 
@@ -239,8 +238,8 @@ void cebs_eval_free(cebs_eval *ev);
  * type, enum, const, numbers, strings, counts, required... */
 bool cebs_kw_assert(cebs_ctx *c, const cebs_node *n, json_t *inst);
 /* Applicators on arrays / objects (ceb_schema_kw_array.c, _object.c). */
-bool cebs_kw_array(cebs_ctx *c, const cebs_node *n, json_t *inst,
-                   cebs_eval *ev, const cebs_scope *scope);
+bool cebs_kw_array(cebs_ctx *c, const cebs_node *n, json_t *inst, cebs_eval *ev,
+                   const cebs_scope *scope);
 bool cebs_kw_object(cebs_ctx *c, const cebs_node *n, json_t *inst,
                     cebs_eval *ev, const cebs_scope *scope);
 

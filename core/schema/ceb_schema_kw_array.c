@@ -33,8 +33,8 @@ static bool contains(cebs_ctx *c, const cebs_node *n, json_t *inst,
   return true;
 }
 
-bool cebs_kw_array(cebs_ctx *c, const cebs_node *n, json_t *inst,
-                   cebs_eval *ev, const cebs_scope *scope) {
+bool cebs_kw_array(cebs_ctx *c, const cebs_node *n, json_t *inst, cebs_eval *ev,
+                   const cebs_scope *scope) {
   bool ok = true;
   size_t cnt = json_array_size(inst);
   size_t np = n->prefix_items.n < cnt ? n->prefix_items.n : cnt;
@@ -45,28 +45,23 @@ bool cebs_kw_array(cebs_ctx *c, const cebs_node *n, json_t *inst,
     cebs_path_pop(c, prev);
     if (!r) {
       ok = false;
-      if (c->quiet)
-        return false;
+      if (c->quiet) return false;
     }
   }
-  if (ev && ev->items < np)
-    ev->items = np;
+  if (ev && ev->items < np) ev->items = np;
   if (n->items) {
     for (size_t i = n->prefix_items.n; i < cnt; i++) {
       size_t prev = cebs_path_push_index(c, i);
-      bool r = cebs_validate_node(c, n->items, json_array_get(inst, i), NULL,
-                                  scope);
+      bool r =
+          cebs_validate_node(c, n->items, json_array_get(inst, i), NULL, scope);
       cebs_path_pop(c, prev);
       if (!r) {
         ok = false;
-        if (c->quiet)
-          return false;
+        if (c->quiet) return false;
       }
     }
-    if (ev)
-      ev->all_items = true;
+    if (ev) ev->all_items = true;
   }
-  if (n->contains && !contains(c, n, inst, ev, scope))
-    ok = false;
+  if (n->contains && !contains(c, n, inst, ev, scope)) ok = false;
   return ok;
 }

@@ -29,7 +29,7 @@ static unsigned type_bits(json_t *v) {
 }
 
 static const char *type_name(json_t *v) {
-  static const char *names[] = {"object", "array",   "string", "integer",
+  static const char *names[] = {"object", "array",   "string",  "integer",
                                 "number", "boolean", "boolean", "null"};
   return names[json_typeof(v)];
 }
@@ -45,8 +45,7 @@ static void num_text(const cebs_num *n, char *buf, size_t len) {
   do {                                                                         \
     if (!(cond)) {                                                             \
       ok = false;                                                              \
-      if (c->quiet)                                                            \
-        return false;                                                          \
+      if (c->quiet) return false;                                              \
     }                                                                          \
   } while (0)
 
@@ -58,7 +57,8 @@ static bool check_number(cebs_ctx *c, const cebs_node *n, json_t *inst) {
     cebs_error(c, n, "maximum", "must be <= %s", b);
     STEP(false);
   }
-  if (n->exclusive_maximum.set && cebs_num_cmp(inst, &n->exclusive_maximum) >= 0) {
+  if (n->exclusive_maximum.set &&
+      cebs_num_cmp(inst, &n->exclusive_maximum) >= 0) {
     num_text(&n->exclusive_maximum, b, sizeof b);
     cebs_error(c, n, "exclusiveMaximum", "must be < %s", b);
     STEP(false);
@@ -68,7 +68,8 @@ static bool check_number(cebs_ctx *c, const cebs_node *n, json_t *inst) {
     cebs_error(c, n, "minimum", "must be >= %s", b);
     STEP(false);
   }
-  if (n->exclusive_minimum.set && cebs_num_cmp(inst, &n->exclusive_minimum) <= 0) {
+  if (n->exclusive_minimum.set &&
+      cebs_num_cmp(inst, &n->exclusive_minimum) <= 0) {
     num_text(&n->exclusive_minimum, b, sizeof b);
     cebs_error(c, n, "exclusiveMinimum", "must be > %s", b);
     STEP(false);
@@ -118,8 +119,7 @@ static bool check_array(cebs_ctx *c, const cebs_node *n, json_t *inst) {
     STEP(false);
   }
   if (n->min_items >= 0 && cnt < n->min_items) {
-    cebs_error(c, n, "minItems", "must have at least %lld items",
-               n->min_items);
+    cebs_error(c, n, "minItems", "must have at least %lld items", n->min_items);
     STEP(false);
   }
   if (n->unique_items) {
@@ -163,8 +163,7 @@ static bool check_object(cebs_ctx *c, const cebs_node *n, json_t *inst) {
       n->draft == CEB_SCHEMA_DRAFT7 ? "dependencies" : "dependentRequired";
   for (size_t i = 0; i < n->ndep_required; i++) {
     const cebs_depreq *d = &n->dep_required[i];
-    if (!json_object_get(inst, d->name))
-      continue;
+    if (!json_object_get(inst, d->name)) continue;
     for (size_t k = 0; k < d->nreq; k++) {
       if (!json_object_get(inst, d->req[k])) {
         cebs_error(c, n, kw, "property \"%.100s\" is required by \"%.100s\"",
@@ -192,8 +191,7 @@ bool cebs_kw_assert(cebs_ctx *c, const cebs_node *n, json_t *inst) {
         break;
       }
     }
-    if (!found)
-      cebs_error(c, n, "enum", "is not one of the allowed values");
+    if (!found) cebs_error(c, n, "enum", "is not one of the allowed values");
     STEP(found);
   }
   if (n->has_const && !cebs_json_equal(inst, n->const_)) {

@@ -13,13 +13,12 @@ static int cmp_key(const void *key, const void *p) {
   do {                                                                         \
     if (!(cond)) {                                                             \
       ok = false;                                                              \
-      if (c->quiet)                                                            \
-        return false;                                                          \
+      if (c->quiet) return false;                                              \
     }                                                                          \
   } while (0)
 
-static bool child(cebs_ctx *c, const cebs_node *n, const char *key,
-                  json_t *v, const cebs_scope *scope) {
+static bool child(cebs_ctx *c, const cebs_node *n, const char *key, json_t *v,
+                  const cebs_scope *scope) {
   size_t prev = cebs_path_push_key(c, key);
   bool r = cebs_validate_node(c, n, v, NULL, scope);
   cebs_path_pop(c, prev);
@@ -35,8 +34,7 @@ bool cebs_kw_object(cebs_ctx *c, const cebs_node *n, json_t *inst,
     json_object_foreach(inst, k, v) {
       bool seen = false;
       const cebs_prop *p =
-          n->nprops ? bsearch(k, n->props, n->nprops, sizeof *n->props,
-                              cmp_key)
+          n->nprops ? bsearch(k, n->props, n->nprops, sizeof *n->props, cmp_key)
                     : NULL;
       if (p) {
         seen = true;
@@ -52,8 +50,7 @@ bool cebs_kw_object(cebs_ctx *c, const cebs_node *n, json_t *inst,
         seen = true;
         STEP(child(c, n->additional_props, k, v, scope));
       }
-      if (seen)
-        cebs_eval_mark_prop(c, ev, k);
+      if (seen) cebs_eval_mark_prop(c, ev, k);
     }
   }
   if (n->property_names) {

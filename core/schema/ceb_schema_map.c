@@ -35,8 +35,7 @@ static struct cebs_map_ent *map_find(const cebs_map *m, const void *key,
 }
 
 void *cebs_map_get(const cebs_map *m, const void *key, size_t klen) {
-  if (!m->cap)
-    return NULL;
+  if (!m->cap) return NULL;
   struct cebs_map_ent *e = map_find(m, key, klen, map_hash(key, klen));
   return e->key ? e->val : NULL;
 }
@@ -52,15 +51,13 @@ static int map_grow(cebs_map *m) {
   }
   m->cap = ncap;
   for (size_t i = 0; i < ocap; i++)
-    if (old[i].key)
-      *map_find(m, old[i].key, old[i].klen, old[i].hash) = old[i];
+    if (old[i].key) *map_find(m, old[i].key, old[i].klen, old[i].hash) = old[i];
   free(old);
   return 0;
 }
 
 int cebs_map_put(cebs_map *m, const void *key, size_t klen, void *val) {
-  if ((m->len + 1) * 4 > m->cap * 3 && map_grow(m) != 0)
-    return -1;
+  if ((m->len + 1) * 4 > m->cap * 3 && map_grow(m) != 0) return -1;
   uint64_t h = map_hash(key, klen);
   struct cebs_map_ent *e = map_find(m, key, klen, h);
   if (e->key) {
@@ -68,8 +65,7 @@ int cebs_map_put(cebs_map *m, const void *key, size_t klen, void *val) {
     return 0;
   }
   e->key = malloc(klen ? klen : 1);
-  if (!e->key)
-    return -1;
+  if (!e->key) return -1;
   memcpy(e->key, key, klen);
   e->klen = klen;
   e->hash = h;
@@ -82,8 +78,7 @@ void cebs_map_clear(cebs_map *m, void (*free_val)(void *)) {
   for (size_t i = 0; i < m->cap; i++) {
     if (m->ents[i].key) {
       free(m->ents[i].key);
-      if (free_val)
-        free_val(m->ents[i].val);
+      if (free_val) free_val(m->ents[i].val);
     }
   }
   free(m->ents);

@@ -15,39 +15,59 @@ struct cebs_regex {
 };
 
 #define ECMA_SPACE                                                             \
-  "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"          \
+  "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"           \
   "\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}"
 
 /* ECMA-262 long General_Category names PCRE2 10.42 does not know. */
 static const char *const gc_names[][2] = {
-    {"Letter", "L"},           {"Cased_Letter", "L&"},
-    {"Uppercase_Letter", "Lu"}, {"Lowercase_Letter", "Ll"},
-    {"Titlecase_Letter", "Lt"}, {"Modifier_Letter", "Lm"},
-    {"Other_Letter", "Lo"},    {"Mark", "M"},
-    {"Nonspacing_Mark", "Mn"}, {"Spacing_Mark", "Mc"},
-    {"Enclosing_Mark", "Me"},  {"Number", "N"},
-    {"Decimal_Number", "Nd"},  {"digit", "Nd"},
-    {"Letter_Number", "Nl"},   {"Other_Number", "No"},
-    {"Punctuation", "P"},      {"punct", "P"},
-    {"Connector_Punctuation", "Pc"}, {"Dash_Punctuation", "Pd"},
-    {"Open_Punctuation", "Ps"}, {"Close_Punctuation", "Pe"},
-    {"Initial_Punctuation", "Pi"}, {"Final_Punctuation", "Pf"},
-    {"Other_Punctuation", "Po"}, {"Symbol", "S"},
-    {"Math_Symbol", "Sm"},     {"Currency_Symbol", "Sc"},
-    {"Modifier_Symbol", "Sk"}, {"Other_Symbol", "So"},
-    {"Separator", "Z"},        {"Space_Separator", "Zs"},
-    {"Line_Separator", "Zl"},  {"Paragraph_Separator", "Zp"},
-    {"Other", "C"},            {"Control", "Cc"},
-    {"cntrl", "Cc"},           {"Format", "Cf"},
-    {"Surrogate", "Cs"},       {"Private_Use", "Co"},
+    {"Letter", "L"},
+    {"Cased_Letter", "L&"},
+    {"Uppercase_Letter", "Lu"},
+    {"Lowercase_Letter", "Ll"},
+    {"Titlecase_Letter", "Lt"},
+    {"Modifier_Letter", "Lm"},
+    {"Other_Letter", "Lo"},
+    {"Mark", "M"},
+    {"Nonspacing_Mark", "Mn"},
+    {"Spacing_Mark", "Mc"},
+    {"Enclosing_Mark", "Me"},
+    {"Number", "N"},
+    {"Decimal_Number", "Nd"},
+    {"digit", "Nd"},
+    {"Letter_Number", "Nl"},
+    {"Other_Number", "No"},
+    {"Punctuation", "P"},
+    {"punct", "P"},
+    {"Connector_Punctuation", "Pc"},
+    {"Dash_Punctuation", "Pd"},
+    {"Open_Punctuation", "Ps"},
+    {"Close_Punctuation", "Pe"},
+    {"Initial_Punctuation", "Pi"},
+    {"Final_Punctuation", "Pf"},
+    {"Other_Punctuation", "Po"},
+    {"Symbol", "S"},
+    {"Math_Symbol", "Sm"},
+    {"Currency_Symbol", "Sc"},
+    {"Modifier_Symbol", "Sk"},
+    {"Other_Symbol", "So"},
+    {"Separator", "Z"},
+    {"Space_Separator", "Zs"},
+    {"Line_Separator", "Zl"},
+    {"Paragraph_Separator", "Zp"},
+    {"Other", "C"},
+    {"Control", "Cc"},
+    {"cntrl", "Cc"},
+    {"Format", "Cf"},
+    {"Surrogate", "Cs"},
+    {"Private_Use", "Co"},
     {"Unassigned", "Cn"},
 };
 
 /* Writes the PCRE2 spelling of the \p{...} body p[0..n) into out. */
 static size_t map_property(const char *p, size_t n, char *out) {
-  static const char *const prefixes[] = {"General_Category=", "gc=",
-                                         "Script=", "sc=",
-                                         "Script_Extensions=", "scx="};
+  static const char *const prefixes[] = {
+      "General_Category=",  "gc=", "Script=", "sc=",
+      "Script_Extensions=", "scx="};
   for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
     size_t pl = strlen(prefixes[i]);
     if (n > pl && strncmp(p, prefixes[i], pl) == 0) {
@@ -72,12 +92,10 @@ static char *ecma_translate(const char *p) {
   size_t n = strlen(p), cap = n * 1 + 1, len = 0;
   size_t extra = 0;
   for (size_t i = 0; i + 1 < n; i++)
-    if (p[i] == '\\')
-      extra += sizeof(ECMA_SPACE) + 8, i++;
+    if (p[i] == '\\') extra += sizeof(ECMA_SPACE) + 8, i++;
   cap += extra;
   char *out = malloc(cap);
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   bool in_class = false;
   for (size_t i = 0; i < n; i++) {
     char ch = p[i];
@@ -94,8 +112,8 @@ static char *ecma_translate(const char *p) {
           out[len++] = '\\';
           out[len++] = e;
           out[len++] = '{';
-          len += map_property(p + i + 3, (size_t)(close - (p + i + 3)),
-                              out + len);
+          len +=
+              map_property(p + i + 3, (size_t)(close - (p + i + 3)), out + len);
           out[len++] = '}';
           i = (size_t)(close - p);
           continue;
@@ -144,8 +162,8 @@ cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen) {
   if (!code) {
     PCRE2_UCHAR msg[128];
     pcre2_get_error_message(ec, msg, sizeof msg);
-    snprintf(err, errlen, "invalid regular expression \"%.64s\": %s",
-             pattern, (char *)msg);
+    snprintf(err, errlen, "invalid regular expression \"%.64s\": %s", pattern,
+             (char *)msg);
     return NULL;
   }
   cebs_regex *re = malloc(sizeof *re);
@@ -160,18 +178,15 @@ cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen) {
 
 int cebs_regex_search(const cebs_regex *re, const char *s, size_t len) {
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
-  if (!md)
-    return -1;
+  if (!md) return -1;
   int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
   pcre2_match_data_free(md);
-  if (rc >= 0)
-    return 1;
+  if (rc >= 0) return 1;
   return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
 }
 
 void cebs_regex_free(cebs_regex *re) {
-  if (!re)
-    return;
+  if (!re) return;
   pcre2_code_free(re->code);
   free(re);
 }

@@ -25,8 +25,7 @@ void *cebs_comp_fail(cebs_comp *c, int rc, const char *fmt, ...) {
 char *cebs_spath_join(const char *base, const char *key) {
   size_t n = strlen(base), k = strlen(key);
   char *out = malloc(n + 2 * k + 2), *o;
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   memcpy(out, base, n);
   o = out + n;
   *o++ = '/';
@@ -56,8 +55,7 @@ static cebs_resource *res_new(cebs_comp *c, const char *uri) {
   if (s->nres == s->capres) {
     size_t ncap = s->capres ? s->capres * 2 : 8;
     cebs_resource **v = realloc(s->resources, ncap * sizeof *v);
-    if (!v)
-      return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
+    if (!v) return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
     s->resources = v;
     s->capres = ncap;
   }
@@ -95,14 +93,12 @@ static int add_pending_dyn(cebs_comp *c, cebs_resource *res, const char *name,
   if (c->ndyn == c->capdyn) {
     size_t ncap = c->capdyn ? c->capdyn * 2 : 8;
     cebs_pending_dyn *v = realloc(c->dyn, ncap * sizeof *v);
-    if (!v)
-      goto oom;
+    if (!v) goto oom;
     c->dyn = v;
     c->capdyn = ncap;
   }
   char *nm = strdup(name);
-  if (!nm)
-    goto oom;
+  if (!nm) goto oom;
   c->dyn[c->ndyn++] = (cebs_pending_dyn){res, nm, j};
   return 0;
 oom:
@@ -122,8 +118,7 @@ static int put_info(cebs_comp *c, json_t *j, const char *base,
                     bool no_validation) {
   cebs_sinfo *si = calloc(1, sizeof *si);
   if (!si || !(si->base = strdup(base)) || !(si->spath = strdup(spath))) {
-    if (si)
-      free(si->base);
+    if (si) free(si->base);
     free(si);
     cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
     return -1;
@@ -137,8 +132,7 @@ static int put_info(cebs_comp *c, json_t *j, const char *base,
     cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
     return -1;
   }
-  if (old)
-    sinfo_free(old);
+  if (old) sinfo_free(old);
   return 0;
 }
 
@@ -154,8 +148,8 @@ typedef struct scan_env {
 static int scan(cebs_comp *c, json_t *j, scan_env env, const char *spath,
                 bool is_root);
 
-static int scan_child(cebs_comp *c, json_t *j, scan_env env,
-                      const char *spath, const char *kw, const char *key) {
+static int scan_child(cebs_comp *c, json_t *j, scan_env env, const char *spath,
+                      const char *kw, const char *key) {
   char *p1 = cebs_spath_join(spath, kw);
   char *p2 = p1 && key ? cebs_spath_join(p1, key) : NULL;
   int rc;
@@ -171,20 +165,27 @@ static int scan_child(cebs_comp *c, json_t *j, scan_env env,
   return rc;
 }
 
-static const char *const single_kws[] = {
-    "additionalItems", "additionalProperties", "contains",
-    "propertyNames",   "not",                  "if",
-    "then",            "else",                 "unevaluatedItems",
-    "unevaluatedProperties", "items"};
+static const char *const single_kws[] = {"additionalItems",
+                                         "additionalProperties",
+                                         "contains",
+                                         "propertyNames",
+                                         "not",
+                                         "if",
+                                         "then",
+                                         "else",
+                                         "unevaluatedItems",
+                                         "unevaluatedProperties",
+                                         "items"};
 static const char *const array_kws[] = {"allOf", "anyOf", "oneOf",
                                         "prefixItems", "items"};
-static const char *const map_kws[] = {"properties",  "patternProperties",
-                                      "$defs",       "definitions",
-                                      "dependentSchemas", "dependencies"};
+static const char *const map_kws[] = {
+    "properties",  "patternProperties", "$defs",
+    "definitions", "dependentSchemas",  "dependencies"};
 
 static json_t *load_remote(cebs_comp *c, const char *abs, int draft);
 
-#define VOCAB_VALIDATION "https://json-schema.org/draft/2020-12/vocab/validation"
+#define VOCAB_VALIDATION                                                       \
+  "https://json-schema.org/draft/2020-12/vocab/validation"
 
 /* A 2020-12 "$schema" naming a custom meta-schema: its "$vocabulary" says
  * whether the validation vocabulary applies. Returns true when it does not. */
@@ -193,19 +194,17 @@ static bool lacks_validation_vocab(cebs_comp *c, const char *metauri) {
     return false;
   const char *frag;
   char *abs = cebs_uri_split(metauri, &frag);
-  if (!abs)
-    return false;
+  if (!abs) return false;
   json_t *meta = cebs_map_get(&c->ids, abs, strlen(abs));
-  if (!meta)
-    meta = load_remote(c, abs, CEB_SCHEMA_DRAFT2020);
+  if (!meta) meta = load_remote(c, abs, CEB_SCHEMA_DRAFT2020);
   free(abs);
-  json_t *vocab = json_is_object(meta) ? json_object_get(meta, "$vocabulary")
-                                       : NULL;
+  json_t *vocab =
+      json_is_object(meta) ? json_object_get(meta, "$vocabulary") : NULL;
   return json_is_object(vocab) && !json_object_get(vocab, VOCAB_VALIDATION);
 }
 
-static int scan_object(cebs_comp *c, json_t *j, scan_env env,
-                       const char *spath, bool is_root) {
+static int scan_object(cebs_comp *c, json_t *j, scan_env env, const char *spath,
+                       bool is_root) {
   json_t *sch = json_object_get(j, "$schema");
   json_t *id = json_object_get(j, "$id");
   if (json_is_string(sch) && (is_root || json_is_string(id))) {
@@ -213,8 +212,7 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env,
       env.draft = draft_from_uri(json_string_value(sch), env.draft);
     if (env.draft == CEB_SCHEMA_DRAFT2020)
       env.no_validation = lacks_validation_vocab(c, json_string_value(sch));
-    if (c->rc)
-      return -1;
+    if (c->rc) return -1;
   }
   bool ref_only = env.draft == CEB_SCHEMA_DRAFT7 && json_object_get(j, "$ref");
   char *nbase = NULL;
@@ -222,8 +220,7 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env,
   if (json_is_string(id) && !ref_only) {
     const char *ids = json_string_value(id);
     if (env.draft == CEB_SCHEMA_DRAFT7 && ids[0] == '#') {
-      if (put_id(c, env.base, ids + 1, j) != 0)
-        return -1;
+      if (put_id(c, env.base, ids + 1, j) != 0) return -1;
     } else {
       char *full = cebs_uri_resolve(env.base, ids);
       const char *frag;
@@ -237,8 +234,7 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env,
       if (r == 0 && env.draft == CEB_SCHEMA_DRAFT7 && frag && *frag)
         r = put_id(c, nbase, frag, j);
       free(full);
-      if (r != 0 || !(env.res = res_new(c, nbase)))
-        goto out;
+      if (r != 0 || !(env.res = res_new(c, nbase))) goto out;
       env.base = nbase;
     }
   }
@@ -252,12 +248,11 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env,
          add_pending_dyn(c, env.res, json_string_value(a), j) != 0))
       goto out;
   }
-  if (put_info(c, j, env.base, spath, env.res, env.draft,
-               env.no_validation) != 0)
+  if (put_info(c, j, env.base, spath, env.res, env.draft, env.no_validation) !=
+      0)
     goto out;
   rc = 0;
-  if (ref_only)
-    goto out; /* draft-07: siblings of $ref are ignored */
+  if (ref_only) goto out; /* draft-07: siblings of $ref are ignored */
   for (size_t i = 0; i < sizeof single_kws / sizeof *single_kws && !rc; i++) {
     json_t *v = json_object_get(j, single_kws[i]);
     if (v && (json_is_object(v) || json_is_boolean(v)))
@@ -268,22 +263,18 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env,
     size_t k;
     json_t *e;
     char idx[32];
-    if (!json_is_array(v))
-      continue;
+    if (!json_is_array(v)) continue;
     json_array_foreach(v, k, e) {
       snprintf(idx, sizeof idx, "%zu", k);
-      if ((rc = scan_child(c, e, env, spath, array_kws[i], idx)))
-        break;
+      if ((rc = scan_child(c, e, env, spath, array_kws[i], idx))) break;
     }
   }
   for (size_t i = 0; i < sizeof map_kws / sizeof *map_kws && !rc; i++) {
     json_t *v = json_object_get(j, map_kws[i]), *e;
     const char *k;
-    if (!json_is_object(v))
-      continue;
+    if (!json_is_object(v)) continue;
     json_object_foreach(v, k, e) {
-      if ((rc = scan_child(c, e, env, spath, map_kws[i], k)))
-        break;
+      if ((rc = scan_child(c, e, env, spath, map_kws[i], k))) break;
     }
   }
 out:
@@ -321,9 +312,10 @@ int cebs_registry_add(cebs_comp *c, json_t *doc, const char *uri, int draft) {
     goto out;
   }
   cebs_resource *res = res_new(c, abs);
-  if (!res || put_id(c, abs, NULL, doc) != 0)
-    goto out;
-  scan_env env = {.base = abs, .res = res, .draft = draft,
+  if (!res || put_id(c, abs, NULL, doc) != 0) goto out;
+  scan_env env = {.base = abs,
+                  .res = res,
+                  .draft = draft,
                   .may_switch = !(main_doc && c->forced_draft)};
   rc = scan(c, doc, env, spath, true);
 out:
@@ -333,8 +325,7 @@ out:
 }
 
 static json_t *load_remote(cebs_comp *c, const char *abs, int draft) {
-  if (cebs_map_get(&c->docs_seen, abs, strlen(abs)))
-    return NULL;
+  if (cebs_map_get(&c->docs_seen, abs, strlen(abs))) return NULL;
   if (cebs_map_put(&c->docs_seen, abs, strlen(abs), (void *)1) != 0)
     return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
   json_t *doc = NULL;
@@ -342,12 +333,10 @@ static json_t *load_remote(cebs_comp *c, const char *abs, int draft) {
     doc = json_incref(json_object_get(c->opts->resources, abs));
   if (!doc && c->opts && c->opts->resolve)
     doc = c->opts->resolve(c->opts->resolve_arg, abs);
-  if (!doc)
-    return NULL;
+  if (!doc) return NULL;
   if (json_array_append_new(c->owned, doc) != 0)
     return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
-  if (cebs_registry_add(c, doc, abs, draft) != 0)
-    return NULL;
+  if (cebs_registry_add(c, doc, abs, draft) != 0) return NULL;
   return cebs_map_get(&c->ids, abs, strlen(abs));
 }
 
@@ -363,21 +352,19 @@ json_t *cebs_registry_resolve(cebs_comp *c, const char *base, const char *ref,
     goto out;
   }
   json_t *root = cebs_map_get(&c->ids, abs, strlen(abs));
-  if (!root)
-    root = load_remote(c, abs, draft);
+  if (!root) root = load_remote(c, abs, draft);
   if (!root) {
     if (!c->rc)
       cebs_comp_fail(c, CEB_EINVAL,
-                     "unresolvable $ref \"%s\": no schema known as \"%s\"",
-                     ref, abs);
+                     "unresolvable $ref \"%s\": no schema known as \"%s\"", ref,
+                     abs);
     goto out;
   }
   if (!frag || !*frag) {
     target = root;
   } else if (frag[0] == '/') {
     if (!(dec = cebs_pct_decode(frag)))
-      cebs_comp_fail(c, CEB_EINVAL, "bad percent-encoding in $ref \"%s\"",
-                     ref);
+      cebs_comp_fail(c, CEB_EINVAL, "bad percent-encoding in $ref \"%s\"", ref);
     else
       target = cebs_json_pointer(root, dec);
   } else {

@@ -71,8 +71,7 @@ static void remove_dots(char *in) {
         r += 3;
       while (olen > 0 && out[olen - 1] != '/')
         olen--;
-      if (olen > 0)
-        olen--;
+      if (olen > 0) olen--;
     } else if (strcmp(r, ".") == 0 || strcmp(r, "..") == 0) {
       r += strlen(r);
     } else {
@@ -97,8 +96,7 @@ static void sb_add(sbuf *b, const char *s, size_t n) {
 }
 
 char *cebs_uri_resolve(const char *base, const char *ref) {
-  if (!base)
-    base = "";
+  if (!base) base = "";
   uri_parts B, R;
   uri_parse(base, &B);
   uri_parse(ref, &R);
@@ -137,8 +135,7 @@ char *cebs_uri_resolve(const char *base, const char *ref) {
           path[keep++] = '/';
         } else {
           for (size_t i = 0; i < B.lpath; i++)
-            if (B.path[i] == '/')
-              keep = i + 1;
+            if (B.path[i] == '/') keep = i + 1;
           memcpy(path, B.path, keep);
         }
         memcpy(path + keep, R.path, R.lpath);
@@ -176,19 +173,16 @@ char *cebs_uri_split(const char *uri, const char **frag) {
 }
 
 static int hexval(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
+  if (c >= '0' && c <= '9') return c - '0';
   c = tolower(c);
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   return -1;
 }
 
 char *cebs_pct_decode(const char *s) {
   size_t n = strlen(s);
   char *out = malloc(n + 1), *o = out;
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '%') {
       int h = i + 2 < n ? hexval((unsigned char)s[i + 1]) : -1;
@@ -208,10 +202,8 @@ char *cebs_pct_decode(const char *s) {
 }
 
 json_t *cebs_json_pointer(json_t *doc, const char *ptr) {
-  if (*ptr == '\0')
-    return doc;
-  if (*ptr != '/')
-    return NULL;
+  if (*ptr == '\0') return doc;
+  if (*ptr != '/') return NULL;
   json_t *cur = doc;
   char tok[1024];
   const char *p = ptr;
@@ -219,8 +211,7 @@ json_t *cebs_json_pointer(json_t *doc, const char *ptr) {
     p++;
     size_t n = 0;
     while (*p && *p != '/') {
-      if (n + 1 >= sizeof tok)
-        return NULL;
+      if (n + 1 >= sizeof tok) return NULL;
       if (*p == '~') {
         if (p[1] == '0')
           tok[n++] = '~';
@@ -241,8 +232,7 @@ json_t *cebs_json_pointer(json_t *doc, const char *ptr) {
       if (n == 0 || (n > 1 && tok[0] == '0') || !isdigit((unsigned char)tok[0]))
         return NULL;
       unsigned long long idx = strtoull(tok, &end, 10);
-      if (*end)
-        return NULL;
+      if (*end) return NULL;
       cur = idx < json_array_size(cur) ? json_array_get(cur, idx) : NULL;
     } else {
       return NULL;

@@ -19,8 +19,7 @@ static void error_va(cebs_ctx *c, const cebs_node *n, const char *kw,
                      const char *fmt, va_list ap) {
   ceb_schema_result *r = c->res;
   r->total++;
-  if (r->count >= CEB_SCHEMA_MAX_ERRORS)
-    return;
+  if (r->count >= CEB_SCHEMA_MAX_ERRORS) return;
   ceb_schema_error *e = &r->errors[r->count++];
   snprintf(e->instance_path, sizeof e->instance_path, "%.*s", (int)c->ilen,
            c->ipath ? c->ipath : "");
@@ -35,8 +34,7 @@ static void error_va(cebs_ctx *c, const cebs_node *n, const char *kw,
 
 void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
                 const char *fmt, ...) {
-  if (c->quiet || !c->res)
-    return;
+  if (c->quiet || !c->res) return;
   va_list ap;
   va_start(ap, fmt);
   error_va(c, n, kw, fmt, ap);
@@ -44,13 +42,10 @@ void cebs_error(cebs_ctx *c, const cebs_node *n, const char *kw,
 }
 
 /* Validation cannot complete: reported once, even inside a quiet branch. */
-static void incomplete(cebs_ctx *c, const cebs_node *n, const char *fmt,
-                       ...) {
-  if (c->incomplete)
-    return;
+static void incomplete(cebs_ctx *c, const cebs_node *n, const char *fmt, ...) {
+  if (c->incomplete) return;
   c->incomplete = true;
-  if (!c->res)
-    return;
+  if (!c->res) return;
   va_list ap;
   va_start(ap, fmt);
   error_va(c, n, "$ref", fmt, ap);
@@ -58,8 +53,7 @@ static void incomplete(cebs_ctx *c, const cebs_node *n, const char *fmt,
 }
 
 static bool path_reserve(cebs_ctx *c, size_t extra) {
-  if (c->ilen + extra + 1 <= c->icap)
-    return true;
+  if (c->ilen + extra + 1 <= c->icap) return true;
   size_t ncap = (c->icap ? c->icap * 2 : 128) + extra;
   char *p = realloc(c->ipath, ncap);
   if (!p) {
@@ -73,8 +67,7 @@ static bool path_reserve(cebs_ctx *c, size_t extra) {
 
 size_t cebs_path_push_key(cebs_ctx *c, const char *key) {
   size_t prev = c->ilen, k = strlen(key);
-  if (!path_reserve(c, 2 * k + 1))
-    return prev;
+  if (!path_reserve(c, 2 * k + 1)) return prev;
   c->ipath[c->ilen++] = '/';
   for (size_t i = 0; i < k; i++) {
     if (key[i] == '~')
@@ -98,19 +91,16 @@ void cebs_path_pop(cebs_ctx *c, size_t prev) {
 }
 
 void cebs_eval_mark_prop(cebs_ctx *c, cebs_eval *ev, const char *key) {
-  if (!ev || ev->all_props)
-    return;
+  if (!ev || ev->all_props) return;
   if (!ev->props && !(ev->props = json_object())) {
     c->oom = true;
     return;
   }
-  if (json_object_set_new(ev->props, key, json_true()) != 0)
-    c->oom = true;
+  if (json_object_set_new(ev->props, key, json_true()) != 0) c->oom = true;
 }
 
 void cebs_eval_mark_index(cebs_ctx *c, cebs_eval *ev, size_t i, size_t n) {
-  if (!ev || ev->all_items || i >= n)
-    return;
+  if (!ev || ev->all_items || i >= n) return;
   if (!ev->bits) {
     if (!(ev->bits = calloc(n, 1))) {
       c->oom = true;
@@ -118,8 +108,7 @@ void cebs_eval_mark_index(cebs_ctx *c, cebs_eval *ev, size_t i, size_t n) {
     }
     ev->nbits = n;
   }
-  if (i < ev->nbits)
-    ev->bits[i] = 1;
+  if (i < ev->nbits) ev->bits[i] = 1;
 }
 
 void cebs_eval_merge(cebs_ctx *c, cebs_eval *dst, const cebs_eval *src) {
@@ -130,13 +119,10 @@ void cebs_eval_merge(cebs_ctx *c, cebs_eval *dst, const cebs_eval *src) {
     json_t *v;
     json_object_foreach(src->props, k, v) cebs_eval_mark_prop(c, dst, k);
   }
-  if (src->all_items)
-    dst->all_items = true;
-  if (src->items > dst->items)
-    dst->items = src->items;
+  if (src->all_items) dst->all_items = true;
+  if (src->items > dst->items) dst->items = src->items;
   for (size_t i = 0; src->bits && i < src->nbits && !dst->all_items; i++)
-    if (src->bits[i])
-      cebs_eval_mark_index(c, dst, i, src->nbits);
+    if (src->bits[i]) cebs_eval_mark_index(c, dst, i, src->nbits);
 }
 
 void cebs_eval_free(cebs_eval *ev) {
@@ -150,8 +136,7 @@ void cebs_eval_free(cebs_eval *ev) {
 static const cebs_node *dynamic_target(const cebs_node *n,
                                        const cebs_scope *scope) {
   const cebs_node *t = n->dynamic_ref;
-  if (!n->dynamic_name)
-    return t;
+  if (!n->dynamic_name) return t;
   for (const cebs_scope *s = scope; s; s = s->up)
     for (size_t i = 0; s->res && i < s->res->ndyn; i++)
       if (strcmp(s->res->dyn[i].name, n->dynamic_name) == 0)
@@ -159,8 +144,8 @@ static const cebs_node *dynamic_target(const cebs_node *n,
   return t;
 }
 
-static bool any_of(cebs_ctx *c, const cebs_node *n, json_t *inst,
-                   cebs_eval *ev, const cebs_scope *scope) {
+static bool any_of(cebs_ctx *c, const cebs_node *n, json_t *inst, cebs_eval *ev,
+                   const cebs_scope *scope) {
   bool any = false;
   c->quiet++;
   for (size_t i = 0; i < n->any_of.n; i++) {
@@ -177,14 +162,13 @@ static bool any_of(cebs_ctx *c, const cebs_node *n, json_t *inst,
   return any;
 }
 
-static bool one_of(cebs_ctx *c, const cebs_node *n, json_t *inst,
-                   cebs_eval *ev, const cebs_scope *scope) {
+static bool one_of(cebs_ctx *c, const cebs_node *n, json_t *inst, cebs_eval *ev,
+                   const cebs_scope *scope) {
   size_t matched = 0, first = 0, second = 0;
   cebs_eval ce = {0};
   c->quiet++;
   for (size_t i = 0; i < n->one_of.n && matched < 2; i++) {
-    if (cebs_validate_node(c, n->one_of.v[i], inst, ev ? &ce : NULL,
-                           scope)) {
+    if (cebs_validate_node(c, n->one_of.v[i], inst, ev ? &ce : NULL, scope)) {
       if (matched++ == 0)
         first = i;
       else
@@ -192,16 +176,14 @@ static bool one_of(cebs_ctx *c, const cebs_node *n, json_t *inst,
     }
   }
   c->quiet--;
-  if (matched == 1 && ev)
-    cebs_eval_merge(c, ev, &ce);
+  if (matched == 1 && ev) cebs_eval_merge(c, ev, &ce);
   cebs_eval_free(&ce);
   if (matched == 0)
     cebs_error(c, n, "oneOf", "does not match any of the %zu alternatives",
                n->one_of.n);
   else if (matched > 1)
-    cebs_error(c, n, "oneOf",
-               "matches more than one alternative (%zu and %zu)", first,
-               second);
+    cebs_error(c, n, "oneOf", "matches more than one alternative (%zu and %zu)",
+               first, second);
   return matched == 1;
 }
 
@@ -211,10 +193,8 @@ static bool cond(cebs_ctx *c, const cebs_node *n, json_t *inst, cebs_eval *ev,
   bool r = cebs_validate_node(c, n->if_, inst, ev, scope);
   c->quiet--;
   const cebs_node *next = r ? n->then_ : n->else_;
-  if (!next)
-    return true;
-  if (cebs_validate_node(c, next, inst, ev, scope))
-    return true;
+  if (!next) return true;
+  if (cebs_validate_node(c, next, inst, ev, scope)) return true;
   cebs_error(c, n, r ? "then" : "else", "does not match the \"%s\" schema",
              r ? "then" : "else");
   return false;
@@ -226,16 +206,14 @@ static bool unevaluated(cebs_ctx *c, const cebs_node *n, json_t *inst,
   if (n->unevaluated_items && json_is_array(inst) && !ev->all_items) {
     size_t cnt = json_array_size(inst);
     for (size_t i = ev->items; i < cnt; i++) {
-      if (ev->bits && i < ev->nbits && ev->bits[i])
-        continue;
+      if (ev->bits && i < ev->nbits && ev->bits[i]) continue;
       size_t prev = cebs_path_push_index(c, i);
       bool r = cebs_validate_node(c, n->unevaluated_items,
                                   json_array_get(inst, i), NULL, scope);
       cebs_path_pop(c, prev);
       if (!r) {
         ok = false;
-        if (c->quiet)
-          return false;
+        if (c->quiet) return false;
       }
     }
     ev->all_items = true;
@@ -244,15 +222,13 @@ static bool unevaluated(cebs_ctx *c, const cebs_node *n, json_t *inst,
     const char *k;
     json_t *v;
     json_object_foreach(inst, k, v) {
-      if (ev->props && json_object_get(ev->props, k))
-        continue;
+      if (ev->props && json_object_get(ev->props, k)) continue;
       size_t prev = cebs_path_push_key(c, k);
       bool r = cebs_validate_node(c, n->unevaluated_props, v, NULL, scope);
       cebs_path_pop(c, prev);
       if (!r) {
         ok = false;
-        if (c->quiet)
-          return false;
+        if (c->quiet) return false;
       }
     }
     ev->all_props = true;
@@ -267,37 +243,30 @@ static bool validate_object(cebs_ctx *c, const cebs_node *n, json_t *inst,
   do {                                                                         \
     if (!(expr)) {                                                             \
       ok = false;                                                              \
-      if (c->quiet)                                                            \
-        return false;                                                          \
+      if (c->quiet) return false;                                              \
     }                                                                          \
   } while (0)
-  if (n->ref)
-    STEP(cebs_validate_node(c, n->ref, inst, ev, scope));
+  if (n->ref) STEP(cebs_validate_node(c, n->ref, inst, ev, scope));
   if (n->dynamic_ref)
     STEP(cebs_validate_node(c, dynamic_target(n, scope), inst, ev, scope));
   STEP(cebs_kw_assert(c, n, inst));
   for (size_t i = 0; i < n->all_of.n; i++)
     STEP(cebs_validate_node(c, n->all_of.v[i], inst, ev, scope));
-  if (n->any_of.n)
-    STEP(any_of(c, n, inst, ev, scope));
-  if (n->one_of.n)
-    STEP(one_of(c, n, inst, ev, scope));
+  if (n->any_of.n) STEP(any_of(c, n, inst, ev, scope));
+  if (n->one_of.n) STEP(one_of(c, n, inst, ev, scope));
   if (n->not_) {
     c->quiet++;
     bool r = cebs_validate_node(c, n->not_, inst, NULL, scope);
     c->quiet--;
-    if (r)
-      cebs_error(c, n, "not", "must not match the \"not\" schema");
+    if (r) cebs_error(c, n, "not", "must not match the \"not\" schema");
     STEP(!r);
   }
-  if (n->if_)
-    STEP(cond(c, n, inst, ev, scope));
+  if (n->if_) STEP(cond(c, n, inst, ev, scope));
   if (json_is_object(inst))
     STEP(cebs_kw_object(c, n, inst, ev, scope));
   else if (json_is_array(inst))
     STEP(cebs_kw_array(c, n, inst, ev, scope));
-  if (n->needs_eval)
-    STEP(unevaluated(c, n, inst, ev, scope));
+  if (n->needs_eval) STEP(unevaluated(c, n, inst, ev, scope));
 #undef STEP
   return ok;
 }
@@ -305,12 +274,10 @@ static bool validate_object(cebs_ctx *c, const cebs_node *n, json_t *inst,
 bool cebs_validate_node(cebs_ctx *c, const cebs_node *n, json_t *inst,
                         cebs_eval *ev, const cebs_scope *scope) {
   if (n->is_bool) {
-    if (!n->bool_val)
-      cebs_error(c, n, "false", "no value is allowed here");
+    if (!n->bool_val) cebs_error(c, n, "false", "no value is allowed here");
     return n->bool_val;
   }
-  if (c->incomplete)
-    return false;
+  if (c->incomplete) return false;
   if (++c->steps > CEBS_MAX_STEPS) {
     incomplete(c, n, "validation stopped after %d schema evaluations",
                CEBS_MAX_STEPS);
@@ -329,10 +296,9 @@ bool cebs_validate_node(cebs_ctx *c, const cebs_node *n, json_t *inst,
     scope = &sc;
   }
   cebs_eval le = {0};
-  bool ok = validate_object(c, n, inst, ev || n->needs_eval ? &le : NULL,
-                            scope);
-  if (ok && ev)
-    cebs_eval_merge(c, ev, &le);
+  bool ok =
+      validate_object(c, n, inst, ev || n->needs_eval ? &le : NULL, scope);
+  if (ok && ev) cebs_eval_merge(c, ev, &le);
   cebs_eval_free(&le);
   c->depth--;
   return ok;
@@ -340,18 +306,13 @@ bool cebs_validate_node(cebs_ctx *c, const cebs_node *n, json_t *inst,
 
 int ceb_schema_validate(const ceb_schema *s, json_t *instance,
                         ceb_schema_result *res) {
-  if (!s || !instance)
-    return CEB_EINVAL;
-  if (res)
-    memset(res, 0, sizeof *res);
+  if (!s || !instance) return CEB_EINVAL;
+  if (res) memset(res, 0, sizeof *res);
   cebs_ctx c = {.s = s, .res = res};
   bool ok = cebs_validate_node(&c, s->root, instance, NULL, NULL);
   free(c.ipath);
-  if (c.oom)
-    return CEB_ENOMEM;
-  if (res)
-    res->valid = ok;
-  if (c.incomplete)
-    return CEB_ETOOLARGE;
+  if (c.oom) return CEB_ENOMEM;
+  if (res) res->valid = ok;
+  if (c.incomplete) return CEB_ETOOLARGE;
   return ok ? 1 : 0;
 }

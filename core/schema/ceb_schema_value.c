@@ -9,8 +9,7 @@
 #include <string.h>
 
 bool cebs_is_integer(json_t *v) {
-  if (json_is_integer(v))
-    return true;
+  if (json_is_integer(v)) return true;
   if (json_is_real(v)) {
     double d = json_real_value(v);
     return isfinite(d) && d == floor(d);
@@ -27,27 +26,22 @@ static bool num_equal(json_t *a, json_t *b) {
 }
 
 bool cebs_json_equal(json_t *a, json_t *b) {
-  if (json_is_number(a) && json_is_number(b))
-    return num_equal(a, b);
-  if (json_typeof(a) != json_typeof(b))
-    return false;
+  if (json_is_number(a) && json_is_number(b)) return num_equal(a, b);
+  if (json_typeof(a) != json_typeof(b)) return false;
   switch (json_typeof(a)) {
   case JSON_OBJECT: {
-    if (json_object_size(a) != json_object_size(b))
-      return false;
+    if (json_object_size(a) != json_object_size(b)) return false;
     const char *k;
     json_t *va;
     json_object_foreach(a, k, va) {
       json_t *vb = json_object_get(b, k);
-      if (!vb || !cebs_json_equal(va, vb))
-        return false;
+      if (!vb || !cebs_json_equal(va, vb)) return false;
     }
     return true;
   }
   case JSON_ARRAY: {
     size_t n = json_array_size(a);
-    if (n != json_array_size(b))
-      return false;
+    if (n != json_array_size(b)) return false;
     for (size_t i = 0; i < n; i++)
       if (!cebs_json_equal(json_array_get(a, i), json_array_get(b, i)))
         return false;
@@ -65,15 +59,13 @@ bool cebs_json_equal(json_t *a, json_t *b) {
 size_t cebs_utf8_length(const char *s, size_t len) {
   size_t n = 0;
   for (size_t i = 0; i < len; i++)
-    if (((unsigned char)s[i] & 0xC0) != 0x80)
-      n++;
+    if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
   return n;
 }
 
 void cebs_num_from_json(cebs_num *n, json_t *v) {
   memset(n, 0, sizeof *n);
-  if (!json_is_number(v))
-    return;
+  if (!json_is_number(v)) return;
   n->set = true;
   if (json_is_integer(v)) {
     n->is_int = true;
@@ -86,31 +78,24 @@ void cebs_num_from_json(cebs_num *n, json_t *v) {
 
 /* Compares an integer with a double exactly (no rounding of the integer). */
 static int cmp_int_double(json_int_t i, double d) {
-  if (isnan(d))
-    return 0;
-  if (d >= 9223372036854775808.0)
-    return -1;
-  if (d < -9223372036854775808.0)
-    return 1;
+  if (isnan(d)) return 0;
+  if (d >= 9223372036854775808.0) return -1;
+  if (d < -9223372036854775808.0) return 1;
   double fl = floor(d);
   json_int_t di = (json_int_t)fl;
-  if (i < di)
-    return -1;
-  if (i > di)
-    return 1;
+  if (i < di) return -1;
+  if (i > di) return 1;
   return fl < d ? -1 : 0;
 }
 
 int cebs_num_cmp(json_t *v, const cebs_num *n) {
   if (json_is_integer(v)) {
     json_int_t i = json_integer_value(v);
-    if (n->is_int)
-      return i < n->i ? -1 : i > n->i;
+    if (n->is_int) return i < n->i ? -1 : i > n->i;
     return cmp_int_double(i, n->d);
   }
   double d = json_real_value(v);
-  if (n->is_int)
-    return -cmp_int_double(n->i, d);
+  if (n->is_int) return -cmp_int_double(n->i, d);
   return d < n->d ? -1 : d > n->d;
 }
 
@@ -127,8 +112,7 @@ static bool to_decimal(bool is_int, json_int_t i, double d,
   char buf[64];
   for (int prec = 1; prec <= 17; prec++) {
     snprintf(buf, sizeof buf, "%.*e", prec - 1, fabs(d));
-    if (strtod(buf, NULL) == fabs(d))
-      break;
+    if (strtod(buf, NULL) == fabs(d)) break;
   }
   unsigned __int128 m = 0;
   int e = 0, frac = 0;
@@ -140,11 +124,9 @@ static bool to_decimal(bool is_int, json_int_t i, double d,
       continue;
     }
     m = m * 10 + (unsigned)(*p - '0');
-    if (in_frac)
-      frac++;
+    if (in_frac) frac++;
   }
-  if (*p == 'e')
-    e = atoi(p + 1);
+  if (*p == 'e') e = atoi(p + 1);
   *mant = m;
   *exp = e - frac;
   return true;
@@ -152,8 +134,7 @@ static bool to_decimal(bool is_int, json_int_t i, double d,
 
 static bool pow10_mul(unsigned __int128 *v, int k) {
   for (; k > 0; k--) {
-    if (*v > ((unsigned __int128)-1) / 10)
-      return false;
+    if (*v > ((unsigned __int128)-1) / 10) return false;
     *v *= 10;
   }
   return true;
@@ -166,18 +147,14 @@ bool cebs_num_multiple(json_t *v, const cebs_num *n) {
   int xe, me;
   bool xi = json_is_integer(v);
   double xd = xi ? 0 : json_real_value(v);
-  if (!isfinite(xd) || (!n->is_int && !isfinite(n->d)))
-    return false;
+  if (!isfinite(xd) || (!n->is_int && !isfinite(n->d))) return false;
   to_decimal(xi, xi ? json_integer_value(v) : 0, xd, &xm, &xe);
   to_decimal(n->is_int, n->i, n->d, &mm, &me);
-  if (mm == 0)
-    return false;
-  if (xm == 0)
-    return true;
+  if (mm == 0) return false;
+  if (xm == 0) return true;
   int e = xe < me ? xe : me;
   /* x / m = (xm * 10^(xe-e)) / (mm * 10^(me-e)) */
-  if (pow10_mul(&xm, xe - e) && pow10_mul(&mm, me - e))
-    return xm % mm == 0;
+  if (pow10_mul(&xm, xe - e) && pow10_mul(&mm, me - e)) return xm % mm == 0;
   /* out of 128-bit range: decide in floating point */
   long double q = (xi ? (long double)json_integer_value(v) : xd) /
                   (n->is_int ? (long double)n->i : n->d);

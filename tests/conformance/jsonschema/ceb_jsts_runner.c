@@ -41,15 +41,12 @@ static json_t *resolve(void *arg, const char *uri) {
   for (size_t i = 0; i < sizeof maps / sizeof *maps; i++) {
     size_t n = strlen(maps[i].prefix);
     if (!maps[i].suffix) {
-      if (strcmp(uri, maps[i].prefix) == 0)
-        return load_json(maps[i].dir);
+      if (strcmp(uri, maps[i].prefix) == 0) return load_json(maps[i].dir);
       continue;
     }
-    if (strncmp(uri, maps[i].prefix, n) != 0 || strstr(uri + n, ".."))
-      continue;
+    if (strncmp(uri, maps[i].prefix, n) != 0 || strstr(uri + n, "..")) continue;
     char path[1024];
-    snprintf(path, sizeof path, "%s%s%s", maps[i].dir, uri + n,
-             maps[i].suffix);
+    snprintf(path, sizeof path, "%s%s%s", maps[i].dir, uri + n, maps[i].suffix);
     return load_json(path);
   }
   return NULL;
@@ -65,14 +62,11 @@ static void known_load(known *k) {
   size_t len;
   char *text = ceb_test_read_file(KNOWN, &len);
   memset(k, 0, sizeof *k);
-  if (!text)
-    return;
+  if (!text) return;
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-    if (line[0] == '#' || line[0] == '\0')
-      continue;
+    if (line[0] == '#' || line[0] == '\0') continue;
     char *dash = strstr(line, " \xe2\x80\x94 "); /* " — reason" */
-    if (dash)
-      *dash = '\0';
+    if (dash) *dash = '\0';
     k->keys = realloc(k->keys, (k->n + 1) * sizeof *k->keys);
     k->seen = realloc(k->seen, (k->n + 1) * sizeof *k->seen);
     k->keys[k->n] = strdup(line);
@@ -105,18 +99,15 @@ static void list_files(const char *dir, const char *rel, char ***out,
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, rel);
   DIR *d = opendir(path);
-  if (!d)
-    return;
+  if (!d) return;
   struct dirent *e;
   while ((e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
+    if (e->d_name[0] == '.') continue;
     char sub[1024], full[2048];
     snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
     snprintf(full, sizeof full, "%s/%s", dir, sub);
     struct stat st;
-    if (stat(full, &st) != 0)
-      continue;
+    if (stat(full, &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       list_files(dir, sub, out, n);
     } else if (strlen(sub) > 5 && strcmp(sub + strlen(sub) - 5, ".json") == 0) {
@@ -151,9 +142,9 @@ static void run_file(const char *dname, int draft, const char *dir,
       const char *tdesc =
           json_string_value(json_object_get(test, "description"));
       bool want = json_is_true(json_object_get(test, "valid"));
-      int got = rc == 0 ? ceb_schema_validate(s, json_object_get(test, "data"),
-                                              NULL)
-                        : -1;
+      int got =
+          rc == 0 ? ceb_schema_validate(s, json_object_get(test, "data"), NULL)
+                  : -1;
       char key[1024];
       snprintf(key, sizeof key, "%s %s :: %s :: %s", dname, rel, gdesc, tdesc);
       t->total++;
@@ -175,7 +166,9 @@ static void run_file(const char *dname, int draft, const char *dir,
         t->unexpected++;
         fprintf(stderr, "UNEXPECTED FAILURE: %s (want %s, got %s%s%s)\n", key,
                 want ? "valid" : "invalid",
-                got < 0 ? "compile error: " : got ? "valid" : "invalid",
+                got < 0 ? "compile error: "
+                : got   ? "valid"
+                        : "invalid",
                 got < 0 ? err : "", "");
       }
     }
@@ -213,8 +206,7 @@ int main(void) {
   run_draft("draft7", CEB_SCHEMA_DRAFT7, &k);
   run_draft("draft2020-12", CEB_SCHEMA_DRAFT2020, &k);
   for (size_t i = 0; i < k.n; i++) {
-    CHECK_MSG(k.seen[i], "known failure not found in the suite: %s",
-              k.keys[i]);
+    CHECK_MSG(k.seen[i], "known failure not found in the suite: %s", k.keys[i]);
     free(k.keys[i]);
   }
   free(k.keys);

@@ -15,20 +15,17 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static json_t *resolve(void *arg, const char *uri) {
-  if (strncmp(uri, "http://fuzz/", 12) != 0)
-    return NULL;
+  if (strncmp(uri, "http://fuzz/", 12) != 0) return NULL;
   return json_deep_copy(arg);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 1)
-    return 0;
+  if (size < 1) return 0;
   static const int drafts[] = {0, CEB_SCHEMA_DRAFT7, CEB_SCHEMA_DRAFT2020};
   json_error_t e;
   json_t *doc = json_loadb((const char *)data + 1, size - 1,
                            JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
-  if (!doc)
-    return 0;
+  if (!doc) return 0;
   json_t *schema = doc, *inst = NULL;
   if (json_is_object(doc) && json_object_size(doc) == 2 &&
       json_object_get(doc, "schema") && json_object_get(doc, "instance")) {
@@ -44,12 +41,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (ceb_schema_compile(schema, "http://fuzz/root.json", &o, &s, err,
                          sizeof err) == 0) {
     ceb_schema_result r;
-    if (inst)
-      ceb_schema_validate(s, inst, &r);
+    if (inst) ceb_schema_validate(s, inst, &r);
     ceb_schema_validate(s, schema, &r);
-    static const char *const fixed[] = {
-        "null", "0", "1.5", "\"\"", "\"2024-01-01T00:00:00Z\"", "[]",
-        "[1, \"a\", [1], {}]", "{}", "{\"a\": 1, \"b\": [true]}"};
+    static const char *const fixed[] = {"null",
+                                        "0",
+                                        "1.5",
+                                        "\"\"",
+                                        "\"2024-01-01T00:00:00Z\"",
+                                        "[]",
+                                        "[1, \"a\", [1], {}]",
+                                        "{}",
+                                        "{\"a\": 1, \"b\": [true]}"};
     for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
       json_t *v = json_loads(fixed[i], JSON_DECODE_ANY, &e);
       ceb_schema_validate(s, v, NULL);

@@ -13,8 +13,7 @@ static char *dir;
 
 static char *write_file(const char *name, const char *text) {
   char *path;
-  if (asprintf(&path, "%s/%s", dir, name) < 0)
-    return NULL;
+  if (asprintf(&path, "%s/%s", dir, name) < 0) return NULL;
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
   if (f) {
@@ -27,8 +26,7 @@ static char *write_file(const char *name, const char *text) {
 /* Runs the command with stderr captured into *errout (malloc'd). */
 static int run(char **errout, int argc, char **argv) {
   char *cap;
-  if (asprintf(&cap, "%s/stderr.txt", dir) < 0)
-    return -1;
+  if (asprintf(&cap, "%s/stderr.txt", dir) < 0) return -1;
   fflush(stderr);
   int saved = dup(2);
   int fd = open(cap, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -47,8 +45,7 @@ static int run(char **errout, int argc, char **argv) {
 int main(void) {
   dir = ceb_test_tmpdir("cmd_schema");
   CHECK(dir != NULL);
-  if (!dir)
-    return ceb_test_done("cmd_schema");
+  if (!dir) return ceb_test_done("cmd_schema");
   char *defs = write_file("defs.json", "{\"$defs\": {\"name\": {\"type\": "
                                        "\"string\", \"minLength\": 1}}}");
   char *schema = write_file(
@@ -59,9 +56,9 @@ int main(void) {
       "{\"format\": \"date\"}}}}}}");
   char *good = write_file("good.json",
                           "{\"items\": [{\"name\": \"a\", \"at\": \"x\"}]}");
-  char *bad = write_file(
-      "bad.json", "{\"items\": [{\"name\": \"a\"}, {\"name\": \"\"}, "
-                  "{\"name\": \"b\"}, {\"name\": 4}]}");
+  char *bad = write_file("bad.json",
+                         "{\"items\": [{\"name\": \"a\"}, {\"name\": \"\"}, "
+                         "{\"name\": \"b\"}, {\"name\": 4}]}");
   char *notjson = write_file("broken.json", "{\"items\": [");
   char *badschema = write_file("badschema.json", "{\"pattern\": \"(\"}");
   char *d7 = write_file("d7.json", "{\"items\": [{\"type\": \"integer\"}], "

@@ -12,8 +12,7 @@
 static json_t *J(const char *text) {
   json_error_t e;
   json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
-  if (!j)
-    fprintf(stderr, "bad test JSON: %s: %s\n", text, e.text);
+  if (!j) fprintf(stderr, "bad test JSON: %s: %s\n", text, e.text);
   return j;
 }
 
@@ -90,8 +89,7 @@ static void test_error_paths(void) {
   ceb_schema *s = NULL;
   char err[256];
   CHECK_INT(compile_text(schema, NULL, &s, err, sizeof err), 0);
-  if (!s)
-    return;
+  if (!s) return;
   ceb_schema_result r;
   CHECK_INT(validate_text(s, "{\"items\": [{\"name\": \"x\"}]}", &r), 1);
   CHECK_INT(r.valid, 1);
@@ -242,8 +240,8 @@ static void test_external_refs(void) {
   int calls = 0;
   json_t *res = J("{\"https://example.nl/schemas/id.json\": "
                   "{\"$defs\": {\"id\": {\"type\": \"integer\"}}}}");
-  ceb_schema_opts o = {.resources = res, .resolve = resolver,
-                       .resolve_arg = &calls};
+  ceb_schema_opts o = {
+      .resources = res, .resolve = resolver, .resolve_arg = &calls};
   json_t *schema = J("{\"properties\": {\"id\": {\"$ref\": "
                      "\"id.json#/$defs/id\"}, \"name\": {\"$ref\": "
                      "\"name.json\"}, \"again\": {\"$ref\": \"name.json\"}}}");
@@ -294,9 +292,9 @@ static void test_recursion_and_values(void) {
   CHECK_INT(compile_text("{\"$ref\": \"#\"}", NULL, &s, err, sizeof err),
             CEB_EINVAL);
   /* instance nesting deeper than the evaluation limit: cannot complete */
-  CHECK_INT(compile_text("{\"items\": {\"$ref\": \"#\"}}", NULL, &s, err,
-                         sizeof err),
-            0);
+  CHECK_INT(
+      compile_text("{\"items\": {\"$ref\": \"#\"}}", NULL, &s, err, sizeof err),
+      0);
   char deep[1024];
   memset(deep, '[', 400);
   memset(deep + 400, ']', 400);
@@ -359,8 +357,7 @@ static void *work(void *arg) {
   json_t *bad = J("{\"id\": \"AB-12\", \"n\": [1, 1]}");
   for (int i = 0; i < 2000; i++) {
     ceb_schema_result r;
-    if (ceb_schema_validate(w->s, good, &r) != 1)
-      w->mismatches++;
+    if (ceb_schema_validate(w->s, good, &r) != 1) w->mismatches++;
     if (ceb_schema_validate(w->s, bad, &r) != 0 || r.count != 2)
       w->mismatches++;
   }
