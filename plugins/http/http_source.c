@@ -346,6 +346,7 @@ int http_source_drain(void *state, int64_t deadline_ms) {
     LOG(s, CEB_LOG_WARN, "drain deadline passed with %zu request(s) waiting "
                          "for durability", left);
   if (s->daemon) {
+    http_source_resume_all(s);
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
   }
@@ -356,8 +357,10 @@ void http_source_destroy(void *state) {
   http_source *s = state;
   if (!s)
     return;
-  if (s->daemon)
+  if (s->daemon) {
+    http_source_resume_all(s);
     MHD_stop_daemon(s->daemon);
+  }
   http_jwks_free(s->jwks);
   http_ratelimit_free(s->ratelimit);
   http_webhook_keys_free(s->wh_keys);

@@ -66,7 +66,15 @@ typedef struct http_source {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   size_t pending; /* requests submitted and not yet completed */
+  int stopping;   /* no more suspending: the daemon is about to stop */
+  struct http_req *suspended; /* suspended requests (intrusive list) */
 } http_source;
+
+/* Resumes every suspended connection and forbids new suspensions, so that
+ * MHD_stop_daemon (which refuses suspended connections) can run. The
+ * resumed requests are closed by the daemon's shutdown; their submit
+ * callbacks, when they come, only touch the request record. */
+void http_source_resume_all(http_source *s);
 
 /* The MHD access handler and completion callback. */
 enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,

@@ -37,6 +37,8 @@ typedef enum req_phase {
 
 typedef struct http_req {
   atomic_int refs;
+  struct http_req *next, *prev; /* src->suspended, under src->lock */
+  int listed;
   http_source *src;
   struct MHD_Connection *conn;
   int64_t start_ns;
@@ -719,16 +721,29 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
   free(v);
   ceb_free(events); /* the host holds the references now */
   r->phase = PHASE_WAIT;
+  pthread_mutex_lock(&s->lock);
   pthread_mutex_lock(&r->lock);
-  int suspend = !r->done;
+  int suspend = !r->done && !s->stopping;
   if (suspend) {
     r->suspended = 1;
     MHD_suspend_connection(r->conn);
+    r->next = s->suspended;
+    r->prev = NULL;
+    if (s->suspended)
+      s->suspended->prev = r;
+    s->suspended = r;
+    r->listed = 1;
   }
+  int done = r->done;
   pthread_mutex_unlock(&r->lock);
-  if (!suspend)
+  pthread_mutex_unlock(&s->lock);
+  if (suspend)
+    return 1;
+  if (done)
     reply_submitted(r);
-  return suspend;
+  else
+    reply_unavailable(r, "draining", "the intermediary is shutting down");
+  return 0;
 }
 
 /* Returns 1 when suspended, 0 when r->reply is set. */
@@ -833,11 +848,34 @@ void http_source_completed(void *cls, struct MHD_Connection *conn,
   pthread_mutex_lock(&r->lock);
   r->closed = 1;
   pthread_mutex_unlock(&r->lock);
+  pthread_mutex_lock(&s->lock);
+  if (r->listed) {
+    if (r->prev)
+      r->prev->next = r->next;
+    else
+      s->suspended = r->next;
+    if (r->next)
+      r->next->prev = r->prev;
+    r->listed = 0;
+  }
   if (r->submitted) {
-    pthread_mutex_lock(&s->lock);
     s->pending--;
     pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
   }
+  pthread_mutex_unlock(&s->lock);
   req_unref(r);
+}
+
+void http_source_resume_all(http_source *s) {
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  for (http_req *r = s->suspended; r; r = r->next) {
+    pthread_mutex_lock(&r->lock);
+    if (r->suspended && !r->closed) {
+      r->suspended = 0;
+      MHD_resume_connection(r->conn);
+    }
+    pthread_mutex_unlock(&r->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
 }
