@@ -70,7 +70,8 @@ typedef const ceb_config_spec *(*ceb_conf_plugin_spec_fn)(
  * values absolute in place, and attaches the specs to each section's cfg
  * so typed getters see defaults. plugin_spec may be NULL: then only the
  * host's keys of plugin sections are checked. CEB_OK or CEB_ECONFIG with
- * errs filled (the conf must then be freed, not used). */
+ * errs filled (the conf must then be freed, not used). Call once per
+ * loaded conf: resolved values are not references any more. */
 int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
                    void *arg, ceb_conf_errors *errs);
 

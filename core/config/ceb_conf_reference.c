@@ -89,7 +89,8 @@ static void spec_table(FILE *f, const ceb_config_spec *spec) {
     range_cell(f, sp);
     fputs(" | ", f);
     cell(f, sp->description);
-    if (sp->flags & CEB_CFG_SECRET)
+    if ((sp->flags & CEB_CFG_SECRET) &&
+        !(sp->description && strstr(sp->description, "${ENV}")))
       fputs(" Accepts `${ENV}` or `file:/path`; never logged.", f);
     fputs(" |\n", f);
   }
