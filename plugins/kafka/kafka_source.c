@@ -182,7 +182,7 @@ static void rec_drop_tail(src_part *sp, src_rec *r) {
 /* Detaches every record at or after `from` (all when from < 0). */
 static void recs_detach_from(src_part *sp, int64_t from) {
   src_rec **pp = &sp->head;
-  while (*pp && (from < 0 || (*pp)->offset < from))
+  while (*pp && from >= 0 && (*pp)->offset < from)
     pp = &(*pp)->next;
   src_rec *r = *pp;
   *pp = NULL;

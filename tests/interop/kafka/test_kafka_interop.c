@@ -4,7 +4,6 @@
  * back by kafkajs with the expected headers, key and value. All against a
  * librdkafka mock cluster. `npm ci` runs at test time; if the registry is
  * unreachable the test fails. */
-#include <dlfcn.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,7 +209,6 @@ int main(void) {
     sink_to_kafkajs(p, &m, "structured", "to-kjs-struct");
   }
   ktest_mock_stop(&m);
-  if (dl)
-    dlclose(dl);
+  ktest_plugin_close(dl);
   return ceb_test_done("kafka_interop_kafkajs");
 }

@@ -105,6 +105,11 @@ const ceb_plugin *ktest_plugin(void **dl) {
   return p;
 }
 
+void ktest_plugin_close(void *dl) {
+  if (dl && !getenv("KTEST_NO_DLCLOSE"))
+    dlclose(dl);
+}
+
 ceb_config *ktest_config(const ceb_plugin *p, uint32_t role,
                          const char *const *kv) {
   ceb_config *cfg = ceb_config_new("test");

@@ -29,6 +29,10 @@ void ktest_mock_stop(ktest_mock *m);
  * handle for dlclose. NULL on failure (printed). */
 const ceb_plugin *ktest_plugin(void **dl);
 
+/* dlclose()s the plugin, unless KTEST_NO_DLCLOSE is set (so that leak
+ * reports can still symbolize the plugin's frames). NULL is ignored. */
+void ktest_plugin_close(void *dl);
+
 /* A config for role built from key, value pairs (NULL-terminated) with the
  * plugin's spec for that role plus the host's common spec. Free with
  * ceb_config_free. */

@@ -3,7 +3,6 @@
  * templated topic, DLQ topic override); settles come from the delivery
  * report, never on enqueue; injected produce errors are retried without loss
  * or duplicates; permanent errors, queue-full and drain are classified. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,7 +83,7 @@ static void test_binary(const ceb_plugin *p, ktest_mock *m) {
   CHECK_INT(ktest_mock_cmd(m, "broker_down 1"), 0);
   ceb_event *evs[3];
   ceb_delivery *ds[3];
-  char id[16], pk[16], data[64];
+  char id[32], pk[32], data[64];
   for (int i = 0; i < 3; i++) {
     snprintf(id, sizeof id, "b-%d", i);
     snprintf(pk, sizeof pk, "key-%d", i);
@@ -213,7 +212,7 @@ static void test_injected_errors(const ceb_plugin *p, ktest_mock *m) {
   ceb_event *evs[N];
   ceb_delivery *ds[N];
   for (int i = 0; i < N; i++) {
-    char id[16];
+    char id[32];
     snprintf(id, sizeof id, "r-%d", i);
     evs[i] = make_event(id, "same-key", "{}");
     ds[i] = deliver(&sx, evs[i], NULL);
@@ -229,7 +228,7 @@ static void test_injected_errors(const ceb_plugin *p, ktest_mock *m) {
   n += ktest_read(r, msgs + n, 1, 1000);
   CHECK_INT(n, N);
   for (size_t i = 0; i < n; i++) {
-    char want[16];
+    char want[32];
     snprintf(want, sizeof want, "r-%zu", i);
     char *h = ktest_header(msgs[i], "ce_id");
     CHECK_STR(h, want);
@@ -345,7 +344,6 @@ int main(void) {
     test_classification(p, &m);
   }
   ktest_mock_stop(&m);
-  if (dl)
-    dlclose(dl);
+  ktest_plugin_close(dl);
   return ceb_test_done("kafka_sink");
 }

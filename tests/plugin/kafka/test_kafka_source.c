@@ -4,7 +4,6 @@
  * the DLQ topic with ceb_dlq_* headers and its partition continues; a host
  * refusing with CEB_EBUSY pauses the partition, which resumes without loss
  * or duplicates once the host accepts again. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,7 +200,7 @@ static void test_backpressure(const ceb_plugin *p, ktest_mock *m,
                               rd_kafka_t *pr) {
   enum { N = 6 };
   for (int i = 0; i < N; i++) {
-    char id[16];
+    char id[32];
     snprintf(id, sizeof id, "bp-%d", i);
     CHECK_INT(produce_binary(pr, "bp", 0, id, NULL, "{}"), 0);
   }
@@ -274,7 +273,6 @@ int main(void) {
   if (pr)
     rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
-  if (dl)
-    dlclose(dl);
+  ktest_plugin_close(dl);
   return ceb_test_done("kafka_source");
 }

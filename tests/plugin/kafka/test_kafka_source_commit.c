@@ -4,7 +4,6 @@
  * consumer gets only newer records. On a rebalance, in-flight events that
  * do not become durable within rebalance.wait stay uncommitted: the new
  * owner re-reads them. */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,7 +216,6 @@ int main(void) {
   if (pr)
     rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
-  if (dl)
-    dlclose(dl);
+  ktest_plugin_close(dl);
   return ceb_test_done("kafka_source_commit");
 }
