@@ -1,5 +1,18 @@
 /* Binary content mode shared by the HTTP, Kafka and MQTT 5 bindings:
- * attributes travel as (prefixed) headers, data as the raw body. */
+ * attributes travel as (prefixed) headers, data as the raw body.
+ *
+ * Round trips. JSON format -> binary mode -> JSON format is lossless except:
+ * - typed extensions (integer, boolean) come back as strings, since headers
+ *   carry no type (CloudEvents defines no typing for them);
+ * - JSON data without datacontenttype comes back with an explicit
+ *   "application/json" (implied by the JSON format; spec example 5);
+ * - the data kind is chosen from the content type (cebi_data_kind_for):
+ *   JSON media types give JSON data when the body parses, else BINARY (kept
+ *   byte for byte, so the JSON format renders data_base64); textual types
+ *   (text/..., XML, or a charset parameter) give TEXT when the body is UTF-8;
+ *   everything else is BINARY. Text data with a non-textual type such as
+ *   application/foo therefore comes back as data_base64 with the same bytes.
+ * Structured mode is lossless. */
 #include "ceb_event_internal.h"
 
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* Event model: attributes, types, ordering, data, clone, refcount, size. */
 #include <ceb/event.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,9 +112,37 @@ static void test_data_clone_ref(void) {
   ceb_event_unref(NULL);
 }
 
+/* Shared events are read and ref-counted from many threads at once. */
+static void *ref_worker(void *arg) {
+  ceb_event *ev = arg;
+  for (int i = 0; i < 10000; i++) {
+    ceb_event *r = ceb_event_ref(ev);
+    if (strcmp(ceb_event_get(r, "id"), "shared") != 0) return (void *)1;
+    ceb_event_unref(r);
+  }
+  ceb_event_unref(ev); /* the reference main() took for this thread */
+  return NULL;
+}
+
+static void test_threads(void) {
+  ceb_event *ev = ceb_event_new();
+  ceb_event_set(ev, "id", "shared");
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++)
+    CHECK_INT(pthread_create(&t[i], NULL, ref_worker, ceb_event_ref(ev)), 0);
+  for (int i = 0; i < 8; i++) {
+    void *rc = (void *)1;
+    pthread_join(t[i], &rc);
+    CHECK(rc == NULL);
+  }
+  CHECK_STR(ceb_event_get(ev, "id"), "shared");
+  ceb_event_unref(ev); /* last reference: ASan reports a leak or double free */
+}
+
 int main(void) {
   test_set_get();
   test_types_and_order();
   test_data_clone_ref();
+  test_threads();
   return ceb_test_done("unit_event_model");
 }
