@@ -44,10 +44,16 @@ typedef struct ceb_schema_opts {
   json_t *resources;
   ceb_schema_resolve_fn resolve; /* optional */
   void *resolve_arg;
+  /* Optional JSON Pointer (RFC 6901, not URI-encoded), e.g.
+   * "/components/schemas/Order": compile the schema at that place inside
+   * the `schema` document, with refs resolved against the whole document
+   * ("#/components/..." works). NULL or "": the document itself. */
+  const char *pointer;
 } ceb_schema_opts;
 
-/* Compiles `schema` (borrowed; not referenced after return). `base_uri` is
- * the retrieval URI of the document (NULL: none, relative refs resolve
+/* Compiles `schema` (borrowed; not referenced after return; see
+ * opts->pointer to compile a schema embedded in a larger document). `base_uri`
+ * is the retrieval URI of the document (NULL: none, relative refs resolve
  * against "" unless the root has an absolute "$id"). `opts` may be NULL.
  * On success *out owns a new schema (free with ceb_schema_free) and CEB_OK is
  * returned. On failure returns CEB_EINVAL (bad schema: invalid regex,

@@ -38,7 +38,10 @@ typedef struct cebs_comp {
   int depth;         /* compile nesting */
   int scan_depth;    /* registry scan nesting */
   bool forced_draft; /* opts->draft overrides the main root's $schema */
-  bool main_added;   /* the first document gets "#" schema paths */
+  bool main_added;
+  char *main_uri;
+      /* absolute URI of the main document */ /* the first document gets "#"
+                                                 schema paths */
 } cebs_comp;
 
 #define CEBS_MAX_DEPTH 256
@@ -51,6 +54,15 @@ void *cebs_comp_fail(cebs_comp *c, int rc, const char *fmt, ...)
  * $id / $anchor / $dynamicAnchor identifiers. `uri` is its absolute
  * retrieval URI (may be ""). Returns 0 or -1 (error recorded). */
 int cebs_registry_add(cebs_comp *c, json_t *doc, const char *uri, int draft);
+
+/* Registers `sub`, a schema somewhere inside the already added main
+ * document `doc` that the scan did not reach (e.g. an AsyncAPI payload under
+ * "components"), with the document's base URI. 0 or -1. */
+int cebs_registry_add_sub(cebs_comp *c, json_t *doc, json_t *sub,
+                          const char *spath);
+
+/* 7 or 2020 for a "$schema" URI; fallback when not recognised. */
+int cebs_draft_from_uri(const char *uri, int fallback);
 
 /* Resolves `ref` against `base` to a schema (and its sinfo, NULL when it
  * was not visited by the scan, e.g. a pointer into an unknown keyword).

@@ -439,9 +439,9 @@ static cebs_node *compile_ref(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
                               json_t *v, const char *kw, char **dyn_name) {
   if (!json_is_string(v)) return bad_kw(c, n, kw, "a URI reference string");
   cebs_sinfo *ti;
-  char *frag = NULL;
+  char *frag = NULL, *abs = NULL;
   json_t *target = cebs_registry_resolve(c, eff->base, json_string_value(v),
-                                         n->draft, &ti, NULL, &frag);
+                                         n->draft, &ti, &abs, &frag);
   if (!target) {
     free(frag);
     if (c->rc == CEB_EINVAL && c->err && c->errlen) {
@@ -453,10 +453,13 @@ static cebs_node *compile_ref(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
     return NULL;
   }
   char *tpath = NULL;
-  if (!ti && asprintf(&tpath, "%s#%s", eff->base, frag) < 0) {
+  bool in_main = c->main_uri && strcmp(abs, c->main_uri) == 0;
+  if (!ti && asprintf(&tpath, "%s#%s", in_main ? "" : abs, frag) < 0) {
     free(frag);
+    free(abs);
     return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
   }
+  free(abs);
   cebs_node *r = cebs_compile_node(c, target, ti ? ti : eff, tpath);
   free(tpath);
   if (r && dyn_name && frag[0] && frag[0] != '/') {
@@ -627,12 +630,22 @@ int ceb_schema_compile(json_t *schema, const char *base_uri,
                    draft);
     return c.rc;
   }
+  json_t *root = schema;
+  const char *ptr = opts && opts->pointer ? opts->pointer : "";
+  if (*ptr && !(root = cebs_json_pointer(schema, ptr))) {
+    cebs_comp_fail(&c, CEB_EINVAL, "no schema at \"%s\" in the document", ptr);
+    return c.rc;
+  }
   if (!draft) {
-    json_t *sch =
-        json_is_object(schema) ? json_object_get(schema, "$schema") : NULL;
     draft = CEB_SCHEMA_DRAFT2020;
-    if (json_is_string(sch) && strstr(json_string_value(sch), "draft-07"))
-      draft = CEB_SCHEMA_DRAFT7;
+    json_t *where[] = {schema, root};
+    for (size_t i = 0; i < 2; i++) {
+      json_t *sch = json_is_object(where[i])
+                        ? json_object_get(where[i], "$schema")
+                        : NULL;
+      if (json_is_string(sch))
+        draft = cebs_draft_from_uri(json_string_value(sch), draft);
+    }
   }
   if (!(c.s = calloc(1, sizeof *c.s)) || !(c.owned = json_array())) {
     free(c.s);
@@ -642,14 +655,25 @@ int ceb_schema_compile(json_t *schema, const char *base_uri,
   }
   c.s->draft = draft;
   c.s->assert_formats = opts && opts->assert_formats;
-  if (cebs_registry_add(&c, schema, base_uri ? base_uri : "", draft) == 0) {
-    cebs_sinfo *si = cebs_registry_info(&c, schema);
+  char *rpath = NULL;
+  if (asprintf(&rpath, "#%s", ptr) < 0) {
+    rpath = NULL;
+    cebs_comp_fail(&c, CEB_ENOMEM, "out of memory");
+  } else if (cebs_registry_add(&c, schema, base_uri ? base_uri : "", draft) ==
+                 0 &&
+             (root == schema ||
+              cebs_registry_add_sub(&c, schema, root, rpath) == 0)) {
+    cebs_sinfo *si = cebs_registry_info(&c, root);
     if (si)
-      c.s->root = cebs_compile_node(&c, schema, si, "#");
+      c.s->root = cebs_compile_node(&c, root, si, rpath);
     else
-      cebs_comp_fail(&c, CEB_EINVAL, "a schema must be an object or a boolean");
+      cebs_comp_fail(&c, CEB_EINVAL,
+                     "%s: a schema must be an object or a "
+                     "boolean",
+                     rpath);
     if (c.s->root && compile_dynamic_anchors(&c) == 0) cebs_check_cycles(&c);
   }
+  free(rpath);
   cebs_registry_free(&c);
   if (c.rc) {
     ceb_schema_free(c.s);

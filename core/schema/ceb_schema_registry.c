@@ -41,7 +41,7 @@ char *cebs_spath_join(const char *base, const char *key) {
   return out;
 }
 
-static int draft_from_uri(const char *uri, int fallback) {
+int cebs_draft_from_uri(const char *uri, int fallback) {
   if (strstr(uri, "draft-07") || strstr(uri, "draft-06") ||
       strstr(uri, "draft-04"))
     return CEB_SCHEMA_DRAFT7;
@@ -209,7 +209,7 @@ static int scan_object(cebs_comp *c, json_t *j, scan_env env, const char *spath,
   json_t *id = json_object_get(j, "$id");
   if (json_is_string(sch) && (is_root || json_is_string(id))) {
     if (env.may_switch)
-      env.draft = draft_from_uri(json_string_value(sch), env.draft);
+      env.draft = cebs_draft_from_uri(json_string_value(sch), env.draft);
     if (env.draft == CEB_SCHEMA_DRAFT2020)
       env.no_validation = lacks_validation_vocab(c, json_string_value(sch));
     if (c->rc) return -1;
@@ -306,7 +306,8 @@ int cebs_registry_add(cebs_comp *c, json_t *doc, const char *uri, int draft) {
   int rc = -1;
   bool main_doc = !c->main_added;
   c->main_added = true;
-  if (!abs || asprintf(&spath, "%s#", main_doc ? "" : abs) < 0) {
+  if (!abs || (main_doc && !(c->main_uri = strdup(abs))) ||
+      asprintf(&spath, "%s#", main_doc ? "" : abs) < 0) {
     spath = NULL;
     cebs_comp_fail(c, CEB_ENOMEM, "out of memory");
     goto out;
@@ -322,6 +323,23 @@ out:
   free(abs);
   free(spath);
   return rc;
+}
+
+int cebs_registry_add_sub(cebs_comp *c, json_t *doc, json_t *sub,
+                          const char *spath) {
+  if (cebs_registry_info(c, sub))
+    return 0; /* the document scan already reached it */
+  cebs_sinfo *root = cebs_registry_info(c, doc);
+  if (!root) {
+    cebs_comp_fail(c, CEB_EINVAL, "the document is not a JSON object");
+    return -1;
+  }
+  scan_env env = {.base = root->base,
+                  .res = root->res,
+                  .draft = root->draft,
+                  .no_validation = root->no_validation,
+                  .may_switch = !c->forced_draft};
+  return scan(c, sub, env, spath, true);
 }
 
 static json_t *load_remote(cebs_comp *c, const char *abs, int draft) {
@@ -410,4 +428,5 @@ void cebs_registry_free(cebs_comp *c) {
     free(c->dyn[i].name);
   free(c->dyn);
   json_decref(c->owned);
+  free(c->main_uri);
 }

@@ -268,6 +268,35 @@ static void test_external_refs(void) {
   json_decref(schema);
 }
 
+/* A payload schema inside an AsyncAPI document, refs relative to it. */
+static void test_pointer_into_document(void) {
+  json_t *doc =
+      J("{\"asyncapi\": \"3.0.0\", \"components\": {\"messages\": "
+        "{\"order\": {\"payload\": {\"type\": \"object\", \"properties\": "
+        "{\"lines\": {\"type\": \"array\", \"items\": {\"$ref\": "
+        "\"#/components/schemas/line\"}}}}}}, \"schemas\": {\"line\": "
+        "{\"required\": [\"sku\"]}}}}");
+  ceb_schema_opts o = {.pointer = "/components/messages/order/payload"};
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(ceb_schema_compile(doc, "https://example.nl/contracts/a.json", &o,
+                               &s, err, sizeof err),
+            0);
+  ceb_schema_result r;
+  CHECK_INT(validate_text(s, "{\"lines\": [{\"sku\": 1}]}", &r), 1);
+  CHECK_INT(validate_text(s, "{\"lines\": [{}]}", &r), 0);
+  CHECK_STR(r.errors[0].instance_path, "/lines/0");
+  CHECK_STR(r.errors[0].schema_path, "#/components/schemas/line/required");
+  CHECK_INT(validate_text(s, "[]", &r), 0);
+  CHECK_STR(r.errors[0].schema_path,
+            "#/components/messages/order/payload/type");
+  ceb_schema_free(s);
+  o.pointer = "/components/messages/nope/payload";
+  CHECK_INT(ceb_schema_compile(doc, NULL, &o, &s, err, sizeof err), CEB_EINVAL);
+  CHECK(strstr(err, "no schema at") != NULL);
+  json_decref(doc);
+}
+
 static void test_recursion_and_values(void) {
   ceb_schema *s = NULL;
   char err[256];
@@ -394,6 +423,7 @@ int main(void) {
   test_drafts();
   test_formats();
   test_external_refs();
+  test_pointer_into_document();
   test_recursion_and_values();
   test_threads();
   return ceb_test_done("schema_api");
