@@ -111,7 +111,9 @@ static const char *type_example(const ceb_config_spec *spec) {
 }
 
 static int url_ok(const char *text) {
-  if (strlen(text) > 8192) return 0;
+  /* libcurl reads "https:///x" as host "x"; an authority must follow. */
+  const char *sep = strstr(text, "://");
+  if (strlen(text) > 8192 || !sep || sep[3] == '/' || sep[3] == '\0') return 0;
   CURLU *u = curl_url();
   if (!u) return 0;
   int ok = 0;
