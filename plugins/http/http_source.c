@@ -202,6 +202,11 @@ static int init_config(http_source *s) {
   ceb_config_foreach(cfg, "clients.", add_client, &cc);
   if (cc.st != CEB_OK)
     return cc.st;
+  if (s->nclients > 0 && !s->auth_oauth2) {
+    LOG(s, CEB_LOG_ERROR, "clients.<client>.types needs auth = oauth2 (the "
+                          "client is the token's identity)");
+    return CEB_ECONFIG;
+  }
 
   const char *idem = ceb_config_str(cfg, "idempotency");
   s->idem = !idem || strcmp(idem, "optional") == 0 ? HTTP_IDEM_OPTIONAL
