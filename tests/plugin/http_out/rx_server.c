@@ -73,6 +73,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     snprintf(c->req->path, sizeof(c->req->path), "%s", url);
     c->req->body = calloc(1, 1);
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, c->req);
+    const union MHD_ConnectionInfo *peer =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (peer && peer->client_addr &&
+        peer->client_addr->sa_family == AF_INET)
+      c->req->client_port =
+          ntohs(((const struct sockaddr_in *)peer->client_addr)->sin_port);
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     if (ci && ci->tls_session) {

@@ -16,6 +16,7 @@ typedef struct rx_request {
   char *body; /* NUL-terminated */
   size_t len;
   int client_certs; /* TLS: certificates the client presented */
+  int client_port;  /* the peer's port: equal ports = a reused connection */
 } rx_request;
 
 typedef struct rx_response {

@@ -2,6 +2,7 @@
  * receiver, with the CloudEvents headers, static headers, User-Agent,
  * Idempotency-Key stable across attempts, Standard Webhooks signatures (two
  * secrets during rotation) checked with our verifier, and URL templates. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,11 +301,80 @@ static void test_url_template(void) {
   rx_stop(rx);
 }
 
+/* Keep-alive: sequential deliveries share one connection; with
+ * max_connections = 2 at most two requests are in flight at once. */
+typedef struct gate {
+  pthread_mutex_t lock;
+  int inflight, peak;
+  int hold_ms;
+} gate;
+
+static void respond_counting(void *arg, const rx_request *req, size_t index,
+                             rx_response *resp) {
+  (void)req;
+  (void)index;
+  gate *g = arg;
+  pthread_mutex_lock(&g->lock);
+  g->inflight++;
+  if (g->inflight > g->peak)
+    g->peak = g->inflight;
+  pthread_mutex_unlock(&g->lock);
+  if (g->hold_ms) {
+    struct timespec ts = {0, (long)g->hold_ms * 1000000L};
+    nanosleep(&ts, NULL); /* the server is slow on purpose */
+  }
+  pthread_mutex_lock(&g->lock);
+  g->inflight--;
+  pthread_mutex_unlock(&g->lock);
+  resp->status = 200;
+}
+
+static void test_connections(void) {
+  gate g = {.hold_ms = 0};
+  pthread_mutex_init(&g.lock, NULL);
+  rx_server *rx = rx_start(respond_counting, &g);
+  char url[128];
+  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/k"),
+                      "allow_insecure_http", "true", "max_connections", "2",
+                      NULL};
+  sink_fx fx;
+  CHECK_INT(fx_init(&fx, kv), CEB_OK);
+  ceb_event *ev = fx_event("evt-k", "{}");
+  ceb_fake_settle st;
+  for (size_t i = 0; i < 4; i++) {
+    fx_deliver(&fx, ev, 1, NULL);
+    CHECK(fx_settle(&fx, i, &st, 5000));
+    CHECK_INT(st.info.outcome, CEB_ACK);
+  }
+  int port = rx_get(rx, 0) ? rx_get(rx, 0)->client_port : -1;
+  CHECK(port > 0);
+  for (size_t i = 1; i < 4; i++)
+    CHECK_MSG(rx_get(rx, i) && rx_get(rx, i)->client_port == port,
+              "request %zu came on a new connection", i);
+  CHECK(ceb_metrics_get(fx.fake->metrics, "cebridge_http_sink_delivery_seconds",
+                        NULL) == 4.0);
+
+  g.hold_ms = 100;
+  for (size_t i = 0; i < 8; i++)
+    fx_deliver(&fx, ev, 1, NULL);
+  CHECK(fx_settle(&fx, 11, &st, 10000));
+  for (size_t i = 4; i < 12; i++) {
+    CHECK(ceb_fake_settle_get(fx.fake, i, &st));
+    CHECK_INT(st.info.outcome, CEB_ACK);
+  }
+  CHECK_MSG(g.peak == 2, "peak concurrency %d, want 2", g.peak);
+  fx_free(&fx);
+  ceb_event_unref(ev);
+  rx_stop(rx);
+  pthread_mutex_destroy(&g.lock);
+}
+
 int main(void) {
   test_binary();
   test_structured();
   test_batch();
   test_idempotency_across_attempts();
   test_url_template();
+  test_connections();
   return ceb_test_done("plugin_http_out_delivery");
 }
