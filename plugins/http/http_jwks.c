@@ -286,12 +286,14 @@ static int fetch_url(http_jwks *j, char **out, size_t *len) {
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(c);
   if (rc != CURLE_OK || code != 200) {
-    logf_(j, 1, "JWKS fetch from %s failed: %s", j->url,
-          b.too_large        ? "document too large"
-          : rc != CURLE_OK   ? curl_easy_strerror(rc)
-                             : code == 200 ? "?" : "HTTP error status");
-    if (rc == CURLE_OK)
-      logf_(j, 1, "JWKS endpoint answered HTTP %ld", code);
+    char why[64];
+    if (b.too_large)
+      snprintf(why, sizeof why, "document over %d bytes", JWKS_MAX_BYTES);
+    else if (rc != CURLE_OK)
+      snprintf(why, sizeof why, "%s", curl_easy_strerror(rc));
+    else
+      snprintf(why, sizeof why, "HTTP %ld", code);
+    logf_(j, 1, "JWKS fetch from %s failed: %s", j->url, why);
     free(b.data);
     return CEB_EIO;
   }
