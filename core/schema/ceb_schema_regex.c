@@ -14,9 +14,10 @@ struct cebs_regex {
   pcre2_code *code;
 };
 
+/* ECMA-262 WhiteSpace and LineTerminator, in PCRE2_ALT_BSUX spelling */
 #define ECMA_SPACE                                                             \
-  "\\t\\n\\x{0B}\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}"           \
-  "\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}"
+  "\\t\\n\\u000B\\f\\r \\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029"            \
+  "\\u202F\\u205F\\u3000\\uFEFF"
 
 /* ECMA-262 long General_Category names PCRE2 10.42 does not know. */
 static const char *const gc_names[][2] = {
@@ -87,25 +88,45 @@ static size_t map_property(const char *p, size_t n, char *out) {
   return n;
 }
 
-/* Rewrites \s and \S into explicit ECMA-262 white space classes. */
-static char *ecma_translate(const char *p) {
-  size_t n = strlen(p), cap = n * 1 + 1, len = 0;
-  size_t extra = 0;
-  for (size_t i = 0; i + 1 < n; i++)
-    if (p[i] == '\\') extra += sizeof(ECMA_SPACE) + 8, i++;
-  cap += extra;
-  char *out = malloc(cap);
-  if (!out) return NULL;
+/* Letters that may follow a backslash in an ECMA-262 pattern with the "u"
+ * flag; any other letter escape is a syntax error there (PCRE2 would accept
+ * \a, \e, \z, \A, \Q... with other meanings). */
+static bool ecma_letter_escape(char e) {
+  return strchr("bBdDsSwWfnrtvcxupPk", e) != NULL;
+}
+
+/* Translates an ECMA-262 pattern into PCRE2 syntax: \s and \S become
+ * explicit ECMA white space classes, \v is U+000B, [] and [^] match nothing
+ * and anything, long Unicode property names are shortened. Syntax ECMA-262
+ * rejects ((?P<n>, (?#, inline flags, unknown letter escapes) is an error.
+ * Returns a malloc'd pattern, or NULL with err set. */
+static char *ecma_translate(const char *p, char *err, size_t errlen) {
+  size_t n = strlen(p), len = 0, extra = 0;
+  for (size_t i = 0; i < n; i++)
+    extra += p[i] == '\\' ? sizeof(ECMA_SPACE) + 8 : p[i] == '[' ? 4 : 0;
+  char *out = malloc(n + extra + 1);
+  if (!out) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
   bool in_class = false;
   for (size_t i = 0; i < n; i++) {
     char ch = p[i];
     if (ch == '\\' && i + 1 < n) {
       char e = p[i + 1];
+      if (((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) &&
+          !ecma_letter_escape(e)) {
+        snprintf(err, errlen, "\\%c is not an ECMA-262 escape", e);
+        free(out);
+        return NULL;
+      }
       const char *rep = NULL;
       if (e == 's')
         rep = in_class ? ECMA_SPACE : "[" ECMA_SPACE "]";
       else if (e == 'S' && !in_class)
         rep = "[^" ECMA_SPACE "]";
+      else if (e == 'v')
+        rep = "\\x0B";
       if ((e == 'p' || e == 'P') && i + 2 < n && p[i + 2] == '{') {
         const char *close = strchr(p + i + 3, '}');
         if (close) {
@@ -129,10 +150,32 @@ static char *ecma_translate(const char *p) {
       i++;
       continue;
     }
-    if (ch == '[' && !in_class)
+    if (!in_class && ch == '(' && p[i + 1] == '?') {
+      char g = p[i + 2];
+      bool ok =
+          g == ':' || g == '=' || g == '!' || (g == '<' && p[i + 3] != '\0');
+      if (!ok) {
+        snprintf(err, errlen, "group \"(?%c\" is not ECMA-262 syntax",
+                 g ? g : ' ');
+        free(out);
+        return NULL;
+      }
+    }
+    if (!in_class && ch == '[') {
+      const char *rep = strncmp(p + i, "[]", 2) == 0    ? "(?!)"
+                        : strncmp(p + i, "[^]", 3) == 0 ? "[\\s\\S]"
+                                                        : NULL;
+      if (rep) {
+        memcpy(out + len, rep, strlen(rep));
+        len += strlen(rep);
+        i += p[i + 1] == ']' ? 1 : 2;
+        continue;
+      }
       in_class = true;
-    else if (ch == ']' && in_class)
+      /* a leading ']' (or '^]') is a literal in PCRE2 only */
+    } else if (ch == ']' && in_class) {
       in_class = false;
+    }
     out[len++] = ch;
   }
   out[len] = '\0';
@@ -140,9 +183,11 @@ static char *ecma_translate(const char *p) {
 }
 
 cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen) {
-  char *src = ecma_translate(pattern);
+  char tmsg[128];
+  char *src = ecma_translate(pattern, tmsg, sizeof tmsg);
   if (!src) {
-    snprintf(err, errlen, "out of memory");
+    snprintf(err, errlen, "invalid regular expression \"%.64s\": %s", pattern,
+             tmsg);
     return NULL;
   }
   pcre2_compile_context *cc = pcre2_compile_context_create(NULL);

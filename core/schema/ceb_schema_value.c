@@ -132,12 +132,14 @@ static bool to_decimal(bool is_int, json_int_t i, double d,
   return true;
 }
 
-static bool pow10_mul(unsigned __int128 *v, int k) {
-  for (; k > 0; k--) {
-    if (*v > ((unsigned __int128)-1) / 10) return false;
-    *v *= 10;
+/* 10^k mod m, for m < 2^64 (products stay below 2^128). */
+static unsigned __int128 pow10_mod(int k, unsigned __int128 m) {
+  unsigned __int128 r = 1 % m, b = 10 % m;
+  for (; k > 0; k >>= 1) {
+    if (k & 1) r = r * b % m;
+    b = b * b % m;
   }
-  return true;
+  return r;
 }
 
 bool cebs_num_multiple(json_t *v, const cebs_num *n) {
@@ -152,11 +154,12 @@ bool cebs_num_multiple(json_t *v, const cebs_num *n) {
   to_decimal(n->is_int, n->i, n->d, &mm, &me);
   if (mm == 0) return false;
   if (xm == 0) return true;
-  int e = xe < me ? xe : me;
-  /* x / m = (xm * 10^(xe-e)) / (mm * 10^(me-e)) */
-  if (pow10_mul(&xm, xe - e) && pow10_mul(&mm, me - e)) return xm % mm == 0;
-  /* out of 128-bit range: decide in floating point */
-  long double q = (xi ? (long double)json_integer_value(v) : xd) /
-                  (n->is_int ? (long double)n->i : n->d);
-  return isfinite((double)q) && q == roundl(q);
+  /* x / m = xm * 10^xe / (mm * 10^me), decided exactly */
+  if (xe >= me) return xm % mm * pow10_mod(xe - me, mm) % mm == 0;
+  unsigned __int128 d = mm;
+  for (int k = me - xe; k > 0; k--) {
+    if (d > xm) return false; /* the divisor already exceeds the dividend */
+    d *= 10;
+  }
+  return xm % d == 0;
 }
