@@ -72,7 +72,8 @@ int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
  * loads the open counts and starts the workers. */
 int ceb_engine_start(ceb_engine *e);
 /* Control thread: stops claiming and waits until nothing is in flight or
- * deadline_ms (host clock) passes: CEB_OK or CEB_ETIMEOUT. Unsettled rows
+ * deadline_ms (host clock; the budget deadline - now is spent in real time so
+ * a frozen test clock cannot hang it) passes: CEB_OK or CEB_ETIMEOUT. Unsettled rows
  * stay in progress in the store and are retried after the next start. */
 int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms);
 /* Control thread: stops the workers; outcomes still being committed are

@@ -137,11 +137,20 @@ int ceb_engine_start(ceb_engine *e) {
   return CEB_OK;
 }
 
+/* The budget is deadline - now on the host clock, spent in real time, so
+ * that an injected clock that stands still cannot make drain hang. */
+static int64_t real_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms) {
   pthread_mutex_lock(&e->lock);
   e->draining = 1;
   cebe_kick_locked(e);
-  while (e->inflight_total > 0 && cebe_now(e) < deadline_ms) {
+  int64_t end = real_ms() + (deadline_ms - cebe_now(e));
+  while (e->inflight_total > 0 && real_ms() < end) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 20 * 1000000L;
