@@ -204,6 +204,22 @@ int harness_wait_count(testsink *s, size_t n) {
   return ceb_test_wait(count_reached, &a, 10000);
 }
 
+typedef struct id_arg {
+  testsink *s;
+  const char *id;
+  size_t n;
+} id_arg;
+
+static int id_reached(void *arg) {
+  id_arg *a = arg;
+  return testsink_count_id(a->s, a->id) >= a->n;
+}
+
+int harness_wait_id(testsink *s, const char *id, size_t n) {
+  id_arg a = {s, id, n};
+  return ceb_test_wait(id_reached, &a, 10000);
+}
+
 const char *harness_state(harness *h, const char *id, const char *route,
                           char *buf, size_t n) {
   buf[0] = '\0';

@@ -53,6 +53,8 @@ int harness_submit(harness *h, const char *src, ceb_event *ev);
 
 /* Waits (real time, bounded) until sink has seen at least n deliveries. */
 int harness_wait_count(testsink *s, size_t n);
+/* Waits until sink has seen event id at least n times. */
+int harness_wait_id(testsink *s, const char *id, size_t n);
 /* State of event id on route ("done", "dead", ...) or "" when absent. */
 const char *harness_state(harness *h, const char *id, const char *route,
                           char *buf, size_t n);
