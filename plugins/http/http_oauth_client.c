@@ -44,8 +44,7 @@ struct http_oauth_client {
 };
 
 static void set_err(char *err, size_t errlen, const char *msg) {
-  if (err && errlen)
-    snprintf(err, errlen, "%s", msg);
+  if (err && errlen) snprintf(err, errlen, "%s", msg);
 }
 
 static void wipe_free(char *s) {
@@ -60,8 +59,7 @@ static char *form_encode(const char *v) {
   static const char hex[] = "0123456789ABCDEF";
   size_t n = strlen(v);
   char *out = malloc(n * 3 + 1), *o = out;
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
     if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
         (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
@@ -90,8 +88,7 @@ static int load_key(http_oauth_client *c, const char *path, char *err,
   unsigned char *buf = malloc(MAX_KEY_FILE + 1);
   size_t n = buf ? fread(buf, 1, MAX_KEY_FILE + 1, f) : 0;
   fclose(f);
-  if (!buf)
-    return CEB_ENOMEM;
+  if (!buf) return CEB_ENOMEM;
   if (n == 0 || n > MAX_KEY_FILE) {
     OPENSSL_cleanse(buf, MAX_KEY_FILE + 1);
     free(buf);
@@ -132,18 +129,15 @@ static int load_key(http_oauth_client *c, const char *path, char *err,
 }
 
 static char *dup_opt(const char *s, int *oom) {
-  if (!s || !*s)
-    return NULL;
+  if (!s || !*s) return NULL;
   char *d = strdup(s);
-  if (!d)
-    *oom = 1;
+  if (!d) *oom = 1;
   return d;
 }
 
-int http_oauth_client_new(const http_oauth_config *cfg,
-                          http_oauth_client **out, char *err, size_t errlen) {
-  if (!out)
-    return CEB_EINVAL;
+int http_oauth_client_new(const http_oauth_config *cfg, http_oauth_client **out,
+                          char *err, size_t errlen) {
+  if (!out) return CEB_EINVAL;
   *out = NULL;
   if (!cfg || !cfg->token_url || !*cfg->token_url) {
     set_err(err, errlen, "oauth2.token_url is required");
@@ -161,8 +155,7 @@ int http_oauth_client_new(const http_oauth_config *cfg,
     return CEB_ECONFIG;
   }
   http_oauth_client *c = calloc(1, sizeof(*c));
-  if (!c)
-    return CEB_ENOMEM;
+  if (!c) return CEB_ENOMEM;
   int oom = 0;
   c->token_url = dup_opt(cfg->token_url, &oom);
   c->client_id = dup_opt(cfg->client_id, &oom);
@@ -191,8 +184,7 @@ int http_oauth_client_new(const http_oauth_config *cfg,
 }
 
 void http_oauth_client_free(http_oauth_client *c) {
-  if (!c)
-    return;
+  if (!c) return;
   free(c->token_url);
   free(c->client_id);
   free(c->scope);
@@ -214,10 +206,8 @@ const char *http_oauth_client_url(const http_oauth_client *c) {
 
 const char *http_oauth_client_token(http_oauth_client *c, int64_t now_ms,
                                     uint64_t *generation) {
-  if (!c || !c->token || now_ms >= c->expires_ms)
-    return NULL;
-  if (generation)
-    *generation = c->generation;
+  if (!c || !c->token || now_ms >= c->expires_ms) return NULL;
+  if (generation) *generation = c->generation;
   return c->token;
 }
 
@@ -235,13 +225,11 @@ static char *make_assertion(http_oauth_client *c, int64_t now_ms) {
   char *out = NULL;
   unsigned char rnd[16];
   char jti[33];
-  if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-    return NULL;
+  if (RAND_bytes(rnd, sizeof(rnd)) != 1) return NULL;
   for (size_t i = 0; i < sizeof(rnd); i++)
     snprintf(jti + 2 * i, 3, "%02x", rnd[i]);
   long now_s = (long)(now_ms / 1000);
-  if (jwt_new(&jwt) != 0)
-    return NULL;
+  if (jwt_new(&jwt) != 0) return NULL;
   if (jwt_add_grant(jwt, "iss", c->client_id) == 0 &&
       jwt_add_grant(jwt, "sub", c->client_id) == 0 &&
       jwt_add_grant(jwt, "aud", c->token_url) == 0 &&
@@ -264,8 +252,7 @@ static char *make_assertion(http_oauth_client *c, int64_t now_ms) {
 static int form_add(char **buf, size_t *len, const char *name,
                     const char *value) {
   char *enc = form_encode(value);
-  if (!enc)
-    return CEB_ENOMEM;
+  if (!enc) return CEB_ENOMEM;
   size_t add = strlen(name) + strlen(enc) + 2;
   char *nb = realloc(*buf, *len + add + 1);
   if (!nb) {
@@ -273,38 +260,33 @@ static int form_add(char **buf, size_t *len, const char *name,
     return CEB_ENOMEM;
   }
   *buf = nb;
-  *len += (size_t)snprintf(nb + *len, add + 1, "%s%s=%s", *len ? "&" : "",
-                           name, enc);
+  *len += (size_t)snprintf(nb + *len, add + 1, "%s%s=%s", *len ? "&" : "", name,
+                           enc);
   OPENSSL_cleanse(enc, strlen(enc));
   free(enc);
   return CEB_OK;
 }
 
-int http_oauth_client_request(http_oauth_client *c, int64_t now_ms,
-                              char **form, const char **user,
-                              const char **password) {
-  if (!c || !form || !user || !password)
-    return CEB_EINVAL;
+int http_oauth_client_request(http_oauth_client *c, int64_t now_ms, char **form,
+                              const char **user, const char **password) {
+  if (!c || !form || !user || !password) return CEB_EINVAL;
   *form = NULL;
   *user = c->basic_user;
   *password = c->basic_password;
   char *buf = NULL;
   size_t len = 0;
   int rc = form_add(&buf, &len, "grant_type", "client_credentials");
-  if (rc == CEB_OK && c->scope)
-    rc = form_add(&buf, &len, "scope", c->scope);
+  if (rc == CEB_OK && c->scope) rc = form_add(&buf, &len, "scope", c->scope);
   if (rc == CEB_OK && c->audience)
     rc = form_add(&buf, &len, "audience", c->audience);
   if (rc == CEB_OK && c->key_pem) {
     char *assertion = make_assertion(c, now_ms);
     rc = assertion ? CEB_OK : CEB_EINTERNAL;
-    if (rc == CEB_OK)
-      rc = form_add(&buf, &len, "client_id", c->client_id);
+    if (rc == CEB_OK) rc = form_add(&buf, &len, "client_id", c->client_id);
     if (rc == CEB_OK)
       rc = form_add(&buf, &len, "client_assertion_type",
                     "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
-    if (rc == CEB_OK)
-      rc = form_add(&buf, &len, "client_assertion", assertion);
+    if (rc == CEB_OK) rc = form_add(&buf, &len, "client_assertion", assertion);
     free(assertion);
   }
   if (rc != CEB_OK) {
@@ -318,8 +300,7 @@ int http_oauth_client_request(http_oauth_client *c, int64_t now_ms,
 int http_oauth_client_complete(http_oauth_client *c, long http_status,
                                const char *body, size_t len, int64_t now_ms,
                                char *err, size_t errlen) {
-  if (!c)
-    return CEB_EINVAL;
+  if (!c) return CEB_EINVAL;
   json_error_t jerr;
   json_t *doc = body && len ? json_loadb(body, len, 0, &jerr) : NULL;
   int rc = CEB_OK;

@@ -28,8 +28,8 @@ typedef struct http_oauth_config {
 /* Checks the config and loads the private key. On error returns CEB_ECONFIG
  * (or CEB_ENOMEM) with a reason in err (no secret in it) and *out NULL.
  * Strings are copied. Free with http_oauth_client_free. */
-int http_oauth_client_new(const http_oauth_config *cfg,
-                          http_oauth_client **out, char *err, size_t errlen);
+int http_oauth_client_new(const http_oauth_config *cfg, http_oauth_client **out,
+                          char *err, size_t errlen);
 void http_oauth_client_free(http_oauth_client *c);
 
 /* The cached access token while it is valid at now_ms (borrowed until the
@@ -44,9 +44,8 @@ void http_oauth_client_invalidate(http_oauth_client *c, uint64_t generation);
  * application/x-www-form-urlencoded body; for client_secret_basic *user and
  * *password (borrowed, form-encoded per RFC 6749 2.3.1) are the Basic
  * credentials, else NULL. */
-int http_oauth_client_request(http_oauth_client *c, int64_t now_ms,
-                              char **form, const char **user,
-                              const char **password);
+int http_oauth_client_request(http_oauth_client *c, int64_t now_ms, char **form,
+                              const char **user, const char **password);
 /* Takes a token endpoint response. CEB_OK: the token is cached. Else
  * CEB_EAUTH (refused: 4xx / error JSON) or CEB_EIO (5xx, malformed), with a
  * reason in err. */

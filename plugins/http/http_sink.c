@@ -67,10 +67,10 @@ const ceb_config_spec http_sink_spec[] = {
 
 /* Headers the sink writes itself; a static header may not override them. */
 static const char *const k_reserved[] = {
-    "content-type",      "content-length", "host",
-    "authorization",     "idempotency-key", "webhook-id",
+    "content-type",      "content-length",    "host",
+    "authorization",     "idempotency-key",   "webhook-id",
     "webhook-timestamp", "webhook-signature", "expect",
-    "transfer-encoding", "user-agent",     NULL};
+    "transfer-encoding", "user-agent",        NULL};
 
 typedef struct init_ctx {
   http_sink *s;
@@ -93,8 +93,7 @@ static int add_static_header(const char *key, const char *value, void *arg) {
     ok = ok && (*v >= 0x20 || *v == '\t') && *v != 0x7f;
   for (size_t i = 0; ok && k_reserved[i]; i++)
     ok = strcasecmp(name, k_reserved[i]) != 0;
-  if (ok && strncasecmp(name, "ce-", 3) == 0)
-    ok = 0;
+  if (ok && strncasecmp(name, "ce-", 3) == 0) ok = 0;
   if (!ok) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "%s: not a valid header name/value, or a header the sink sets "
@@ -132,8 +131,8 @@ static int check_url(http_sink *s, const char *key, const char *url,
   int https = strncasecmp(url, "https://", 8) == 0;
   int http = strncasecmp(url, "http://", 7) == 0;
   if (!https && !(http && s->allow_insecure)) {
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "%s: must be an https:// URL%s", key,
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s: must be an https:// URL%s",
+            key,
             http ? " (allow_insecure_http = true permits http:// for "
                    "loopback tests)"
                  : "");
@@ -141,8 +140,7 @@ static int check_url(http_sink *s, const char *key, const char *url,
   }
   /* Parse a sample expansion so that a broken URL fails now, not per event. */
   char *sample = strdup(url);
-  if (!sample)
-    return CEB_ENOMEM;
+  if (!sample) return CEB_ENOMEM;
   for (char *p = sample; (p = strstr(p, "${"));) {
     char *q = strchr(p, '}');
     memset(p, 'x', (size_t)(q - p + 1));
@@ -158,8 +156,7 @@ static int check_url(http_sink *s, const char *key, const char *url,
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s: not a valid URL", key);
     return CEB_ECONFIG;
   }
-  if (templated)
-    s->url_templated = 1;
+  if (templated) s->url_templated = 1;
   return CEB_OK;
 }
 
@@ -173,11 +170,9 @@ static int check_file(http_sink *s, const char *key, const char *path) {
 
 static char *dup_cfg(const ceb_config *cfg, const char *key, int *oom) {
   const char *v = ceb_config_str(cfg, key);
-  if (!v || !*v)
-    return NULL;
+  if (!v || !*v) return NULL;
   char *d = strdup(v);
-  if (!d)
-    *oom = 1;
+  if (!d) *oom = 1;
   return d;
 }
 
@@ -205,8 +200,7 @@ static int setup_auth(http_sink *s, const ceb_config *cfg) {
     return CEB_OK;
   }
   int rc = check_url(s, "oauth2.token_url", token_url, 0);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   http_oauth_config oc = {
       .token_url = token_url,
       .client_id = ceb_config_str(cfg, "oauth2.client_id"),
@@ -219,8 +213,7 @@ static int setup_auth(http_sink *s, const ceb_config *cfg) {
           ceb_config_duration_ms(cfg, "oauth2.refresh_margin", 60000)};
   char err[160] = "";
   rc = http_oauth_client_new(&oc, &s->oauth, err, sizeof(err));
-  if (rc != CEB_OK)
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", err);
+  if (rc != CEB_OK) CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", err);
   return rc;
 }
 
@@ -239,8 +232,9 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   s->handshake = ceb_config_bool(cfg, "handshake", 0);
   if (s->batch_max < 1 || s->max_connections < 1 || s->max_pending < 1 ||
       s->timeout_ms < 1 || s->batch_wait_ms < 0) {
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "a size or duration is out of "
-                                             "range");
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "a size or duration is out of "
+            "range");
     return CEB_ECONFIG;
   }
   const char *url = ceb_config_str(cfg, "url");
@@ -249,8 +243,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
     return CEB_ECONFIG;
   }
   int rc = check_url(s, "url", url, 1);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   if (s->url_templated && s->mode == CEB_MODE_BATCH) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "url: ${attribute} placeholders need mode binary or structured "
@@ -270,8 +263,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
     s->origin = strdup(host);
     oom = !s->origin;
   }
-  if (oom)
-    return CEB_ENOMEM;
+  if (oom) return CEB_ENOMEM;
   if ((rc = check_file(s, "tls.ca_file", s->ca_file)) != CEB_OK ||
       (rc = check_file(s, "tls.client_cert", s->client_cert)) != CEB_OK ||
       (rc = check_file(s, "tls.client_key", s->client_key)) != CEB_OK)
@@ -283,17 +275,14 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   }
   init_ctx ctx = {s, CEB_OK};
   ceb_config_foreach(cfg, "headers.", add_static_header, &ctx);
-  if (ctx.rc != CEB_OK)
-    return ctx.rc;
-  if ((rc = setup_auth(s, cfg)) != CEB_OK)
-    return rc;
+  if (ctx.rc != CEB_OK) return ctx.rc;
+  if ((rc = setup_auth(s, cfg)) != CEB_OK) return rc;
 
   s->batch = calloc(s->mode == CEB_MODE_BATCH ? (size_t)s->batch_max : 1,
                     sizeof(*s->batch));
   s->idle = calloc((size_t)s->max_connections + 2, sizeof(*s->idle));
   s->multi = curl_multi_init();
-  if (!s->batch || !s->idle || !s->multi)
-    return CEB_ENOMEM;
+  if (!s->batch || !s->idle || !s->multi) return CEB_ENOMEM;
   curl_multi_setopt(s->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                     (long)s->max_connections + 1);
   curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
@@ -304,8 +293,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
 static void sink_free(http_sink *s) {
   for (size_t i = 0; i < s->nidle; i++)
     curl_easy_cleanup(s->idle[i]);
-  if (s->multi)
-    curl_multi_cleanup(s->multi);
+  if (s->multi) curl_multi_cleanup(s->multi);
   free(s->idle);
   free(s->batch);
   curl_slist_free_all(s->static_headers);
@@ -327,12 +315,10 @@ int http_sink_init(const ceb_host *host, ceb_instance *inst,
                    const ceb_instance_info *info, const ceb_config *cfg,
                    void **state) {
   (void)info;
-  if (!host || !cfg || !state)
-    return CEB_EINVAL;
+  if (!host || !cfg || !state) return CEB_EINVAL;
   *state = NULL;
   /* Thread-safe and reference counted since curl 7.84. */
-  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-    return CEB_EINTERNAL;
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return CEB_EINTERNAL;
   http_sink *s = calloc(1, sizeof(*s));
   if (!s) {
     curl_global_cleanup();
@@ -348,8 +334,7 @@ int http_sink_init(const ceb_host *host, ceb_instance *inst,
   pthread_condattr_destroy(&ca);
   int rc = setup(s, cfg);
   if (rc != CEB_OK) {
-    if (rc == CEB_ENOMEM)
-      CEB_LOG(host, inst, CEB_LOG_ERROR, "out of memory");
+    if (rc == CEB_ENOMEM) CEB_LOG(host, inst, CEB_LOG_ERROR, "out of memory");
     sink_free(s);
     return rc;
   }
@@ -359,10 +344,8 @@ int http_sink_init(const ceb_host *host, ceb_instance *inst,
 
 int http_sink_start(void *state) {
   http_sink *s = state;
-  if (!s)
-    return CEB_EINVAL;
-  if (s->thread_started)
-    return CEB_OK;
+  if (!s) return CEB_EINVAL;
+  if (s->thread_started) return CEB_OK;
   if (pthread_create(&s->thread, NULL, http_sink_loop, s) != 0) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "cannot start the loop thread");
     return CEB_EINTERNAL;
@@ -373,17 +356,15 @@ int http_sink_start(void *state) {
 
 int http_sink_deliver(void *state, ceb_delivery *d) {
   http_sink *s = state;
-  if (!s || !d || !d->event)
-    return CEB_EINVAL;
+  if (!s || !d || !d->event) return CEB_EINVAL;
   http_item *it = malloc(sizeof(*it));
-  if (!it)
-    return CEB_ENOMEM;
+  if (!it) return CEB_ENOMEM;
   it->next = NULL;
   it->d = d;
   pthread_mutex_lock(&s->lock);
-  int rc = s->draining                                  ? CEB_ESHUTDOWN
+  int rc = s->draining                                ? CEB_ESHUTDOWN
            : s->outstanding >= (size_t)s->max_pending ? CEB_EBUSY
-                                                        : CEB_OK;
+                                                      : CEB_OK;
   if (rc == CEB_OK) {
     if (s->q_tail)
       s->q_tail->next = it;
@@ -413,8 +394,7 @@ static void deadline_after(struct timespec *ts, int64_t ms) {
 
 int http_sink_drain(void *state, int64_t deadline_ms) {
   http_sink *s = state;
-  if (!s)
-    return CEB_EINVAL;
+  if (!s) return CEB_EINVAL;
   pthread_mutex_lock(&s->lock);
   s->draining = 1;
   pthread_mutex_unlock(&s->lock);
@@ -452,8 +432,7 @@ int http_sink_drain(void *state, int64_t deadline_ms) {
 
 void http_sink_destroy(void *state) {
   http_sink *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   pthread_mutex_lock(&s->lock);
   s->draining = 1;
   s->abort_all = 1;

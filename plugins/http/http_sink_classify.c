@@ -7,18 +7,15 @@
 #include <curl/curl.h>
 
 int64_t http_sink_retry_after_ms(const char *value, int64_t now_ms) {
-  if (!value)
-    return -1;
+  if (!value) return -1;
   while (*value == ' ' || *value == '\t')
     value++;
-  if (!*value)
-    return -1;
+  if (!*value) return -1;
   if (*value >= '0' && *value <= '9') {
     int64_t s = 0;
     const char *p = value;
     for (; *p >= '0' && *p <= '9'; p++) {
-      if (s > INT64_MAX / 10000)
-        return -1; /* absurd; treat as malformed */
+      if (s > INT64_MAX / 10000) return -1; /* absurd; treat as malformed */
       s = s * 10 + (*p - '0');
     }
     while (*p == ' ' || *p == '\t')
@@ -27,8 +24,7 @@ int64_t http_sink_retry_after_ms(const char *value, int64_t now_ms) {
   }
   /* IMF-fixdate and the obsolete forms; curl_getdate parses all three. */
   time_t when = curl_getdate(value, NULL);
-  if (when == (time_t)-1)
-    return -1;
+  if (when == (time_t)-1) return -1;
   int64_t ms = (int64_t)when * 1000 - now_ms;
   return ms > 0 ? ms : 0;
 }

@@ -42,15 +42,15 @@ typedef struct http_req {
   char *body;          /* delivery body from the SDK (ceb_free) */
   char *form;          /* token request body (free) */
   size_t body_len;
-  char *msg_id;        /* webhook-id and Idempotency-Key */
+  char *msg_id; /* webhook-id and Idempotency-Key */
   CURL *easy;
   struct curl_slist *slist;
   char errbuf[CURL_ERROR_SIZE];
-  char *resp;          /* captured response body, NUL-terminated */
+  char *resp; /* captured response body, NUL-terminated */
   size_t resp_len, resp_cap;
   char retry_after[64];
   char allowed_origin[256];
-  int refreshed;       /* already re-sent once after a 401 */
+  int refreshed; /* already re-sent once after a 401 */
   uint64_t token_generation;
   int64_t started_mono_ms;
 } http_req;
@@ -65,7 +65,7 @@ typedef struct http_sink {
   const ceb_host *host;
   ceb_instance *inst;
   /* config (immutable after init) */
-  char *url;           /* may hold ${attr} placeholders */
+  char *url; /* may hold ${attr} placeholders */
   int url_templated;
   ceb_mode mode;
   int64_t batch_max;
@@ -78,7 +78,7 @@ typedef struct http_sink {
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */
   int handshake;
-  char *origin;        /* WebHook-Request-Origin */
+  char *origin; /* WebHook-Request-Origin */
   http_webhook_keys *keys;
   http_oauth_client *oauth;
 
@@ -88,8 +88,8 @@ typedef struct http_sink {
   http_item *q_head, *q_tail;
   size_t outstanding; /* accepted, not yet settled */
   int draining;
-  int abort_all;      /* settle everything RETRY "shutdown" */
-  int stopping;       /* leave the loop */
+  int abort_all; /* settle everything RETRY "shutdown" */
+  int stopping;  /* leave the loop */
 
   /* loop thread only */
   pthread_t thread;
@@ -99,12 +99,12 @@ typedef struct http_sink {
   ceb_delivery **batch;                  /* collecting batch */
   size_t nbatch;
   int64_t batch_first_mono_ms;
-  http_req *active;                      /* transfers in the multi */
+  http_req *active; /* transfers in the multi */
   size_t nactive;
-  CURL **idle;                           /* easy handles kept for reuse */
+  CURL **idle; /* easy handles kept for reuse */
   size_t nidle;
   http_gate token_gate;
-  int64_t token_retry_mono_ms;           /* no fetch before (after a failure) */
+  int64_t token_retry_mono_ms; /* no fetch before (after a failure) */
   char token_error[160];
   http_gate handshake_gate;
 } http_sink;

@@ -30,16 +30,14 @@ static void list_push(http_req **head, http_req **tail, http_req *r) {
 static void pending_push_front(http_sink *s, http_req *r) {
   r->next = s->pending_head;
   s->pending_head = r;
-  if (!s->pending_tail)
-    s->pending_tail = r;
+  if (!s->pending_tail) s->pending_tail = r;
 }
 
 static http_req *pending_pop(http_sink *s) {
   http_req *r = s->pending_head;
   if (r) {
     s->pending_head = r->next;
-    if (!s->pending_head)
-      s->pending_tail = NULL;
+    if (!s->pending_head) s->pending_tail = NULL;
     r->next = NULL;
   }
   return r;
@@ -53,8 +51,7 @@ static void active_unlink(http_sink *s, http_req *r) {
     }
   }
   r->next = NULL;
-  if (r->kind == HTTP_REQ_DELIVERY)
-    s->nactive--;
+  if (r->kind == HTTP_REQ_DELIVERY) s->nactive--;
 }
 
 static void settle_one(http_sink *s, ceb_delivery *d, ceb_outcome outcome,
@@ -110,30 +107,25 @@ static void batch_flush(http_sink *s, size_t n) {
   memmove(s->batch, s->batch + n, (s->nbatch - n) * sizeof(*s->batch));
   s->nbatch -= n;
   s->batch_first_mono_ms = http_sink_mono_ms();
-  if (r)
-    list_push(&s->pending_head, &s->pending_tail, r);
+  if (r) list_push(&s->pending_head, &s->pending_tail, r);
 }
 
 static void take_delivery(http_sink *s, ceb_delivery *d) {
   if (s->mode != CEB_MODE_BATCH) {
     http_req *r = http_sink_req_new(s, &d, 1);
-    if (r)
-      list_push(&s->pending_head, &s->pending_tail, r);
+    if (r) list_push(&s->pending_head, &s->pending_tail, r);
     return;
   }
-  if (s->nbatch == 0)
-    s->batch_first_mono_ms = http_sink_mono_ms();
+  if (s->nbatch == 0) s->batch_first_mono_ms = http_sink_mono_ms();
   s->batch[s->nbatch++] = d;
-  if (s->nbatch >= (size_t)s->batch_max)
-    batch_flush(s, s->nbatch);
+  if (s->nbatch >= (size_t)s->batch_max) batch_flush(s, s->nbatch);
 }
 
 /* ---- gates: handshake and token ---- */
 
 static int start_exchange(http_sink *s, http_req_kind kind, const char *url) {
   http_req *r = calloc(1, sizeof(*r));
-  if (!r)
-    return CEB_ENOMEM;
+  if (!r) return CEB_ENOMEM;
   r->kind = kind;
   if (url && !(r->url = strdup(url))) {
     free(r);
@@ -166,13 +158,10 @@ static int gates_open(http_sink *s, const char **token, uint64_t *gen) {
     }
     return 0;
   }
-  if (!s->oauth)
-    return 1;
+  if (!s->oauth) return 1;
   *token = http_oauth_client_token(s->oauth, s->host->now_ms(s->inst), gen);
-  if (*token)
-    return 1;
-  if (s->token_gate == HTTP_GATE_RUNNING)
-    return 0;
+  if (*token) return 1;
+  if (s->token_gate == HTTP_GATE_RUNNING) return 0;
   if (http_sink_mono_ms() < s->token_retry_mono_ms) {
     fail_pending(s, CEB_RETRY, 0, "oauth2.token", s->token_error, 0);
     return 0;
@@ -205,11 +194,9 @@ static void expire_pending(http_sink *s) {
       continue;
     }
     *p = r->next;
-    if (s->pending_tail == r)
-      s->pending_tail = prev;
+    if (s->pending_tail == r) s->pending_tail = prev;
     http_sink_settle_req(s, r, CEB_RETRY, 0, "deadline",
-                         "the attempt's deadline passed before sending", -1,
-                         0);
+                         "the attempt's deadline passed before sending", -1, 0);
     http_sink_req_free(s, r);
   }
 }
@@ -218,8 +205,7 @@ static void dispatch(http_sink *s) {
   while (s->pending_head && s->nactive < (size_t)s->max_connections) {
     const char *token;
     uint64_t gen = 0;
-    if (!gates_open(s, &token, &gen))
-      return;
+    if (!gates_open(s, &token, &gen)) return;
     http_req *r = pending_pop(s);
     int64_t timeout = s->timeout_ms, left = req_remaining_ms(s, r);
     if (left <= 0) {
@@ -229,15 +215,14 @@ static void dispatch(http_sink *s) {
       http_sink_req_free(s, r);
       continue;
     }
-    if (left < timeout)
-      timeout = left;
+    if (left < timeout) timeout = left;
     r->token_generation = gen;
     int rc = http_sink_req_prepare(s, r, token, timeout);
     if (rc == CEB_OK && curl_multi_add_handle(s->multi, r->easy) != CURLM_OK)
       rc = CEB_EINTERNAL;
     if (rc != CEB_OK) {
-      http_sink_settle_req(s, r, CEB_RETRY, 0, "internal", ceb_strerror(rc),
-                           -1, 0);
+      http_sink_settle_req(s, r, CEB_RETRY, 0, "internal", ceb_strerror(rc), -1,
+                           0);
       http_sink_req_free(s, r);
       continue;
     }
@@ -279,8 +264,7 @@ static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
   char reason[16];
   http_sink_classify(code, r->retry_after[0] ? r->retry_after : NULL,
                      s->host->now_ms(s->inst), &info, reason, sizeof(reason));
-  if (info.outcome != CEB_ACK)
-    info.detail = r->resp_len ? r->resp : NULL;
+  if (info.outcome != CEB_ACK) info.detail = r->resp_len ? r->resp : NULL;
   if (info.flags & CEB_SETTLE_OPEN_CIRCUIT)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "the endpoint answered %ld (gone): opening the circuit", code);
@@ -289,18 +273,17 @@ static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
   http_sink_req_free(s, r);
 }
 
-static void complete_token(http_sink *s, http_req *r, CURLcode res,
-                           long code) {
+static void complete_token(http_sink *s, http_req *r, CURLcode res, long code) {
   s->token_gate = HTTP_GATE_NONE;
   int rc;
   char err[160] = "";
   if (res != CURLE_OK) {
-    snprintf(err, sizeof(err), "token endpoint: %s", transfer_error(r, res));
+    snprintf(err, sizeof(err), "token endpoint: %.120s",
+             transfer_error(r, res));
     rc = CEB_EIO;
   } else {
     rc = http_oauth_client_complete(s->oauth, code, r->resp, r->resp_len,
-                                    s->host->now_ms(s->inst), err,
-                                    sizeof(err));
+                                    s->host->now_ms(s->inst), err, sizeof(err));
   }
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "http_sink_token_fetches_total",
                   rc == CEB_OK ? "result=\"ok\"" : "result=\"error\"", 1);
@@ -320,8 +303,7 @@ static void complete_handshake(http_sink *s, http_req *r, CURLcode res,
   if (res != CURLE_OK || code == 408 || code == 429 || code >= 500) {
     s->handshake_gate = HTTP_GATE_NONE;
     if (res != CURLE_OK)
-      snprintf(detail, sizeof(detail), "handshake: %s",
-               transfer_error(r, res));
+      snprintf(detail, sizeof(detail), "handshake: %s", transfer_error(r, res));
     else
       snprintf(detail, sizeof(detail), "handshake answered %ld", code);
     fail_pending(s, CEB_RETRY, (int)code, "handshake", detail, 0);
@@ -347,8 +329,7 @@ static int drain_completions(http_sink *s) {
   int n = 0, left;
   CURLMsg *m;
   while ((m = curl_multi_info_read(s->multi, &left))) {
-    if (m->msg != CURLMSG_DONE)
-      continue;
+    if (m->msg != CURLMSG_DONE) continue;
     CURL *e = m->easy_handle;
     CURLcode res = m->data.result;
     http_req *r = NULL;
@@ -387,8 +368,7 @@ void *http_sink_loop(void *arg) {
         items = next;
       }
       http_sink_abort_all(s);
-      if (stopping)
-        break;
+      if (stopping) break;
     }
     while (items) {
       http_item *next = items->next;
@@ -405,14 +385,12 @@ void *http_sink_loop(void *arg) {
     int running = 0;
     curl_multi_perform(s->multi, &running);
     int done = drain_completions(s);
-    if (done)
-      dispatch(s);
+    if (done) dispatch(s);
 
     long timeout = done ? 0 : LOOP_TICK_MS;
     if (s->nbatch) {
       int64_t left = s->batch_first_mono_ms + s->batch_wait_ms - now;
-      if (left < timeout)
-        timeout = left > 0 ? (long)left : 0;
+      if (left < timeout) timeout = left > 0 ? (long)left : 0;
     }
     curl_multi_poll(s->multi, NULL, 0, (int)timeout, NULL);
   }

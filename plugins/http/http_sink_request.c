@@ -43,8 +43,7 @@ void http_sink_settle_req(http_sink *s, http_req *r, ceb_outcome outcome,
                           int64_t retry_after_ms, unsigned flags) {
   ceb_settle_info info = {sizeof(info), outcome, retry_after_ms, status,
                           reason,       detail,  flags};
-  if (r->nd)
-    http_sink_metric_delivery(s, &info, r->nd);
+  if (r->nd) http_sink_metric_delivery(s, &info, r->nd);
   for (size_t i = 0; i < r->nd; i++)
     http_sink_settle(s, r->ds[i], &info);
   r->nd = 0;
@@ -59,8 +58,7 @@ static int attr_name_char(char c) {
 int http_sink_url_check(const char *tmpl, int *templated) {
   *templated = 0;
   for (const char *p = tmpl; *p; p++) {
-    if (p[0] != '$' || p[1] != '{')
-      continue;
+    if (p[0] != '$' || p[1] != '{') continue;
     const char *q = p + 2;
     while (attr_name_char(*q))
       q++;
@@ -76,8 +74,7 @@ int http_sink_url_expand(const char *tmpl, const ceb_event *ev, char **out) {
   static const char hex[] = "0123456789ABCDEF";
   size_t cap = strlen(tmpl) + 1, len = 0;
   char *buf = malloc(cap);
-  if (!buf)
-    return CEB_ENOMEM;
+  if (!buf) return CEB_ENOMEM;
   for (const char *p = tmpl; *p;) {
     const char *piece = p;
     size_t piece_len = 1;
@@ -130,8 +127,7 @@ int http_sink_url_expand(const char *tmpl, const ceb_event *ev, char **out) {
 
 static int header_safe(const char *v) {
   for (const unsigned char *p = (const unsigned char *)v; *p; p++)
-    if (*p < 0x20 || *p == 0x7f)
-      return 0;
+    if (*p < 0x20 || *p == 0x7f) return 0;
   return *v != '\0';
 }
 
@@ -139,12 +135,10 @@ static int header_safe(const char *v) {
 static char *hashed_id(const char *prefix, const char *text, size_t len) {
   unsigned char md[32];
   unsigned int mdlen = 0;
-  if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL))
-    return NULL;
+  if (!EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL)) return NULL;
   size_t plen = strlen(prefix);
   char *out = malloc(plen + 2 * mdlen + 1);
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   memcpy(out, prefix, plen);
   for (unsigned i = 0; i < mdlen; i++)
     snprintf(out + plen + 2 * i, 3, "%02x", md[i]);
@@ -153,12 +147,9 @@ static char *hashed_id(const char *prefix, const char *text, size_t len) {
 
 static char *single_msg_id(const ceb_delivery *d) {
   const char *key = d->idempotency_key;
-  if (!key || !*key)
-    key = ceb_event_get(d->event, "id");
-  if (!key)
-    return NULL;
-  if (header_safe(key) && strlen(key) <= 512)
-    return strdup(key);
+  if (!key || !*key) key = ceb_event_get(d->event, "id");
+  if (!key) return NULL;
+  if (header_safe(key) && strlen(key) <= 512) return strdup(key);
   return hashed_id("sha256_", key, strlen(key));
 }
 
@@ -171,8 +162,7 @@ static char *batch_msg_id(ceb_delivery **ds, size_t n) {
     len += strlen(k) + 1;
   }
   char *all = malloc(len + 1), *p = all;
-  if (!all)
-    return NULL;
+  if (!all) return NULL;
   for (size_t i = 0; i < n; i++) {
     const char *k = ds[i]->idempotency_key ? ds[i]->idempotency_key : "";
     size_t kl = strlen(k);
@@ -220,8 +210,7 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
     rc = evs ? CEB_OK : CEB_ENOMEM;
     for (size_t i = 0; evs && i < n; i++)
       evs[i] = (ceb_event *)ds[i]->event;
-    if (rc == CEB_OK)
-      rc = ceb_batch_encode(evs, n, &r->body, &r->body_len);
+    if (rc == CEB_OK) rc = ceb_batch_encode(evs, n, &r->body, &r->body_len);
     free(evs);
     if (rc == CEB_OK) {
       static const char ct[] = "application/cloudevents-batch+json";
@@ -246,8 +235,7 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
     }
     r->msg_id = rc == CEB_OK ? single_msg_id(ds[0]) : NULL;
   }
-  if (rc == CEB_OK && (!r->url || !r->msg_id))
-    rc = CEB_ENOMEM;
+  if (rc == CEB_OK && (!r->url || !r->msg_id)) rc = CEB_ENOMEM;
   if (rc != CEB_OK) {
     char detail[128];
     snprintf(detail, sizeof(detail), "encoding the event failed: %s",
@@ -264,8 +252,7 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
 }
 
 void http_sink_req_free(http_sink *s, http_req *r) {
-  if (!r)
-    return;
+  if (!r) return;
   if (r->easy) {
     /* Keep the handle (and with the multi, its connection) for reuse. */
     if (s->nidle < (size_t)s->max_connections + 2) {
@@ -294,17 +281,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg) {
   size_t cap = r->kind == HTTP_REQ_TOKEN ? HTTP_SINK_TOKEN_BODY_MAX
                                          : HTTP_SINK_DETAIL_MAX;
   size_t take = r->resp_len < cap ? cap - r->resp_len : 0;
-  if (take > n)
-    take = n;
+  if (take > n) take = n;
   if (take) {
     if (r->resp_len + take + 1 > r->resp_cap) {
       size_t nc = r->resp_len + take + 1;
       nc = nc < 256 ? 256 : nc * 2;
-      if (nc > cap + 1)
-        nc = cap + 1;
+      if (nc > cap + 1) nc = cap + 1;
       char *nb = realloc(r->resp, nc);
-      if (!nb)
-        return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
+      if (!nb) return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
       r->resp = nb;
       r->resp_cap = nc;
     }
@@ -323,8 +307,7 @@ static void copy_header_value(char *dst, size_t dstlen, const char *v,
   }
   while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
     n--;
-  if (n >= dstlen)
-    n = dstlen - 1;
+  if (n >= dstlen) n = dstlen - 1;
   memcpy(dst, v, n);
   dst[n] = '\0';
 }
@@ -350,21 +333,18 @@ static int add_header(struct curl_slist **list, const char *name,
                       const char *value) {
   char line[8192];
   int n = snprintf(line, sizeof(line), "%s: %s", name, value ? value : "");
-  if (n < 0 || (size_t)n >= sizeof(line))
-    return CEB_ETOOLARGE;
+  if (n < 0 || (size_t)n >= sizeof(line)) return CEB_ETOOLARGE;
   if (!value || !*value) /* "Name;" sends an empty header */
     snprintf(line, sizeof(line), "%s;", name);
   struct curl_slist *nl = curl_slist_append(*list, line);
-  if (!nl)
-    return CEB_ENOMEM;
+  if (!nl) return CEB_ENOMEM;
   *list = nl;
   return CEB_OK;
 }
 
 static int add_raw(struct curl_slist **list, const char *line) {
   struct curl_slist *nl = curl_slist_append(*list, line);
-  if (!nl)
-    return CEB_ENOMEM;
+  if (!nl) return CEB_ENOMEM;
   *list = nl;
   return CEB_OK;
 }
@@ -372,34 +352,27 @@ static int add_raw(struct curl_slist **list, const char *line) {
 static int build_headers(http_sink *s, http_req *r, const char *token) {
   int rc = CEB_OK;
   struct curl_slist *l = NULL;
-  for (struct curl_slist *h = s->static_headers; h && rc == CEB_OK;
-       h = h->next)
+  for (struct curl_slist *h = s->static_headers; h && rc == CEB_OK; h = h->next)
     rc = add_raw(&l, h->data);
   if (r->kind == HTTP_REQ_DELIVERY) {
     int has_ct = 0;
     for (size_t i = 0; i < r->headers.count && rc == CEB_OK; i++) {
-      if (strcasecmp(r->headers.items[i].name, "Content-Type") == 0)
-        has_ct = 1;
+      if (strcasecmp(r->headers.items[i].name, "Content-Type") == 0) has_ct = 1;
       rc = add_header(&l, r->headers.items[i].name, r->headers.items[i].value);
     }
     /* curl would label a bare POST as a form: an event without data has no
      * Content-Type at all. */
-    if (rc == CEB_OK && !has_ct)
-      rc = add_raw(&l, "Content-Type:");
-    if (rc == CEB_OK)
-      rc = add_header(&l, "Idempotency-Key", r->msg_id);
+    if (rc == CEB_OK && !has_ct) rc = add_raw(&l, "Content-Type:");
+    if (rc == CEB_OK) rc = add_header(&l, "Idempotency-Key", r->msg_id);
     if (rc == CEB_OK && s->keys) {
       int64_t now_s = s->host->now_ms(s->inst) / 1000;
       char ts[24], *sig = NULL;
       snprintf(ts, sizeof(ts), "%" PRId64, now_s);
-      rc = http_webhook_sign(s->keys, r->msg_id, ts, r->body, r->body_len,
-                             &sig);
-      if (rc == CEB_OK)
-        rc = add_header(&l, "webhook-id", r->msg_id);
-      if (rc == CEB_OK)
-        rc = add_header(&l, "webhook-timestamp", ts);
-      if (rc == CEB_OK)
-        rc = add_header(&l, "webhook-signature", sig);
+      rc =
+          http_webhook_sign(s->keys, r->msg_id, ts, r->body, r->body_len, &sig);
+      if (rc == CEB_OK) rc = add_header(&l, "webhook-id", r->msg_id);
+      if (rc == CEB_OK) rc = add_header(&l, "webhook-timestamp", ts);
+      if (rc == CEB_OK) rc = add_header(&l, "webhook-signature", sig);
       free(sig);
     }
   } else if (r->kind == HTTP_REQ_HANDSHAKE) {
@@ -415,8 +388,7 @@ static int build_headers(http_sink *s, http_req *r, const char *token) {
     else
       rc = add_raw(&l, auth);
   }
-  if (rc == CEB_OK)
-    rc = add_raw(&l, "Expect:");
+  if (rc == CEB_OK) rc = add_raw(&l, "Expect:");
   if (rc != CEB_OK) {
     curl_slist_free_all(l);
     return rc;
@@ -428,31 +400,27 @@ static int build_headers(http_sink *s, http_req *r, const char *token) {
 
 #define SETOPT(e, opt, val)                                                    \
   do {                                                                         \
-    if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK)                       \
-      return CEB_EINTERNAL;                                                    \
+    if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK) return CEB_EINTERNAL; \
   } while (0)
 
 int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
                           int64_t timeout_ms) {
   if (!r->easy) {
     r->easy = s->nidle ? s->idle[--s->nidle] : curl_easy_init();
-    if (!r->easy)
-      return CEB_ENOMEM;
+    if (!r->easy) return CEB_ENOMEM;
   } else {
     curl_easy_reset(r->easy);
   }
   r->resp_len = 0;
-  if (r->resp)
-    r->resp[0] = '\0';
+  if (r->resp) r->resp[0] = '\0';
   r->retry_after[0] = '\0';
   r->allowed_origin[0] = '\0';
   r->errbuf[0] = '\0';
   int rc = build_headers(s, r, token);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   CURL *e = r->easy;
-  const char *url = r->kind == HTTP_REQ_TOKEN ? http_oauth_client_url(s->oauth)
-                                              : r->url;
+  const char *url =
+      r->kind == HTTP_REQ_TOKEN ? http_oauth_client_url(s->oauth) : r->url;
   SETOPT(e, CURLOPT_URL, url);
   SETOPT(e, CURLOPT_PROTOCOLS_STR, s->allow_insecure ? "http,https" : "https");
   SETOPT(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -461,14 +429,10 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   SETOPT(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
   SETOPT(e, CURLOPT_SSL_VERIFYPEER, 1L);
   SETOPT(e, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (s->ca_file)
-    SETOPT(e, CURLOPT_CAINFO, s->ca_file);
-  if (s->client_cert)
-    SETOPT(e, CURLOPT_SSLCERT, s->client_cert);
-  if (s->client_key)
-    SETOPT(e, CURLOPT_SSLKEY, s->client_key);
-  if (s->user_agent)
-    SETOPT(e, CURLOPT_USERAGENT, s->user_agent);
+  if (s->ca_file) SETOPT(e, CURLOPT_CAINFO, s->ca_file);
+  if (s->client_cert) SETOPT(e, CURLOPT_SSLCERT, s->client_cert);
+  if (s->client_key) SETOPT(e, CURLOPT_SSLKEY, s->client_key);
+  if (s->user_agent) SETOPT(e, CURLOPT_USERAGENT, s->user_agent);
   SETOPT(e, CURLOPT_HTTPHEADER, r->slist);
   SETOPT(e, CURLOPT_WRITEFUNCTION, on_body);
   SETOPT(e, CURLOPT_WRITEDATA, r);
@@ -484,10 +448,9 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
     const char *user, *password;
     free(r->form);
     r->form = NULL;
-    rc = http_oauth_client_request(s->oauth, s->host->now_ms(s->inst),
-                                   &r->form, &user, &password);
-    if (rc != CEB_OK)
-      return rc;
+    rc = http_oauth_client_request(s->oauth, s->host->now_ms(s->inst), &r->form,
+                                   &user, &password);
+    if (rc != CEB_OK) return rc;
     SETOPT(e, CURLOPT_POST, 1L);
     SETOPT(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(r->form));
     SETOPT(e, CURLOPT_POSTFIELDS, r->form);

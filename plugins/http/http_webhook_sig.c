@@ -29,21 +29,17 @@ struct http_webhook_keys {
 
 int http_webhook_secret_parse(const char *secret, unsigned char **key,
                               size_t *key_len) {
-  if (!key || !key_len)
-    return CEB_EINVAL;
+  if (!key || !key_len) return CEB_EINVAL;
   *key = NULL;
   *key_len = 0;
-  if (!secret)
-    return CEB_EINVAL;
+  if (!secret) return CEB_EINVAL;
   if (strncmp(secret, SIG_PREFIX, strlen(SIG_PREFIX)) == 0)
     secret += strlen(SIG_PREFIX);
   size_t n = strlen(secret);
-  if (n == 0 || n > 4096)
-    return CEB_EINVAL;
+  if (n == 0 || n > 4096) return CEB_EINVAL;
   /* Restore missing padding, as the Python reference does; a remainder of 1
    * can never be valid base64. */
-  if (n % 4 == 1)
-    return CEB_EINVAL;
+  if (n % 4 == 1) return CEB_EINVAL;
   size_t padded = (n + 3) / 4 * 4;
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)secret[i];
@@ -51,8 +47,7 @@ int http_webhook_secret_parse(const char *secret, unsigned char **key,
              (c >= '0' && c <= '9') || c == '+' || c == '/' ||
              (c == '=' && i >= n - 2 && n % 4 == 0 &&
               (i == n - 1 || secret[n - 1] == '='));
-    if (!ok)
-      return CEB_EINVAL;
+    if (!ok) return CEB_EINVAL;
   }
   size_t pad = padded - n;
   if (n % 4 == 0)
@@ -84,20 +79,16 @@ int http_webhook_secret_parse(const char *secret, unsigned char **key,
 
 int http_webhook_keys_new(const char *const *secrets, size_t n,
                           http_webhook_keys **out, size_t *bad_index) {
-  if (!out)
-    return CEB_EINVAL;
+  if (!out) return CEB_EINVAL;
   *out = NULL;
-  if (!secrets || n == 0 || n > 64)
-    return CEB_EINVAL;
+  if (!secrets || n == 0 || n > 64) return CEB_EINVAL;
   http_webhook_keys *ks = calloc(1, sizeof(*ks) + n * sizeof(webhook_key));
-  if (!ks)
-    return CEB_ENOMEM;
+  if (!ks) return CEB_ENOMEM;
   for (size_t i = 0; i < n; i++) {
     int rc = http_webhook_secret_parse(secrets[i], &ks->keys[i].bytes,
                                        &ks->keys[i].len);
     if (rc != CEB_OK) {
-      if (bad_index)
-        *bad_index = i;
+      if (bad_index) *bad_index = i;
       http_webhook_keys_free(ks);
       return rc;
     }
@@ -108,8 +99,7 @@ int http_webhook_keys_new(const char *const *secrets, size_t n,
 }
 
 void http_webhook_keys_free(http_webhook_keys *keys) {
-  if (!keys)
-    return;
+  if (!keys) return;
   for (size_t i = 0; i < keys->count; i++) {
     OPENSSL_cleanse(keys->keys[i].bytes, keys->keys[i].len);
     free(keys->keys[i].bytes);
@@ -123,12 +113,10 @@ size_t http_webhook_keys_count(const http_webhook_keys *keys) {
 
 /* A Unix timestamp as the scheme writes it: decimal digits only. */
 static int timestamp_parse(const char *text, int64_t *value) {
-  if (!text || !*text || strlen(text) > 18)
-    return CEB_EINVAL;
+  if (!text || !*text || strlen(text) > 18) return CEB_EINVAL;
   int64_t v = 0;
   for (const char *p = text; *p; p++) {
-    if (*p < '0' || *p > '9')
-      return CEB_EINVAL;
+    if (*p < '0' || *p > '9') return CEB_EINVAL;
     v = v * 10 + (*p - '0');
   }
   *value = v;
@@ -148,8 +136,7 @@ static int sign_one(const webhook_key *key, const char *msg_id,
   OSSL_PARAM params[] = {
       OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest_name, 0),
       OSSL_PARAM_construct_end()};
-  if (!ctx)
-    goto done;
+  if (!ctx) goto done;
   if (!EVP_MAC_init(ctx, key->bytes, key->len, params) ||
       !EVP_MAC_update(ctx, (const unsigned char *)msg_id, strlen(msg_id)) ||
       !EVP_MAC_update(ctx, (const unsigned char *)".", 1) ||
@@ -173,16 +160,14 @@ done:
 int http_webhook_sign(const http_webhook_keys *keys, const char *msg_id,
                       const char *timestamp, const void *body, size_t len,
                       char **out) {
-  if (!out)
-    return CEB_EINVAL;
+  if (!out) return CEB_EINVAL;
   *out = NULL;
   int64_t ts;
-  if (!keys || keys->count == 0 || !msg_id || !*msg_id ||
-      (!body && len) || timestamp_parse(timestamp, &ts) != CEB_OK)
+  if (!keys || keys->count == 0 || !msg_id || !*msg_id || (!body && len) ||
+      timestamp_parse(timestamp, &ts) != CEB_OK)
     return CEB_EINVAL;
   char *text = malloc(keys->count * (SIG_TEXT_MAX + 1));
-  if (!text)
-    return CEB_ENOMEM;
+  if (!text) return CEB_ENOMEM;
   size_t used = 0;
   for (size_t i = 0; i < keys->count; i++) {
     char one[SIG_TEXT_MAX + 1];
@@ -191,8 +176,7 @@ int http_webhook_sign(const http_webhook_keys *keys, const char *msg_id,
       free(text);
       return rc;
     }
-    if (i)
-      text[used++] = ' ';
+    if (i) text[used++] = ' ';
     size_t n = strlen(one);
     memcpy(text + used, one, n);
     used += n;
@@ -205,10 +189,8 @@ int http_webhook_sign(const http_webhook_keys *keys, const char *msg_id,
 int http_webhook_sign_at(const http_webhook_keys *keys, const char *msg_id,
                          int64_t timestamp_s, const void *body, size_t len,
                          char **out) {
-  if (out)
-    *out = NULL;
-  if (timestamp_s < 0)
-    return CEB_EINVAL;
+  if (out) *out = NULL;
+  if (timestamp_s < 0) return CEB_EINVAL;
   char ts[24];
   snprintf(ts, sizeof(ts), "%" PRId64, timestamp_s);
   return http_webhook_sign(keys, msg_id, ts, body, len, out);
@@ -222,16 +204,16 @@ int http_webhook_verify(const http_webhook_keys *keys, const char *msg_id,
   if (!keys || keys->count == 0 || !msg_id || !*msg_id || !signature ||
       (!body && len) || timestamp_parse(timestamp, &ts) != CEB_OK)
     return CEB_EINVAL;
-  if (tolerance_s >= 0 && (ts < now_s - tolerance_s || ts > now_s + tolerance_s))
+  if (tolerance_s >= 0 &&
+      (ts < now_s - tolerance_s || ts > now_s + tolerance_s))
     return CEB_ETIMEOUT;
 
   char expected[64][SIG_TEXT_MAX + 1];
   size_t nkeys = keys->count < 64 ? keys->count : 64;
   for (size_t k = 0; k < nkeys; k++) {
-    int rc = sign_one(&keys->keys[k], msg_id, timestamp, body, len,
-                      expected[k]);
-    if (rc != CEB_OK)
-      return rc;
+    int rc =
+        sign_one(&keys->keys[k], msg_id, timestamp, body, len, expected[k]);
+    if (rc != CEB_OK) return rc;
   }
   /* Walk the space-separated list; only "v1," entries can match. The length
    * is public (fixed for v1), the content is compared in constant time. */
@@ -246,8 +228,7 @@ int http_webhook_verify(const http_webhook_keys *keys, const char *msg_id,
     size_t n = (size_t)(end - p);
     if (n > 3 && strncmp(p, "v1,", 3) == 0) {
       for (size_t k = 0; k < nkeys; k++) {
-        if (n == strlen(expected[k]) &&
-            CRYPTO_memcmp(p, expected[k], n) == 0)
+        if (n == strlen(expected[k]) && CRYPTO_memcmp(p, expected[k], n) == 0)
           match = 1;
       }
     }

@@ -29,8 +29,7 @@ static int npm_ci(void) {
                     " npm ci --no-audit --no-fund --loglevel=error >&2";
   int rc = system(cmd);
   if (rc != 0)
-    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n",
-            rc);
+    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n", rc);
   return rc;
 }
 
@@ -45,10 +44,19 @@ static void respond(void *arg, const rx_request *req, size_t index,
 /* Delivers n events through a sink in `mode`; all must be acknowledged. */
 static void deliver_mode(rx_server *rx, const char *mode, int n) {
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/hook"),
-                      "allow_insecure_http", "true", "mode", mode,
-                      "batch.max", "4", "batch.wait", "100ms",
-                      "webhook.secrets", SECRET_A " " SECRET_B, NULL};
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/hook"),
+                      "allow_insecure_http",
+                      "true",
+                      "mode",
+                      mode,
+                      "batch.max",
+                      "4",
+                      "batch.wait",
+                      "100ms",
+                      "webhook.secrets",
+                      SECRET_A " " SECRET_B,
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   for (int i = 0; i < n; i++) {
@@ -81,8 +89,8 @@ static int save_requests(rx_server *rx, const char *path) {
       const char *v = ceb_headers_get(&r->headers, names[k]);
       json_object_set_new(h, names[k], json_string(v ? v : ""));
     }
-    json_array_append_new(all, json_pack("{s:o,s:s%}", "headers", h, "body",
-                                         r->body, r->len));
+    json_array_append_new(
+        all, json_pack("{s:o,s:s%}", "headers", h, "body", r->body, r->len));
   }
   int rc = json_dump_file(all, path, JSON_COMPACT);
   json_decref(all);
@@ -97,11 +105,9 @@ static void node_checks_our_signatures(const char *file, size_t nreq) {
            file, SECRET_A, SECRET_B);
   FILE *pp = popen(cmd, "r");
   CHECK(pp != NULL);
-  if (!pp)
-    return;
+  if (!pp) return;
   char line[256] = "";
-  if (!fgets(line, sizeof(line), pp))
-    line[0] = '\0';
+  if (!fgets(line, sizeof(line), pp)) line[0] = '\0';
   int rc = pclose(pp);
   CHECK_MSG(rc == 0, "verify.js check exited %d", rc);
   json_error_t jerr;
@@ -119,8 +125,7 @@ static void we_check_node_signatures(void) {
                     " node verify.js sign '" SECRET_A "' 5";
   FILE *pp = popen(cmd, "r");
   CHECK(pp != NULL);
-  if (!pp)
-    return;
+  if (!pp) return;
   const char *secret = SECRET_A, *other = SECRET_B;
   http_webhook_keys *keys = NULL, *wrong = NULL;
   CHECK_INT(http_webhook_keys_new(&secret, 1, &keys, NULL), CEB_OK);
@@ -131,8 +136,7 @@ static void we_check_node_signatures(void) {
     json_error_t jerr;
     json_t *j = json_loads(line, 0, &jerr);
     CHECK_MSG(j != NULL, "node output: %s", line);
-    if (!j)
-      continue;
+    if (!j) continue;
     const char *id = json_string_value(json_object_get(j, "id"));
     const char *ts = json_string_value(json_object_get(j, "timestamp"));
     const char *body = json_string_value(json_object_get(j, "body"));
@@ -164,12 +168,10 @@ static void we_check_node_signatures(void) {
 int main(void) {
   int rc = npm_ci();
   CHECK_INT(rc, 0);
-  if (rc != 0)
-    return ceb_test_done("interop_http_out");
+  if (rc != 0) return ceb_test_done("interop_http_out");
   rx_server *rx = rx_start(respond, NULL);
   CHECK(rx != NULL);
-  if (!rx)
-    return ceb_test_done("interop_http_out");
+  if (!rx) return ceb_test_done("interop_http_out");
   deliver_mode(rx, "binary", 3);
   deliver_mode(rx, "structured", 3);
   deliver_mode(rx, "batch", 6); /* a full batch of 4 and one of 2 */

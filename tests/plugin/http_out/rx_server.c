@@ -75,8 +75,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_header, c->req);
     const union MHD_ConnectionInfo *peer =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (peer && peer->client_addr &&
-        peer->client_addr->sa_family == AF_INET)
+    if (peer && peer->client_addr && peer->client_addr->sa_family == AF_INET)
       c->req->client_port =
           ntohs(((const struct sockaddr_in *)peer->client_addr)->sin_port);
     const union MHD_ConnectionInfo *ci =
@@ -115,8 +114,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   } else {
     resp.status = 507;
   }
-  if (resp.delay_ms > 0)
-    hold(rx, resp.delay_ms);
+  if (resp.delay_ms > 0) hold(rx, resp.delay_ms);
   struct MHD_Response *mr = MHD_create_response_from_buffer(
       resp.len, resp.body, MHD_RESPMEM_MUST_COPY);
   for (size_t i = 0; i < resp.headers.count; i++)
@@ -129,15 +127,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 }
 
 static void request_free(rx_request *r) {
-  if (!r)
-    return;
+  if (!r) return;
   ceb_headers_clear(&r->headers);
   free(r->body);
   free(r);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode toe) {
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
   (void)cls;
   (void)conn;
   (void)toe;
@@ -169,19 +166,19 @@ rx_server *rx_start_tls(rx_handler handler, void *arg, const char *key_pem,
   struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
   if (key_pem && cert_pem) {
     flags |= MHD_USE_TLS;
-    tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0,
-                                     (void *)key_pem};
-    tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0,
-                                     (void *)cert_pem};
+    tls[0] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)key_pem};
+    tls[1] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)cert_pem};
     if (trust_pem)
       tls[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
                                        (void *)trust_pem};
   }
-  rx->daemon = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, rx, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, rx,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_END);
+  rx->daemon =
+      MHD_start_daemon(flags, 0, NULL, NULL, on_request, rx,
+                       MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                       on_completed, rx, MHD_OPTION_CONNECTION_TIMEOUT,
+                       (unsigned)30, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!rx->daemon) {
     free(rx);
     return NULL;
@@ -193,8 +190,7 @@ rx_server *rx_start_tls(rx_handler handler, void *arg, const char *key_pem,
 }
 
 void rx_stop(rx_server *rx) {
-  if (!rx)
-    return;
+  if (!rx) return;
   pthread_mutex_lock(&rx->lock);
   rx->stopping = 1;
   pthread_cond_broadcast(&rx->cond);
@@ -207,7 +203,9 @@ void rx_stop(rx_server *rx) {
   free(rx);
 }
 
-int rx_port(const rx_server *rx) { return rx->port; }
+int rx_port(const rx_server *rx) {
+  return rx->port;
+}
 
 size_t rx_count(rx_server *rx) {
   pthread_mutex_lock(&rx->lock);
@@ -227,8 +225,7 @@ size_t rx_count_path(rx_server *rx, const char *prefix) {
   size_t n = 0;
   pthread_mutex_lock(&rx->lock);
   for (size_t i = 0; i < rx->count; i++)
-    if (strncmp(rx->reqs[i]->path, prefix, strlen(prefix)) == 0)
-      n++;
+    if (strncmp(rx->reqs[i]->path, prefix, strlen(prefix)) == 0) n++;
   pthread_mutex_unlock(&rx->lock);
   return n;
 }

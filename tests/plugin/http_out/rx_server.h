@@ -20,11 +20,11 @@ typedef struct rx_request {
 } rx_request;
 
 typedef struct rx_response {
-  int status;           /* default 200 */
-  ceb_headers headers;  /* extra response headers */
+  int status;          /* default 200 */
+  ceb_headers headers; /* extra response headers */
   char body[2048];
   size_t len;
-  int delay_ms;         /* hold the response this long (timeouts) */
+  int delay_ms; /* hold the response this long (timeouts) */
 } rx_response;
 
 /* Runs on an MHD connection thread; index counts requests from 0. */

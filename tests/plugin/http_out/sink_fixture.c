@@ -18,8 +18,7 @@ int fx_init(sink_fx *fx, const char *const *kv) {
   ceb_instance_info info = {sizeof(info), "partner", CEB_ROLE_SINK, "/tmp"};
   int rc = http_sink_init(&fx->fake->host, &fx->fake->inst, &info, fx->cfg,
                           &fx->state);
-  if (rc == CEB_OK)
-    CHECK_INT(http_sink_start(fx->state), CEB_OK);
+  if (rc == CEB_OK) CHECK_INT(http_sink_start(fx->state), CEB_OK);
   return rc;
 }
 
@@ -49,8 +48,7 @@ ceb_delivery *fx_deliver(sink_fx *fx, ceb_event *ev, uint32_t attempt,
                          int *rc) {
   ceb_delivery *d =
       ceb_fake_delivery_new(fx->fake, ev, "partners-out", NULL, attempt);
-  if (fx->nds < FX_MAX_DELIVERIES)
-    fx->ds[fx->nds++] = d;
+  if (fx->nds < FX_MAX_DELIVERIES) fx->ds[fx->nds++] = d;
   int r = http_sink_deliver(fx->state, d);
   if (rc)
     *rc = r;
@@ -61,8 +59,7 @@ ceb_delivery *fx_deliver(sink_fx *fx, ceb_event *ev, uint32_t attempt,
 
 int fx_settle(sink_fx *fx, size_t i, ceb_fake_settle *out, long timeout_ms) {
   memset(out, 0, sizeof(*out));
-  if (!ceb_fake_wait_settles(fx->fake, i + 1, timeout_ms))
-    return 0;
+  if (!ceb_fake_wait_settles(fx->fake, i + 1, timeout_ms)) return 0;
   return ceb_fake_settle_get(fx->fake, i, out);
 }
 

@@ -26,8 +26,7 @@ void fx_free(sink_fx *fx);
 /* A valid event with JSON data; the caller owns the reference. */
 ceb_event *fx_event(const char *id, const char *data);
 /* Delivers ev (attempt n) and returns the delivery (owned by fx). */
-ceb_delivery *fx_deliver(sink_fx *fx, ceb_event *ev, uint32_t attempt,
-                         int *rc);
+ceb_delivery *fx_deliver(sink_fx *fx, ceb_event *ev, uint32_t attempt, int *rc);
 /* Waits for n settles and copies the i-th. */
 int fx_settle(sink_fx *fx, size_t i, ceb_fake_settle *out, long timeout_ms);
 /* "http://127.0.0.1:<port><path>" into buf. */

@@ -48,15 +48,15 @@ static void check_signature(const rx_request *r) {
   CHECK_INT(http_webhook_keys_new(&other, 1, &ko, NULL), CEB_OK);
   struct timespec ts_now; /* the sink signs with the wall clock */
   clock_gettime(CLOCK_REALTIME, &ts_now);
-  CHECK_INT(http_webhook_verify(ka, id, ts, sig, r->body, r->len,
-                                ts_now.tv_sec, 300),
-            CEB_OK);
-  CHECK_INT(http_webhook_verify(kb, id, ts, sig, r->body, r->len,
-                                ts_now.tv_sec, 300),
-            CEB_OK);
-  CHECK_INT(http_webhook_verify(ko, id, ts, sig, r->body, r->len,
-                                ts_now.tv_sec, 300),
-            CEB_EAUTH);
+  CHECK_INT(
+      http_webhook_verify(ka, id, ts, sig, r->body, r->len, ts_now.tv_sec, 300),
+      CEB_OK);
+  CHECK_INT(
+      http_webhook_verify(kb, id, ts, sig, r->body, r->len, ts_now.tv_sec, 300),
+      CEB_OK);
+  CHECK_INT(
+      http_webhook_verify(ko, id, ts, sig, r->body, r->len, ts_now.tv_sec, 300),
+      CEB_EAUTH);
   http_webhook_keys_free(ka);
   http_webhook_keys_free(kb);
   http_webhook_keys_free(ko);
@@ -67,11 +67,16 @@ static void test_binary(void) {
   rx_server *rx = rx_start(respond, &sc);
   CHECK(rx != NULL);
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/hook"),
-                      "allow_insecure_http", "true",
-                      "webhook.secrets", SECRET_A " " SECRET_B,
-                      "headers.X-Partner-Ref", "edu 42",
-                      "user_agent", "cebridge-test/9",
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/hook"),
+                      "allow_insecure_http",
+                      "true",
+                      "webhook.secrets",
+                      SECRET_A " " SECRET_B,
+                      "headers.X-Partner-Ref",
+                      "edu 42",
+                      "user_agent",
+                      "cebridge-test/9",
                       NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
@@ -92,8 +97,7 @@ static void test_binary(void) {
     CHECK_STR(ceb_headers_get(&r->headers, "ce-type"), "nl.edu.test.created");
     /* percent-encoded per the binding: the space */
     CHECK_STR(ceb_headers_get(&r->headers, "ce-subject"), "student%2042/a");
-    CHECK_STR(ceb_headers_get(&r->headers, "Content-Type"),
-              "application/json");
+    CHECK_STR(ceb_headers_get(&r->headers, "Content-Type"), "application/json");
     CHECK_STR(r->body, "{\"name\":\"Ada\"}");
     CHECK_STR(ceb_headers_get(&r->headers, "Idempotency-Key"),
               d->idempotency_key);
@@ -114,9 +118,9 @@ static void test_binary(void) {
     CHECK(ceb_headers_get(&r->headers, "Content-Type") == NULL);
     CHECK_STR(ceb_headers_get(&r->headers, "ce-id"), "evt-bare");
   }
-  double acks = ceb_metrics_get(fx.fake->metrics,
-                                "cebridge_http_sink_deliveries_total",
-                                "outcome=\"ack\",code=\"200\"");
+  double acks =
+      ceb_metrics_get(fx.fake->metrics, "cebridge_http_sink_deliveries_total",
+                      "outcome=\"ack\",code=\"200\"");
   CHECK(acks == 2.0);
   fx_free(&fx);
   ceb_event_unref(ev);
@@ -128,8 +132,12 @@ static void test_structured(void) {
   script sc = {202, NULL};
   rx_server *rx = rx_start(respond, &sc);
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/s"),
-                      "allow_insecure_http", "yes", "mode", "structured",
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/s"),
+                      "allow_insecure_http",
+                      "yes",
+                      "mode",
+                      "structured",
                       NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
@@ -166,10 +174,19 @@ static void test_batch(void) {
   script sc = {200, NULL};
   rx_server *rx = rx_start(respond, &sc);
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/b"),
-                      "allow_insecure_http", "true", "mode", "batch",
-                      "batch.max", "3", "batch.wait", "300ms",
-                      "webhook.secrets", SECRET_A "," SECRET_B, NULL};
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/b"),
+                      "allow_insecure_http",
+                      "true",
+                      "mode",
+                      "batch",
+                      "batch.max",
+                      "3",
+                      "batch.wait",
+                      "300ms",
+                      "webhook.secrets",
+                      SECRET_A "," SECRET_B,
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *evs[5];
@@ -186,15 +203,12 @@ static void test_batch(void) {
   size_t sizes[2] = {0, 0};
   for (size_t i = 0; i < 2; i++) {
     const rx_request *r = rx_get(rx, i);
-    if (!r)
-      continue;
+    if (!r) continue;
     CHECK_STR(ceb_headers_get(&r->headers, "Content-Type"),
               "application/cloudevents-batch+json");
     ceb_event **got = NULL;
-    CHECK_INT(ceb_batch_decode(r->body, r->len, &got, &sizes[i], NULL),
-              CEB_OK);
-    if (got && sizes[i] == 3)
-      CHECK_STR(ceb_event_get(got[2], "id"), "b-2");
+    CHECK_INT(ceb_batch_decode(r->body, r->len, &got, &sizes[i], NULL), CEB_OK);
+    if (got && sizes[i] == 3) CHECK_STR(ceb_event_get(got[2], "id"), "b-2");
     ceb_events_free(got, sizes[i]);
     check_signature(r);
     CHECK(strncmp(ceb_headers_get(&r->headers, "webhook-id"), "batch_", 6) ==
@@ -231,9 +245,13 @@ static void test_idempotency_across_attempts(void) {
   script sc = {503, "7"};
   rx_server *rx = rx_start(respond, &sc);
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/i"),
-                      "allow_insecure_http", "true", "webhook.secrets",
-                      SECRET_A " " SECRET_B, NULL};
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/i"),
+                      "allow_insecure_http",
+                      "true",
+                      "webhook.secrets",
+                      SECRET_A " " SECRET_B,
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *ev = fx_event("evt-idem", "{}");
@@ -270,10 +288,9 @@ static void test_url_template(void) {
   script sc = {200, NULL};
   rx_server *rx = rx_start(respond, &sc);
   char url[128];
-  const char *kv[] = {"url",
-                      fx_url(url, sizeof(url), rx_port(rx),
-                             "/t/${type}/${subject}"),
-                      "allow_insecure_http", "true", NULL};
+  const char *kv[] = {
+      "url", fx_url(url, sizeof(url), rx_port(rx), "/t/${type}/${subject}"),
+      "allow_insecure_http", "true", NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *ev = fx_event("evt-t", "{}");
@@ -285,8 +302,7 @@ static void test_url_template(void) {
   /* MHD hands over the decoded path; the '/' inside the value stayed one
    * segment on the wire (checked by the request reaching this path). */
   CHECK(r != NULL);
-  if (r)
-    CHECK_STR(r->path, "/t/nl.edu.test.created/student 42/a");
+  if (r) CHECK_STR(r->path, "/t/nl.edu.test.created/student 42/a");
   /* An event without the attribute cannot be routed: permanent. */
   ceb_event *nosub = fx_event("evt-nosub", "{}");
   ceb_event_set(nosub, "subject", NULL);
@@ -316,8 +332,7 @@ static void respond_counting(void *arg, const rx_request *req, size_t index,
   gate *g = arg;
   pthread_mutex_lock(&g->lock);
   g->inflight++;
-  if (g->inflight > g->peak)
-    g->peak = g->inflight;
+  if (g->inflight > g->peak) g->peak = g->inflight;
   pthread_mutex_unlock(&g->lock);
   if (g->hold_ms) {
     struct timespec ts = {0, (long)g->hold_ms * 1000000L};
@@ -334,8 +349,12 @@ static void test_connections(void) {
   pthread_mutex_init(&g.lock, NULL);
   rx_server *rx = rx_start(respond_counting, &g);
   char url[128];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(rx), "/k"),
-                      "allow_insecure_http", "true", "max_connections", "2",
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(rx), "/k"),
+                      "allow_insecure_http",
+                      "true",
+                      "max_connections",
+                      "2",
                       NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);

@@ -24,16 +24,14 @@ static void respond(void *arg, const rx_request *req, size_t index,
 
 static int has_key(const ceb_config_spec *spec, const char *key) {
   for (; spec && spec->key; spec++)
-    if (strcmp(spec->key, key) == 0)
-      return 1;
+    if (strcmp(spec->key, key) == 0) return 1;
   return 0;
 }
 
 int main(void) {
   void *so = dlopen(CEB_PLUGIN_DIR "/http.so", RTLD_NOW | RTLD_LOCAL);
   CHECK_MSG(so != NULL, "dlopen: %s", dlerror());
-  if (!so)
-    return ceb_test_done("plugin_http_out_dlopen");
+  if (!so) return ceb_test_done("plugin_http_out_dlopen");
   ceb_plugin_query_fn query =
       (ceb_plugin_query_fn)dlsym(so, CEB_PLUGIN_QUERY_SYMBOL);
   CHECK(query != NULL);
@@ -92,8 +90,7 @@ int main(void) {
   ceb_config_set_spec(bad, p->config_sink, ceb_spec_sink_common);
   ceb_config_put(bad, "url", url, "t.conf", 1);
   state = NULL;
-  CHECK_INT(p->init(&fake->host, &fake->inst, &info, bad, &state),
-            CEB_ECONFIG);
+  CHECK_INT(p->init(&fake->host, &fake->inst, &info, bad, &state), CEB_ECONFIG);
   CHECK(state == NULL);
   ceb_config_free(bad);
   ceb_config_free(cfg);

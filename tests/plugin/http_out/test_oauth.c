@@ -22,10 +22,10 @@
 
 typedef struct idp {
   pthread_mutex_t lock;
-  int issued;          /* tokens issued: tok-1, tok-2, ... */
-  int revoked_upto;    /* tokens tok-1..tok-N are refused by the hook */
+  int issued;       /* tokens issued: tok-1, tok-2, ... */
+  int revoked_upto; /* tokens tok-1..tok-N are refused by the hook */
   int always_401;
-  int refuse_token;    /* token endpoint answers 400 invalid_client */
+  int refuse_token; /* token endpoint answers 400 invalid_client */
   int expires_in;
   /* what the token endpoint saw */
   int form_ok, basic_ok, assertion_ok;
@@ -43,13 +43,12 @@ static char *form_get(const char *body, const char *name) {
     size_t len = end ? (size_t)(end - p) : strlen(p);
     if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
       int outlen = 0;
-      char *v = curl_easy_unescape(NULL, p + n + 1, (int)(len - n - 1),
-                                   &outlen);
+      char *v =
+          curl_easy_unescape(NULL, p + n + 1, (int)(len - n - 1), &outlen);
       char *copy = strdup(v);
       curl_free(v);
       for (char *c = copy; *c; c++)
-        if (*c == '+')
-          *c = ' ';
+        if (*c == '+') *c = ' ';
       return copy;
     }
     p = end ? end + 1 : NULL;
@@ -125,8 +124,7 @@ static void respond(void *arg, const rx_request *req, size_t index,
     ceb_headers_add(&resp->headers, "Content-Type", "application/json", 16);
   } else {
     const char *auth = ceb_headers_get(&req->headers, "Authorization");
-    int n = auth && strncmp(auth, "Bearer tok-", 11) == 0 ? atoi(auth + 11)
-                                                           : 0;
+    int n = auth && strncmp(auth, "Bearer tok-", 11) == 0 ? atoi(auth + 11) : 0;
     resp->status = n > 0 && n > s->revoked_upto && !s->always_401 ? 200 : 401;
   }
   pthread_mutex_unlock(&s->lock);
@@ -146,17 +144,30 @@ static void test_client_secret(void) {
   idp s = {.expires_in = 120};
   pthread_mutex_init(&s.lock, NULL);
   /* RFC 6749 2.3.1: id and secret form-encoded, then Basic. */
-  snprintf(s.expect_basic, sizeof(s.expect_basic), "Basic %s",
-           "YnJpZGdlLTE6czNjciUzQXQlMjZ4KyUyMQ=="); /* bridge-1:s3cr%3At%26x+%21 */
+  snprintf(
+      s.expect_basic, sizeof(s.expect_basic), "Basic %s",
+      "YnJpZGdlLTE6czNjciUzQXQlMjZ4KyUyMQ=="); /* bridge-1:s3cr%3At%26x+%21 */
   rx_server *rx = rx_start(respond, &s);
   char hook[128], token[128];
   fx_url(hook, sizeof(hook), rx_port(rx), "/hook");
   fx_url(token, sizeof(token), rx_port(rx), "/token");
-  const char *kv[] = {"url", hook, "allow_insecure_http", "true",
-                      "oauth2.token_url", token, "oauth2.client_id",
-                      "bridge-1", "oauth2.client_secret", "s3cr:t&x !",
-                      "oauth2.scope", "events:write edu", "oauth2.audience",
-                      "partner-api", "oauth2.refresh_margin", "60s", NULL};
+  const char *kv[] = {"url",
+                      hook,
+                      "allow_insecure_http",
+                      "true",
+                      "oauth2.token_url",
+                      token,
+                      "oauth2.client_id",
+                      "bridge-1",
+                      "oauth2.client_secret",
+                      "s3cr:t&x !",
+                      "oauth2.scope",
+                      "events:write edu",
+                      "oauth2.audience",
+                      "partner-api",
+                      "oauth2.refresh_margin",
+                      "60s",
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   int64_t t0 = 1800000000000LL;
@@ -252,8 +263,7 @@ static void test_client_secret(void) {
 static char *write_key(EVP_PKEY *pkey, const char *path) {
   FILE *f = fopen(path, "w");
   CHECK(f != NULL);
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL);
   fclose(f);
   BIO *bio = BIO_new(BIO_s_mem());
@@ -277,11 +287,22 @@ static void test_private_key_jwt(EVP_PKEY *pkey, jwt_alg_t alg,
   char hook[128];
   fx_url(hook, sizeof(hook), rx_port(rx), "/hook");
   fx_url(s.token_url, sizeof(s.token_url), rx_port(rx), "/token");
-  const char *kv[] = {"url", hook, "allow_insecure_http", "true",
-                      "oauth2.token_url", s.token_url, "oauth2.client_id",
-                      "bridge-jwt", "oauth2.private_key", path,
-                      "oauth2.key_id", "key-2026", "oauth2.scope",
-                      "events:write edu", "oauth2.audience", "partner-api",
+  const char *kv[] = {"url",
+                      hook,
+                      "allow_insecure_http",
+                      "true",
+                      "oauth2.token_url",
+                      s.token_url,
+                      "oauth2.client_id",
+                      "bridge-jwt",
+                      "oauth2.private_key",
+                      path,
+                      "oauth2.key_id",
+                      "key-2026",
+                      "oauth2.scope",
+                      "events:write edu",
+                      "oauth2.audience",
+                      "partner-api",
                       NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
@@ -312,10 +333,8 @@ int main(void) {
   EVP_PKEY *rsa = EVP_RSA_gen(2048);
   EVP_PKEY *ec = EVP_EC_gen("P-256");
   CHECK(rsa && ec);
-  if (rsa)
-    test_private_key_jwt(rsa, JWT_ALG_RS256, "oauth-rs256");
-  if (ec)
-    test_private_key_jwt(ec, JWT_ALG_ES256, "oauth-es256");
+  if (rsa) test_private_key_jwt(rsa, JWT_ALG_RS256, "oauth-rs256");
+  if (ec) test_private_key_jwt(ec, JWT_ALG_ES256, "oauth-es256");
   EVP_PKEY_free(rsa);
   EVP_PKEY_free(ec);
   curl_global_cleanup();

@@ -27,8 +27,8 @@ static void respond(void *arg, const rx_request *req, size_t index,
   (void)index;
   const char *p = req->path;
   if (strcmp(req->method, "OPTIONS") == 0) {
-    const char *origin = ceb_headers_get(&req->headers,
-                                         "WebHook-Request-Origin");
+    const char *origin =
+        ceb_headers_get(&req->headers, "WebHook-Request-Origin");
     if (strstr(p, "/handshake/ok") && origin) {
       ceb_headers_add(&resp->headers, "WebHook-Allowed-Origin", origin,
                       strlen(origin));
@@ -175,8 +175,7 @@ static void test_deadline(void) {
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *ev = fx_event("evt-d", "{}");
-  ceb_delivery *d =
-      ceb_fake_delivery_new(fx.fake, ev, "partners-out", NULL, 1);
+  ceb_delivery *d = ceb_fake_delivery_new(fx.fake, ev, "partners-out", NULL, 1);
   fx.ds[fx.nds++] = d;
   d->deadline_ms = fx.fake->host.now_ms(&fx.fake->inst) + 400;
   int64_t t0 = ceb_test_now_ms();
@@ -207,8 +206,12 @@ static void test_deadline(void) {
  * and settles the rest RETRY "shutdown"; afterwards deliver refuses. */
 static void test_backpressure_and_drain(void) {
   char url[160];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(g_rx), "/slow"),
-                      "allow_insecure_http", "true", "max_pending", "2",
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(g_rx), "/slow"),
+                      "allow_insecure_http",
+                      "true",
+                      "max_pending",
+                      "2",
                       NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
@@ -221,9 +224,9 @@ static void test_backpressure_and_drain(void) {
   CHECK_INT(rc, CEB_EBUSY);
   CHECK(rx_wait(g_rx, before + 2, 3000)); /* both are in flight */
   int64_t t0 = ceb_test_now_ms();
-  CHECK_INT(http_sink_drain(fx.state,
-                            fx.fake->host.now_ms(&fx.fake->inst) + 300),
-            CEB_ETIMEOUT);
+  CHECK_INT(
+      http_sink_drain(fx.state, fx.fake->host.now_ms(&fx.fake->inst) + 300),
+      CEB_ETIMEOUT);
   CHECK_MSG(ceb_test_now_ms() - t0 < 2500, "drain overran its deadline");
   CHECK_INT(ceb_fake_settle_count(fx.fake), 2);
   ceb_fake_settle st;
@@ -242,17 +245,25 @@ static void test_backpressure_and_drain(void) {
  * and returns CEB_OK. */
 static void test_clean_drain(void) {
   char url[160];
-  const char *kv[] = {"url", fx_url(url, sizeof(url), rx_port(g_rx), "/ok"),
-                      "allow_insecure_http", "true", "mode", "batch",
-                      "batch.max", "50", "batch.wait", "60s", NULL};
+  const char *kv[] = {"url",
+                      fx_url(url, sizeof(url), rx_port(g_rx), "/ok"),
+                      "allow_insecure_http",
+                      "true",
+                      "mode",
+                      "batch",
+                      "batch.max",
+                      "50",
+                      "batch.wait",
+                      "60s",
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *ev = fx_event("evt-c", "{}");
   fx_deliver(&fx, ev, 1, NULL);
   fx_deliver(&fx, ev, 1, NULL);
-  CHECK_INT(http_sink_drain(fx.state,
-                            fx.fake->host.now_ms(&fx.fake->inst) + 5000),
-            CEB_OK);
+  CHECK_INT(
+      http_sink_drain(fx.state, fx.fake->host.now_ms(&fx.fake->inst) + 5000),
+      CEB_OK);
   CHECK_INT(ceb_fake_settle_count(fx.fake), 2);
   ceb_fake_settle st;
   CHECK(ceb_fake_settle_get(fx.fake, 1, &st));
@@ -265,8 +276,13 @@ static void test_handshake(void) {
   char url[160];
   const char *kv[] = {"url",
                       fx_url(url, sizeof(url), rx_port(g_rx), "/handshake/ok"),
-                      "allow_insecure_http", "true", "handshake", "true",
-                      "handshake.origin", "bridge.example.nl", NULL};
+                      "allow_insecure_http",
+                      "true",
+                      "handshake",
+                      "true",
+                      "handshake.origin",
+                      "bridge.example.nl",
+                      NULL};
   sink_fx fx;
   CHECK_INT(fx_init(&fx, kv), CEB_OK);
   ceb_event *ev = fx_event("evt-h", "{}");
@@ -322,27 +338,46 @@ static void test_config_refusals(void) {
   const char *batch_templ[] = {"url", "https://x/${subject}", "mode", "batch",
                                NULL};
   CHECK_INT(init_rc(batch_templ), CEB_ECONFIG);
-  const char *bad_secret[] = {"url", "https://x/", "webhook.secrets",
-                              "whsec_", NULL};
+  const char *bad_secret[] = {"url", "https://x/", "webhook.secrets", "whsec_",
+                              NULL};
   CHECK_INT(init_rc(bad_secret), CEB_ECONFIG);
   const char *reserved[] = {"url", "https://x/", "headers.Authorization",
                             "Bearer x", NULL};
   CHECK_INT(init_rc(reserved), CEB_ECONFIG);
-  const char *oauth_partial[] = {"url", "https://x/", "oauth2.client_id",
-                                 "me", NULL};
+  const char *oauth_partial[] = {"url", "https://x/", "oauth2.client_id", "me",
+                                 NULL};
   CHECK_INT(init_rc(oauth_partial), CEB_ECONFIG);
-  const char *oauth_plain[] = {"url", "https://x/", "oauth2.token_url",
-                               "http://idp/token", "oauth2.client_id", "me",
-                               "oauth2.client_secret", "s", NULL};
+  const char *oauth_plain[] = {"url",
+                               "https://x/",
+                               "oauth2.token_url",
+                               "http://idp/token",
+                               "oauth2.client_id",
+                               "me",
+                               "oauth2.client_secret",
+                               "s",
+                               NULL};
   CHECK_INT(init_rc(oauth_plain), CEB_ECONFIG);
-  const char *oauth_both[] = {"url", "https://x/", "oauth2.token_url",
-                              "https://idp/token", "oauth2.client_id", "me",
-                              "oauth2.client_secret", "s",
-                              "oauth2.private_key", "/nonexistent.pem", NULL};
+  const char *oauth_both[] = {"url",
+                              "https://x/",
+                              "oauth2.token_url",
+                              "https://idp/token",
+                              "oauth2.client_id",
+                              "me",
+                              "oauth2.client_secret",
+                              "s",
+                              "oauth2.private_key",
+                              "/nonexistent.pem",
+                              NULL};
   CHECK_INT(init_rc(oauth_both), CEB_ECONFIG);
-  const char *no_key[] = {"url", "https://x/", "oauth2.token_url",
-                          "https://idp/token", "oauth2.client_id", "me",
-                          "oauth2.private_key", "/nonexistent.pem", NULL};
+  const char *no_key[] = {"url",
+                          "https://x/",
+                          "oauth2.token_url",
+                          "https://idp/token",
+                          "oauth2.client_id",
+                          "me",
+                          "oauth2.private_key",
+                          "/nonexistent.pem",
+                          NULL};
   CHECK_INT(init_rc(no_key), CEB_ECONFIG);
   const char *ca_missing[] = {"url", "https://x/", "tls.ca_file",
                               "/nonexistent/ca.pem", NULL};
@@ -352,8 +387,7 @@ static void test_config_refusals(void) {
 int main(void) {
   g_rx = rx_start(respond, NULL);
   CHECK(g_rx != NULL);
-  if (!g_rx)
-    return ceb_test_done("plugin_http_out_outcomes");
+  if (!g_rx) return ceb_test_done("plugin_http_out_outcomes");
   test_statuses();
   test_timeout_and_refused();
   test_deadline();

@@ -84,8 +84,9 @@ int main(void) {
   CHECK(deliver(by_name, &st));
   CHECK_INT(st.info.outcome, CEB_ACK);
 
-  const char *mtls[] = {"url", url, "tls.ca_file", ca, "tls.client_cert",
-                        ccert, "tls.client_key", ckey, NULL};
+  const char *mtls[] = {
+      "url", url, "tls.ca_file", ca, "tls.client_cert", ccert, "tls.client_key",
+      ckey,  NULL};
   size_t before = rx_count(rx);
   CHECK(deliver(mtls, &st));
   CHECK_INT(st.info.outcome, CEB_ACK);
@@ -98,9 +99,17 @@ int main(void) {
   fx_free(&fx);
 
   /* The token endpoint is reached with the same TLS settings. */
-  const char *oauth[] = {"url", url, "tls.ca_file", ca, "oauth2.token_url",
-                         token, "oauth2.client_id", "c1",
-                         "oauth2.client_secret", "pw", NULL};
+  const char *oauth[] = {"url",
+                         url,
+                         "tls.ca_file",
+                         ca,
+                         "oauth2.token_url",
+                         token,
+                         "oauth2.client_id",
+                         "c1",
+                         "oauth2.client_secret",
+                         "pw",
+                         NULL};
   before = rx_count(rx);
   CHECK(deliver(oauth, &st));
   CHECK_INT(st.info.outcome, CEB_ACK);

@@ -34,8 +34,7 @@ static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value) {
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, issuer, cert, NULL, NULL, 0);
   X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
-  if (!ext)
-    return -1;
+  if (!ext) return -1;
   int ok = X509_add_ext(cert, ext, -1);
   X509_EXTENSION_free(ext);
   return ok ? 0 : -1;
@@ -61,8 +60,7 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer,
     rc = add_ext(c, iss, NID_key_usage, "critical,keyCertSign,cRLSign");
   if (rc == 0 && !is_ca)
     rc = add_ext(c, iss, NID_ext_key_usage, "serverAuth,clientAuth");
-  if (rc == 0 && san)
-    rc = add_ext(c, iss, NID_subject_alt_name, san);
+  if (rc == 0 && san) rc = add_ext(c, iss, NID_subject_alt_name, san);
   if (rc != 0 || !X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256())) {
     X509_free(c);
     return NULL;
@@ -75,15 +73,14 @@ int tls_pki_new(tls_pki *pki) {
   EVP_PKEY *ca_key = EVP_EC_gen("P-256");
   EVP_PKEY *srv_key = EVP_EC_gen("P-256");
   EVP_PKEY *cli_key = EVP_EC_gen("P-256");
-  X509 *ca = ca_key ? make_cert(ca_key, "cebridge test CA", NULL, NULL, 1, 1,
-                                NULL)
-                    : NULL;
+  X509 *ca = ca_key
+                 ? make_cert(ca_key, "cebridge test CA", NULL, NULL, 1, 1, NULL)
+                 : NULL;
   X509 *srv = ca ? make_cert(srv_key, "localhost", ca, ca_key, 2, 0,
                              "IP:127.0.0.1,DNS:localhost")
                  : NULL;
-  X509 *cli = ca ? make_cert(cli_key, "cebridge-client", ca, ca_key, 3, 0,
-                             NULL)
-                 : NULL;
+  X509 *cli =
+      ca ? make_cert(cli_key, "cebridge-client", ca, ca_key, 3, 0, NULL) : NULL;
   int rc = -1;
   if (ca && srv && cli) {
     pki->ca_cert = cert_pem(ca);
@@ -120,8 +117,7 @@ char *tls_write(const char *dir, const char *name, const char *pem) {
   snprintf(path, n, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
   if (!f || fputs(pem, f) < 0) {
-    if (f)
-      fclose(f);
+    if (f) fclose(f);
     free(path);
     return NULL;
   }

@@ -17,8 +17,7 @@ static const char *header_or_null(json_t *c, const char *header,
   size_t i;
   json_t *m;
   json_array_foreach(missing, i, m) {
-    if (strcmp(json_string_value(m), header) == 0)
-      return NULL;
+    if (strcmp(json_string_value(m), header) == 0) return NULL;
   }
   return value;
 }
@@ -38,8 +37,7 @@ static void run_case(json_t *c) {
   int enforce = json_is_true(json_object_get(c, "enforce_tolerance"));
   int valid = json_is_true(json_object_get(c, "valid"));
   CHECK_MSG(name && id && ts && payload && secret && expect, "case fields");
-  if (!name || !id || !ts || !payload || !secret || !expect)
-    return;
+  if (!name || !id || !ts || !payload || !secret || !expect) return;
 
   http_webhook_keys *keys = NULL;
   size_t bad = 99;
@@ -50,8 +48,7 @@ static void run_case(json_t *c) {
     return;
   }
   CHECK_MSG(rc == CEB_OK, "%s: secret refused (rc %d)", name, rc);
-  if (rc != CEB_OK)
-    return;
+  if (rc != CEB_OK) return;
   CHECK_INT(http_webhook_keys_count(keys), 1);
 
   char *sig = NULL;
@@ -69,12 +66,11 @@ static void run_case(json_t *c) {
   free(sig);
 
   if (sig_header) {
-    rc = http_webhook_verify(
-        keys, header_or_null(c, "webhook-id", id),
-        header_or_null(c, "webhook-timestamp", ts),
-        header_or_null(c, "webhook-signature", sig_header), payload,
-        strlen(payload), (int64_t)verify_at,
-        enforce ? HTTP_WEBHOOK_SIG_TOLERANCE_S : -1);
+    rc = http_webhook_verify(keys, header_or_null(c, "webhook-id", id),
+                             header_or_null(c, "webhook-timestamp", ts),
+                             header_or_null(c, "webhook-signature", sig_header),
+                             payload, strlen(payload), (int64_t)verify_at,
+                             enforce ? HTTP_WEBHOOK_SIG_TOLERANCE_S : -1);
     CHECK_MSG((rc == CEB_OK) == valid, "%s: verify rc %d, want %s", name, rc,
               valid ? "valid" : "invalid");
     if (!valid)
@@ -102,15 +98,16 @@ static void test_rotation(void) {
   CHECK_INT(http_webhook_sign_at(sender, "msg_1", 1700000000, body, len, &sig),
             CEB_OK);
   CHECK(sig && strchr(sig, ' ') && strncmp(sig, "v1,", 3) == 0);
-  CHECK(sig && strchr(sig, ' ') && strncmp(strchr(sig, ' ') + 1, "v1,", 3) == 0);
+  CHECK(sig && strchr(sig, ' ') &&
+        strncmp(strchr(sig, ' ') + 1, "v1,", 3) == 0);
   CHECK_INT(http_webhook_verify(old_rx, "msg_1", "1700000000", sig, body, len,
                                 1700000010, 300),
             CEB_OK);
   CHECK_INT(http_webhook_verify(new_rx, "msg_1", "1700000000", sig, body, len,
                                 1700000010, 300),
             CEB_OK);
-  CHECK_INT(http_webhook_verify(stranger, "msg_1", "1700000000", sig, body,
-                                len, 1700000010, 300),
+  CHECK_INT(http_webhook_verify(stranger, "msg_1", "1700000000", sig, body, len,
+                                1700000010, 300),
             CEB_EAUTH);
   /* The body is signed in full, past an embedded NUL. */
   CHECK_INT(http_webhook_verify(old_rx, "msg_1", "1700000000", sig, body,
@@ -146,15 +143,17 @@ static void test_rotation(void) {
 
 int main(void) {
   json_error_t jerr;
-  json_t *doc = json_load_file(
-      CEB_CONFORMANCE_DIR "/standard-webhooks/signature-vectors.json", 0,
-      &jerr);
+  json_t *doc = json_load_file(CEB_CONFORMANCE_DIR
+                               "/standard-webhooks/signature-vectors.json",
+                               0, &jerr);
   CHECK_MSG(doc != NULL, "vectors: %s", jerr.text);
   json_t *cases = json_object_get(doc, "cases");
   CHECK(json_array_size(cases) >= 35);
   size_t i;
   json_t *c;
-  json_array_foreach(cases, i, c) { run_case(c); }
+  json_array_foreach(cases, i, c) {
+    run_case(c);
+  }
   json_decref(doc);
   test_rotation();
   return ceb_test_done("unit_webhook_sig");
