@@ -55,6 +55,14 @@ typedef enum cebs_format {
   CEBS_FMT_IPV4,
   CEBS_FMT_IPV6,
   CEBS_FMT_REGEX,
+  CEBS_FMT_IRI,
+  CEBS_FMT_IRI_REFERENCE,
+  CEBS_FMT_HOSTNAME,
+  CEBS_FMT_JSON_POINTER,
+  CEBS_FMT_RELATIVE_JSON_POINTER,
+  CEBS_FMT_DURATION,
+  CEBS_FMT_URI_TEMPLATE,
+  CEBS_FMT_IDN_EMAIL,
 } cebs_format;
 cebs_format cebs_format_lookup(const char *name);
 /* True when the string is valid for the format (unknown formats pass). */
