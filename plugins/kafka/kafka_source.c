@@ -43,6 +43,8 @@
 #define SRC_POLL_MS 100
 #define SRC_SEEK_TIMEOUT_MS 5000
 #define SRC_FAIL_BACKOFF_MS 1000
+#define SRC_BUSY_BACKOFF_MS 100 /* also bounds the retry rate when
+                                   accepting() and submit() disagree */
 
 enum { REC_INFLIGHT = 0, REC_DURABLE = 1, REC_FAILED = 2 };
 enum { PAUSE_NONE = 0, PAUSE_BUSY, PAUSE_FULL, PAUSE_FAILED, PAUSE_DRAIN };
@@ -648,7 +650,9 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
 
   ceb_violations v = {0};
   size_t failed_index = 0;
-  ceb_submit_opts opts = {sizeof opts, NULL, NULL, &v, &failed_index};
+  /* Distributed tracing extension, when the record carries one. */
+  ceb_submit_opts opts = {sizeof opts, NULL, ceb_event_get(ev, "traceparent"),
+                          &v, &failed_index};
   int rc = s->ki.host->submit(s->ki.inst, &ev, 1, &opts, on_submitted, r);
   if (rc == CEB_OK) {
     count(s, "submitted");
@@ -676,7 +680,8 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   }
   count(s, "refused");
   part_rewind(s, sp, m->offset, rc == CEB_EBUSY ? PAUSE_BUSY : PAUSE_FAILED,
-              rc == CEB_EBUSY || rc == CEB_ESHUTDOWN ? 0 : SRC_FAIL_BACKOFF_MS);
+              rc == CEB_EBUSY || rc == CEB_ESHUTDOWN ? SRC_BUSY_BACKOFF_MS
+                                                     : SRC_FAIL_BACKOFF_MS);
 }
 
 /* ---- the poll thread ---- */
