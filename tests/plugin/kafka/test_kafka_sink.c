@@ -307,6 +307,37 @@ static void test_classification(const ceb_plugin *p, ktest_mock *m) {
   ceb_event_unref(e2);
 }
 
+/* A permanent error from the broker (record too large, 10) is a REJECT
+ * named after librdkafka's error; the next delivery still succeeds. */
+static void test_broker_permanent(const ceb_plugin *p, ktest_mock *m) {
+  const char *kv[] = {"brokers", m->bootstrap, "topic", "perm", NULL};
+  sink_fixture sx;
+  CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
+  if (!sx.state)
+    return;
+  /* Warm up (producer id, metadata) so the error hits the record. */
+  ceb_event *e0 = make_event("p-0", NULL, "{}");
+  ceb_delivery *d0 = deliver(&sx, e0, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 1, 20000));
+  check_settle(&sx, 0, CEB_ACK, NULL);
+  CHECK_INT(ktest_mock_cmd(m, "push_errors 0 1 10"), 0);
+  ceb_event *e1 = make_event("p-1", NULL, "{}");
+  ceb_delivery *d1 = deliver(&sx, e1, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 2, 20000));
+  check_settle(&sx, 1, CEB_REJECT, "kafka.MSG_SIZE_TOO_LARGE");
+  ceb_event *e2 = make_event("p-2", NULL, "{}");
+  ceb_delivery *d2 = deliver(&sx, e2, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 3, 20000));
+  check_settle(&sx, 2, CEB_ACK, NULL);
+  sink_close(&sx);
+  ceb_fake_delivery_free(d0);
+  ceb_fake_delivery_free(d1);
+  ceb_fake_delivery_free(d2);
+  ceb_event_unref(e0);
+  ceb_event_unref(e1);
+  ceb_event_unref(e2);
+}
+
 static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SINK);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SINK, "/tmp"};
@@ -333,7 +364,7 @@ int main(void) {
   CHECK(p != NULL);
   ktest_mock m;
   const char *topics[] = {"out:1", "out.dlq:1", "edu.nl.edu.test:1",
-                          "retry:1", NULL};
+                          "retry:1", "perm:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);
@@ -342,6 +373,7 @@ int main(void) {
     test_structured_template_override(p, &m);
     test_injected_errors(p, &m);
     test_classification(p, &m);
+    test_broker_permanent(p, &m);
   }
   ktest_mock_stop(&m);
   ktest_plugin_close(dl);

@@ -236,6 +236,42 @@ static void test_backpressure(const ceb_plugin *p, ktest_mock *m,
   src_close(&sx);
 }
 
+/* topic.regex subscribes to matching topics; without dlq_topic a malformed
+ * record is skipped (logged, counted) and the partition goes on. */
+static void test_regex_and_skip(const ceb_plugin *p, ktest_mock *m,
+                                rd_kafka_t *pr) {
+  CHECK_INT(produce_binary(pr, "rx.one", 0, "rx-1", NULL, "{}"), 0);
+  CHECK_INT(ktest_produce(pr, "rx.two", 0, NULL, "junk", 4, NULL), 0);
+  CHECK_INT(produce_binary(pr, "rx.two", 0, "rx-2", NULL, "{}"), 0);
+  CHECK_INT(produce_binary(pr, "other", 0, "not-me", NULL, "{}"), 0);
+  const char *kv[] = {"brokers",     m->bootstrap, "group.id",
+                      "g-rx",        "topic.regex", "^rx\\..*",
+                      "rdkafka.topic.metadata.refresh.interval.ms", "500",
+                      "rdkafka.session.timeout.ms", "6000", NULL};
+  src_fixture sx;
+  CHECK_INT(src_open(&sx, p, CEB_FAKE_COMMIT_NOW, kv), CEB_OK);
+  if (!sx.state)
+    return;
+  CHECK(ceb_fake_wait_events(sx.f, 2, 30000));
+  metric_arg skipped = {sx.f, "cebridge_kafka_source_records_total",
+                        "result=\"skipped\"", 1};
+  CHECK(ceb_test_wait(metric_at_least, &skipped, 10000));
+  committed_arg a = {m->bootstrap, "g-rx", "rx.two", 0, 2};
+  CHECK(ceb_test_wait(committed_is, &a, 20000));
+  int have1 = 0, have2 = 0;
+  for (size_t i = 0; i < ceb_fake_event_count(sx.f); i++) {
+    ceb_event *ev = ceb_fake_event(sx.f, i);
+    const char *id = ceb_event_get(ev, "id");
+    have1 += id && !strcmp(id, "rx-1");
+    have2 += id && !strcmp(id, "rx-2");
+    ceb_event_unref(ev);
+  }
+  CHECK_INT(have1, 1);
+  CHECK_INT(have2, 1);
+  CHECK_INT(ceb_fake_event_count(sx.f), 2);
+  src_close(&sx);
+}
+
 static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SOURCE);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SOURCE, "/tmp"};
@@ -262,13 +298,15 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"in:2", "in.dlq:1", "bp:1", NULL};
+  const char *topics[] = {"in:2", "in.dlq:1", "bp:1", "rx.one:1", "rx.two:1",
+                          "other:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
   if (p && pr) {
     test_bad_config(p, &m);
     test_binary_structured_dlq(p, &m, pr);
     test_backpressure(p, &m, pr);
+    test_regex_and_skip(p, &m, pr);
   }
   if (pr)
     rd_kafka_destroy(pr);
