@@ -1,0 +1,360 @@
+/* The MQTT sink: one PUBLISH per delivery, settled from paho's completion
+ * callback (PUBACK for QoS 1, PUBCOMP for QoS 2), never on enqueue. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mqtt_conn.h"
+#include "mqtt_plugin.h"
+
+typedef struct sink_msg {
+  struct sink_msg *prev, *next;
+  struct mqtt_sink *s;
+  ceb_delivery *d; /* NULL once settled */
+} sink_msg;
+
+typedef struct mqtt_sink {
+  uint32_t role; /* first: see role_of() */
+  const ceb_host *host;
+  ceb_instance *inst;
+  mqtt_conf conf;
+  mqtt_conn conn;
+  int conn_ready;
+  char client_id[256];
+  const char *topic;
+  int qos;
+  ceb_mode mode;
+  int max_inflight;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  sink_msg *msgs;  /* every record paho may still call back for */
+  size_t inflight; /* records not yet settled */
+  int draining;
+} mqtt_sink;
+
+static void settle(mqtt_sink *s, ceb_delivery *d, ceb_outcome outcome,
+                   int status_code, const char *reason, const char *detail) {
+  ceb_settle_info info = {sizeof info, outcome, -1, status_code, reason,
+                          detail, 0};
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_published_total",
+                  outcome == CEB_ACK     ? "result=\"ack\""
+                  : outcome == CEB_RETRY ? "result=\"retry\""
+                                         : "result=\"reject\"",
+                  1);
+  s->host->settle(s->inst, d, &info);
+}
+
+static void unlink_msg(mqtt_sink *s, sink_msg *m) {
+  if (m->prev)
+    m->prev->next = m->next;
+  else
+    s->msgs = m->next;
+  if (m->next)
+    m->next->prev = m->prev;
+}
+
+/* Ends a record from paho's callback: settles it unless a connection loss
+ * or timeout already did, and frees it. */
+static void finish(sink_msg *m, ceb_outcome outcome, int code,
+                   const char *reason, const char *detail) {
+  mqtt_sink *s = m->s;
+  pthread_mutex_lock(&s->lock);
+  ceb_delivery *d = m->d;
+  m->d = NULL;
+  if (d)
+    s->inflight--;
+  unlink_msg(s, m);
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  free(m);
+  if (d)
+    settle(s, d, outcome, code, reason, detail);
+}
+
+/* PUBACK reason codes that no retry can fix. */
+static int permanent_reason(int rc) {
+  switch (rc) {
+  case MQTTREASONCODE_NOT_AUTHORIZED:        /* 0x87 */
+  case MQTTREASONCODE_TOPIC_NAME_INVALID:    /* 0x90 */
+  case MQTTREASONCODE_PACKET_TOO_LARGE:      /* 0x95 */
+  case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static void on_sent(void *ctx, MQTTAsync_successData *r) {
+  (void)r;
+  finish(ctx, CEB_ACK, 0, NULL, NULL);
+}
+
+static void on_sent5(void *ctx, MQTTAsync_successData5 *r) {
+  int rc = r ? (int)r->reasonCode : 0;
+  finish(ctx, CEB_ACK, rc, NULL, NULL);
+}
+
+static void on_failed(void *ctx, MQTTAsync_failureData *r) {
+  char detail[256];
+  snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
+           r && r->message ? r->message
+                           : MQTTAsync_strerror(r ? r->code : -1),
+           r ? r->code : -1);
+  finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
+}
+
+static void on_failed5(void *ctx, MQTTAsync_failureData5 *r) {
+  int rc = r ? (int)r->reasonCode : 0;
+  char reason[32], detail[256];
+  if (rc >= 0x80) {
+    snprintf(reason, sizeof reason, "mqtt.0x%02x", (unsigned)rc);
+    snprintf(detail, sizeof detail, "broker refused the publish: %s",
+             MQTTReasonCode_toString((enum MQTTReasonCodes)rc));
+    finish(ctx, permanent_reason(rc) ? CEB_REJECT : CEB_RETRY, rc, reason,
+           detail);
+    return;
+  }
+  snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
+           r && r->message ? r->message
+                           : MQTTAsync_strerror(r ? r->code : -1),
+           r ? r->code : -1);
+  finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
+}
+
+/* Settles every unsettled record with RETRY; the records stay until paho
+ * calls back (or destroy), so a late callback finds them. */
+static void settle_all(mqtt_sink *s, const char *reason, const char *detail,
+                       int only_expired) {
+  int64_t now = only_expired ? s->host->now_ms(s->inst) : 0;
+  for (;;) {
+    ceb_delivery *d = NULL;
+    pthread_mutex_lock(&s->lock);
+    for (sink_msg *m = s->msgs; m; m = m->next) {
+      if (m->d && (!only_expired ||
+                   (m->d->deadline_ms > 0 && now >= m->d->deadline_ms))) {
+        d = m->d;
+        m->d = NULL;
+        s->inflight--;
+        break;
+      }
+    }
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    if (!d)
+      return;
+    settle(s, d, CEB_RETRY, 0, reason, detail);
+  }
+}
+
+static void on_lost(void *arg) {
+  settle_all(arg, "mqtt.connection_lost",
+             "connection lost before the broker acknowledged", 0);
+}
+
+static void on_tick(void *arg) {
+  settle_all(arg, "timeout", "no acknowledgement before the deadline", 1);
+}
+
+int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
+                   const ceb_instance_info *info, const ceb_config *cfg,
+                   void **state) {
+  mqtt_sink *s = calloc(1, sizeof *s);
+  if (!s)
+    return CEB_ENOMEM;
+  s->role = CEB_ROLE_SINK;
+  s->host = host;
+  s->inst = inst;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  int rc = mqtt_conf_load(host, inst, cfg, &s->conf);
+  if (rc != CEB_OK) {
+    mqtt_sink_destroy(s);
+    return rc;
+  }
+  s->topic = ceb_config_str(cfg, "topic");
+  s->qos = (int)ceb_config_int(cfg, "qos", 1);
+  const char *mode = ceb_config_str(cfg, "mode");
+  s->mode = mode && strcmp(mode, "structured") == 0 ? CEB_MODE_STRUCTURED
+                                                    : CEB_MODE_BINARY;
+  s->max_inflight = (int)ceb_config_int(cfg, "max_inflight", 64);
+  if (s->conf.version == 4 && s->mode == CEB_MODE_BINARY) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "mode = binary needs mqtt_version = 5 (MQTT 3.1.1 has no "
+            "properties to carry attributes): set mode = structured");
+    mqtt_sink_destroy(s);
+    return CEB_ECONFIG;
+  }
+  if (!s->topic || (!strstr(s->topic, "${") && !mqtt_topic_valid(s->topic))) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "topic: \"%s\" is not a valid topic name (no + or #)",
+            s->topic ? s->topic : "");
+    mqtt_sink_destroy(s);
+    return CEB_ECONFIG;
+  }
+  if (s->conf.client_id)
+    snprintf(s->client_id, sizeof s->client_id, "%s", s->conf.client_id);
+  else
+    snprintf(s->client_id, sizeof s->client_id, "cebridge-%s-%ld",
+             info->name ? info->name : "sink", (long)getpid());
+  *state = s;
+  return CEB_OK;
+}
+
+int mqtt_sink_start(void *state) {
+  mqtt_sink *s = state;
+  char uri[300];
+  snprintf(uri, sizeof uri, "%s://%s:%d", s->conf.tls ? "ssl" : "tcp",
+           s->conf.host, s->conf.port);
+  mqtt_conn_opts o = {uri, s->conf.tls, 1, 0, 0, s->max_inflight};
+  mqtt_conn_ops ops = {NULL, on_lost, on_tick, NULL};
+  int rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->client_id,
+                          &o, &ops, s);
+  s->conn_ready = 1; /* destroy cleans up a half-made client too */
+  if (rc != CEB_OK)
+    return rc;
+  return mqtt_conn_start(&s->conn);
+}
+
+static int add_props(MQTTProperties *mp, const ceb_headers *h,
+                     const char *ct) {
+  if (ct && mqtt_props_add(mp, MQTTPROPERTY_CODE_CONTENT_TYPE, ct, strlen(ct),
+                           NULL, 0) != 0)
+    return -1;
+  for (size_t i = 0; i < h->count; i++)
+    if (mqtt_props_add(mp, MQTTPROPERTY_CODE_USER_PROPERTY, h->items[i].name,
+                       strlen(h->items[i].name), h->items[i].value,
+                       h->items[i].value_len) != 0)
+      return -1;
+  return 0;
+}
+
+int mqtt_sink_deliver(void *state, ceb_delivery *d) {
+  mqtt_sink *s = state;
+  if (!d || !d->event)
+    return CEB_EINVAL;
+  pthread_mutex_lock(&s->lock);
+  int draining = s->draining;
+  int full = s->inflight >= (size_t)s->max_inflight;
+  pthread_mutex_unlock(&s->lock);
+  if (draining)
+    return CEB_ESHUTDOWN;
+  if (full)
+    return CEB_EBUSY;
+  if (!s->conn_ready || !mqtt_conn_is_connected(&s->conn)) {
+    settle(s, d, CEB_RETRY, 0, "mqtt.disconnected",
+           "not connected to the broker");
+    return CEB_OK;
+  }
+  const char *why = NULL;
+  char *topic = d->topic ? strdup(d->topic)
+                         : mqtt_topic_expand(s->topic, d->event, &why);
+  if (!topic || !mqtt_topic_valid(topic)) {
+    free(topic);
+    settle(s, d, CEB_REJECT, 0, "mqtt.topic_invalid",
+           why ? why : "invalid topic override");
+    return CEB_OK;
+  }
+  ceb_headers h = {0};
+  char *ct = NULL, *payload = NULL;
+  size_t len = 0;
+  int rc = ceb_mqtt_encode(d->event, s->conf.version, s->mode, &h, &ct,
+                           &payload, &len);
+  MQTTAsync_message msg = MQTTAsync_message_initializer;
+  if (rc == CEB_OK && s->conf.version == 5 &&
+      add_props(&msg.properties, &h, ct) != 0)
+    rc = CEB_ENOMEM;
+  if (rc != CEB_OK || len > 268435455u) {
+    settle(s, d, CEB_REJECT, 0, "mqtt.encode",
+           rc != CEB_OK ? ceb_strerror(rc) : "event too large for MQTT");
+    goto out;
+  }
+  msg.payload = payload ? payload : "";
+  msg.payloadlen = (int)len;
+  msg.qos = s->qos;
+  msg.retained = 0;
+  sink_msg *m = calloc(1, sizeof *m);
+  if (!m) {
+    rc = CEB_ENOMEM;
+    goto out;
+  }
+  m->s = s;
+  m->d = d;
+  pthread_mutex_lock(&s->lock);
+  m->next = s->msgs;
+  if (s->msgs)
+    s->msgs->prev = m;
+  s->msgs = m;
+  s->inflight++;
+  pthread_mutex_unlock(&s->lock);
+  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+  ro.context = m;
+  if (s->conf.version == 5) {
+    ro.onSuccess5 = on_sent5;
+    ro.onFailure5 = on_failed5;
+  } else {
+    ro.onSuccess = on_sent;
+    ro.onFailure = on_failed;
+  }
+  int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
+  if (prc != MQTTASYNC_SUCCESS) {
+    /* Not queued: paho will not call back for m. */
+    char detail[160];
+    snprintf(detail, sizeof detail, "publish not queued: %s",
+             MQTTAsync_strerror(prc));
+    finish(m, CEB_RETRY, 0, "mqtt.publish_failed", detail);
+  }
+  rc = CEB_OK;
+out:
+  MQTTProperties_free(&msg.properties);
+  ceb_headers_clear(&h);
+  ceb_free(ct);
+  ceb_free(payload);
+  free(topic);
+  return rc;
+}
+
+int mqtt_sink_drain(void *state, int64_t deadline_ms) {
+  mqtt_sink *s = state;
+  pthread_mutex_lock(&s->lock);
+  s->draining = 1;
+  while (s->inflight > 0 && s->host->now_ms(s->inst) < deadline_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20L * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+  }
+  size_t left = s->inflight;
+  pthread_mutex_unlock(&s->lock);
+  if (left)
+    settle_all(s, "shutdown", "the sink drained before the acknowledgement",
+               0);
+  if (s->conn_ready)
+    mqtt_conn_disconnect(&s->conn, 1000);
+  return left ? CEB_ETIMEOUT : CEB_OK;
+}
+
+void mqtt_sink_destroy(void *state) {
+  mqtt_sink *s = state;
+  if (!s)
+    return;
+  if (s->conn_ready) {
+    mqtt_conn_disconnect(&s->conn, 1000);
+    mqtt_conn_destroy(&s->conn); /* no paho callback after this */
+  }
+  settle_all(s, "shutdown", "the sink stopped before the acknowledgement", 0);
+  while (s->msgs) {
+    sink_msg *m = s->msgs;
+    s->msgs = m->next;
+    free(m);
+  }
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cond);
+  free(s);
+}

@@ -1,0 +1,536 @@
+/* The MQTT source: subscribes with a persistent session and submits each
+ * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK, or PUBREC for
+ * MQTT 5 QoS 2) is held by the ack gate (mqtt_gate.h) until the host's
+ * submit callback reports the event durable; malformed messages are
+ * republished raw to dlq_topic and acknowledged once that publish is. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mqtt_conn.h"
+#include "mqtt_gate.h"
+#include "mqtt_plugin.h"
+
+typedef struct src_ack {
+  struct src_ack *prev, *next;
+  struct mqtt_source *s;
+  uint64_t gen;
+  int packet_id; /* 0 for QoS 0: nothing to acknowledge */
+  int dlq;       /* a dead-letter publish (paho calls back), else a submit */
+} src_ack;
+
+typedef struct mqtt_source {
+  uint32_t role; /* first: see role_of() */
+  const ceb_host *host;
+  ceb_instance *inst;
+  mqtt_conf conf;
+  mqtt_conn conn;
+  int conn_ready;
+  mqtt_gate *gate;
+  const char *const *topics;
+  size_t ntopics;
+  int qos;
+  const char *dlq_topic;
+  int max_inflight;
+  int64_t session_expiry_s;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  src_ack *acks;  /* submits and dead-letter publishes awaiting completion */
+  size_t pending; /* of which submits: the host calls back for those */
+  size_t pending_dlq;
+  int stopping;
+  int paused; /* backpressure was logged */
+} mqtt_source;
+
+static src_ack *ack_new(mqtt_source *s, uint64_t gen, int packet_id,
+                        int dlq) {
+  src_ack *a = calloc(1, sizeof *a);
+  if (!a)
+    return NULL;
+  a->s = s;
+  a->gen = gen;
+  a->packet_id = packet_id;
+  a->dlq = dlq;
+  pthread_mutex_lock(&s->lock);
+  a->next = s->acks;
+  if (s->acks)
+    s->acks->prev = a;
+  s->acks = a;
+  if (dlq)
+    s->pending_dlq++;
+  else
+    s->pending++;
+  pthread_mutex_unlock(&s->lock);
+  return a;
+}
+
+/* Forgets a completion record without touching the acknowledgement. */
+static void ack_drop(src_ack *a) {
+  mqtt_source *s = a->s;
+  pthread_mutex_lock(&s->lock);
+  if (a->prev)
+    a->prev->next = a->next;
+  else
+    s->acks = a->next;
+  if (a->next)
+    a->next->prev = a->prev;
+  if (a->dlq)
+    s->pending_dlq--;
+  else
+    s->pending--;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  free(a);
+}
+
+/* Ends a completion: ok lets the acknowledgement through, otherwise the
+ * connection is dropped so that the broker redelivers. */
+static void ack_done(src_ack *a, int ok, const char *why) {
+  mqtt_source *s = a->s;
+  if (ok && a->packet_id)
+    mqtt_gate_release(s->gate, a->gen, a->packet_id);
+  else if (!ok)
+    mqtt_gate_reset(s->gate, why);
+  ack_drop(a);
+}
+
+static void on_submitted(void *arg, const ceb_submit_result *r) {
+  src_ack *a = arg;
+  int ok = r && r->status == CEB_OK;
+  if (!ok)
+    CEB_LOG(a->s->host, a->s->inst, CEB_LOG_WARN,
+            "event not made durable (%s): leaving it unacknowledged for "
+            "redelivery",
+            ceb_strerror(r ? r->status : CEB_EINTERNAL));
+  ack_done(a, ok, "submit failed");
+}
+
+static void on_dlq_ok(void *ctx, MQTTAsync_successData *r) {
+  (void)r;
+  ack_done(ctx, 1, NULL);
+}
+static void on_dlq_ok5(void *ctx, MQTTAsync_successData5 *r) {
+  ack_done(ctx, !r || r->reasonCode < 0x80, "dead-letter publish refused");
+}
+static void on_dlq_fail(void *ctx, MQTTAsync_failureData *r) {
+  (void)r;
+  ack_done(ctx, 0, "dead-letter publish failed");
+}
+static void on_dlq_fail5(void *ctx, MQTTAsync_failureData5 *r) {
+  (void)r;
+  ack_done(ctx, 0, "dead-letter publish failed");
+}
+
+/* Republishes the message raw (payload, content type, user properties) to
+ * dlq_topic with the reason; its acknowledgement waits for the broker's. */
+static void dead_letter(mqtt_source *s, const char *topic,
+                        MQTTAsync_message *in, uint64_t gen,
+                        const char *reason) {
+  CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+          "malformed message on \"%s\" dead-lettered to \"%s\": %s", topic,
+          s->dlq_topic, reason);
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_dead_lettered_total",
+                  NULL, 1);
+  MQTTAsync_message m = MQTTAsync_message_initializer;
+  m.payload = in->payload;
+  m.payloadlen = in->payloadlen;
+  m.qos = 1;
+  if (s->conf.version == 5) {
+    for (int i = 0; i < in->properties.count; i++) {
+      MQTTProperty *p = &in->properties.array[i];
+      if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY ||
+          p->identifier == MQTTPROPERTY_CODE_CONTENT_TYPE)
+        MQTTProperties_add(&m.properties, p);
+    }
+    mqtt_props_add(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
+                   "ceb_dlq_reason", 14, reason, strlen(reason));
+    mqtt_props_add(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
+                   "ceb_dlq_topic", 13, topic, strlen(topic));
+  }
+  src_ack *a = ack_new(s, gen, in->qos > 0 ? in->msgid : 0, 1);
+  if (!a) {
+    MQTTProperties_free(&m.properties);
+    mqtt_gate_reset(s->gate, "out of memory");
+    return;
+  }
+  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+  ro.context = a;
+  if (s->conf.version == 5) {
+    ro.onSuccess5 = on_dlq_ok5;
+    ro.onFailure5 = on_dlq_fail5;
+  } else {
+    ro.onSuccess = on_dlq_ok;
+    ro.onFailure = on_dlq_fail;
+  }
+  int rc = MQTTAsync_sendMessage(s->conn.h, s->dlq_topic, &m, &ro);
+  MQTTProperties_free(&m.properties);
+  if (rc != MQTTASYNC_SUCCESS)
+    ack_done(a, 0, "dead-letter publish not queued");
+}
+
+static int stopping(mqtt_source *s) {
+  pthread_mutex_lock(&s->lock);
+  int st = s->stopping;
+  pthread_mutex_unlock(&s->lock);
+  return st;
+}
+
+/* Waits up to 20 ms for the host to accept again; 0 when stopping. */
+static int wait_accepting(mqtt_source *s) {
+  pthread_mutex_lock(&s->lock);
+  if (!s->paused)
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+            "backpressure: pausing consumption until the bridge accepts");
+  s->paused = 1;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 20L * 1000 * 1000;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  if (!s->stopping)
+    pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+  int go = !s->stopping;
+  pthread_mutex_unlock(&s->lock);
+  return go;
+}
+
+static void violation_text(const ceb_violations *v, char *buf, size_t n) {
+  for (size_t i = 0; i < v->count && i < CEB_MAX_VIOLATIONS; i++)
+    if (v->items[i].severity == CEB_SEV_ERROR) {
+      snprintf(buf, n, "%s: %s", v->items[i].code, v->items[i].message);
+      return;
+    }
+  snprintf(buf, n, "ce.invalid: the event failed validation");
+}
+
+/* Decodes, validates and submits one message. Returns with the message
+ * either submitted (ack on durability), dead-lettered, or left
+ * unacknowledged for redelivery. */
+static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
+                    uint64_t gen) {
+  int packet_id = m->qos > 0 ? m->msgid : 0;
+  if (strcmp(topic, s->dlq_topic) == 0) {
+    /* Our own dead letters (a wildcard covers dlq_topic): not events. */
+    if (packet_id)
+      mqtt_gate_release(s->gate, gen, packet_id);
+    return;
+  }
+  ceb_headers h = {0};
+  char *ct = NULL;
+  int rc = CEB_OK;
+  for (int i = 0; rc == CEB_OK && i < m->properties.count; i++) {
+    MQTTProperty *p = &m->properties.array[i];
+    if (p->identifier == MQTTPROPERTY_CODE_CONTENT_TYPE && !ct) {
+      ct = strndup(p->value.data.data, (size_t)p->value.data.len);
+      rc = ct ? CEB_OK : CEB_ENOMEM;
+    } else if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY) {
+      char *name = strndup(p->value.data.data, (size_t)p->value.data.len);
+      rc = name ? ceb_headers_add(&h, name, p->value.value.data,
+                                  (size_t)p->value.value.len)
+                : CEB_ENOMEM;
+      free(name);
+    }
+  }
+  ceb_event *ev = NULL;
+  ceb_error err;
+  char reason[320];
+  if (rc == CEB_OK)
+    rc = ceb_mqtt_decode(s->conf.version, &h, ct, m->payload,
+                         (size_t)m->payloadlen, &ev, &err);
+  ceb_headers_clear(&h);
+  free(ct);
+  if (rc == CEB_ENOMEM) {
+    mqtt_gate_reset(s->gate, "out of memory");
+    return;
+  }
+  if (rc != CEB_OK) {
+    snprintf(reason, sizeof reason, "%s: %s", err.code, err.message);
+    dead_letter(s, topic, m, gen, reason);
+    return;
+  }
+  ceb_violations v;
+  ceb_validate_opts vo = {sizeof vo, CEB_PROFILE_OFF, 16u * 1024 * 1024};
+  if (ceb_event_validate(ev, &vo, &v) > 0) {
+    violation_text(&v, reason, sizeof reason);
+    ceb_event_unref(ev);
+    dead_letter(s, topic, m, gen, reason);
+    return;
+  }
+  src_ack *a = ack_new(s, gen, packet_id, 0);
+  if (!a) {
+    ceb_event_unref(ev);
+    mqtt_gate_reset(s->gate, "out of memory");
+    return;
+  }
+  ceb_violations hv;
+  memset(&hv, 0, sizeof hv);
+  ceb_submit_opts so = {sizeof so, NULL, NULL, &hv, NULL};
+  for (;;) {
+    rc = s->host->submit(s->inst, &ev, 1, &so, on_submitted, a);
+    if (rc != CEB_EBUSY || !wait_accepting(s))
+      break;
+  }
+  if (rc == CEB_OK) {
+    pthread_mutex_lock(&s->lock);
+    if (s->paused)
+      CEB_LOG(s->host, s->inst, CEB_LOG_INFO, "backpressure over: consuming");
+    s->paused = 0;
+    pthread_mutex_unlock(&s->lock);
+    return; /* the host owns ev; on_submitted finishes a */
+  }
+  ceb_event_unref(ev);
+  if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
+    if (rc == CEB_EVALIDATION && hv.count)
+      violation_text(&hv, reason, sizeof reason);
+    else
+      snprintf(reason, sizeof reason, "%s: %s", ceb_status_name(rc),
+               ceb_strerror(rc));
+    ack_drop(a); /* the dead-letter publish acknowledges instead */
+    dead_letter(s, topic, m, gen, reason);
+    return;
+  }
+  /* Draining, shut down or failing: the broker keeps the message. No
+   * reset while stopping: the disconnect that follows has the same effect
+   * without cutting off acknowledgements of events already durable. */
+  if (rc != CEB_EBUSY && rc != CEB_ESHUTDOWN)
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+            "submit failed (%s): message left for redelivery",
+            ceb_strerror(rc));
+  ack_drop(a);
+  if (!stopping(s))
+    mqtt_gate_reset(s->gate, "submit refused");
+}
+
+static int on_message(void *ctx, char *topic, int topic_len,
+                      MQTTAsync_message *m) {
+  mqtt_source *s = ctx;
+  uint64_t gen = mqtt_gate_generation(s->gate);
+  char *t = topic_len > 0 ? strndup(topic, (size_t)topic_len) : NULL;
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_received_total", NULL,
+                  1);
+  /* While stopping nothing is submitted: unacknowledged, it comes back. */
+  if (!stopping(s))
+    consume(s, t ? t : topic, m, gen);
+  free(t);
+  MQTTAsync_freeMessage(&m);
+  MQTTAsync_free(topic);
+  return 1;
+}
+
+static void on_sub_fail(void *ctx, MQTTAsync_failureData *r) {
+  mqtt_source *s = ctx;
+  CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe failed: %s",
+          r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1));
+}
+
+static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
+  mqtt_source *s = ctx;
+  /* paho fills the array only for more than one filter; one filter's code
+   * is in reasonCode. */
+  int n = r ? r->alt.sub.reasonCodeCount : 0;
+  if (n <= 1)
+    n = 0;
+  for (int i = 0; i < n && r->alt.sub.reasonCodes; i++)
+    if (r->alt.sub.reasonCodes[i] >= 0x80)
+      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+              "subscription to \"%s\" refused: reason 0x%02x (%s)",
+              (size_t)i < s->ntopics ? s->topics[i] : "?",
+              (unsigned)r->alt.sub.reasonCodes[i],
+              MQTTReasonCode_toString(r->alt.sub.reasonCodes[i]));
+  if (n == 0 && r && r->reasonCode >= 0x80)
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "subscription refused: reason 0x%02x (%s)",
+            (unsigned)r->reasonCode, MQTTReasonCode_toString(r->reasonCode));
+}
+
+static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
+  mqtt_source *s = ctx;
+  CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+          "subscribe failed: reason 0x%02x (%s)%s%s",
+          r ? (unsigned)r->reasonCode : 0,
+          MQTTReasonCode_toString(r ? r->reasonCode : 0),
+          r && r->message ? ": " : "", r && r->message ? r->message : "");
+}
+
+/* (Re)subscribes after every connect: harmless with a resumed session and
+ * needed after a broker lost it. */
+static void on_connected(void *arg) {
+  mqtt_source *s = arg;
+  int qos[64];
+  size_t n = s->ntopics;
+  for (size_t i = 0; i < n; i++)
+    qos[i] = s->qos;
+  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+  ro.context = s;
+  if (s->conf.version == 5) {
+    ro.onSuccess5 = on_sub_ok5;
+    ro.onFailure5 = on_sub_fail5;
+  } else {
+    ro.onFailure = on_sub_fail;
+  }
+  int rc = MQTTAsync_subscribeMany(s->conn.h, (int)n,
+                                   (char *const *)s->topics, qos, &ro);
+  if (rc != MQTTASYNC_SUCCESS)
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe not sent: %s",
+            MQTTAsync_strerror(rc));
+}
+
+int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
+                     const ceb_instance_info *info, const ceb_config *cfg,
+                     void **state) {
+  (void)info;
+  mqtt_source *s = calloc(1, sizeof *s);
+  if (!s)
+    return CEB_ENOMEM;
+  s->role = CEB_ROLE_SOURCE;
+  s->host = host;
+  s->inst = inst;
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  int rc = mqtt_conf_load(host, inst, cfg, &s->conf);
+  if (rc != CEB_OK)
+    goto fail;
+  rc = CEB_ECONFIG;
+  if (!s->conf.client_id || !*s->conf.client_id) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "client_id is required: the persistent session that keeps "
+            "messages while the bridge is down lives under it");
+    goto fail;
+  }
+  s->ntopics = ceb_config_list(cfg, "topics", &s->topics);
+  if (s->ntopics == 0 || s->ntopics > 64) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "topics: give 1 to 64 topic filters");
+    goto fail;
+  }
+  for (size_t i = 0; i < s->ntopics; i++)
+    if (!mqtt_filter_valid(s->topics[i])) {
+      CEB_LOG(host, inst, CEB_LOG_ERROR,
+              "topics: \"%s\" is not a valid topic filter", s->topics[i]);
+      goto fail;
+    }
+  s->qos = (int)ceb_config_int(cfg, "qos", 1);
+  if (s->qos == 2 && s->conf.version == 4) {
+    /* paho delivers a 3.1.1 QoS 2 message only after the broker's PUBREL,
+     * i.e. after our PUBREC handed ownership over: no ack-after-durable. */
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "qos = 2 needs mqtt_version = 5 (with 3.1.1 the message would be "
+            "acknowledged before it is durable); use qos = 1");
+    goto fail;
+  }
+  s->dlq_topic = ceb_config_str(cfg, "dlq_topic");
+  if (!mqtt_topic_valid(s->dlq_topic)) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "dlq_topic: \"%s\" is not a valid topic name",
+            s->dlq_topic ? s->dlq_topic : "");
+    goto fail;
+  }
+  s->max_inflight = (int)ceb_config_int(cfg, "max_inflight", 64);
+  s->session_expiry_s =
+      (ceb_config_duration_ms(cfg, "session_expiry", 86400000) + 999) / 1000;
+  *state = s;
+  return CEB_OK;
+fail:
+  mqtt_source_destroy(s);
+  return rc;
+}
+
+int mqtt_source_start(void *state) {
+  mqtt_source *s = state;
+  int rc = mqtt_gate_new(s->host, s->inst, &s->conf, &s->gate);
+  if (rc != CEB_OK)
+    return rc;
+  char uri[64];
+  snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
+  mqtt_conn_opts o = {uri, 0, 0, s->session_expiry_s, s->max_inflight,
+                      s->max_inflight};
+  mqtt_conn_ops ops = {on_connected, NULL, NULL, on_message};
+  rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
+                      &o, &ops, s);
+  s->conn_ready = 1;
+  if (rc != CEB_OK)
+    return rc;
+  CEB_LOG(s->host, s->inst, CEB_LOG_INFO,
+          "subscribing %zu filter(s) at QoS %d on %s:%d, acknowledging only "
+          "after durable submit",
+          s->ntopics, s->qos, s->conf.host, s->conf.port);
+  return mqtt_conn_start(&s->conn);
+}
+
+/* Waits for submit callbacks (and dead-letter publishes when dlq). */
+static int wait_quiet(mqtt_source *s, int64_t deadline_ms, int dlq) {
+  pthread_mutex_lock(&s->lock);
+  while ((s->pending > 0 || (dlq && s->pending_dlq > 0)) &&
+         s->host->now_ms(s->inst) < deadline_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20L * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+  }
+  size_t left = s->pending + (dlq ? s->pending_dlq : 0);
+  pthread_mutex_unlock(&s->lock);
+  return left ? CEB_ETIMEOUT : CEB_OK;
+}
+
+int mqtt_source_drain(void *state, int64_t deadline_ms) {
+  mqtt_source *s = state;
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  int rc = wait_quiet(s, deadline_ms, 1);
+  if (s->gate)
+    mqtt_gate_flush(s->gate, deadline_ms - s->host->now_ms(s->inst));
+  if (s->conn_ready)
+    mqtt_conn_disconnect(&s->conn, 1000);
+  return rc;
+}
+
+void mqtt_source_destroy(void *state) {
+  mqtt_source *s = state;
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  if (s->conn_ready) {
+    mqtt_conn_disconnect(&s->conn, 1000);
+    mqtt_conn_destroy(&s->conn);
+  }
+  /* paho calls nothing back any more: its dead-letter records are dead. */
+  pthread_mutex_lock(&s->lock);
+  for (src_ack *a = s->acks, *next; a; a = next) {
+    next = a->next;
+    if (!a->dlq)
+      continue;
+    if (a->prev)
+      a->prev->next = a->next;
+    else
+      s->acks = a->next;
+    if (a->next)
+      a->next->prev = a->prev;
+    s->pending_dlq--;
+    free(a);
+  }
+  pthread_mutex_unlock(&s->lock);
+  /* Submit callbacks still to come would touch s: wait for them. */
+  if (wait_quiet(s, s->host->now_ms(s->inst) + 10000, 0) != CEB_OK) {
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "%zu submit(s) never completed: leaking the instance rather than "
+            "freeing memory the host may still call back into",
+            s->pending);
+    return;
+  }
+  mqtt_gate_free(s->gate);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cond);
+  free(s);
+}

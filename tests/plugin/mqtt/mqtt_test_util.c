@@ -1,0 +1,122 @@
+#include "mqtt_test_util.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ceb_test.h"
+#include "config/ceb_config_build.h"
+#include "config/ceb_core_spec.h"
+
+int mtest_init(mtest_inst *t, uint32_t role, const char *const *kv) {
+  memset(t, 0, sizeof *t);
+  t->dl = dlopen(CEB_PLUGIN_DIR "/mqtt.so", RTLD_NOW | RTLD_LOCAL);
+  if (!t->dl) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return CEB_EINTERNAL;
+  }
+  ceb_plugin_query_fn q =
+      (ceb_plugin_query_fn)dlsym(t->dl, CEB_PLUGIN_QUERY_SYMBOL);
+  t->p = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
+  if (!t->p)
+    return CEB_EABI;
+  t->fake = ceb_fake_host_new("test", role);
+  t->cfg = ceb_config_new("test");
+  if (!t->fake || !t->cfg)
+    return CEB_ENOMEM;
+  ceb_config_put(t->cfg, "plugin", "mqtt", "test.conf", 1);
+  for (int i = 0; kv[i]; i += 2)
+    ceb_config_put(t->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
+  if (role == CEB_ROLE_SOURCE)
+    ceb_config_set_spec(t->cfg, t->p->config_source, ceb_spec_source_common);
+  else
+    ceb_config_set_spec(t->cfg, t->p->config_sink, ceb_spec_sink_common);
+  ceb_instance_info info = {sizeof info, "test", role, "/tmp"};
+  return t->p->init(&t->fake->host, &t->fake->inst, &info, t->cfg, &t->state);
+}
+
+int mtest_start(mtest_inst *t) {
+  int rc = t->p->start(t->state);
+  t->started = rc == CEB_OK;
+  return rc;
+}
+
+int mtest_drain(mtest_inst *t, int64_t ms) {
+  return t->p->drain(t->state, t->fake->host.now_ms(&t->fake->inst) + ms);
+}
+
+void mtest_free(mtest_inst *t) {
+  if (t->state)
+    t->p->destroy(t->state);
+  t->state = NULL;
+  if (t->cfg)
+    ceb_config_free(t->cfg);
+  if (t->fake)
+    ceb_fake_host_free(t->fake);
+  if (t->dl)
+    dlclose(t->dl);
+  memset(t, 0, sizeof *t);
+}
+
+static int connected(void *arg) {
+  mtest_inst *t = arg;
+  return ceb_metrics_get(t->fake->metrics, "cebridge_mqtt_connected", NULL) ==
+         1.0;
+}
+
+int mtest_wait_connected(mtest_inst *t, int64_t timeout_ms) {
+  return ceb_test_wait(connected, t, timeout_ms);
+}
+
+ceb_event *mtest_event(const char *id, const char *type) {
+  ceb_event *ev = ceb_event_new();
+  ceb_event_set(ev, "specversion", "1.0");
+  ceb_event_set(ev, "id", id);
+  ceb_event_set(ev, "source", "urn:nld:oin:00000001234567890000:systeem:test");
+  ceb_event_set(ev, "type", type);
+  ceb_event_set(ev, "subject", "student 42");
+  ceb_event_set(ev, "partitionkey", "k-1");
+  static const char data[] = "{\"naam\":\"Jan\",\"jaar\":2026}";
+  ceb_event_set(ev, "datacontenttype", "application/json");
+  ceb_event_set_data(ev, data, sizeof data - 1, CEB_DATA_JSON);
+  return ev;
+}
+
+int mtest_event_equal(const ceb_event *a, const ceb_event *b) {
+  if (!a || !b || ceb_event_attr_count(a) != ceb_event_attr_count(b))
+    return 0;
+  for (size_t i = 0; i < ceb_event_attr_count(a); i++) {
+    const char *n, *v;
+    ceb_attr_type ty;
+    ceb_event_attr_at(a, i, &n, &v, &ty);
+    const char *w = ceb_event_get(b, n);
+    if (!w || strcmp(v, w) != 0) {
+      fprintf(stderr, "attribute %s: \"%s\" vs \"%s\"\n", n, v,
+              w ? w : "(unset)");
+      return 0;
+    }
+  }
+  size_t la, lb;
+  const void *da = ceb_event_data(a, &la), *db = ceb_event_data(b, &lb);
+  if (la != lb || (la && memcmp(da, db, la) != 0)) {
+    fprintf(stderr, "data differs (%zu vs %zu bytes)\n", la, lb);
+    return 0;
+  }
+  return 1;
+}
+
+ceb_event *mtest_decode(const ceb_mqtt_msg *m, int version) {
+  ceb_headers h = {0};
+  for (size_t i = 0; i < m->nprops; i++)
+    ceb_headers_add(&h, m->props[i].name, m->props[i].value,
+                    strlen(m->props[i].value));
+  ceb_event *ev = NULL;
+  ceb_error err;
+  int rc = ceb_mqtt_decode(version, &h, m->content_type, m->payload, m->len,
+                           &ev, &err);
+  ceb_headers_clear(&h);
+  if (rc != CEB_OK)
+    fprintf(stderr, "decode: %s: %s\n", err.code, err.message);
+  return ev;
+}
