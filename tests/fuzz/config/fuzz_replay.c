@@ -38,5 +38,5 @@ int main(int argc, char **argv) {
   }
   CHECK_MSG(ran > 0, "empty corpus");
   printf("fuzz_config: replayed %d inputs\n", ran);
-  return ceb_test_done("fuzz_config");
+  return ceb_test_done("fuzz_config_replay");
 }

@@ -194,7 +194,7 @@ static void check_errors(void) {
            "workers = 100\n"                         /* 2: out of range */
            "drain_timeout = soon\n"                  /* 3: invalid duration */
            "log.level = debg\n"                      /* 4: enum, did you mean */
-           "admin.listen = nohost\n"                 /* 5: invalid address */
+           "store.synchronous = fulll\n"             /* 5: did you mean full */
            "max_event_size = 1GiB\n"                 /* 6: size out of range */
            "profile =\n"                             /* 7: empty enum */
            "admin.token = ${CEB_TEST_UNSET_VAR}\n"); /* 8: unset env */
@@ -261,7 +261,8 @@ static void check_errors(void) {
          "1h30m");
   expect(&errs, "10-a.conf", 4, "invalid value 'debg' for 'log.level'",
          "did you mean 'debug'?");
-  expect(&errs, "10-a.conf", 5, "invalid address 'nohost'", "host:port");
+  expect(&errs, "10-a.conf", 5, "invalid value 'fulll' for 'store.synchronous'",
+         "did you mean 'full'?");
   expect(&errs, "10-a.conf", 6, "size '1GiB' is out of range",
          "allowed: 1KiB .. 16MiB");
   expect(&errs, "10-a.conf", 7, "empty value for 'profile' in [bridge]", NULL);

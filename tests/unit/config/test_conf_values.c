@@ -37,6 +37,12 @@ int main(void) {
   CHECK_STR(msg, "empty value for 'k' in [sink s]");
   CHECK_INT(check(&path, "a\tb", msg, hint), CEB_EINVAL);
 
+  const ceb_config_spec addr = {"k", CEB_CFG_ADDRESS, 0, NULL, 0, 0, NULL, "d"};
+  CHECK_INT(check(&addr, "[::1]:0", msg, hint), CEB_OK);
+  CHECK_INT(check(&addr, "nohost", msg, hint), CEB_EINVAL);
+  CHECK_STR(msg, "invalid address 'nohost' for 'k' in [sink s]");
+  CHECK_STR(hint, "host:port or [v6addr]:port, port 0..65535");
+
   /* A minimum without maximum (max below min). */
   const ceb_config_spec minonly = {"k", CEB_CFG_INT, 0, NULL, 10, 0, NULL, "d"};
   CHECK_INT(check(&minonly, "1000000", msg, hint), CEB_OK);
