@@ -9,8 +9,7 @@
 #include <strings.h>
 
 int http_idem_key_parse(const char *header, char key[HTTP_IDEM_KEY_LEN + 1]) {
-  if (!header)
-    return CEB_EINVAL;
+  if (!header) return CEB_EINVAL;
   while (*header == ' ' || *header == '\t')
     header++;
   size_t n = strlen(header);
@@ -20,21 +19,18 @@ int http_idem_key_parse(const char *header, char key[HTTP_IDEM_KEY_LEN + 1]) {
     header++;
     n -= 2;
   }
-  if (n != HTTP_IDEM_KEY_LEN)
-    return CEB_EINVAL;
+  if (n != HTTP_IDEM_KEY_LEN) return CEB_EINVAL;
   for (size_t i = 0; i < n; i++) {
     char c = header[i];
     if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (c != '-')
-        return CEB_EINVAL;
+      if (c != '-') return CEB_EINVAL;
     } else if (!isxdigit((unsigned char)c)) {
       return CEB_EINVAL;
     }
     key[i] = (char)tolower((unsigned char)c);
   }
   key[n] = '\0';
-  if (key[14] != '4' || !strchr("89ab", key[19]))
-    return CEB_EINVAL;
+  if (key[14] != '4' || !strchr("89ab", key[19])) return CEB_EINVAL;
   return CEB_OK;
 }
 
@@ -72,13 +68,15 @@ int http_idem_fingerprint(const char *method, const char *path,
   feed(md, path, strlen(path));
   feed(md, ct ? ct : "", ct ? strlen(ct) : 0);
   for (size_t i = 0; i < nce; i++) {
-    char lname[128];
+    /* names case-insensitively: lower-cased, length-prefixed */
     size_t nl = strlen(ce[i]->name);
-    if (nl >= sizeof lname)
-      nl = sizeof lname - 1;
-    for (size_t k = 0; k < nl; k++)
-      lname[k] = (char)tolower((unsigned char)ce[i]->name[k]);
-    feed(md, lname, nl);
+    char len_prefix[24];
+    int k = snprintf(len_prefix, sizeof len_prefix, "%zu:", nl);
+    EVP_DigestUpdate(md, len_prefix, (size_t)k);
+    for (size_t j = 0; j < nl; j++) {
+      char c = (char)tolower((unsigned char)ce[i]->name[j]);
+      EVP_DigestUpdate(md, &c, 1);
+    }
     feed(md, ce[i]->value, ce[i]->value_len);
   }
   feed(md, body ? body : "", len);
@@ -87,8 +85,7 @@ int http_idem_fingerprint(const char *method, const char *path,
   int ok = EVP_DigestFinal_ex(md, digest, &dlen) == 1 && dlen == 32;
   EVP_MD_CTX_free(md);
   free(ce);
-  if (!ok)
-    return CEB_EINTERNAL;
+  if (!ok) return CEB_EINTERNAL;
   http_hex(digest, 32, out);
   return CEB_OK;
 }

@@ -25,8 +25,7 @@ int http_reply_set(http_reply *r, int status, const char *content_type,
     free(ct);
     return CEB_ENOMEM;
   }
-  if (len)
-    memcpy(b, body, len);
+  if (len) memcpy(b, body, len);
   b[len] = '\0';
   free(r->body);
   free(r->content_type);
@@ -40,8 +39,7 @@ int http_reply_set(http_reply *r, int status, const char *content_type,
 int http_reply_set_json(http_reply *r, int status, const char *content_type,
                         const json_t *j) {
   char *text = json_dumps(j, JSON_COMPACT);
-  if (!text)
-    return CEB_ENOMEM;
+  if (!text) return CEB_ENOMEM;
   int st = http_reply_set(r, status, content_type, text, strlen(text));
   free(text);
   return st;
@@ -53,19 +51,32 @@ int http_reply_header(http_reply *r, const char *name, const char *value) {
 
 static const char *title_of(int status) {
   switch (status) {
-  case 400: return "Bad Request";
-  case 401: return "Unauthorized";
-  case 403: return "Forbidden";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 409: return "Conflict";
-  case 413: return "Content Too Large";
-  case 415: return "Unsupported Media Type";
-  case 422: return "Unprocessable Content";
-  case 429: return "Too Many Requests";
-  case 500: return "Internal Server Error";
-  case 503: return "Service Unavailable";
-  default: return "Error";
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 409:
+    return "Conflict";
+  case 413:
+    return "Content Too Large";
+  case 415:
+    return "Unsupported Media Type";
+  case 422:
+    return "Unprocessable Content";
+  case 429:
+    return "Too Many Requests";
+  case 500:
+    return "Internal Server Error";
+  case 503:
+    return "Service Unavailable";
+  default:
+    return "Error";
   }
 }
 
@@ -79,19 +90,15 @@ json_t *http_problem_new(int status, const char *code, const char *detail) {
 
 void http_problem_add_error(json_t *problem, int index, const char *attribute,
                             const char *code, const char *message) {
-  if (!problem)
-    return;
+  if (!problem) return;
   json_t *errs = json_object_get(problem, "errors");
   if (!errs) {
     errs = json_array();
-    if (json_object_set_new(problem, "errors", errs) != 0)
-      return;
+    if (json_object_set_new(problem, "errors", errs) != 0) return;
   }
   json_t *e = json_object();
-  if (!e)
-    return;
-  if (index >= 0)
-    json_object_set_new(e, "index", json_integer(index));
+  if (!e) return;
+  if (index >= 0) json_object_set_new(e, "index", json_integer(index));
   if (attribute && *attribute)
     json_object_set_new(e, "attribute", json_string(attribute));
   json_object_set_new(e, "code", json_string(code ? code : "invalid"));
@@ -100,8 +107,7 @@ void http_problem_add_error(json_t *problem, int index, const char *attribute,
 }
 
 int http_reply_problem_json(http_reply *r, json_t *problem) {
-  if (!problem)
-    return CEB_ENOMEM;
+  if (!problem) return CEB_ENOMEM;
   int status = (int)json_integer_value(json_object_get(problem, "status"));
   return http_reply_set_json(r, status, "application/problem+json", problem);
 }

@@ -9,8 +9,8 @@
 #include <jansson.h>
 
 typedef struct http_reply {
-  int status;          /* 0: none yet */
-  char *body;          /* malloc'd */
+  int status; /* 0: none yet */
+  char *body; /* malloc'd */
   size_t len;
   char *content_type;  /* malloc'd */
   ceb_headers headers; /* extra response headers */

@@ -10,11 +10,9 @@
 
 int http_b64url_decode(const char *text, size_t len, unsigned char **out,
                        size_t *out_len) {
-  if (len % 4 == 1)
-    return CEB_EINVAL;
+  if (len % 4 == 1) return CEB_EINVAL;
   char *std = malloc(len + 3);
-  if (!std)
-    return CEB_ENOMEM;
+  if (!std) return CEB_ENOMEM;
   for (size_t i = 0; i < len; i++) {
     char c = text[i];
     if (c == '-')
@@ -33,8 +31,7 @@ int http_b64url_decode(const char *text, size_t len, unsigned char **out,
   size_t bin_len = 0;
   int st = ceb_base64_decode(std, n, &bin, &bin_len);
   free(std);
-  if (st != CEB_OK)
-    return CEB_EINVAL;
+  if (st != CEB_OK) return CEB_EINVAL;
   unsigned char *copy = malloc(bin_len + 1);
   if (!copy) {
     ceb_free(bin);
@@ -50,8 +47,7 @@ int http_b64url_decode(const char *text, size_t len, unsigned char **out,
 
 char *http_b64url_encode(const void *data, size_t len) {
   char *std = ceb_base64_encode(data, len);
-  if (!std)
-    return NULL;
+  if (!std) return NULL;
   size_t n = strlen(std);
   char *out = malloc(n + 1);
   if (!out) {
@@ -68,8 +64,7 @@ char *http_b64url_encode(const void *data, size_t len) {
 
 int http_file_read(const char *path, size_t max, char **out, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return errno == ENOENT ? CEB_ENOTFOUND : CEB_EIO;
+  if (!f) return errno == ENOENT ? CEB_ENOTFOUND : CEB_EIO;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap + 1);
   int st = buf ? CEB_OK : CEB_ENOMEM;
@@ -90,8 +85,7 @@ int http_file_read(const char *path, size_t max, char **out, size_t *len) {
     size_t r = fread(buf + n, 1, cap - n, f);
     n += r;
     if (r == 0) {
-      if (ferror(f))
-        st = CEB_EIO;
+      if (ferror(f)) st = CEB_EIO;
       break;
     }
   }
@@ -102,16 +96,14 @@ int http_file_read(const char *path, size_t max, char **out, size_t *len) {
   }
   buf[n] = '\0';
   *out = buf;
-  if (len)
-    *len = n;
+  if (len) *len = n;
   return CEB_OK;
 }
 
 int http_file_write(const char *path, const char *text) {
   size_t n = strlen(path) + 8;
   char *tmp = malloc(n);
-  if (!tmp)
-    return CEB_ENOMEM;
+  if (!tmp) return CEB_ENOMEM;
   snprintf(tmp, n, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   int st = CEB_EIO;
@@ -138,8 +130,7 @@ void http_hex(const unsigned char *in, size_t n, char *out) {
 
 static int match_one(const char *p, size_t plen, const char *text) {
   size_t tlen = strlen(text);
-  if (plen == 1 && p[0] == '*')
-    return 1;
+  if (plen == 1 && p[0] == '*') return 1;
   if (plen > 0 && p[plen - 1] == '*')
     return tlen >= plen - 1 && memcmp(text, p, plen - 1) == 0;
   if (plen > 0 && p[0] == '*')
@@ -149,8 +140,7 @@ static int match_one(const char *p, size_t plen, const char *text) {
 }
 
 int http_pattern_match(const char *patterns, const char *text) {
-  if (!patterns || !text)
-    return 0;
+  if (!patterns || !text) return 0;
   const char *p = patterns;
   for (;;) {
     while (*p == ' ')
@@ -160,10 +150,8 @@ int http_pattern_match(const char *patterns, const char *text) {
     size_t m = n;
     while (m > 0 && p[m - 1] == ' ')
       m--;
-    if (m > 0 && match_one(p, m, text))
-      return 1;
-    if (!e)
-      return 0;
+    if (m > 0 && match_one(p, m, text)) return 1;
+    if (!e) return 0;
     p = e + 1;
   }
 }

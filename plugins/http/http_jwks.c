@@ -46,8 +46,7 @@ struct http_jwks {
 static void logf_(http_jwks *j, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void logf_(http_jwks *j, int error, const char *fmt, ...) {
-  if (!j->log)
-    return;
+  if (!j->log) return;
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -58,9 +57,12 @@ static void logf_(http_jwks *j, int error, const char *fmt, ...) {
 
 const char *http_jwk_alg_name(http_jwk_alg alg) {
   switch (alg) {
-  case HTTP_JWK_RS256: return "RS256";
-  case HTTP_JWK_PS256: return "PS256";
-  case HTTP_JWK_ES256: return "ES256";
+  case HTTP_JWK_RS256:
+    return "RS256";
+  case HTTP_JWK_PS256:
+    return "PS256";
+  case HTTP_JWK_ES256:
+    return "ES256";
   }
   return "?";
 }
@@ -79,8 +81,7 @@ static void set_free(jwk_set *s) {
 static int member_bytes(json_t *jwk, const char *name, unsigned char **out,
                         size_t *len) {
   const char *v = json_string_value(json_object_get(jwk, name));
-  if (!v || !*v)
-    return CEB_EINVAL;
+  if (!v || !*v) return CEB_EINVAL;
   return http_b64url_decode(v, strlen(v), out, len);
 }
 
@@ -180,10 +181,8 @@ static const char *jwk_convert(json_t *jwk, http_jwk_alg *alg, char **pem) {
   const char *use = json_string_value(json_object_get(jwk, "use"));
   const char *crv = json_string_value(json_object_get(jwk, "crv"));
   *pem = NULL;
-  if (use && strcmp(use, "sig") != 0)
-    return "not a signing key (use)";
-  if (!kty)
-    return "kty missing";
+  if (use && strcmp(use, "sig") != 0) return "not a signing key (use)";
+  if (!kty) return "kty missing";
   if (strcmp(kty, "RSA") == 0) {
     if (!a || strcmp(a, "RS256") == 0)
       *alg = HTTP_JWK_RS256;
@@ -228,8 +227,7 @@ static int parse_jwks(http_jwks *j, const char *text, size_t len,
     char *pem = NULL;
     const char *why = kid && *kid ? jwk_convert(jwk, &alg, &pem) : "no kid";
     if (why) {
-      logf_(j, 0, "JWKS key %zu (kid %s) skipped: %s", i, kid ? kid : "-",
-            why);
+      logf_(j, 0, "JWKS key %zu (kid %s) skipped: %s", i, kid ? kid : "-", why);
       continue;
     }
     jwk_key *k = &out->keys[out->count];
@@ -260,8 +258,7 @@ static size_t fetch_write(char *ptr, size_t size, size_t nmemb, void *arg) {
     return 0;
   }
   char *nd = realloc(b->data, b->len + n + 1);
-  if (!nd)
-    return 0;
+  if (!nd) return 0;
   memcpy(nd + b->len, ptr, n);
   b->data = nd;
   b->len += n;
@@ -271,8 +268,7 @@ static size_t fetch_write(char *ptr, size_t size, size_t nmemb, void *arg) {
 
 static int fetch_url(http_jwks *j, char **out, size_t *len) {
   CURL *c = curl_easy_init();
-  if (!c)
-    return CEB_ENOMEM;
+  if (!c) return CEB_ENOMEM;
   fetch_buf b = {0};
   curl_easy_setopt(c, CURLOPT_URL, j->url);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fetch_write);
@@ -306,8 +302,7 @@ http_jwks *http_jwks_new(const char *url, const char *file,
                          int64_t min_refresh_ms, http_jwks_log_fn log,
                          void *log_arg) {
   http_jwks *j = calloc(1, sizeof *j);
-  if (!j)
-    return NULL;
+  if (!j) return NULL;
   j->url = url ? strdup(url) : NULL;
   j->file = file ? strdup(file) : NULL;
   if ((url && !j->url) || (file && !j->file)) {
@@ -323,8 +318,7 @@ http_jwks *http_jwks_new(const char *url, const char *file,
 }
 
 void http_jwks_free(http_jwks *j) {
-  if (!j)
-    return;
+  if (!j) return;
   set_free(&j->keys);
   pthread_mutex_destroy(&j->lock);
   pthread_mutex_destroy(&j->refresh);
@@ -346,13 +340,11 @@ static int refresh_locked(http_jwks *j, int64_t now_ms) {
     if (st != CEB_OK)
       logf_(j, 1, "JWKS file %s: %s", j->file, ceb_strerror(st));
   }
-  if (st != CEB_OK)
-    return st;
+  if (st != CEB_OK) return st;
   jwk_set fresh = {0};
   st = parse_jwks(j, text, len, &fresh);
   free(text);
-  if (st != CEB_OK)
-    return st;
+  if (st != CEB_OK) return st;
   if (fresh.count == 0) {
     logf_(j, 1, "JWKS holds no usable key; keeping the previous keys");
     set_free(&fresh);
@@ -391,8 +383,7 @@ static int lookup(http_jwks *j, const char *kid, char **pem,
 int http_jwks_get(http_jwks *j, const char *kid, int64_t now_ms, char **pem,
                   http_jwk_alg *alg) {
   int st = lookup(j, kid, pem, alg);
-  if (st != CEB_ENOTFOUND)
-    return st;
+  if (st != CEB_ENOTFOUND) return st;
   pthread_mutex_lock(&j->refresh);
   /* Another thread may have refreshed while this one waited. */
   st = lookup(j, kid, pem, alg);
@@ -400,8 +391,7 @@ int http_jwks_get(http_jwks *j, const char *kid, int64_t now_ms, char **pem,
       (j->last_refresh_ms == 0 ||
        now_ms - j->last_refresh_ms >= j->min_refresh_ms)) {
     logf_(j, 0, "unknown kid %.64s: refreshing the JWKS", kid);
-    if (refresh_locked(j, now_ms) == CEB_OK)
-      st = lookup(j, kid, pem, alg);
+    if (refresh_locked(j, now_ms) == CEB_OK) st = lookup(j, kid, pem, alg);
   }
   pthread_mutex_unlock(&j->refresh);
   return st;

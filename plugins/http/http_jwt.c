@@ -28,10 +28,9 @@ static int fail(http_jwt_result *res, int status, const char *reason,
 static json_t *segment_json(const char *seg, size_t len) {
   unsigned char *raw = NULL;
   size_t raw_len = 0;
-  if (http_b64url_decode(seg, len, &raw, &raw_len) != CEB_OK)
-    return NULL;
-  json_t *j = json_loadb((const char *)raw, raw_len, JSON_REJECT_DUPLICATES,
-                         NULL);
+  if (http_b64url_decode(seg, len, &raw, &raw_len) != CEB_OK) return NULL;
+  json_t *j =
+      json_loadb((const char *)raw, raw_len, JSON_REJECT_DUPLICATES, NULL);
   free(raw);
   if (j && !json_is_object(j)) {
     json_decref(j);
@@ -54,8 +53,7 @@ static int verify_ps256(const char *pem, const char *token, size_t signed_len,
   int ok = pkey && md &&
            EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, pkey) == 1 &&
            EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) > 0 &&
-           EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) >
-               0 &&
+           EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) > 0 &&
            EVP_DigestVerify(md, sig, sig_len, (const unsigned char *)token,
                             signed_len) == 1;
   EVP_MD_CTX_free(md);
@@ -65,11 +63,10 @@ static int verify_ps256(const char *pem, const char *token, size_t signed_len,
   return ok;
 }
 
-static int verify_libjwt(const char *pem, const char *token,
-                         http_jwk_alg alg) {
+static int verify_libjwt(const char *pem, const char *token, http_jwk_alg alg) {
   jwt_t *jwt = NULL;
-  int rc = jwt_decode(&jwt, token, (const unsigned char *)pem,
-                      (int)strlen(pem));
+  int rc =
+      jwt_decode(&jwt, token, (const unsigned char *)pem, (int)strlen(pem));
   int ok = rc == 0 && jwt &&
            jwt_get_alg(jwt) ==
                (alg == HTTP_JWK_ES256 ? JWT_ALG_ES256 : JWT_ALG_RS256);
@@ -80,20 +77,16 @@ static int verify_libjwt(const char *pem, const char *token,
 /* A NumericDate claim in ms; 0 absent, -1 present but not a number. */
 static int numeric_date(json_t *claims, const char *name, int64_t *ms) {
   json_t *v = json_object_get(claims, name);
-  if (!v)
-    return 0;
-  if (!json_is_number(v))
-    return -1;
+  if (!v) return 0;
+  if (!json_is_number(v)) return -1;
   double s = json_number_value(v);
-  if (s < 0 || s > 1e13)
-    return -1;
+  if (s < 0 || s > 1e13) return -1;
   *ms = (int64_t)(s * 1000.0);
   return 1;
 }
 
 static int audience_ok(json_t *aud, const char *want) {
-  if (json_is_string(aud))
-    return strcmp(json_string_value(aud), want) == 0;
+  if (json_is_string(aud)) return strcmp(json_string_value(aud), want) == 0;
   if (json_is_array(aud)) {
     size_t i;
     json_t *v;
@@ -113,8 +106,7 @@ static int has_word(const char *list, const char *word) {
     const char *e = p;
     while (*e && *e != ' ')
       e++;
-    if ((size_t)(e - p) == n && n > 0 && memcmp(p, word, n) == 0)
-      return 1;
+    if ((size_t)(e - p) == n && n > 0 && memcmp(p, word, n) == 0) return 1;
     p = e;
   }
   return 0;
@@ -122,11 +114,9 @@ static int has_word(const char *list, const char *word) {
 
 static int scope_present(json_t *claims, const char *scope) {
   json_t *s = json_object_get(claims, "scope");
-  if (json_is_string(s) && has_word(json_string_value(s), scope))
-    return 1;
+  if (json_is_string(s) && has_word(json_string_value(s), scope)) return 1;
   json_t *scp = json_object_get(claims, "scp");
-  if (json_is_string(scp))
-    return has_word(json_string_value(scp), scope);
+  if (json_is_string(scp)) return has_word(json_string_value(scp), scope);
   if (json_is_array(scp)) {
     size_t i;
     json_t *v;
@@ -172,8 +162,7 @@ static int check_claims(const http_jwt_rules *rules, json_t *claims,
     client = json_string_value(json_object_get(claims, rules->client_claim));
   } else {
     client = json_string_value(json_object_get(claims, "client_id"));
-    if (!client)
-      client = json_string_value(json_object_get(claims, "sub"));
+    if (!client) client = json_string_value(json_object_get(claims, "sub"));
   }
   if (!client || !*client || strlen(client) >= sizeof res->client)
     return fail(res, 401, "client", "the token names no client");
@@ -185,8 +174,7 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
                     const char *token, int64_t now_ms, http_jwt_result *res) {
   memset(res, 0, sizeof *res);
   size_t len = token ? strlen(token) : 0;
-  if (len == 0)
-    return fail(res, 401, "missing", "a bearer token is required");
+  if (len == 0) return fail(res, 401, "missing", "a bearer token is required");
   if (len > JWT_MAX_LEN)
     return fail(res, 401, "malformed", "the token is too long");
   const char *d1 = strchr(token, '.');
@@ -198,8 +186,9 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
   int st;
   char *pem = NULL;
   if (!header || !claims) {
-    st = fail(res, 401, "malformed", "the token's header or claims are not "
-                                     "base64url JSON objects");
+    st = fail(res, 401, "malformed",
+              "the token's header or claims are not "
+              "base64url JSON objects");
     goto out;
   }
   const char *alg = json_string_value(json_object_get(header, "alg"));

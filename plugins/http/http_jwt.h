@@ -14,20 +14,20 @@
 #include "http_jwks.h"
 
 typedef struct http_jwt_rules {
-  const char *issuer;         /* NULL: not checked */
-  const char *audience;       /* NULL: not checked */
-  const char *const *scopes;  /* required scopes; may be NULL */
+  const char *issuer;        /* NULL: not checked */
+  const char *audience;      /* NULL: not checked */
+  const char *const *scopes; /* required scopes; may be NULL */
   size_t nscopes;
   int64_t leeway_ms;
-  const char *client_claim;   /* NULL: client_id, then sub */
+  const char *client_claim; /* NULL: client_id, then sub */
 } http_jwt_rules;
 
 typedef struct http_jwt_result {
-  int http_status;      /* 401 or 403 on failure */
-  const char *reason;   /* stable metric label: "expired", "kid_unknown"... */
+  int http_status;    /* 401 or 403 on failure */
+  const char *reason; /* stable metric label: "expired", "kid_unknown"... */
   const char *oauth_error; /* RFC 6750: invalid_token, insufficient_scope */
-  char detail[192];     /* for the problem body; no token material */
-  char client[256];     /* CEB_OK: the client identity */
+  char detail[192];        /* for the problem body; no token material */
+  char client[256];        /* CEB_OK: the client identity */
 } http_jwt_result;
 
 /* Verifies token against keys and rules at now_ms. CEB_OK with res->client

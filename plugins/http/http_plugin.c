@@ -22,11 +22,9 @@ typedef struct http_instance {
 static int plugin_init(const ceb_host *host, ceb_instance *inst,
                        const ceb_instance_info *info, const ceb_config *cfg,
                        void **state) {
-  if (!info)
-    return CEB_EINVAL;
+  if (!info) return CEB_EINVAL;
   http_instance *hi = calloc(1, sizeof *hi);
-  if (!hi)
-    return CEB_ENOMEM;
+  if (!hi) return CEB_ENOMEM;
   hi->role = info->role;
   int st = CEB_EUNSUPPORTED;
   if (info->role == CEB_ROLE_SOURCE)
@@ -49,8 +47,7 @@ static int plugin_init(const ceb_host *host, ceb_instance *inst,
 static int plugin_start(void *state) {
   http_instance *hi = state;
 #if HTTP_HAVE_SINK
-  if (hi->role == CEB_ROLE_SINK)
-    return http_sink_start(hi->impl);
+  if (hi->role == CEB_ROLE_SINK) return http_sink_start(hi->impl);
 #endif
   return http_source_start(hi->impl);
 }
@@ -58,16 +55,14 @@ static int plugin_start(void *state) {
 static int plugin_drain(void *state, int64_t deadline_ms) {
   http_instance *hi = state;
 #if HTTP_HAVE_SINK
-  if (hi->role == CEB_ROLE_SINK)
-    return http_sink_drain(hi->impl, deadline_ms);
+  if (hi->role == CEB_ROLE_SINK) return http_sink_drain(hi->impl, deadline_ms);
 #endif
   return http_source_drain(hi->impl, deadline_ms);
 }
 
 static void plugin_destroy(void *state) {
   http_instance *hi = state;
-  if (!hi)
-    return;
+  if (!hi) return;
 #if HTTP_HAVE_SINK
   if (hi->role == CEB_ROLE_SINK)
     http_sink_destroy(hi->impl);
@@ -80,8 +75,7 @@ static void plugin_destroy(void *state) {
 #if HTTP_HAVE_SINK
 static int plugin_deliver(void *state, ceb_delivery *d) {
   http_instance *hi = state;
-  if (hi->role != CEB_ROLE_SINK)
-    return CEB_EINVAL;
+  if (hi->role != CEB_ROLE_SINK) return CEB_EINVAL;
   return http_sink_deliver(hi->impl, d);
 }
 #endif

@@ -21,8 +21,7 @@ struct http_ratelimit {
 http_ratelimit *http_ratelimit_new(double rate, double burst,
                                    size_t max_clients) {
   http_ratelimit *rl = calloc(1, sizeof *rl);
-  if (!rl)
-    return NULL;
+  if (!rl) return NULL;
   rl->slots = calloc(max_clients, sizeof *rl->slots);
   if (!rl->slots) {
     free(rl);
@@ -36,8 +35,7 @@ http_ratelimit *http_ratelimit_new(double rate, double burst,
 }
 
 void http_ratelimit_free(http_ratelimit *rl) {
-  if (!rl)
-    return;
+  if (!rl) return;
   for (size_t i = 0; i < rl->max; i++)
     free(rl->slots[i].client);
   free(rl->slots);
@@ -55,19 +53,15 @@ static bucket *find(http_ratelimit *rl, const char *client, int64_t now_ms) {
   for (size_t i = 0; i < rl->max; i++) {
     bucket *b = &rl->slots[(h + i) % rl->max];
     if (!b->client) {
-      if (!empty)
-        empty = b;
+      if (!empty) empty = b;
       continue;
     }
-    if (strcmp(b->client, client) == 0)
-      return b;
-    if (!oldest || b->updated_ms < oldest->updated_ms)
-      oldest = b;
+    if (strcmp(b->client, client) == 0) return b;
+    if (!oldest || b->updated_ms < oldest->updated_ms) oldest = b;
   }
   bucket *b = empty ? empty : oldest;
   char *copy = strdup(client);
-  if (!copy)
-    return NULL;
+  if (!copy) return NULL;
   free(b->client);
   b->client = copy;
   b->tokens = rl->burst;
@@ -83,8 +77,7 @@ int http_ratelimit_take(http_ratelimit *rl, const char *client, int64_t now_ms,
   if (b) {
     if (now_ms > b->updated_ms) {
       b->tokens += (double)(now_ms - b->updated_ms) * rl->rate / 1000.0;
-      if (b->tokens > rl->burst)
-        b->tokens = rl->burst;
+      if (b->tokens > rl->burst) b->tokens = rl->burst;
       b->updated_ms = now_ms;
     }
     if (b->tokens >= 1.0) {

@@ -29,8 +29,7 @@ static uint64_t hash(const char *s) {
 
 http_replay *http_replay_new(size_t max, int64_t window_ms) {
   http_replay *r = calloc(1, sizeof *r);
-  if (!r)
-    return NULL;
+  if (!r) return NULL;
   r->max = max;
   r->window_ms = window_ms;
   r->nindex = max * 2;
@@ -45,15 +44,13 @@ http_replay *http_replay_new(size_t max, int64_t window_ms) {
 }
 
 void http_replay_free(http_replay *r) {
-  if (!r)
-    return;
+  if (!r) return;
   if (r->ring)
     for (size_t i = 0; i < r->max; i++)
       free(r->ring[i].id);
   free(r->ring);
   free(r->index);
-  if (r->index)
-    pthread_mutex_destroy(&r->lock);
+  if (r->index) pthread_mutex_destroy(&r->lock);
   free(r);
 }
 
@@ -74,8 +71,7 @@ static void reindex(http_replay *r) {
 
 static void drop_oldest(http_replay *r) {
   entry *e = &r->ring[r->head];
-  for (size_t s = hash(e->id) % r->nindex; r->index[s];
-       s = (s + 1) % r->nindex)
+  for (size_t s = hash(e->id) % r->nindex; r->index[s]; s = (s + 1) % r->nindex)
     if (r->index[s] == r->head + 1) {
       r->index[s] = TOMB;
       r->ntomb++;
@@ -91,15 +87,13 @@ int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms) {
   pthread_mutex_lock(&r->lock);
   while (r->count && r->ring[r->head].at_ms + r->window_ms < now_ms)
     drop_oldest(r);
-  if (r->count == r->max)
-    drop_oldest(r);
+  if (r->count == r->max) drop_oldest(r);
   if (r->ntomb > r->max / 2)
     reindex(r); /* amortised: only after max/2 removals */
   size_t s = hash(id) % r->nindex, free_slot = TOMB;
   for (; r->index[s]; s = (s + 1) % r->nindex) {
     if (r->index[s] == TOMB) {
-      if (free_slot == TOMB)
-        free_slot = s;
+      if (free_slot == TOMB) free_slot = s;
     } else if (strcmp(r->ring[r->index[s] - 1].id, id) == 0) {
       pthread_mutex_unlock(&r->lock);
       return 0;

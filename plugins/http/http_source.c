@@ -40,8 +40,7 @@ static int is_loopback(const char *host) {
 static int read_pem(http_source *s, const char *key, char **out) {
   const char *path = ceb_config_str(s->cfg, key);
   *out = NULL;
-  if (!path)
-    return CEB_OK;
+  if (!path) return CEB_OK;
   int st = http_file_read(path, TLS_FILE_MAX, out, NULL);
   if (st != CEB_OK)
     LOG(s, CEB_LOG_ERROR, "%s: cannot read %s: %s", key, path,
@@ -97,27 +96,28 @@ static int init_oauth2(http_source *s) {
   }
   s->rules.audience = ceb_config_str(cfg, "oauth2.audience");
   if (!s->rules.audience) {
-    LOG(s, CEB_LOG_ERROR, "auth = oauth2 needs oauth2.audience (tokens "
-                          "for other services must not be accepted)");
+    LOG(s, CEB_LOG_ERROR,
+        "auth = oauth2 needs oauth2.audience (tokens "
+        "for other services must not be accepted)");
     return CEB_ECONFIG;
   }
   s->rules.issuer = ceb_config_str(cfg, "oauth2.issuer");
   if (!s->rules.issuer)
-    LOG(s, CEB_LOG_WARN, "oauth2.issuer is not set: any issuer whose key "
-                         "is in the JWKS is trusted");
+    LOG(s, CEB_LOG_WARN,
+        "oauth2.issuer is not set: any issuer whose key "
+        "is in the JWKS is trusted");
   s->rules.nscopes = ceb_config_list(cfg, "oauth2.scope", &s->rules.scopes);
   s->rules.leeway_ms = ceb_config_duration_ms(cfg, "oauth2.leeway", 60000);
   s->rules.client_claim = ceb_config_str(cfg, "oauth2.client_claim");
   s->jwks = http_jwks_new(
       url, file, ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000),
       jwks_log, s);
-  if (!s->jwks)
-    return CEB_ENOMEM;
+  if (!s->jwks) return CEB_ENOMEM;
   /* A file must be usable now; a URL is fetched at start (no network in
    * init) and again on the first unknown kid. */
   if (file && http_jwks_refresh(s->jwks, s->host->now_ms(s->inst)) != CEB_OK) {
-    LOG(s, CEB_LOG_ERROR, "oauth2.jwks_file %s (%s) holds no usable key",
-        file, ceb_config_origin(cfg, "oauth2.jwks_file"));
+    LOG(s, CEB_LOG_ERROR, "oauth2.jwks_file %s (%s) holds no usable key", file,
+        ceb_config_origin(cfg, "oauth2.jwks_file"));
     return CEB_ECONFIG;
   }
   return CEB_OK;
@@ -127,13 +127,14 @@ static int init_webhook(http_source *s) {
   const char *const *secrets = NULL;
   size_t n = ceb_config_list(s->cfg, "webhook.secrets", &secrets);
   s->norigins = ceb_config_list(s->cfg, "webhook.allowed_origins", &s->origins);
-  if (n == 0)
-    return CEB_OK;
+  if (n == 0) return CEB_OK;
   size_t bad = 0;
   int st = http_webhook_keys_new(secrets, n, &s->wh_keys, &bad);
   if (st != CEB_OK) {
-    LOG(s, CEB_LOG_ERROR, "webhook.secrets: secret %zu is not a valid "
-                          "whsec_ secret", bad + 1);
+    LOG(s, CEB_LOG_ERROR,
+        "webhook.secrets: secret %zu is not a valid "
+        "whsec_ secret",
+        bad + 1);
     return st == CEB_ENOMEM ? st : CEB_ECONFIG;
   }
   s->wh_tolerance_ms =
@@ -147,9 +148,9 @@ static int init_webhook(http_source *s) {
 static int init_config(http_source *s) {
   const ceb_config *cfg = s->cfg;
   const char *listen = ceb_config_str(cfg, "listen");
-  if (!listen || ceb_parse_address(listen, s->listen_host,
-                                   sizeof s->listen_host,
-                                   &s->listen_port) != CEB_OK) {
+  if (!listen ||
+      ceb_parse_address(listen, s->listen_host, sizeof s->listen_host,
+                        &s->listen_port) != CEB_OK) {
     LOG(s, CEB_LOG_ERROR, "listen: invalid address %s", listen ? listen : "");
     return CEB_ECONFIG;
   }
@@ -177,20 +178,25 @@ static int init_config(http_source *s) {
       (st = read_pem(s, "tls.client_ca", &s->tls_ca)) != CEB_OK)
     return st;
   if (!s->tls_cert != !s->tls_key || (s->tls_ca && !s->tls_cert)) {
-    LOG(s, CEB_LOG_ERROR, "tls.cert and tls.key go together; tls.client_ca "
-                          "needs them");
+    LOG(s, CEB_LOG_ERROR,
+        "tls.cert and tls.key go together; tls.client_ca "
+        "needs them");
     return CEB_ECONFIG;
   }
   if (!s->tls_cert && !s->loopback)
-    LOG(s, CEB_LOG_WARN, "serving plain HTTP on %s: terminate TLS in front "
-                         "or set tls.cert and tls.key", listen);
+    LOG(s, CEB_LOG_WARN,
+        "serving plain HTTP on %s: terminate TLS in front "
+        "or set tls.cert and tls.key",
+        listen);
 
   const char *auth = ceb_config_str(cfg, "auth");
   s->auth_oauth2 = !auth || strcmp(auth, "none") != 0;
   if (!s->auth_oauth2) {
     if (!s->loopback) {
-      LOG(s, CEB_LOG_ERROR, "auth = none is only allowed on a loopback "
-                            "listen address, not %s", listen);
+      LOG(s, CEB_LOG_ERROR,
+          "auth = none is only allowed on a loopback "
+          "listen address, not %s",
+          listen);
       return CEB_ECONFIG;
     }
     LOG(s, CEB_LOG_WARN, "auth = none: requests are not authenticated");
@@ -200,18 +206,18 @@ static int init_config(http_source *s) {
 
   clients_ctx cc = {s, CEB_OK};
   ceb_config_foreach(cfg, "clients.", add_client, &cc);
-  if (cc.st != CEB_OK)
-    return cc.st;
+  if (cc.st != CEB_OK) return cc.st;
   if (s->nclients > 0 && !s->auth_oauth2) {
-    LOG(s, CEB_LOG_ERROR, "clients.<client>.types needs auth = oauth2 (the "
-                          "client is the token's identity)");
+    LOG(s, CEB_LOG_ERROR,
+        "clients.<client>.types needs auth = oauth2 (the "
+        "client is the token's identity)");
     return CEB_ECONFIG;
   }
 
   const char *idem = ceb_config_str(cfg, "idempotency");
   s->idem = !idem || strcmp(idem, "optional") == 0 ? HTTP_IDEM_OPTIONAL
-            : strcmp(idem, "required") == 0         ? HTTP_IDEM_REQUIRED
-                                                    : HTTP_IDEM_OFF;
+            : strcmp(idem, "required") == 0        ? HTTP_IDEM_REQUIRED
+                                                   : HTTP_IDEM_OFF;
   if (ceb_config_str(cfg, "rate_limit")) {
     s->rate = ceb_config_rate(cfg, "rate_limit", 0);
     int64_t burst = ceb_config_int(cfg, "rate_limit.burst", 0);
@@ -222,8 +228,7 @@ static int init_config(http_source *s) {
     s->ratelimit = http_ratelimit_new(
         s->rate, burst > 0 ? (double)burst : (s->rate < 1 ? 1 : s->rate),
         RATELIMIT_MAX_CLIENTS);
-    if (!s->ratelimit)
-      return CEB_ENOMEM;
+    if (!s->ratelimit) return CEB_ENOMEM;
   }
   return init_webhook(s);
 }
@@ -232,8 +237,7 @@ int http_source_init(const ceb_host *host, ceb_instance *inst,
                      const ceb_instance_info *info, const ceb_config *cfg,
                      void **state) {
   http_source *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   s->cfg = cfg;
@@ -276,17 +280,15 @@ int http_source_start(void *state) {
   struct sockaddr_storage ss;
   int v6 = 0;
   int st = resolve(s, &ss, &v6);
-  if (st != CEB_OK)
-    return st;
+  if (st != CEB_OK) return st;
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ERROR_LOG;
-  if (v6)
-    flags |= MHD_USE_IPv6;
-  if (s->tls_cert)
-    flags |= MHD_USE_TLS;
+  if (v6) flags |= MHD_USE_IPv6;
+  if (s->tls_cert) flags |= MHD_USE_TLS;
   struct MHD_OptionItem opts[16];
   size_t n = 0;
-#define OPT(o, v, p) opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
+#define OPT(o, v, p)                                                           \
+  opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
   OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s); /* first: MHD wants it so */
   OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
   OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
@@ -298,16 +300,16 @@ int http_source_start(void *state) {
   if (s->tls_cert) {
     OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);
     OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key);
-    if (s->tls_ca)
-      OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca);
+    if (s->tls_ca) OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca);
   }
   OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
   s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, http_source_handle, s,
                                MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
   if (!s->daemon) {
-    LOG(s, CEB_LOG_ERROR, "cannot listen on %s:%d (address in use, "
-                          "permissions or TLS material)",
+    LOG(s, CEB_LOG_ERROR,
+        "cannot listen on %s:%d (address in use, "
+        "permissions or TLS material)",
         s->listen_host, s->listen_port);
     return CEB_EIO;
   }
@@ -348,8 +350,10 @@ int http_source_drain(void *state, int64_t deadline_ms) {
   size_t left = s->pending;
   pthread_mutex_unlock(&s->lock);
   if (left)
-    LOG(s, CEB_LOG_WARN, "drain deadline passed with %zu request(s) waiting "
-                         "for durability", left);
+    LOG(s, CEB_LOG_WARN,
+        "drain deadline passed with %zu request(s) waiting "
+        "for durability",
+        left);
   if (s->daemon) {
     http_source_resume_all(s);
     MHD_stop_daemon(s->daemon);
@@ -360,8 +364,7 @@ int http_source_drain(void *state, int64_t deadline_ms) {
 
 void http_source_destroy(void *state) {
   http_source *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   if (s->daemon) {
     http_source_resume_all(s);
     MHD_stop_daemon(s->daemon);

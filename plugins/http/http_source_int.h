@@ -79,11 +79,9 @@ void http_source_resume_all(http_source *s);
 /* The MHD access handler and completion callback. */
 enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
                                    const char *url, const char *method,
-                                   const char *version,
-                                   const char *upload_data,
+                                   const char *version, const char *upload_data,
                                    size_t *upload_data_size, void **con_cls);
 void http_source_completed(void *cls, struct MHD_Connection *conn,
-                           void **con_cls,
-                           enum MHD_RequestTerminationCode toe);
+                           void **con_cls, enum MHD_RequestTerminationCode toe);
 
 #endif

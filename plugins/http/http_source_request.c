@@ -77,8 +77,7 @@ static int64_t mono_ns(void) {
 }
 
 static void req_unref(http_req *r) {
-  if (atomic_fetch_sub(&r->refs, 1) != 1)
-    return;
+  if (atomic_fetch_sub(&r->refs, 1) != 1) return;
   ceb_headers_clear(&r->headers);
   free(r->body);
   json_decref(r->ids);
@@ -112,8 +111,7 @@ static void reply_unavailable(http_req *r, const char *code,
  * replay (the draft's rule), anything else releases the key so that the
  * client's retry is processed. */
 static void idem_settle(http_req *r) {
-  if (!r->idem_reserved)
-    return;
+  if (!r->idem_reserved) return;
   http_source *s = r->src;
   const char *client = r->has_client ? r->client : NULL;
   int st = r->reply.status;
@@ -123,8 +121,10 @@ static void idem_settle(http_req *r) {
                                   r->reply.content_type, r->reply.body,
                                   r->reply.len);
     if (rc != CEB_OK)
-      LOG(s, CEB_LOG_ERROR, "idempotency: cannot store the response for "
-                            "key %s: %s", r->idem_key, ceb_strerror(rc));
+      LOG(s, CEB_LOG_ERROR,
+          "idempotency: cannot store the response for "
+          "key %s: %s",
+          r->idem_key, ceb_strerror(rc));
   } else {
     s->host->idem_abort(s->inst, client, r->idem_key);
   }
@@ -141,8 +141,7 @@ static enum MHD_Result queue_reply(http_req *r) {
                           s->host->now_ms(s->inst));
   struct MHD_Response *resp = MHD_create_response_from_buffer(
       r->reply.len, r->reply.body, MHD_RESPMEM_MUST_COPY);
-  if (!resp)
-    return MHD_NO;
+  if (!resp) return MHD_NO;
   if (r->reply.content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             r->reply.content_type);
@@ -163,8 +162,7 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
                                       const char *key, const char *value) {
   (void)kind;
   http_req *r = cls;
-  if (!value)
-    value = "";
+  if (!value) value = "";
   ceb_headers_add(&r->headers, key, value, strlen(value));
   return MHD_YES;
 }
@@ -204,27 +202,24 @@ static void handshake(http_req *r) {
 static int client_cert_ok(http_req *r) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-  if (!ci || !ci->tls_session)
-    return 0;
+  if (!ci || !ci->tls_session) return 0;
   gnutls_session_t session = (gnutls_session_t)ci->tls_session;
   unsigned status = 0;
   unsigned n = 0;
-  if (!gnutls_certificate_get_peers(session, &n) || n == 0)
-    return 0;
-  return gnutls_certificate_verify_peers2(session, &status) == 0 &&
-         status == 0;
+  if (!gnutls_certificate_get_peers(session, &n) || n == 0) return 0;
+  return gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
 }
 
 static void remote_ip(http_req *r, char *buf, size_t n) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
   snprintf(buf, n, "?");
-  if (!ci || !ci->client_addr)
-    return;
+  if (!ci || !ci->client_addr) return;
   const struct sockaddr *sa = ci->client_addr;
   if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr,
-              buf, (socklen_t)n);
+    inet_ntop(AF_INET,
+              &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+              (socklen_t)n);
   else if (sa->sa_family == AF_INET6)
     inet_ntop(AF_INET6,
               &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
@@ -233,15 +228,15 @@ static void remote_ip(http_req *r, char *buf, size_t n) {
 
 static int authenticate(http_req *r) {
   http_source *s = r->src;
-  if (!s->auth_oauth2)
-    return 1;
+  if (!s->auth_oauth2) return 1;
   const char *authz = ceb_headers_get(&r->headers, "Authorization");
   char www[320];
   if (!authz || strncasecmp(authz, "Bearer ", 7) != 0) {
     metric_auth_failure(s, "missing");
     http_reply_problem(&r->reply, 401, "auth.missing",
                        "an OAuth2 bearer token is required");
-    http_reply_header(&r->reply, "WWW-Authenticate", "Bearer realm=\"cebridge\"");
+    http_reply_header(&r->reply, "WWW-Authenticate",
+                      "Bearer realm=\"cebridge\"");
     return 0;
   }
   const char *token = authz + 7;
@@ -259,9 +254,15 @@ static int authenticate(http_req *r) {
   char code[64];
   snprintf(code, sizeof code, "auth.%s", res.reason);
   http_reply_problem(&r->reply, res.http_status, code, res.detail);
+  /* RFC 6750 quoted-string: drop characters that would end it */
+  char desc[sizeof res.detail];
+  size_t k = 0;
+  for (const char *p = res.detail; *p && k + 1 < sizeof desc; p++)
+    if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20) desc[k++] = *p;
+  desc[k] = '\0';
   snprintf(www, sizeof www,
            "Bearer realm=\"cebridge\", error=\"%s\", error_description=\"%s\"",
-           res.oauth_error, res.detail);
+           res.oauth_error, desc);
   http_reply_header(&r->reply, "WWW-Authenticate", www);
   return 0;
 }
@@ -315,18 +316,18 @@ static int first_call(http_req *r, const char *url, const char *method) {
   if (ceb_http_mode_of(ct) == CEB_MODE_BINARY &&
       !ceb_headers_get(&r->headers, "ce-specversion")) {
     int ce_format = ct && strncasecmp(ct, "application/cloudevents", 23) == 0;
-    http_reply_problem(
-        &r->reply, 415,
-        ce_format ? "media_type.unsupported_format" : "media_type.not_cloudevent",
-        ce_format ? "only the JSON event format is supported "
-                    "(application/cloudevents+json, "
-                    "application/cloudevents-batch+json)"
-                  : "send a CloudEvent: binary mode (ce-* headers) or "
-                    "application/cloudevents+json");
+    http_reply_problem(&r->reply, 415,
+                       ce_format ? "media_type.unsupported_format"
+                                 : "media_type.not_cloudevent",
+                       ce_format
+                           ? "only the JSON event format is supported "
+                             "(application/cloudevents+json, "
+                             "application/cloudevents-batch+json)"
+                           : "send a CloudEvent: binary mode (ce-* headers) or "
+                             "application/cloudevents+json");
     return 0;
   }
-  if (!authenticate(r))
-    return 0;
+  if (!authenticate(r)) return 0;
   if (s->nclients > 0 && !client_types(s, r->has_client ? r->client : "")) {
     http_reply_problem(&r->reply, 403, "client.not_allowed",
                        "this client may not send events here");
@@ -334,8 +335,7 @@ static int first_call(http_req *r, const char *url, const char *method) {
   }
   if (s->ratelimit) {
     char ip[64];
-    if (!r->has_client)
-      remote_ip(r, ip, sizeof ip);
+    if (!r->has_client) remote_ip(r, ip, sizeof ip);
     int64_t wait_ms = 0;
     if (!http_ratelimit_take(s->ratelimit, r->has_client ? r->client : ip,
                              s->host->now_ms(s->inst), &wait_ms)) {
@@ -384,11 +384,9 @@ static int append_body(http_req *r, const char *data, size_t n) {
     size_t cap = r->cap ? r->cap : 4096;
     while (cap < r->len + n)
       cap *= 2;
-    if (cap > max)
-      cap = max;
+    if (cap > max) cap = max;
     char *nb = realloc(r->body, cap);
-    if (!nb)
-      return 0;
+    if (!nb) return 0;
     r->body = nb;
     r->cap = cap;
   }
@@ -445,8 +443,7 @@ static int verify_webhook(http_req *r) {
 /* Returns 1 when processing goes on (NEW or no key), 0 when r->reply is set. */
 static int idem_begin(http_req *r, const char *method, const char *url) {
   http_source *s = r->src;
-  if (!r->has_key)
-    return 1;
+  if (!r->has_key) return 1;
   char fp[HTTP_FINGERPRINT_LEN + 1];
   if (http_idem_fingerprint(method, url, &r->headers, r->body, r->len, fp) !=
       CEB_OK) {
@@ -523,8 +520,7 @@ static void add_violations(json_t *problem, int index,
                              v->items[k].code, v->items[k].message);
 }
 
-static int decode(http_req *r, ceb_event ***events, size_t *count,
-                  int *batch) {
+static int decode(http_req *r, ceb_event ***events, size_t *count, int *batch) {
   const char *ct = ceb_headers_get(&r->headers, "Content-Type");
   ceb_error err;
   ceb_error_clear(&err);
@@ -553,8 +549,7 @@ static int decode(http_req *r, ceb_event ***events, size_t *count,
                        "the batch holds no event");
     return 0;
   }
-  if (st == CEB_OK)
-    return 1;
+  if (st == CEB_OK) return 1;
   if (st == CEB_ENOMEM) {
     http_reply_problem(&r->reply, 500, "internal", "out of memory");
     return 0;
@@ -585,16 +580,14 @@ static int validate_all(http_req *r, ceb_event **events, size_t count,
     return 0;
   }
   for (size_t i = 0; i < count; i++) {
-    if (ceb_event_validate(events[i], &vo, v) == 0)
-      continue;
+    if (ceb_event_validate(events[i], &vo, v) == 0) continue;
     if (!p)
       p = http_problem_new(422, "event.invalid",
                            "the event breaks the CloudEvents rules");
     add_violations(p, batch ? (int)i : -1, v);
   }
   free(v);
-  if (!p)
-    return 1;
+  if (!p) return 1;
   http_reply_problem_json(&r->reply, p);
   json_decref(p);
   return 0;
@@ -603,22 +596,19 @@ static int validate_all(http_req *r, ceb_event **events, size_t count,
 static int authorise_types(http_req *r, ceb_event **events, size_t count,
                            int batch) {
   http_source *s = r->src;
-  if (s->nclients == 0)
-    return 1;
+  if (s->nclients == 0) return 1;
   const char *patterns = client_types(s, r->has_client ? r->client : "");
   json_t *p = NULL;
   for (size_t i = 0; i < count; i++) {
     const char *type = ceb_event_get(events[i], "type");
-    if (patterns && type && http_pattern_match(patterns, type))
-      continue;
+    if (patterns && type && http_pattern_match(patterns, type)) continue;
     if (!p)
       p = http_problem_new(403, "type.not_allowed",
                            "this client may not send events of this type");
     http_problem_add_error(p, batch ? (int)i : -1, "type", "type.not_allowed",
                            type ? type : "");
   }
-  if (!p)
-    return 1;
+  if (!p) return 1;
   http_reply_problem_json(&r->reply, p);
   json_decref(p);
   return 0;
@@ -729,16 +719,14 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
     MHD_suspend_connection(r->conn);
     r->next = s->suspended;
     r->prev = NULL;
-    if (s->suspended)
-      s->suspended->prev = r;
+    if (s->suspended) s->suspended->prev = r;
     s->suspended = r;
     r->listed = 1;
   }
   int done = r->done;
   pthread_mutex_unlock(&r->lock);
   pthread_mutex_unlock(&s->lock);
-  if (suspend)
-    return 1;
+  if (suspend) return 1;
   if (done)
     reply_submitted(r);
   else
@@ -762,15 +750,12 @@ static int complete(http_req *r, const char *method, const char *url) {
                        "the request body exceeds max_body");
     return 0;
   }
-  if (s->wh_keys && !verify_webhook(r))
-    return 0;
-  if (!idem_begin(r, method, url))
-    return 0;
+  if (s->wh_keys && !verify_webhook(r)) return 0;
+  if (!idem_begin(r, method, url)) return 0;
   ceb_event **events = NULL;
   size_t count = 0;
   int batch = 0;
-  if (!decode(r, &events, &count, &batch))
-    return 0;
+  if (!decode(r, &events, &count, &batch)) return 0;
   if (!validate_all(r, events, count, batch) ||
       !authorise_types(r, events, count, batch)) {
     ceb_events_free(events, count);
@@ -781,24 +766,21 @@ static int complete(http_req *r, const char *method, const char *url) {
 
 enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
                                    const char *url, const char *method,
-                                   const char *version,
-                                   const char *upload_data,
+                                   const char *version, const char *upload_data,
                                    size_t *upload_data_size, void **con_cls) {
   (void)version;
   http_source *s = cls;
   http_req *r = *con_cls;
   if (!r) {
     r = calloc(1, sizeof *r);
-    if (!r)
-      return MHD_NO;
+    if (!r) return MHD_NO;
     atomic_init(&r->refs, 1);
     pthread_mutex_init(&r->lock, NULL);
     r->src = s;
     r->conn = conn;
     r->start_ns = mono_ns();
     *con_cls = r;
-    if (!first_call(r, url, method))
-      return queue_reply(r);
+    if (!first_call(r, url, method)) return queue_reply(r);
     return MHD_YES;
   }
   if (r->phase == PHASE_DONE) {
@@ -820,8 +802,7 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
       reply_unavailable(r, "draining", "the intermediary is shutting down");
     return queue_reply(r);
   }
-  if (complete(r, method, url))
-    return MHD_YES;
+  if (complete(r, method, url)) return MHD_YES;
   return queue_reply(r);
 }
 
@@ -832,12 +813,10 @@ void http_source_completed(void *cls, struct MHD_Connection *conn,
   (void)toe;
   http_source *s = cls;
   http_req *r = *con_cls;
-  if (!r)
-    return;
+  if (!r) return;
   *con_cls = NULL;
   if (r->idem_reserved) /* ended without a response: let the client retry */
-    s->host->idem_abort(s->inst, r->has_client ? r->client : NULL,
-                        r->idem_key);
+    s->host->idem_abort(s->inst, r->has_client ? r->client : NULL, r->idem_key);
   char labels[32];
   snprintf(labels, sizeof labels, "code=\"%d\"", r->status ? r->status : 0);
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "http_requests_total", labels,
@@ -854,8 +833,7 @@ void http_source_completed(void *cls, struct MHD_Connection *conn,
       r->prev->next = r->next;
     else
       s->suspended = r->next;
-    if (r->next)
-      r->next->prev = r->prev;
+    if (r->next) r->next->prev = r->prev;
     r->listed = 0;
   }
   if (r->submitted) {

@@ -1,7 +1,7 @@
 /* Config keys of [source NAME] with plugin = http. */
 #include "http_source.h"
 
-#define MS(x) ((int64_t)(x) * 1000)
+#define MS(x) ((int64_t)(x)*1000)
 
 const ceb_config_spec http_source_spec[] = {
     {"listen", CEB_CFG_ADDRESS, 0, "127.0.0.1:8443", 0, 0, NULL,
@@ -14,8 +14,8 @@ const ceb_config_spec http_source_spec[] = {
      "libmicrohttpd thread pool size (epoll)."},
     {"tls.cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "PEM server certificate (chain); set with tls.key to serve HTTPS."},
-    {"tls.key", CEB_CFG_PATH, CEB_CFG_SECRET, NULL, 0, 0, NULL,
-     "PEM private key of tls.cert."},
+    {"tls.key", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "PEM private key of tls.cert (unencrypted; keep the file private)."},
     {"tls.client_ca", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "PEM CA bundle: when set, clients must present a certificate it signed "
      "(mTLS)."},
@@ -28,8 +28,9 @@ const ceb_config_spec http_source_spec[] = {
     {"connection_timeout", CEB_CFG_DURATION, 0, "30s", MS(1), MS(3600), NULL,
      "Idle connections (including slow senders) are closed after this."},
     {"connection_memory", CEB_CFG_SIZE, 0, "64KiB", 8192, 16 * 1024 * 1024,
-     NULL, "Per-connection memory for request headers and read buffers; "
-           "bounds the header size."},
+     NULL,
+     "Per-connection memory for request headers and read buffers; "
+     "bounds the header size."},
     {"retry_after", CEB_CFG_DURATION, 0, "5s", MS(1), MS(3600), NULL,
      "Retry-After sent with 503 (draining, backpressure)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
@@ -39,8 +40,8 @@ const ceb_config_spec http_source_spec[] = {
     {"oauth2.jwks_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "A JWKS file instead of jwks_url (offline, tests); reread on an "
      "unknown kid."},
-    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400),
-     NULL, "Least time between two JWKS refreshes caused by unknown kids."},
+    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400), NULL,
+     "Least time between two JWKS refreshes caused by unknown kids."},
     {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "Required iss claim."},
     {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
@@ -55,8 +56,7 @@ const ceb_config_spec http_source_spec[] = {
      "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
      "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "
      "are refused."},
-    {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0,
-     "off|optional|required",
+    {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0, "off|optional|required",
      "Idempotency-Key (UUID v4) handling: ignored, honoured when sent, or "
      "required."},
     {"rate_limit", CEB_CFG_RATE, 0, NULL, 0, 1000000000, NULL,

@@ -57,8 +57,7 @@ static enum MHD_Result rx_handle(void *cls, struct MHD_Connection *c,
   json_t *j = q->body ? json_loadb(q->body, q->len, 0, NULL) : NULL;
   const char *id = json_string_value(json_object_get(j, "id"));
   pthread_mutex_lock(&r->lock);
-  if (id && r->n < 64)
-    snprintf(r->ids[r->n++], sizeof r->ids[0], "%s", id);
+  if (id && r->n < 64) snprintf(r->ids[r->n++], sizeof r->ids[0], "%s", id);
   pthread_mutex_unlock(&r->lock);
   json_decref(j);
   struct MHD_Response *resp =
@@ -108,8 +107,7 @@ static pid_t start_bridge(const char *dir) {
     char log[512], conf[512];
     snprintf(log, sizeof log, "%s/bridge.log", dir);
     snprintf(conf, sizeof conf, "%s/conf", dir);
-    if (!freopen(log, "w", stderr))
-      _exit(126);
+    if (!freopen(log, "w", stderr)) _exit(126);
     execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
           (char *)NULL);
     perror("exec cebridge");
@@ -152,8 +150,7 @@ static void write_conf(const char *dir, int rx_port) {
   mkdir(path, 0700);
   snprintf(path, sizeof path, "%s/conf/00-bridge.conf", dir);
   FILE *f = fopen(path, "w");
-  if (!f)
-    return;
+  if (!f) return;
   fprintf(f,
           "[bridge]\n"
           "store = %s/store.db\n"
@@ -207,8 +204,7 @@ int main(void) {
       rx_handle, &r, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
       rx_done, NULL, MHD_OPTION_END);
   CHECK(d != NULL);
-  if (!d)
-    return ceb_test_done("integration_http_in");
+  if (!d) return ceb_test_done("integration_http_in");
   write_conf(dir, MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
   pid_t pid = start_bridge(dir);
   port_wait pw;

@@ -15,13 +15,11 @@
 
 static int npm_ready(void) {
   struct stat st;
-  if (stat(CEB_HTTP_IN_NPM_DIR "/node_modules/cloudevents", &st) == 0)
-    return 0;
+  if (stat(CEB_HTTP_IN_NPM_DIR "/node_modules/cloudevents", &st) == 0) return 0;
   int rc = system("cd '" CEB_HTTP_IN_NPM_DIR "' && timeout " NPM_TIMEOUT
                   " npm ci --no-audit --no-fund --loglevel=error >&2");
   if (rc != 0)
-    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n",
-            rc);
+    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n", rc);
   return rc;
 }
 
@@ -29,8 +27,7 @@ static ceb_event *find_event(ceb_fake_host *f, const char *id) {
   for (size_t i = 0; i < ceb_fake_event_count(f); i++) {
     ceb_event *ev = ceb_fake_event(f, i);
     const char *v = ev ? ceb_event_get(ev, "id") : NULL;
-    if (v && strcmp(v, id) == 0)
-      return ev;
+    if (v && strcmp(v, id) == 0) return ev;
     ceb_event_unref(ev);
   }
   fprintf(stderr, "event %s not received\n", id);
@@ -43,8 +40,7 @@ static int json_data_equal(ceb_event *ev, const char *want) {
   json_t *a = d ? json_loadb(d, len, 0, NULL) : NULL;
   json_t *b = json_loads(want, 0, NULL);
   int eq = a && b && json_equal(a, b);
-  if (!eq)
-    fprintf(stderr, "data %.*s, want %s\n", (int)len, d ? d : "", want);
+  if (!eq) fprintf(stderr, "data %.*s, want %s\n", (int)len, d ? d : "", want);
   json_decref(a);
   json_decref(b);
   return eq;
@@ -106,11 +102,9 @@ static void check_events(ceb_fake_host *f) {
 int main(void) {
   int rc = npm_ready();
   CHECK_INT(rc, 0);
-  if (rc != 0)
-    return ceb_test_done("interop_http_in");
+  if (rc != 0) return ceb_test_done("interop_http_in");
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  static const char *const cfg[] = {"auth=none", "idempotency=required",
-                                    NULL};
+  static const char *const cfg[] = {"auth=none", "idempotency=required", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
   if (e) {

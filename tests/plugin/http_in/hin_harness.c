@@ -23,8 +23,7 @@
 static int has_key(const char *const *entries, const char *key) {
   size_t n = strlen(key);
   for (size_t i = 0; entries && entries[i]; i++)
-    if (strncmp(entries[i], key, n) == 0 && entries[i][n] == '=')
-      return 1;
+    if (strncmp(entries[i], key, n) == 0 && entries[i][n] == '=') return 1;
   return 0;
 }
 
@@ -40,8 +39,7 @@ static int port_file_ready(void *arg) {
   char path[512];
   snprintf(path, sizeof path, "%s/port", e->dir);
   char *text = ceb_test_read_file(path, NULL);
-  if (!text)
-    return 0;
+  if (!text) return 0;
   e->port = atoi(text);
   free(text);
   return e->port > 0;
@@ -77,8 +75,7 @@ static hin_env *env_new(const char *const *entries) {
 }
 
 static int env_init(hin_env *e) {
-  if (!e->plugin)
-    return CEB_EABI;
+  if (!e->plugin) return CEB_EABI;
   ceb_instance_info info = {sizeof info, "intermediary", CEB_ROLE_SOURCE,
                             e->dir};
   return e->plugin->init(&e->fake->host, &e->fake->inst, &info, e->cfg,
@@ -88,8 +85,7 @@ static int env_init(hin_env *e) {
 hin_env *hin_start(const char *const *entries, int *init_status) {
   hin_env *e = env_new(entries);
   int st = env_init(e);
-  if (init_status)
-    *init_status = st;
+  if (init_status) *init_status = st;
   if (st != CEB_OK) {
     fprintf(stderr, "init failed: %s\n", ceb_strerror(st));
     e->destroyed = 1;
@@ -110,21 +106,17 @@ hin_env *hin_start(const char *const *entries, int *init_status) {
 int hin_init_status(const char *const *entries) {
   hin_env *e = env_new(entries);
   int st = env_init(e);
-  if (st != CEB_OK)
-    e->destroyed = 1;
+  if (st != CEB_OK) e->destroyed = 1;
   hin_stop(e);
   return st;
 }
 
 void hin_stop(hin_env *e) {
-  if (!e)
-    return;
-  if (!e->destroyed && e->plugin && e->state)
-    e->plugin->destroy(e->state);
+  if (!e) return;
+  if (!e->destroyed && e->plugin && e->state) e->plugin->destroy(e->state);
   ceb_fake_host_free(e->fake);
   ceb_config_free(e->cfg);
-  if (e->dl)
-    dlclose(e->dl);
+  if (e->dl) dlclose(e->dl);
   free(e->dir);
   free(e);
 }
@@ -154,10 +146,8 @@ typedef struct upload {
 static size_t on_read(char *p, size_t size, size_t n, void *arg) {
   upload *u = arg;
   size_t k = size * n;
-  if (k > u->len - u->off)
-    k = u->len - u->off;
-  if (k > 7000)
-    k = 7000; /* several chunks */
+  if (k > u->len - u->off) k = u->len - u->off;
+  if (k > 7000) k = 7000; /* several chunks */
   memcpy(p, u->data + u->off, k);
   u->off += k;
   return k;
@@ -177,8 +167,7 @@ static hin_resp request(const char *url, const char *method,
   for (size_t i = 0; headers && headers[i]; i++)
     hl = curl_slist_append(hl, headers[i]);
   upload u = {body, len, 0};
-  if (chunked)
-    hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
+  if (chunked) hl = curl_slist_append(hl, "Transfer-Encoding: chunked");
   hl = curl_slist_append(hl, "Expect:");
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
@@ -190,8 +179,7 @@ static hin_resp request(const char *url, const char *method,
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   if (method && strcmp(method, "POST") != 0) {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    if (strcmp(method, "GET") == 0)
-      curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    if (strcmp(method, "GET") == 0) curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
   } else if (chunked) {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
@@ -231,8 +219,7 @@ hin_resp hin_post_tls(const char *url, const char *const *headers,
 }
 
 hin_resp hin_post(hin_env *e, const char *const *headers, const char *body) {
-  return hin_request(e->url, "POST", headers, body, body ? strlen(body) : 0,
-                     0);
+  return hin_request(e->url, "POST", headers, body, body ? strlen(body) : 0, 0);
 }
 
 void hin_resp_free(hin_resp *r) {
@@ -264,8 +251,7 @@ int hin_json_str(const hin_resp *r, const char *name, const char *want) {
   const char *v = json_string_value(json_object_get(j, name));
   int ok = v && strcmp(v, want) == 0;
   if (!ok)
-    fprintf(stderr, "body member %s: want %s, body: %s\n", name, want,
-            r->body);
+    fprintf(stderr, "body member %s: want %s, body: %s\n", name, want, r->body);
   json_decref(j);
   return ok;
 }
@@ -393,23 +379,21 @@ static json_t *rsa_jwk(EVP_PKEY *k, const char *kid, const char *alg) {
   char *e = bn_member(k, OSSL_PKEY_PARAM_RSA_E, 0);
   json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kty", "RSA", "kid", kid,
                         "use", "sig", "n", n, "e", e);
-  if (alg)
-    json_object_set_new(j, "alg", json_string(alg));
+  if (alg) json_object_set_new(j, "alg", json_string(alg));
   free(n);
   free(e);
   return j;
 }
 
-int hin_issuer_write_jwks(hin_issuer *is, const char *path,
-                          const char *rsa_alg, int with_rsa2) {
+int hin_issuer_write_jwks(hin_issuer *is, const char *path, const char *rsa_alg,
+                          int with_rsa2) {
   json_t *keys = json_array();
   json_array_append_new(keys, rsa_jwk(is->rsa, "rsa1", rsa_alg));
   char *x = bn_member(is->ec, OSSL_PKEY_PARAM_EC_PUB_X, 32);
   char *y = bn_member(is->ec, OSSL_PKEY_PARAM_EC_PUB_Y, 32);
-  json_array_append_new(keys, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}",
-                                        "kty", "EC", "kid", "ec1", "crv",
-                                        "P-256", "alg", "ES256", "x", x, "y",
-                                        y));
+  json_array_append_new(keys, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "kty",
+                                        "EC", "kid", "ec1", "crv", "P-256",
+                                        "alg", "ES256", "x", x, "y", y));
   free(x);
   free(y);
   json_array_append_new(keys, rsa_jwk(is->rsa, "ps1", "PS256"));
@@ -426,8 +410,7 @@ int hin_issuer_write_jwks(hin_issuer *is, const char *path,
 static char *manual_token(hin_issuer *is, const char *alg, const char *kid,
                           const char *claims) {
   json_t *h = json_pack("{s:s, s:s}", "alg", alg, "typ", "JWT");
-  if (kid)
-    json_object_set_new(h, "kid", json_string(kid));
+  if (kid) json_object_set_new(h, "kid", json_string(kid));
   char *htext = json_dumps(h, JSON_COMPACT);
   json_decref(h);
   char *h64 = b64url((unsigned char *)htext, strlen(htext));
@@ -468,15 +451,14 @@ char *hin_token(hin_issuer *is, const char *alg, const char *kid,
                 const char *claims_json) {
   if (strcmp(alg, "RS256") != 0 && strcmp(alg, "ES256") != 0)
     return manual_token(is, alg, kid, claims_json);
-  EVP_PKEY *k = strcmp(alg, "ES256") == 0 ? is->ec
+  EVP_PKEY *k = strcmp(alg, "ES256") == 0         ? is->ec
                 : kid && strcmp(kid, "rsa2") == 0 ? is->rsa2
-                                                   : is->rsa;
+                                                  : is->rsa;
   char *pem = pem_of(k, 1);
   jwt_t *jwt = NULL;
   jwt_new(&jwt);
   jwt_add_grants_json(jwt, claims_json);
-  if (kid)
-    jwt_add_header(jwt, "kid", kid);
+  if (kid) jwt_add_header(jwt, "kid", kid);
   jwt_set_alg(jwt, strcmp(alg, "ES256") == 0 ? JWT_ALG_ES256 : JWT_ALG_RS256,
               (unsigned char *)pem, (int)strlen(pem));
   char *tok = jwt_encode_str(jwt);
@@ -487,16 +469,15 @@ char *hin_token(hin_issuer *is, const char *alg, const char *kid,
   return out;
 }
 
-char *hin_claims(const char *client, long exp_in, long nbf_in,
-                 const char *aud, const char *scope) {
+char *hin_claims(const char *client, long exp_in, long nbf_in, const char *aud,
+                 const char *scope) {
   long now = (long)time(NULL);
-  json_t *c = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "iss",
-                        "https://idp.test", "aud", aud ? aud : "cebridge",
-                        "client_id", client, "exp", (json_int_t)(now + exp_in),
-                        "nbf", (json_int_t)(now + nbf_in), "iat",
-                        (json_int_t)now);
-  if (scope)
-    json_object_set_new(c, "scope", json_string(scope));
+  json_t *c =
+      json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "iss", "https://idp.test",
+                "aud", aud ? aud : "cebridge", "client_id", client, "exp",
+                (json_int_t)(now + exp_in), "nbf", (json_int_t)(now + nbf_in),
+                "iat", (json_int_t)now);
+  if (scope) json_object_set_new(c, "scope", json_string(scope));
   char *s = json_dumps(c, JSON_COMPACT);
   json_decref(c);
   return s;

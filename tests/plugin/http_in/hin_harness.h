@@ -94,8 +94,8 @@ void hin_issuer_free(hin_issuer *is);
 /* Writes a JWKS with the RSA key as kid "rsa1" (alg given, NULL to leave
  * alg out), the EC key as "ec1", the RSA key again as "ps1" pinned to
  * PS256, and, when with_rsa2, the second RSA key as "rsa2". CEB_OK. */
-int hin_issuer_write_jwks(hin_issuer *is, const char *path,
-                          const char *rsa_alg, int with_rsa2);
+int hin_issuer_write_jwks(hin_issuer *is, const char *path, const char *rsa_alg,
+                          int with_rsa2);
 /* Signs claims (a JSON object text) with header {alg, kid}. alg: RS256,
  * ES256, PS256 with the matching key (kid "rsa2" selects the second RSA
  * key); "HS256" uses the RSA public PEM as the HMAC key (the attack);
@@ -104,7 +104,7 @@ char *hin_token(hin_issuer *is, const char *alg, const char *kid,
                 const char *claims_json);
 /* Standard claims for the tests: iss https://idp.test, aud cebridge,
  * client_id given, exp/nbf relative to now (seconds), scope. */
-char *hin_claims(const char *client, long exp_in, long nbf_in,
-                 const char *aud, const char *scope);
+char *hin_claims(const char *client, long exp_in, long nbf_in, const char *aud,
+                 const char *scope);
 
 #endif

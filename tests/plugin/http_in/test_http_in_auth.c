@@ -19,8 +19,8 @@ static hin_issuer *issuer;
 static hin_resp post_with(hin_env *e, const char *token, const char *body) {
   char authz[8192];
   snprintf(authz, sizeof authz, "Authorization: Bearer %s", token);
-  const char *const hdrs[] = {
-      "Content-Type: application/cloudevents+json", authz, NULL};
+  const char *const hdrs[] = {"Content-Type: application/cloudevents+json",
+                              authz, NULL};
   return hin_post(e, hdrs, body);
 }
 

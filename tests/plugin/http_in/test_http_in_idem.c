@@ -63,7 +63,8 @@ static void test_replay(hin_env *e) {
   /* the structured-field string form of the same key */
   hin_resp again = post_key(e, tok_a, "\"" K1 "\"", EVENT("e1"));
   CHECK_INT(again.status, 202);
-  CHECK(again.len == first.len && memcmp(again.body, first.body, first.len) == 0);
+  CHECK(again.len == first.len &&
+        memcmp(again.body, first.body, first.len) == 0);
   CHECK_STR(hin_header(&again, "Idempotent-Replayed", h, sizeof h), "true");
   CHECK_STR(hin_header(&again, "Content-Type", h, sizeof h),
             "application/json");

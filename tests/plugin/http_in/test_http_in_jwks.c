@@ -4,8 +4,8 @@
  * when a refresh fails. */
 #include "hin_harness.h"
 
-#include <curl/curl.h>
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -82,12 +82,11 @@ int main(void) {
   struct sockaddr_in sa = {0};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-                       NULL, NULL, serve, &srv, MHD_OPTION_SOCK_ADDR, &sa,
-                       MHD_OPTION_END);
+  struct MHD_Daemon *d = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, serve,
+      &srv, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
   CHECK(d != NULL);
-  if (!d)
-    return ceb_test_done("test_http_in_jwks");
+  if (!d) return ceb_test_done("test_http_in_jwks");
   int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
   char url_entry[128];
   snprintf(url_entry, sizeof url_entry,
@@ -140,8 +139,7 @@ int main(void) {
   }
   MHD_stop_daemon(d);
   /* clients.* needs authenticated clients */
-  static const char *const bad[] = {"auth=none", "clients.a.types=nl.*",
-                                    NULL};
+  static const char *const bad[] = {"auth=none", "clients.a.types=nl.*", NULL};
   CHECK_INT(hin_init_status(bad), CEB_ECONFIG);
   free(dir);
   hin_issuer_free(iss);

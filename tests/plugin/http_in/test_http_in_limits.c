@@ -30,8 +30,7 @@ static void test_rate_limit(void) {
                                     "rate_limit.burst=2", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
-  if (!e)
-    return;
+  if (!e) return;
   set_clock(e, 1700000000000);
   hin_resp r = hin_post(e, STRUCT_HDRS, EVENT("r1"));
   CHECK_INT(r.status, 202);
@@ -55,28 +54,24 @@ static void test_rate_limit(void) {
   hin_resp_free(&r);
   CHECK_INT(ceb_fake_event_count(e->fake), 3);
   /* the handshake advertises the rate per minute */
-  static const char *const hs[] = {"WebHook-Request-Origin: a.example",
-                                   NULL};
+  static const char *const hs[] = {"WebHook-Request-Origin: a.example", NULL};
   hin_stop(e);
   static const char *const cfg2[] = {"auth=none", "rate_limit=2/s",
                                      "webhook.allowed_origins=*", NULL};
   e = hin_start(cfg2, NULL);
   CHECK(e != NULL);
-  if (!e)
-    return;
+  if (!e) return;
   r = hin_request(e->url, "OPTIONS", hs, NULL, 0, 0);
   CHECK_INT(r.status, 200);
   CHECK_STR(hin_header(&r, "WebHook-Allowed-Rate", h, sizeof h), "120");
-  CHECK_STR(hin_header(&r, "WebHook-Allowed-Origin", h, sizeof h),
-            "a.example");
+  CHECK_STR(hin_header(&r, "WebHook-Allowed-Origin", h, sizeof h), "a.example");
   hin_resp_free(&r);
   hin_stop(e);
 }
 
 /* Standard Webhooks v1 signature computed independently of the plugin. */
-static hin_resp post_signed(hin_env *e, const char *secret_b64,
-                            const char *id, long ts, const char *body,
-                            int forge) {
+static hin_resp post_signed(hin_env *e, const char *secret_b64, const char *id,
+                            long ts, const char *body, int forge) {
   unsigned char *key = NULL;
   size_t key_len = 0;
   ceb_base64_decode(secret_b64, strlen(secret_b64), &key, &key_len);
@@ -84,11 +79,10 @@ static hin_resp post_signed(hin_env *e, const char *secret_b64,
   snprintf(msg, sizeof msg, "%s.%ld.%s", id, ts, body);
   unsigned char mac[32];
   unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), key, (int)key_len, (unsigned char *)msg, strlen(msg),
-       mac, &mac_len);
+  HMAC(EVP_sha256(), key, (int)key_len, (unsigned char *)msg, strlen(msg), mac,
+       &mac_len);
   ceb_free(key);
-  if (forge)
-    mac[0] ^= 1;
+  if (forge) mac[0] ^= 1;
   char *sig = ceb_base64_encode(mac, mac_len);
   char h_id[160], h_ts[64], h_sig[160];
   snprintf(h_id, sizeof h_id, "webhook-id: %s", id);
@@ -109,8 +103,7 @@ static void test_webhook_signatures(void) {
       "webhook.tolerance=5m", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
-  if (!e)
-    return;
+  if (!e) return;
   long now = (long)time(NULL);
   hin_resp r = hin_post(e, STRUCT_HDRS, EVENT("w0"));
   CHECK_INT(r.status, 401);
@@ -163,8 +156,9 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, int is_ca,
   X509_set_issuer_name(x, is_ca ? name : X509_get_subject_name(ca_cert));
   X509V3_CTX ctx;
   X509V3_set_ctx(&ctx, is_ca ? x : ca_cert, x, NULL, NULL, 0);
-  X509_EXTENSION *ext = X509V3_EXT_conf_nid(
-      NULL, &ctx, NID_basic_constraints, is_ca ? "critical,CA:TRUE" : "CA:FALSE");
+  X509_EXTENSION *ext =
+      X509V3_EXT_conf_nid(NULL, &ctx, NID_basic_constraints,
+                          is_ca ? "critical,CA:TRUE" : "CA:FALSE");
   X509_add_ext(x, ext, -1);
   X509_EXTENSION_free(ext);
   if (is_ca) {
@@ -184,10 +178,8 @@ static X509 *make_cert(EVP_PKEY *key, const char *cn, int is_ca,
 
 static void write_pem(const char *path, X509 *x, EVP_PKEY *k) {
   FILE *f = fopen(path, "w");
-  if (x)
-    PEM_write_X509(f, x);
-  if (k)
-    PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
+  if (x) PEM_write_X509(f, x);
+  if (k) PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL);
   fclose(f);
 }
 
@@ -219,8 +211,7 @@ static void test_tls(void) {
   CHECK(e != NULL);
   if (e) {
     CHECK(strncmp(e->url, "https://", 8) == 0);
-    hin_resp r = hin_post_tls(e->url, STRUCT_HDRS, EVENT("t1"), ca, NULL,
-                              NULL);
+    hin_resp r = hin_post_tls(e->url, STRUCT_HDRS, EVENT("t1"), ca, NULL, NULL);
     CHECK_INT(r.status, 202);
     hin_resp_free(&r);
     /* plain HTTP to the TLS port does not get through */
@@ -236,8 +227,7 @@ static void test_tls(void) {
   e = hin_start(mcfg, NULL);
   CHECK(e != NULL);
   if (e) {
-    hin_resp r = hin_post_tls(e->url, STRUCT_HDRS, EVENT("m1"), ca, NULL,
-                              NULL);
+    hin_resp r = hin_post_tls(e->url, STRUCT_HDRS, EVENT("m1"), ca, NULL, NULL);
     CHECK_INT(r.status, 403);
     CHECK(hin_json_str(&r, "code", "tls.client_certificate"));
     hin_resp_free(&r);

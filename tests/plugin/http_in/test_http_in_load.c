@@ -24,8 +24,7 @@ static void test_parallel(void) {
   static const char *const cfg[] = {"auth=none", "threads=4", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
-  if (!e)
-    return;
+  if (!e) return;
   CURLM *multi = curl_multi_init();
   curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)PARALLEL);
   struct curl_slist *hl = curl_slist_append(NULL, STRUCT_HDR);
@@ -49,8 +48,7 @@ static void test_parallel(void) {
   int running = 1;
   while (running) {
     curl_multi_perform(multi, &running);
-    if (running)
-      curl_multi_poll(multi, NULL, 0, 100, NULL);
+    if (running) curl_multi_poll(multi, NULL, 0, 100, NULL);
   }
   int ok = 0;
   for (int i = 0; i < NREQ; i++) {
@@ -84,8 +82,7 @@ static void test_drain_timeout(void) {
   static const char *const cfg[] = {"auth=none", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
-  if (!e)
-    return;
+  if (!e) return;
   pthread_mutex_lock(&e->fake->lock);
   e->fake->mode = CEB_FAKE_COMMIT_HOLD;
   pthread_mutex_unlock(&e->fake->lock);

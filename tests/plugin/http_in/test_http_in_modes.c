@@ -8,8 +8,12 @@
 #include <stdlib.h>
 
 static const char *const BINARY_HDRS[] = {
-    "ce-specversion: 1.0", "ce-id: b1", "ce-source: urn:nld:oin:00000001:test",
-    "ce-type: nl.edu.test.created", "Content-Type: application/json", NULL};
+    "ce-specversion: 1.0",
+    "ce-id: b1",
+    "ce-source: urn:nld:oin:00000001:test",
+    "ce-type: nl.edu.test.created",
+    "Content-Type: application/json",
+    NULL};
 static const char *const STRUCT_HDRS[] = {
     "Content-Type: application/cloudevents+json; charset=utf-8", NULL};
 static const char *const BATCH_HDRS[] = {
@@ -66,8 +70,9 @@ static void test_client_errors(hin_env *e) {
    * problem names its index */
   hin_resp r = hin_post(
       e, BATCH_HDRS,
-      "[" EVENT("x1", "") "," EVENT("x2", ",\"data\":1,\"data_base64\":\"AA==\"")
-      "," EVENT("x3", "") "]");
+      "[" EVENT("x1", "") "," EVENT(
+          "x2", ",\"data\":1,\"data_base64\":\"AA==\"") "," EVENT("x3",
+                                                                  "") "]");
   CHECK_INT(r.status, 400);
   CHECK(hin_json_str(&r, "code", "event.malformed"));
   CHECK_INT(hin_errors_count(&r), 1);
@@ -77,9 +82,10 @@ static void test_client_errors(hin_env *e) {
   hin_resp_free(&r);
 
   /* rule violations of two events are listed with their indexes */
-  r = hin_post(e, BATCH_HDRS,
-               "[" EVENT("v1", ",\"time\":\"yesterday\"") "," EVENT("v2", "")
-               "," EVENT("v3", ",\"dataschema\":\"::not a uri\"") "]");
+  r = hin_post(
+      e, BATCH_HDRS,
+      "[" EVENT("v1", ",\"time\":\"yesterday\"") "," EVENT("v2", "") "," EVENT(
+          "v3", ",\"dataschema\":\"::not a uri\"") "]");
   CHECK_INT(r.status, 422);
   CHECK(hin_json_str(&r, "code", "event.invalid"));
   CHECK_INT(hin_errors_count(&r), 2);
@@ -102,8 +108,8 @@ static void test_client_errors(hin_env *e) {
   CHECK_INT(r.status, 415);
   CHECK(hin_json_str(&r, "code", "media_type.not_cloudevent"));
   hin_resp_free(&r);
-  static const char *const xml[] = {
-      "Content-Type: application/cloudevents+xml", NULL};
+  static const char *const xml[] = {"Content-Type: application/cloudevents+xml",
+                                    NULL};
   r = hin_post(e, xml, "<event/>");
   CHECK_INT(r.status, 415);
   hin_resp_free(&r);
@@ -215,8 +221,8 @@ static void test_handshake(hin_env *e) {
             "eventemitter.example.com");
   CHECK_STR(hin_header(&r, "WebHook-Allowed-Rate", h, sizeof h), "*");
   hin_resp_free(&r);
-  static const char *const bad[] = {
-      "WebHook-Request-Origin: evil.example.org", NULL};
+  static const char *const bad[] = {"WebHook-Request-Origin: evil.example.org",
+                                    NULL};
   r = hin_request(e->url, "OPTIONS", bad, NULL, 0, 0);
   CHECK_INT(r.status, 403);
   CHECK(hin_header(&r, "WebHook-Allowed-Origin", h, sizeof h) == NULL);
@@ -304,14 +310,13 @@ int main(void) {
     CHECK(ceb_metrics_get(e->fake->metrics, "cebridge_http_requests_total",
                           "code=\"413\"") >= 2);
     CHECK(ceb_metrics_get(e->fake->metrics,
-                          "cebridge_http_request_duration_seconds", NULL) >=
-          10);
+                          "cebridge_http_request_duration_seconds",
+                          NULL) >= 10);
     test_drain(e);
     hin_stop(e);
   }
   /* auth = none is refused on a non-loopback address */
-  static const char *const open_cfg[] = {"auth=none", "listen=0.0.0.0:0",
-                                         NULL};
+  static const char *const open_cfg[] = {"auth=none", "listen=0.0.0.0:0", NULL};
   CHECK_INT(hin_init_status(open_cfg), CEB_ECONFIG);
   curl_global_cleanup();
   return ceb_test_done("test_http_in_modes");
