@@ -291,7 +291,8 @@ int http_source_start(void *state) {
   opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
   OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s); /* first: MHD wants it so */
   OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
-  OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
+  if (s->threads > 1) /* 1: the internal epoll thread alone */
+    OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
   OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_conn, NULL);
   OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_conn_per_ip, NULL);
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
