@@ -139,6 +139,12 @@ static void on_disconnected(void *ctx, MQTTProperties *props,
           rs ? rs->value.data.len : 0, rs ? rs->value.data.data : "");
 }
 
+static int on_message(void *ctx, char *topic, int topic_len,
+                      MQTTAsync_message *m) {
+  mqtt_conn *c = ctx;
+  return c->ops.message(c->arg, topic, topic_len, m);
+}
+
 static void do_connect(mqtt_conn *c) {
   const mqtt_conf *f = c->conf;
   MQTTAsync_connectOptions o = MQTTAsync_connectOptions_initializer;
@@ -253,7 +259,8 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
     c->h = NULL;
     return CEB_EINVAL;
   }
-  MQTTAsync_setCallbacks(c->h, c, on_lost, ops->message, NULL);
+  MQTTAsync_setCallbacks(c->h, c, on_lost, ops->message ? on_message : NULL,
+                         NULL);
   MQTTAsync_setConnected(c->h, c, on_connected);
   if (conf->version == 5)
     MQTTAsync_setDisconnected(c->h, c, on_disconnected);

@@ -19,7 +19,8 @@ typedef struct mqtt_conn_ops {
   void (*connected)(void *arg);    /* after every successful (re)connect */
   void (*lost)(void *arg);         /* the connection went away */
   void (*tick)(void *arg);         /* about every 50 ms */
-  MQTTAsync_messageArrived *message; /* NULL for a publisher */
+  /* Called with arg (not the conn); NULL for a publisher. */
+  MQTTAsync_messageArrived *message;
 } mqtt_conn_ops;
 
 typedef struct mqtt_conn_opts {

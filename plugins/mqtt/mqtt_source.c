@@ -321,6 +321,30 @@ static int on_message(void *ctx, char *topic, int topic_len,
   return 1;
 }
 
+static void subscribed(mqtt_source *s, int ok) {
+  s->host->metric(s->inst, CEB_METRIC_GAUGE, "mqtt_subscribed", NULL,
+                  ok ? 1 : 0);
+  if (ok)
+    CEB_LOG(s->host, s->inst, CEB_LOG_DEBUG, "subscribed to %zu filter(s)",
+            s->ntopics);
+}
+
+static void on_sub_ok(void *ctx, MQTTAsync_successData *r) {
+  mqtt_source *s = ctx;
+  int ok = 1;
+  /* MQTT 3.1.1 SUBACK: 0x80 refuses a filter. */
+  if (s->ntopics == 1 && r && r->alt.qos == 0x80)
+    ok = 0;
+  for (size_t i = 0; s->ntopics > 1 && r && r->alt.qosList && i < s->ntopics;
+       i++)
+    if (r->alt.qosList[i] == 0x80)
+      ok = 0;
+  if (!ok)
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "the broker refused a subscription (SUBACK 0x80)");
+  subscribed(s, ok);
+}
+
 static void on_sub_fail(void *ctx, MQTTAsync_failureData *r) {
   mqtt_source *s = ctx;
   CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe failed: %s",
@@ -341,10 +365,16 @@ static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
               (size_t)i < s->ntopics ? s->topics[i] : "?",
               (unsigned)r->alt.sub.reasonCodes[i],
               MQTTReasonCode_toString(r->alt.sub.reasonCodes[i]));
-  if (n == 0 && r && r->reasonCode >= 0x80)
+  int ok = 1;
+  for (int i = 0; i < n && r->alt.sub.reasonCodes; i++)
+    ok &= r->alt.sub.reasonCodes[i] < 0x80;
+  if (n == 0 && r && r->reasonCode >= 0x80) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "subscription refused: reason 0x%02x (%s)",
             (unsigned)r->reasonCode, MQTTReasonCode_toString(r->reasonCode));
+    ok = 0;
+  }
+  subscribed(s, ok);
 }
 
 static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
@@ -354,6 +384,10 @@ static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
           r ? (unsigned)r->reasonCode : 0,
           MQTTReasonCode_toString(r ? r->reasonCode : 0),
           r && r->message ? ": " : "", r && r->message ? r->message : "");
+}
+
+static void on_lost(void *arg) {
+  subscribed(arg, 0);
 }
 
 /* (Re)subscribes after every connect: harmless with a resumed session and
@@ -370,6 +404,7 @@ static void on_connected(void *arg) {
     ro.onSuccess5 = on_sub_ok5;
     ro.onFailure5 = on_sub_fail5;
   } else {
+    ro.onSuccess = on_sub_ok;
     ro.onFailure = on_sub_fail;
   }
   int rc = MQTTAsync_subscribeMany(s->conn.h, (int)n,
@@ -447,7 +482,7 @@ int mqtt_source_start(void *state) {
   snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
   mqtt_conn_opts o = {uri, 0, 0, s->session_expiry_s, s->max_inflight,
                       s->max_inflight};
-  mqtt_conn_ops ops = {on_connected, NULL, NULL, on_message};
+  mqtt_conn_ops ops = {on_connected, on_lost, NULL, on_message};
   rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
                       &o, &ops, s);
   s->conn_ready = 1;

@@ -59,6 +59,49 @@ void mtest_free(mtest_inst *t) {
   memset(t, 0, sizeof *t);
 }
 
+typedef struct gauge_wait {
+  mtest_inst *t;
+  const char *name;
+  double value;
+} gauge_wait;
+
+static int gauge_is(void *arg) {
+  gauge_wait *g = arg;
+  char full[128];
+  snprintf(full, sizeof full, "cebridge_%s", g->name);
+  return ceb_metrics_get(g->t->fake->metrics, full, NULL) == g->value;
+}
+
+int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
+                     int64_t timeout_ms) {
+  gauge_wait g = {t, name, value};
+  return ceb_test_wait(gauge_is, &g, timeout_ms);
+}
+
+int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
+                        const ceb_event *ev, int version, ceb_mode mode) {
+  ceb_headers h = {0};
+  char *ct = NULL, *payload = NULL;
+  size_t len = 0;
+  int rc = ceb_mqtt_encode(ev, version, mode, &h, &ct, &payload, &len);
+  if (rc != CEB_OK)
+    return rc;
+  const char *props[66];
+  size_t n = 0;
+  for (size_t i = 0; i < h.count && n < 64; i++) {
+    props[n++] = h.items[i].name;
+    props[n++] = h.items[i].value;
+  }
+  props[n] = NULL;
+  rc = ceb_mqtt_publish(c, topic, payload, len, 1, ct, props) == 0
+           ? CEB_OK
+           : CEB_EIO;
+  ceb_headers_clear(&h);
+  ceb_free(ct);
+  ceb_free(payload);
+  return rc;
+}
+
 static int connected(void *arg) {
   mtest_inst *t = arg;
   return ceb_metrics_get(t->fake->metrics, "cebridge_mqtt_connected", NULL) ==

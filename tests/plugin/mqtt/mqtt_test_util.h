@@ -32,6 +32,16 @@ void mtest_free(mtest_inst *t);
 /* Waits until the instance's connection gauge says connected. */
 int mtest_wait_connected(mtest_inst *t, int64_t timeout_ms);
 
+/* Waits until gauge cebridge_<name> (no labels) equals value. */
+int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
+                     int64_t timeout_ms);
+/* A source instance is subscribed (its SUBACK arrived). */
+#define mtest_wait_subscribed(t) mtest_wait_gauge((t), "mqtt_subscribed", 1, 10000)
+
+/* Publishes ev with the MQTT binding (version 5 or 4, mode) through c. */
+int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
+                        const ceb_event *ev, int version, ceb_mode mode);
+
 /* A valid event with id, type and a JSON data body. Unref it. */
 ceb_event *mtest_event(const char *id, const char *type);
 

@@ -1,0 +1,141 @@
+/* The MQTT source turns what a plain paho publisher sends into the same
+ * CloudEvents: MQTT 5 binary and structured, MQTT 3.1.1 structured, through
+ * wildcard subscriptions. A malformed message goes raw to dlq_topic with its
+ * reason and the next message still flows. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ceb_test.h"
+#include "mqtt_test_util.h"
+
+static void check_event(mtest_inst *t, size_t i, const ceb_event *want) {
+  ceb_event *got = ceb_fake_event(t->fake, i);
+  CHECK(got != NULL);
+  CHECK(mtest_event_equal(want, got));
+  ceb_event_unref(got);
+}
+
+static void run(ceb_mosq *b, int version) {
+  fprintf(stderr, "-- source MQTT %d\n", version);
+  const char *ver = version == 5 ? "5" : "3.1.1";
+  const char *kv[] = {"broker", b->addr, "mqtt_version", ver, "client_id",
+                      version == 5 ? "src-v5" : "src-v4", "topics",
+                      "edu/+/events, other/#", "dlq_topic", "cebridge/dlq",
+                      NULL};
+  mtest_inst t;
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, kv), CEB_OK);
+  CHECK_INT(mtest_start(&t), CEB_OK);
+  CHECK(mtest_wait_subscribed(&t));
+
+  ceb_mqtt_client *pub = ceb_mqtt_client_new(b->url, "writer", version);
+  ceb_mqtt_client *dlq = ceb_mqtt_client_new(b->url, "dlq-reader", version);
+  CHECK(pub && dlq);
+  if (!pub || !dlq)
+    goto out;
+  CHECK_INT(ceb_mqtt_subscribe(dlq, "cebridge/dlq", 1), 0);
+
+  size_t n = 0;
+  ceb_event *e1 = mtest_event("src-1", "nl.edu.inschrijving.created");
+  ceb_event *e2 = mtest_event("src-2", "nl.edu.inschrijving.updated");
+  ceb_event_set(e2, "dataschema", "https://example.nl/schema/v1");
+  if (version == 5) {
+    CHECK_INT(mtest_publish_event(pub, "edu/inschrijving/events", e1, 5,
+                                  CEB_MODE_BINARY),
+              CEB_OK);
+    CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
+    check_event(&t, n - 1, e1);
+  }
+  CHECK_INT(mtest_publish_event(pub, "other/a/b", e2, version,
+                                CEB_MODE_STRUCTURED),
+            CEB_OK);
+  CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
+  check_event(&t, n - 1, e2);
+
+  /* Not a CloudEvent: dead-lettered raw, with the reason and the topic. */
+  static const char junk[] = "{\"specversion\": 1.0, \"id\": [1]}";
+  const char *props[] = {"trace", "abc", NULL};
+  CHECK_INT(ceb_mqtt_publish(pub, "edu/x/events", junk, sizeof junk - 1, 1,
+                             version == 5 ? "application/cloudevents+json"
+                                          : NULL,
+                             props),
+            0);
+  CHECK_INT(ceb_mqtt_wait(dlq, 1, 10000), 1);
+  const ceb_mqtt_msg *m = ceb_mqtt_get(dlq, 0);
+  if (m) {
+    CHECK_STR(m->payload, junk);
+    if (version == 5) {
+      const char *reason = ceb_mqtt_msg_prop(m, "ceb_dlq_reason");
+      CHECK(reason && *reason);
+      fprintf(stderr, "dead-letter reason: %s\n", reason ? reason : "");
+      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/x/events");
+      CHECK_STR(ceb_mqtt_msg_prop(m, "trace"), "abc");
+      CHECK_STR(m->content_type, "application/cloudevents+json");
+    }
+  }
+  /* A binary message missing required attributes fails validation. */
+  if (version == 5) {
+    const char *bad[] = {"specversion", "1.0", "id", "x", NULL};
+    CHECK_INT(ceb_mqtt_publish(pub, "edu/y/events", "{}", 2, 1,
+                               "application/json", bad),
+              0);
+    CHECK_INT(ceb_mqtt_wait(dlq, 2, 10000), 2);
+    m = ceb_mqtt_get(dlq, 1);
+    CHECK(m && strcmp(m->topic, "cebridge/dlq") == 0);
+    if (m)
+      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/y/events");
+  }
+  /* ...and the next message still flows. */
+  ceb_event *e3 = mtest_event("src-3", "nl.edu.x");
+  CHECK_INT(mtest_publish_event(pub, "edu/z/events", e3, version,
+                                CEB_MODE_STRUCTURED),
+            CEB_OK);
+  CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
+  check_event(&t, n - 1, e3);
+  CHECK_INT(ceb_fake_event_count(t.fake), n);
+
+  /* Nothing outside the filters is consumed. */
+  CHECK_INT(mtest_publish_event(pub, "elsewhere/events", e3, version,
+                                CEB_MODE_STRUCTURED),
+            CEB_OK);
+  ceb_event *e4 = mtest_event("src-4", "nl.edu.y");
+  CHECK_INT(mtest_publish_event(pub, "other/4", e4, version,
+                                CEB_MODE_STRUCTURED),
+            CEB_OK);
+  CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
+  check_event(&t, n - 1, e4);
+  CHECK_INT(ceb_fake_event_count(t.fake), n);
+  ceb_event_unref(e1);
+  ceb_event_unref(e2);
+  ceb_event_unref(e3);
+  ceb_event_unref(e4);
+  CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
+out:
+  ceb_mqtt_client_free(pub);
+  ceb_mqtt_client_free(dlq);
+  mtest_free(&t);
+}
+
+int main(void) {
+  ceb_mosq *b = ceb_mosq_start(NULL);
+  CHECK(b != NULL);
+  if (!b)
+    return ceb_test_done("test_mqtt_source");
+  run(b, 5);
+  run(b, 4);
+
+  /* Config errors name the problem before anything connects. */
+  const char *no_id[] = {"broker", b->addr, "topics", "a/#", NULL};
+  mtest_inst t;
+  CHECK(mtest_init(&t, CEB_ROLE_SOURCE, no_id) != CEB_OK);
+  mtest_free(&t);
+  const char *bad_filter[] = {"broker", b->addr, "client_id", "x", "topics",
+                              "a/#/b", NULL};
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, bad_filter), CEB_ECONFIG);
+  mtest_free(&t);
+  const char *qos2_v4[] = {"broker", b->addr, "client_id", "x", "topics",
+                           "a/#", "qos", "2", "mqtt_version", "3.1.1", NULL};
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, qos2_v4), CEB_ECONFIG);
+  mtest_free(&t);
+  ceb_mosq_free(b);
+  return ceb_test_done("test_mqtt_source");
+}
