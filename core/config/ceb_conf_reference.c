@@ -122,7 +122,11 @@ int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
         "`10kB` (1000 bytes). Rates: `200/s`, `1000/min`, `10/h`. Booleans: "
         "`true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`. Lists: items "
         "separated by commas and/or spaces. Relative paths are relative to "
-        "the directory of the file that sets them.\n\n",
+        "the directory of the file that sets them. Lines starting with `;` or "
+        "`#` "
+        "are comments, and ` ;` starts a comment after a value; values are "
+        "taken as written (no quote removal). Secrets: `${ENV}` or "
+        "`file:/path` (one trailing newline removed).\n\n",
         f);
   static const struct {
     const char *title;
