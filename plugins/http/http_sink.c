@@ -39,7 +39,8 @@ const ceb_config_spec http_sink_spec[] = {
     {"user_agent", CEB_CFG_STRING, 0, "cebridge-webhook/1", 0, 0, NULL,
      "User-Agent header."},
     {"headers.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
-     "headers.<Name> = value adds a static request header."},
+     "headers.<name> = value adds a static request header (names are "
+     "case-insensitive)."},
     {"handshake", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Validate the endpoint with a CloudEvents webhook OPTIONS handshake "
      "before the first delivery."},

@@ -73,7 +73,7 @@ static void test_binary(void) {
                       "true",
                       "webhook.secrets",
                       SECRET_A " " SECRET_B,
-                      "headers.X-Partner-Ref",
+                      "headers.x-partner-ref",
                       "edu 42",
                       "user_agent",
                       "cebridge-test/9",
