@@ -419,6 +419,12 @@ static bool check_uri_template(const char *s, size_t n) {
   return true;
 }
 
+const char *cebs_format_name(cebs_format f) {
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    if (formats[i].f == f) return formats[i].name;
+  return "unknown";
+}
+
 bool cebs_format_check(cebs_format f, const char *s, size_t n) {
   switch (f) {
   case CEBS_FMT_DATE_TIME:

@@ -65,6 +65,7 @@ typedef enum cebs_format {
   CEBS_FMT_IDN_EMAIL,
 } cebs_format;
 cebs_format cebs_format_lookup(const char *name);
+const char *cebs_format_name(cebs_format f);
 /* True when the string is valid for the format (unknown formats pass). */
 bool cebs_format_check(cebs_format f, const char *s, size_t len);
 

@@ -105,7 +105,8 @@ static bool check_string(cebs_ctx *c, const cebs_node *n, json_t *inst) {
   }
   if (n->format > CEBS_FMT_UNKNOWN && c->s->assert_formats &&
       !cebs_format_check(n->format, s, blen)) {
-    cebs_error(c, n, "format", "is not a valid format value");
+    cebs_error(c, n, "format", "is not a valid %s",
+               cebs_format_name(n->format));
     STEP(false);
   }
   return ok;
