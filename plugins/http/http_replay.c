@@ -83,36 +83,41 @@ static void drop_oldest(http_replay *r) {
   r->count--;
 }
 
-int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms) {
-  pthread_mutex_lock(&r->lock);
-  while (r->count && r->ring[r->head].at_ms + r->window_ms < now_ms)
-    drop_oldest(r);
-  if (r->count == r->max) drop_oldest(r);
-  if (r->ntomb > r->max / 2)
-    reindex(r); /* amortised: only after max/2 removals */
+/* Slot of id in the index, or 0-based slot to insert it at (*found 0). */
+static size_t probe(http_replay *r, const char *id, int *found) {
   size_t s = hash(id) % r->nindex, free_slot = TOMB;
   for (; r->index[s]; s = (s + 1) % r->nindex) {
     if (r->index[s] == TOMB) {
       if (free_slot == TOMB) free_slot = s;
     } else if (strcmp(r->ring[r->index[s] - 1].id, id) == 0) {
-      pthread_mutex_unlock(&r->lock);
-      return 0;
+      *found = 1;
+      return s;
     }
   }
-  if (free_slot == TOMB)
-    free_slot = s;
-  else
-    r->ntomb--;
-  char *copy = strdup(id);
+  *found = 0;
+  return free_slot == TOMB ? s : free_slot;
+}
+
+int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms) {
+  pthread_mutex_lock(&r->lock);
+  while (r->count && r->ring[r->head].at_ms + r->window_ms < now_ms)
+    drop_oldest(r);
+  int found = 0;
+  probe(r, id, &found);
+  char *copy = found ? NULL : strdup(id);
   if (copy) {
+    /* Make room only for a new id: a lookup must not evict. */
+    if (r->count == r->max) drop_oldest(r);
+    if (r->ntomb > r->max / 2)
+      reindex(r); /* amortised: only after max/2 removals */
+    size_t slot = probe(r, id, &found);
+    if (r->index[slot] == TOMB) r->ntomb--;
     size_t pos = (r->head + r->count) % r->max;
     r->ring[pos].id = copy;
     r->ring[pos].at_ms = now_ms;
     r->count++;
-    r->index[free_slot] = pos + 1;
-  } else if (free_slot != s) {
-    r->ntomb++; /* the tombstone stays */
+    r->index[slot] = pos + 1;
   }
   pthread_mutex_unlock(&r->lock);
-  return 1;
+  return !found;
 }
