@@ -21,6 +21,16 @@ typedef struct src_ack {
   int dlq;       /* a dead-letter publish (paho calls back), else a submit */
 } src_ack;
 
+/* A decoded message waiting for the host to accept it (backpressure). */
+typedef struct backlog_item {
+  struct backlog_item *next;
+  ceb_event *ev;
+  MQTTAsync_message *m; /* kept raw for a dead letter */
+  char *topic;
+  uint64_t gen;
+  int packet_id;
+} backlog_item;
+
 typedef struct mqtt_source {
   uint32_t role; /* first: see role_of() */
   const ceb_host *host;
@@ -41,7 +51,10 @@ typedef struct mqtt_source {
   size_t pending; /* of which submits: the host calls back for those */
   size_t pending_dlq;
   int stopping;
-  int paused; /* backpressure was logged */
+  int paused;  /* backpressure was logged */
+  int pumping; /* one thread submits the backlog at a time */
+  backlog_item *backlog, *backlog_tail;
+  size_t nbacklog;
 } mqtt_source;
 
 static src_ack *ack_new(mqtt_source *s, uint64_t gen, int packet_id,
@@ -177,27 +190,6 @@ static int stopping(mqtt_source *s) {
   return st;
 }
 
-/* Waits up to 20 ms for the host to accept again; 0 when stopping. */
-static int wait_accepting(mqtt_source *s) {
-  pthread_mutex_lock(&s->lock);
-  if (!s->paused)
-    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
-            "backpressure: pausing consumption until the bridge accepts");
-  s->paused = 1;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += 20L * 1000 * 1000;
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  if (!s->stopping)
-    pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-  int go = !s->stopping;
-  pthread_mutex_unlock(&s->lock);
-  return go;
-}
-
 static void violation_text(const ceb_violations *v, char *buf, size_t n) {
   for (size_t i = 0; i < v->count && i < CEB_MAX_VIOLATIONS; i++)
     if (v->items[i].severity == CEB_SEV_ERROR) {
@@ -207,9 +199,110 @@ static void violation_text(const ceb_violations *v, char *buf, size_t n) {
   snprintf(buf, n, "ce.invalid: the event failed validation");
 }
 
-/* Decodes, validates and submits one message. Returns with the message
- * either submitted (ack on durability), dead-lettered, or left
- * unacknowledged for redelivery. */
+static void backlog_free(backlog_item *b) {
+  ceb_event_unref(b->ev);
+  MQTTAsync_freeMessage(&b->m);
+  free(b->topic);
+  free(b);
+}
+
+/* Submits one decoded message. Returns 1 when the host pushed back (EBUSY):
+ * the caller keeps b for later; otherwise b is consumed. */
+static int submit_one(mqtt_source *s, backlog_item *b) {
+  src_ack *a = ack_new(s, b->gen, b->packet_id, 0);
+  if (!a) {
+    mqtt_gate_reset(s->gate, "out of memory");
+    backlog_free(b);
+    return 0;
+  }
+  ceb_violations hv;
+  memset(&hv, 0, sizeof hv);
+  ceb_submit_opts so = {sizeof so, NULL, NULL, &hv, NULL};
+  int rc = s->host->submit(s->inst, &b->ev, 1, &so, on_submitted, a);
+  if (rc == CEB_OK) {
+    b->ev = NULL; /* the host owns it; on_submitted finishes a */
+    backlog_free(b);
+    return 0;
+  }
+  ack_drop(a);
+  if (rc == CEB_EBUSY)
+    return 1;
+  if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
+    char reason[320];
+    if (rc == CEB_EVALIDATION && hv.count)
+      violation_text(&hv, reason, sizeof reason);
+    else
+      snprintf(reason, sizeof reason, "%s: %s", ceb_status_name(rc),
+               ceb_strerror(rc));
+    dead_letter(s, b->topic, b->m, b->gen, reason);
+  } else if (rc != CEB_ESHUTDOWN) {
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+            "submit failed (%s): message left for redelivery",
+            ceb_strerror(rc));
+    if (!stopping(s))
+      mqtt_gate_reset(s->gate, "submit refused");
+  }
+  /* ESHUTDOWN: the host is draining; the acknowledgement stays held and the
+   * disconnect that follows returns the message to the broker. */
+  backlog_free(b);
+  return 0;
+}
+
+/* Submits the backlog in arrival order while the host accepts. Called from
+ * paho's thread (new messages) and the supervisor tick; never blocks: under
+ * backpressure the acknowledgements stay held, so the broker's flow control
+ * (Receive Maximum / in-flight window) stops sending. */
+static void pump(mqtt_source *s) {
+  pthread_mutex_lock(&s->lock);
+  if (s->pumping) {
+    pthread_mutex_unlock(&s->lock);
+    return;
+  }
+  s->pumping = 1;
+  while (s->backlog && !s->stopping) {
+    backlog_item *b = s->backlog;
+    s->backlog = b->next;
+    if (!s->backlog)
+      s->backlog_tail = NULL;
+    s->nbacklog--;
+    pthread_mutex_unlock(&s->lock);
+    b->next = NULL;
+    int busy = submit_one(s, b);
+    pthread_mutex_lock(&s->lock);
+    if (busy) {
+      b->next = s->backlog;
+      s->backlog = b;
+      if (!s->backlog_tail)
+        s->backlog_tail = b;
+      s->nbacklog++;
+      if (!s->paused)
+        CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+                "backpressure: holding %zu message(s) unacknowledged until "
+                "the bridge accepts",
+                s->nbacklog);
+      s->paused = 1;
+      break;
+    }
+    if (s->paused)
+      CEB_LOG(s->host, s->inst, CEB_LOG_INFO, "backpressure over: consuming");
+    s->paused = 0;
+  }
+  s->pumping = 0;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void on_tick(void *arg) {
+  mqtt_source *s = arg;
+  pthread_mutex_lock(&s->lock);
+  int waiting = s->backlog != NULL && !s->stopping;
+  pthread_mutex_unlock(&s->lock);
+  if (waiting && s->host->accepting(s->inst))
+    pump(s);
+}
+
+/* Decodes and validates one message; valid events join the backlog (which
+ * is empty unless the host pushed back), the rest are dead-lettered. Takes
+ * ownership of m. */
 static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
                     uint64_t gen) {
   int packet_id = m->qos > 0 ? m->msgid : 0;
@@ -217,6 +310,7 @@ static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
     /* Our own dead letters (a wildcard covers dlq_topic): not events. */
     if (packet_id)
       mqtt_gate_release(s->gate, gen, packet_id);
+    MQTTAsync_freeMessage(&m);
     return;
   }
   ceb_headers h = {0};
@@ -243,66 +337,49 @@ static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
                          (size_t)m->payloadlen, &ev, &err);
   ceb_headers_clear(&h);
   free(ct);
+  if (rc == CEB_OK) {
+    ceb_violations v;
+    ceb_validate_opts vo = {sizeof vo, CEB_PROFILE_OFF, 16u * 1024 * 1024};
+    if (ceb_event_validate(ev, &vo, &v) > 0) {
+      violation_text(&v, reason, sizeof reason);
+      ceb_event_unref(ev);
+      ev = NULL;
+      rc = CEB_EVALIDATION;
+    }
+  } else if (rc != CEB_ENOMEM) {
+    snprintf(reason, sizeof reason, "%s: %s", err.code, err.message);
+  }
   if (rc == CEB_ENOMEM) {
     mqtt_gate_reset(s->gate, "out of memory");
-    return;
-  }
-  if (rc != CEB_OK) {
-    snprintf(reason, sizeof reason, "%s: %s", err.code, err.message);
+  } else if (rc != CEB_OK) {
     dead_letter(s, topic, m, gen, reason);
-    return;
+  } else {
+    backlog_item *b = calloc(1, sizeof *b);
+    char *t = strdup(topic);
+    if (!b || !t) {
+      free(b);
+      free(t);
+      ceb_event_unref(ev);
+      mqtt_gate_reset(s->gate, "out of memory");
+    } else {
+      b->ev = ev;
+      b->m = m;
+      b->topic = t;
+      b->gen = gen;
+      b->packet_id = packet_id;
+      pthread_mutex_lock(&s->lock);
+      if (s->backlog_tail)
+        s->backlog_tail->next = b;
+      else
+        s->backlog = b;
+      s->backlog_tail = b;
+      s->nbacklog++;
+      pthread_mutex_unlock(&s->lock);
+      pump(s);
+      return; /* m now belongs to b */
+    }
   }
-  ceb_violations v;
-  ceb_validate_opts vo = {sizeof vo, CEB_PROFILE_OFF, 16u * 1024 * 1024};
-  if (ceb_event_validate(ev, &vo, &v) > 0) {
-    violation_text(&v, reason, sizeof reason);
-    ceb_event_unref(ev);
-    dead_letter(s, topic, m, gen, reason);
-    return;
-  }
-  src_ack *a = ack_new(s, gen, packet_id, 0);
-  if (!a) {
-    ceb_event_unref(ev);
-    mqtt_gate_reset(s->gate, "out of memory");
-    return;
-  }
-  ceb_violations hv;
-  memset(&hv, 0, sizeof hv);
-  ceb_submit_opts so = {sizeof so, NULL, NULL, &hv, NULL};
-  for (;;) {
-    rc = s->host->submit(s->inst, &ev, 1, &so, on_submitted, a);
-    if (rc != CEB_EBUSY || !wait_accepting(s))
-      break;
-  }
-  if (rc == CEB_OK) {
-    pthread_mutex_lock(&s->lock);
-    if (s->paused)
-      CEB_LOG(s->host, s->inst, CEB_LOG_INFO, "backpressure over: consuming");
-    s->paused = 0;
-    pthread_mutex_unlock(&s->lock);
-    return; /* the host owns ev; on_submitted finishes a */
-  }
-  ceb_event_unref(ev);
-  if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
-    if (rc == CEB_EVALIDATION && hv.count)
-      violation_text(&hv, reason, sizeof reason);
-    else
-      snprintf(reason, sizeof reason, "%s: %s", ceb_status_name(rc),
-               ceb_strerror(rc));
-    ack_drop(a); /* the dead-letter publish acknowledges instead */
-    dead_letter(s, topic, m, gen, reason);
-    return;
-  }
-  /* Draining, shut down or failing: the broker keeps the message. No
-   * reset while stopping: the disconnect that follows has the same effect
-   * without cutting off acknowledgements of events already durable. */
-  if (rc != CEB_EBUSY && rc != CEB_ESHUTDOWN)
-    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
-            "submit failed (%s): message left for redelivery",
-            ceb_strerror(rc));
-  ack_drop(a);
-  if (!stopping(s))
-    mqtt_gate_reset(s->gate, "submit refused");
+  MQTTAsync_freeMessage(&m);
 }
 
 static int on_message(void *ctx, char *topic, int topic_len,
@@ -315,8 +392,9 @@ static int on_message(void *ctx, char *topic, int topic_len,
   /* While stopping nothing is submitted: unacknowledged, it comes back. */
   if (!stopping(s))
     consume(s, t ? t : topic, m, gen);
+  else
+    MQTTAsync_freeMessage(&m);
   free(t);
-  MQTTAsync_freeMessage(&m);
   MQTTAsync_free(topic);
   return 1;
 }
@@ -482,7 +560,7 @@ int mqtt_source_start(void *state) {
   snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
   mqtt_conn_opts o = {uri, 0, 0, s->session_expiry_s, s->max_inflight,
                       s->max_inflight};
-  mqtt_conn_ops ops = {on_connected, on_lost, NULL, on_message};
+  mqtt_conn_ops ops = {on_connected, on_lost, on_tick, on_message};
   rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
                       &o, &ops, s);
   s->conn_ready = 1;
@@ -565,6 +643,11 @@ void mqtt_source_destroy(void *state) {
     return;
   }
   mqtt_gate_free(s->gate);
+  while (s->backlog) { /* never acknowledged: the broker still has them */
+    backlog_item *b = s->backlog;
+    s->backlog = b->next;
+    backlog_free(b);
+  }
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
   free(s);
