@@ -19,8 +19,8 @@ void http_reply_clear(http_reply *r) {
 int http_reply_set(http_reply *r, int status, const char *content_type,
                    const char *body, size_t len) {
   char *b = malloc(len + 1);
-  char *ct = strdup(content_type ? content_type : "application/octet-stream");
-  if (!b || !ct) {
+  char *ct = content_type ? strdup(content_type) : NULL;
+  if (!b || (content_type && !ct)) {
     free(b);
     free(ct);
     return CEB_ENOMEM;

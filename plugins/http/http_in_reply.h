@@ -12,13 +12,13 @@ typedef struct http_reply {
   int status; /* 0: none yet */
   char *body; /* malloc'd */
   size_t len;
-  char *content_type;  /* malloc'd */
+  char *content_type;  /* malloc'd; NULL: no Content-Type */
   ceb_headers headers; /* extra response headers */
 } http_reply;
 
 /* Frees the members and resets to empty. */
 void http_reply_clear(http_reply *r);
-/* Sets status and a copy of the body with its content type. */
+/* Sets status and a copy of the body with its content type (NULL: none). */
 int http_reply_set(http_reply *r, int status, const char *content_type,
                    const char *body, size_t len);
 /* Sets status and the compact JSON dump of j (j is not consumed). */

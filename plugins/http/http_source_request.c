@@ -1,7 +1,7 @@
 /* The intermediary's request handling on libmicrohttpd threads.
  *
  * First call (headers read): path, method, draining, TLS client
- * certificate, size announced, media type, authentication, rate limit and
+ * certificate, size announced, authentication, rate limit, media type and
  * the Idempotency-Key format are checked, so most refusals happen before
  * the body is read. Body calls append to a buffer capped at max_body.
  * Last call: webhook signature, idempotency reservation, decode, validate,
@@ -191,7 +191,7 @@ static void handshake(http_req *r) {
                        "this origin may not deliver to this endpoint");
     return;
   }
-  http_reply_set(&r->reply, 200, "text/plain", "", 0);
+  http_reply_set(&r->reply, 200, NULL, "", 0);
   http_reply_header(&r->reply, "WebHook-Allowed-Origin", origin);
   char rate[32] = "*";
   if (s->ratelimit)
@@ -312,21 +312,6 @@ static int first_call(http_req *r, const char *url, const char *method) {
       return 0;
     }
   }
-  const char *ct = ceb_headers_get(&r->headers, "Content-Type");
-  if (ceb_http_mode_of(ct) == CEB_MODE_BINARY &&
-      !ceb_headers_get(&r->headers, "ce-specversion")) {
-    int ce_format = ct && strncasecmp(ct, "application/cloudevents", 23) == 0;
-    http_reply_problem(&r->reply, 415,
-                       ce_format ? "media_type.unsupported_format"
-                                 : "media_type.not_cloudevent",
-                       ce_format
-                           ? "only the JSON event format is supported "
-                             "(application/cloudevents+json, "
-                             "application/cloudevents-batch+json)"
-                           : "send a CloudEvent: binary mode (ce-* headers) or "
-                             "application/cloudevents+json");
-    return 0;
-  }
   if (!authenticate(r)) return 0;
   if (s->nclients > 0 && !client_types(s, r->has_client ? r->client : "")) {
     http_reply_problem(&r->reply, 403, "client.not_allowed",
@@ -344,6 +329,21 @@ static int first_call(http_req *r, const char *url, const char *method) {
       set_retry_after(&r->reply, (int)((wait_ms + 999) / 1000));
       return 0;
     }
+  }
+  const char *ct = ceb_headers_get(&r->headers, "Content-Type");
+  if (ceb_http_mode_of(ct) == CEB_MODE_BINARY &&
+      !ceb_headers_get(&r->headers, "ce-specversion")) {
+    int ce_format = ct && strncasecmp(ct, "application/cloudevents", 23) == 0;
+    http_reply_problem(&r->reply, 415,
+                       ce_format ? "media_type.unsupported_format"
+                                 : "media_type.not_cloudevent",
+                       ce_format
+                           ? "only the JSON event format is supported "
+                             "(application/cloudevents+json, "
+                             "application/cloudevents-batch+json)"
+                           : "send a CloudEvent: binary mode (ce-* headers) or "
+                             "application/cloudevents+json");
+    return 0;
   }
   if (s->idem != HTTP_IDEM_OFF) {
     const char *key = ceb_headers_get(&r->headers, "Idempotency-Key");
