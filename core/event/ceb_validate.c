@@ -1,53 +1,62 @@
+// clang-format off
 /* CloudEvents 1.0 and NL GOV profile validation.
  *
  * Violation codes (stable; docs/profile-conformance.md refers to this table).
  * Severity: "error" = always an error; "profile" = error at
  * CEB_PROFILE_ENFORCE, warning at CEB_PROFILE_WARN; "advice" = a SHOULD of
- * the profile, reported as a warning at WARN and ENFORCE (never an error).
+ * the profile (or project advice), a warning at WARN and ENFORCE, never an
+ * error. Profile rules are silent at CEB_PROFILE_OFF.
  *
- * | code                          | sev     | rule |
+ * | code                          | sev     | rule                                              |
  * |-------------------------------|---------|---------------------------------------------------|
- * | ce.specversion.missing        | error   | specversion is REQUIRED | |
- * ce.specversion.unsupported    | error   | specversion must be "1.0" | |
- * ce.id.missing                 | error   | id is REQUIRED | | ce.id.empty |
- * error   | id must be a non-empty string                     | |
- * ce.source.missing             | error   | source is REQUIRED | |
- * ce.source.empty               | error   | source must be non-empty | |
- * ce.source.invalid             | error   | source must be a URI-reference (RFC
- * 3986)         | | ce.type.missing               | error   | type is REQUIRED
- * | | ce.type.empty                 | error   | type must be a non-empty string
- * | | ce.datacontenttype.invalid    | error   | datacontenttype must be an RFC
- * 2046 media type    | | ce.dataschema.invalid         | error   | dataschema
- * must be a non-empty absolute URI       | | ce.subject.empty              |
- * error   | subject, when present, must be non-empty          | |
- * ce.time.invalid               | error   | time must be an RFC 3339 timestamp
- * | | ce.attr.name                  | error   | attribute names use only a-z
- * and 0-9              | | ce.attr.reserved              | error   |
- * "data"/"data_base64" cannot be attribute names    | | ce.attr.boolean | error
- * | a Boolean extension is "true" or "false"          | | ce.attr.integer |
- * error   | an Integer extension is a 32-bit signed decimal   | |
- * ce.attr.binary                | error   | a Binary extension is base64 | |
- * ce.attr.uri                   | error   | a URI extension is an absolute URI
- * | | ce.attr.uri_ref               | error   | a URI-reference extension is a
- * URI-reference      | | ce.attr.timestamp             | error   | a Timestamp
- * extension is RFC 3339                 | | ce.data.json                  |
- * error   | JSON-kind data must be one valid JSON value       | | ce.data.text
- * | error   | text-kind data must be valid UTF-8                | |
- * event.too_large               | error   | ceb_event_size() over max_size
- * (default 64 KiB)   | | nlgov.source.urn              | profile | a urn:
- * source must be urn:nld:<nid>:<nss>, and    | | |         |
- * urn:nld:oin:<20-digit OIN>[:...] for OINs         | | nlgov.source.absolute
- * | advice  | a non-URN source should be an absolute URI        | |
- * nlgov.type.reverse_dns        | profile | type is reverse-DNS:
- * tld.domain[.name...]         | | nlgov.attr.name_length        | profile |
- * attribute names are at most 20 characters         | | nlgov.time.missing |
- * advice  | time is RECOMMENDED                               | |
- * nlgov.dataref.uri             | profile | dataref must be an absolute URI |
- * | nlgov.sequence.missing        | profile | sequencetype without sequence |
- * | nlgov.sequence.integer        | profile | sequencetype "integer": sequence
- * is a 32-bit int  | | nlgov.sequencetype.unknown    | advice  | sequencetype
- * other than "integer"                 |
+ * | ce.specversion.missing        | error   | specversion is REQUIRED                           |
+ * | ce.specversion.unsupported    | error   | specversion must be "1.0"                         |
+ * | ce.id.missing                 | error   | id is REQUIRED                                    |
+ * | ce.id.empty                   | error   | id must be a non-empty string                     |
+ * | ce.source.missing             | error   | source is REQUIRED                                |
+ * | ce.source.empty               | error   | source must be non-empty                          |
+ * | ce.source.invalid             | error   | source must be a URI-reference (RFC 3986)         |
+ * | ce.type.missing               | error   | type is REQUIRED                                  |
+ * | ce.type.empty                 | error   | type must be a non-empty string                   |
+ * | ce.datacontenttype.invalid    | error   | datacontenttype must be an RFC 2046 media type    |
+ * | ce.dataschema.invalid         | error   | dataschema must be a non-empty absolute URI       |
+ * | ce.subject.empty              | error   | subject, when present, must be non-empty          |
+ * | ce.time.invalid               | error   | time must be an RFC 3339 timestamp                |
+ * | ce.attr.name                  | error   | attribute names use only a-z and 0-9              |
+ * | ce.attr.reserved              | error   | "data"/"data_base64" cannot be attribute names    |
+ * | ce.attr.boolean               | error   | a Boolean extension is "true" or "false"          |
+ * | ce.attr.integer               | error   | an Integer extension is a 32-bit signed decimal   |
+ * | ce.attr.binary                | error   | a Binary extension is base64                      |
+ * | ce.attr.uri                   | error   | a URI extension is an absolute URI                |
+ * | ce.attr.uri_ref               | error   | a URI-reference extension is a URI-reference      |
+ * | ce.attr.timestamp             | error   | a Timestamp extension is RFC 3339                 |
+ * | ce.data.json                  | error   | JSON-kind data must be one valid JSON value       |
+ * | ce.data.text                  | error   | text-kind data must be valid UTF-8                |
+ * | event.too_large               | error   | ceb_event_size() over max_size (default 64 KiB)   |
+ * | nlgov.source.urn              | profile | a urn:nld: source is well-formed: a non-empty     |
+ * |                               |         | name, urn:nld:oin:<20-digit OIN>[:. ...],         |
+ * |                               |         | urn:nld:kvknr:<8-digit KvK number>[:. ...]        |
+ * | nlgov.source.nld_urn          | advice  | source SHOULD be a URN with namespace 'nld'       |
+ * | nlgov.type.reverse_dns        | profile | type MUST be reverse-DNS: tld.name[.name...]      |
+ * | nlgov.type.version            | profile | at most one version label (v<digits>) in type     |
+ * | nlgov.attr.name_length        | profile | attribute names are at most 20 characters         |
+ * | nlgov.datacontenttype.json    | advice  | JSON SHOULD be used for data                      |
+ * | nlgov.time.missing            | advice  | time is not set (project advice: routing and      |
+ * |                               |         | replay filters use it; the profile is silent)     |
+ * | nlgov.dataref.invalid         | profile | dataref is a URI-reference                        |
+ * | nlgov.sequence.missing        | profile | sequencetype without sequence                     |
+ * | nlgov.sequence.empty          | profile | sequence, when present, is non-empty              |
+ * | nlgov.sequence.integer        | profile | sequencetype Integer: sequence is a 32-bit int    |
+ * | nlgov.sequencetype.empty      | profile | sequencetype, when present, is non-empty          |
+ * | nlgov.sequencetype.unknown    | advice  | sequencetype other than Integer (the only value   |
+ * |                               |         | the profile defines; compared case-insensitively) |
+ *
+ * Source: NL GOV profile for CloudEvents, "Context Attributes" and "Size
+ * Limits" (Logius, github.com/Logius-standaarden/NL-GOV-profile-for-CloudEvents).
+ * The profile's id advice (a UUID when no persistent id exists) cannot be
+ * checked from the event alone and is not a rule here.
  */
+// clang-format on
 #include "ceb_event_internal.h"
 
 #include <ceb/validate.h>
@@ -240,23 +249,36 @@ static void check_data(ctx *c, const ceb_event *ev) {
   }
 }
 
-/* urn:nld:<nid>:<nss>; for the OIN namespace the NSS starts with a 20-digit
- * organisation identification number. */
+/* Digits at s, exactly n of them, followed by the end, ':' or '.'. */
+static int id_digits(const char *s, int n) {
+  for (int i = 0; i < n; i++)
+    if (s[i] < '0' || s[i] > '9') return 0;
+  return s[n] == '\0' || ((s[n] == ':' || s[n] == '.') && s[n + 1]);
+}
+
+/* urn:nld:<name>, as in the profile's examples
+ * (urn:nld:oin:00000001823288444000:systeem:BRP-component,
+ * urn:nld:kvknr:09220932.burgerzakensysteem,
+ * urn:nld:gemeente-nijmegen.burgerzakensysteem); OIN and KvK identifiers are
+ * checked for their digit counts. */
 static int nlgov_urn_ok(const char *s) {
-  if (strncasecmp(s, "urn:nld:", 8) != 0) return 0;
-  const char *nid = s + 8, *colon = strchr(nid, ':');
-  if (!colon || colon == nid || !colon[1]) return 0;
-  for (const char *p = nid; p < colon; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-          (*p >= '0' && *p <= '9') || *p == '-'))
-      return 0;
-  if (colon - nid == 3 && strncasecmp(nid, "oin", 3) == 0) {
-    const char *oin = colon + 1;
-    for (int i = 0; i < 20; i++)
-      if (oin[i] < '0' || oin[i] > '9') return 0;
-    if (oin[20] != '\0' && (oin[20] != ':' || !oin[21])) return 0;
-  }
+  const char *rest = s + 8; /* after "urn:nld:" */
+  if (!*rest) return 0;
+  if (strncasecmp(rest, "oin:", 4) == 0 && !id_digits(rest + 4, 20)) return 0;
+  if (strncasecmp(rest, "kvknr:", 6) == 0 && !id_digits(rest + 6, 8)) return 0;
   return ceb_valid_uri(s);
+}
+
+/* Counts type labels that are a version: 'v' followed by digits only. */
+static int version_labels(const char *type) {
+  int n = 0;
+  for (const char *p = type; *p;) {
+    const char *end = strchr(p, '.');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len >= 2 && p[0] == 'v' && strspn(p + 1, "0123456789") >= len - 1) n++;
+    p += len + (end ? 1 : 0);
+  }
+  return n;
 }
 
 /* Reverse-DNS: a letters-only top-level label, then one or more labels of
@@ -281,42 +303,60 @@ static int reverse_dns_ok(const char *s) {
 static void check_nlgov(ctx *c, const ceb_event *ev) {
   const char *v;
   if ((v = ceb_event_get(ev, "source")) && *v) {
-    if (strncasecmp(v, "urn:", 4) == 0) {
+    if (strncasecmp(v, "urn:nld:", 8) == 0) {
       if (!nlgov_urn_ok(v))
         add(c, SEV_PROFILE, "nlgov.source.urn", "source",
-            "URN source must be urn:nld:<namespace>:<id> "
-            "(urn:nld:oin:<20-digit OIN>:...)");
-    } else if (!ceb_valid_uri(v)) {
-      add(c, SEV_ADVICE, "nlgov.source.absolute", "source",
-          "source should be an absolute URI or a urn:nld: URN");
+            "malformed urn:nld: source (urn:nld:oin:<20-digit OIN>:..., "
+            "urn:nld:kvknr:<8 digits>..., urn:nld:<name>)");
+    } else {
+      add(c, SEV_ADVICE, "nlgov.source.nld_urn", "source",
+          "source should be a URN with namespace 'nld', such as "
+          "urn:nld:oin:<OIN>:systeem:<name>");
     }
   }
-  if ((v = ceb_event_get(ev, "type")) && *v && !reverse_dns_ok(v))
-    add(c, SEV_PROFILE, "nlgov.type.reverse_dns", "type",
-        "type '%.64s' should be a reverse-DNS name such as "
-        "nl.overheid.zaken.zaakstatus-gewijzigd",
-        v);
+  if ((v = ceb_event_get(ev, "type")) && *v) {
+    if (!reverse_dns_ok(v))
+      add(c, SEV_PROFILE, "nlgov.type.reverse_dns", "type",
+          "type '%.64s' must be in reverse domain name notation, such as "
+          "nl.overheid.zaken.zaakstatus-gewijzigd",
+          v);
+    if (version_labels(v) > 1)
+      add(c, SEV_PROFILE, "nlgov.type.version", "type",
+          "type '%.64s' must include at most one version (v<number>)", v);
+  }
+  if ((v = ceb_event_get(ev, "datacontenttype")) && ceb_valid_media_type(v) &&
+      !ceb_media_type_is_json(v))
+    add(c, SEV_ADVICE, "nlgov.datacontenttype.json", "datacontenttype",
+        "JSON data is preferred by the profile, not '%.64s'", v);
   if (!ceb_event_get(ev, "time"))
     add(c, SEV_ADVICE, "nlgov.time.missing", "time",
-        "time is recommended by the NL GOV profile");
-  if ((v = ceb_event_get(ev, "dataref")) && !ceb_valid_uri(v))
-    add(c, SEV_PROFILE, "nlgov.dataref.uri", "dataref",
-        "dataref must be an absolute URI");
+        "time is not set; routing and replay filters cannot use it");
+  if ((v = ceb_event_get(ev, "dataref")) && !ceb_valid_uri_ref(v))
+    add(c, SEV_PROFILE, "nlgov.dataref.invalid", "dataref",
+        "dataref must be a URI-reference");
   const char *seq = ceb_event_get(ev, "sequence");
   const char *seqtype = ceb_event_get(ev, "sequencetype");
-  if (seqtype) {
-    if (!seq)
-      add(c, SEV_PROFILE, "nlgov.sequence.missing", "sequence",
-          "sequencetype is set but sequence is missing");
-    if (strcasecmp(seqtype, "integer") == 0) {
-      if (seq && !valid_int32(seq))
-        add(c, SEV_PROFILE, "nlgov.sequence.integer", "sequence",
-            "sequence must be a 32-bit signed integer when sequencetype is "
-            "integer");
-    } else {
-      add(c, SEV_ADVICE, "nlgov.sequencetype.unknown", "sequencetype",
-          "sequencetype '%.32s' is not a known type (integer)", seqtype);
-    }
+  if (seq && !*seq)
+    add(c, SEV_PROFILE, "nlgov.sequence.empty", "sequence",
+        "sequence must be a non-empty string");
+  if (!seqtype) return;
+  if (!*seqtype) {
+    add(c, SEV_PROFILE, "nlgov.sequencetype.empty", "sequencetype",
+        "sequencetype, when present, must be a non-empty string");
+    return;
+  }
+  if (!seq)
+    add(c, SEV_PROFILE, "nlgov.sequence.missing", "sequence",
+        "sequencetype is set but sequence is missing");
+  if (strcasecmp(seqtype, "integer") == 0) {
+    if (seq && *seq && !valid_int32(seq))
+      add(c, SEV_PROFILE, "nlgov.sequence.integer", "sequence",
+          "sequence must be a 32-bit signed integer when sequencetype is "
+          "Integer");
+  } else {
+    add(c, SEV_ADVICE, "nlgov.sequencetype.unknown", "sequencetype",
+        "sequencetype '%.32s' is not defined by the profile (Integer)",
+        seqtype);
   }
 }
 

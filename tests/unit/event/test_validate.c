@@ -148,18 +148,25 @@ static void test_nlgov(void) {
              E);
   expect_one("source", "urn:nld:oin:123:systeem:x", S, WA, "nlgov.source.urn",
              W);
-  expect_one("source", "urn:isbn:0451450523", S, EN, "nlgov.source.urn", E);
   expect_one("source", "urn:nld:", S, EN, "nlgov.source.urn", E);
   expect_one("source", "urn:nld:oin:00000001823288444000:", S, EN,
              "nlgov.source.urn", E);
-  expect_one("source", "/relative/source", S, EN, "nlgov.source.absolute", W);
+  expect_one("source", "urn:nld:kvknr:1234.x", S, EN, "nlgov.source.urn", E);
+  /* not an nld URN: the profile's SHOULD, a warning even when enforced */
+  expect_one("source", "urn:isbn:0451450523", S, EN, "nlgov.source.nld_urn", W);
+  expect_one("source", "/relative/source", S, EN, "nlgov.source.nld_urn", W);
   expect_one("type", "zaakstatus-gewijzigd", S, EN, "nlgov.type.reverse_dns",
              E);
   expect_one("type", "nl..x", S, EN, "nlgov.type.reverse_dns", E);
   expect_one("type", "n1.x", S, WA, "nlgov.type.reverse_dns", W);
+  expect_one("type", "nl.brp.v1.verhuisd.v2", S, EN, "nlgov.type.version", E);
   expect_one("abcdefghijklmnopqrstu", "x", S, EN, "nlgov.attr.name_length", E);
+  expect_one("datacontenttype", "text/xml", S, EN, "nlgov.datacontenttype.json",
+             W);
   expect_one("time", NULL, S, EN, "nlgov.time.missing", W);
-  expect_one("dataref", "/relative", S, EN, "nlgov.dataref.uri", E);
+  expect_one("dataref", "a b", S, EN, "nlgov.dataref.invalid", E);
+  expect_one("sequence", "", S, EN, "nlgov.sequence.empty", E);
+  expect_one("sequencetype", "", S, EN, "nlgov.sequencetype.empty", E);
   expect_one("sequencetype", "integer", S, EN, "nlgov.sequence.missing", E);
 
   ceb_event *ev = minimal();
@@ -184,12 +191,17 @@ static void test_nlgov(void) {
   CHECK_INT(v.count, 0);
   /* accepted source forms */
   o.nlgov = CEB_PROFILE_ENFORCE;
+  ceb_event_set(ev, "type", "com.example.object.deleted.v2");
+  CHECK_INT(ceb_event_validate(ev, &o, &v), 0);
   ceb_event_set(ev, "type", "com.github.pull_request.opened");
   static const char *const sources[] = {
       "urn:nld:oin:00000001823288444000:systeem:BRP-component",
-      "urn:nld:oin:00000001823288444000", "urn:nld:gemeente:0363:afval",
+      "urn:nld:oin:00000001823288444000",
+      "urn:nld:kvknr:09220932.burgerzakensysteem",
+      "urn:nld:gemeente-nijmegen.burgerzakensysteem",
+      "urn:nld:gemeente-Bergen%20%28L%29.burgerzakensysteem",
       "https://github.com/cloudevents/spec/pull"};
-  for (size_t i = 0; i < 4; i++) {
+  for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
     ceb_event_set(ev, "source", sources[i]);
     CHECK_MSG(ceb_event_validate(ev, &o, &v) == 0, "%s: %s", sources[i],
               v.count ? v.items[0].code : "-");
