@@ -142,7 +142,11 @@ static void on_disconnected(void *ctx, MQTTProperties *props,
 static int on_message(void *ctx, char *topic, int topic_len,
                       MQTTAsync_message *m) {
   mqtt_conn *c = ctx;
-  return c->ops.message(c->arg, topic, topic_len, m);
+  if (c->ops.message)
+    return c->ops.message(c->arg, topic, topic_len, m);
+  MQTTAsync_freeMessage(&m); /* a publisher subscribes to nothing */
+  MQTTAsync_free(topic);
+  return 1;
 }
 
 static void do_connect(mqtt_conn *c) {
@@ -259,8 +263,9 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
     c->h = NULL;
     return CEB_EINVAL;
   }
-  MQTTAsync_setCallbacks(c->h, c, on_lost, ops->message ? on_message : NULL,
-                         NULL);
+  /* Always a messageArrived: paho only watches a client's socket for reads
+   * (and so notices a dead broker) when one is set. */
+  MQTTAsync_setCallbacks(c->h, c, on_lost, on_message, NULL);
   MQTTAsync_setConnected(c->h, c, on_connected);
   if (conf->version == 5)
     MQTTAsync_setDisconnected(c->h, c, on_disconnected);

@@ -457,11 +457,15 @@ static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
 
 static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
   mqtt_source *s = ctx;
-  CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-          "subscribe failed: reason 0x%02x (%s)%s%s",
-          r ? (unsigned)r->reasonCode : 0,
-          MQTTReasonCode_toString(r ? r->reasonCode : 0),
-          r && r->message ? ": " : "", r && r->message ? r->message : "");
+  if (r && r->reasonCode >= 0x80)
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "subscription refused: reason 0x%02x (%s)",
+            (unsigned)r->reasonCode, MQTTReasonCode_toString(r->reasonCode));
+  else /* the connection went; the next connect subscribes again */
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN, "subscribe not completed: %s",
+            r && r->message ? r->message
+                            : MQTTAsync_strerror(r ? r->code : -1));
+  subscribed(s, 0);
 }
 
 static void on_lost(void *arg) {
