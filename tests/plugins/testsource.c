@@ -88,6 +88,7 @@ static void *generator(void *arg) {
     ceb_event_set(ev, "id", buf);
     ceb_event_set(ev, "source", "urn:nld:oin:00000001234567890000:test");
     ceb_event_set(ev, "type", s->type);
+    ceb_event_set(ev, "time", "2026-11-22T12:00:00Z");
     snprintf(buf, sizeof buf, "k%lld", (long long)(i % s->keys));
     ceb_event_set(ev, "partitionkey", buf);
     ceb_submit_result res = {0};
