@@ -5,6 +5,8 @@
 
 #include "schema/ceb_schema_int.h"
 
+#include <string.h>
+
 /* Where a schema object sits: recorded for every subschema the registry
  * scan visits, keyed by the json_t pointer. */
 typedef struct cebs_sinfo {
@@ -40,8 +42,8 @@ typedef struct cebs_comp {
   bool forced_draft; /* opts->draft overrides the main root's $schema */
   bool main_added;
   char *main_uri;
-      /* absolute URI of the main document */ /* the first document gets "#"
-                                                 schema paths */
+  /* absolute URI of the main document */ /* the first document gets "#"
+                                             schema paths */
 } cebs_comp;
 
 #define CEBS_MAX_DEPTH 256
@@ -82,6 +84,12 @@ cebs_node *cebs_compile_node(cebs_comp *c, json_t *schema,
 
 /* Rejects in-place reference cycles (ceb_schema_cycles.c). 0 or -1. */
 int cebs_check_cycles(cebs_comp *c);
+
+/* Two printf "%s%s" arguments for a schema path in a message: long paths
+ * (remote documents with long URIs) are cut to their last 100 bytes. */
+#define CEBS_SPATH_SHORT(p)                                                    \
+  (strlen(p) > 100 ? "..." : ""),                                              \
+      ((p) + (strlen(p) > 100 ? strlen(p) - 100 : 0))
 
 /* Path helper: malloc'd "<base>/<escaped key>". */
 char *cebs_spath_join(const char *base, const char *key);

@@ -22,7 +22,8 @@ static const struct {
 
 static void *bad_kw(cebs_comp *c, const cebs_node *n, const char *kw,
                     const char *what) {
-  return cebs_comp_fail(c, CEB_EINVAL, "%s/%s: must be %s", n->spath, kw, what);
+  return cebs_comp_fail(c, CEB_EINVAL, "%s%s/%s: must be %s",
+                        CEBS_SPATH_SHORT(n->spath), kw, what);
 }
 
 static int add_node(cebs_comp *c, cebs_node *n) {
@@ -212,7 +213,8 @@ static int compile_regex_kw(cebs_comp *c, cebs_node *n, const char *kw,
                             const char *pattern, cebs_regex **out) {
   char msg[256];
   if (!(*out = cebs_regex_compile(pattern, msg, sizeof msg))) {
-    cebs_comp_fail(c, CEB_EINVAL, "%s/%s: %s", n->spath, kw, msg);
+    cebs_comp_fail(c, CEB_EINVAL, "%s%s/%s: %s", CEBS_SPATH_SHORT(n->spath), kw,
+                   msg);
     return -1;
   }
   return 0;
@@ -447,7 +449,8 @@ static cebs_node *compile_ref(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
     if (c->rc == CEB_EINVAL && c->err && c->errlen) {
       /* prefix the location of the failing reference */
       char tmp[512];
-      snprintf(tmp, sizeof tmp, "%s/%s: %s", n->spath, kw, c->err);
+      snprintf(tmp, sizeof tmp, "%s%s/%s: %s", CEBS_SPATH_SHORT(n->spath), kw,
+               c->err);
       snprintf(c->err, c->errlen, "%s", tmp);
     }
     return NULL;
@@ -525,8 +528,8 @@ cebs_node *cebs_compile_node(cebs_comp *c, json_t *j, const cebs_sinfo *inherit,
   }
   if (++c->depth > CEBS_MAX_DEPTH) {
     c->depth--;
-    return cebs_comp_fail(c, CEB_EINVAL, "%s: schema nested too deeply",
-                          n->spath);
+    return cebs_comp_fail(c, CEB_EINVAL, "%s%s: schema nested too deeply",
+                          CEBS_SPATH_SHORT(n->spath));
   }
   int rc = compile_object(c, n, &eff, j);
   c->depth--;

@@ -291,7 +291,8 @@ static int scan(cebs_comp *c, json_t *j, scan_env env, const char *spath,
     return 0; /* not a schema; reported if a keyword uses it */
   if (++c->scan_depth > CEBS_MAX_DEPTH) {
     c->scan_depth--;
-    cebs_comp_fail(c, CEB_EINVAL, "%s: schema nested too deeply", spath);
+    cebs_comp_fail(c, CEB_EINVAL, "%s%s: schema nested too deeply",
+                   CEBS_SPATH_SHORT(spath));
     return -1;
   }
   int rc = scan_object(c, j, env, spath, is_root);
@@ -342,7 +343,19 @@ int cebs_registry_add_sub(cebs_comp *c, json_t *doc, json_t *sub,
   return scan(c, sub, env, spath, true);
 }
 
+/* Bounds on external loading: a resolver that answers every URI (or a
+ * schema whose refs build ever longer URIs) cannot make compile run away. */
+#define CEBS_MAX_DOCS 256
+#define CEBS_MAX_URI 2048
+
 static json_t *load_remote(cebs_comp *c, const char *abs, int draft) {
+  if (strlen(abs) > CEBS_MAX_URI)
+    return cebs_comp_fail(c, CEB_EINVAL, "$ref URI longer than %d bytes",
+                          CEBS_MAX_URI);
+  if (json_array_size(c->owned) >= CEBS_MAX_DOCS)
+    return cebs_comp_fail(c, CEB_EINVAL,
+                          "more than %d external schema documents (at %.200s)",
+                          CEBS_MAX_DOCS, abs);
   if (cebs_map_get(&c->docs_seen, abs, strlen(abs))) return NULL;
   if (cebs_map_put(&c->docs_seen, abs, strlen(abs), (void *)1) != 0)
     return cebs_comp_fail(c, CEB_ENOMEM, "out of memory");

@@ -236,6 +236,30 @@ static json_t *resolver(void *arg, const char *uri) {
   return NULL;
 }
 
+/* Answers every URI with a document whose $ref builds a longer URI. */
+static json_t *greedy(void *arg, const char *uri) {
+  (void)uri;
+  (*(int *)arg)++;
+  return J("{\"$ref\": \"next/doc.json\"}");
+}
+
+static void test_external_limits(void) {
+  int calls = 0;
+  ceb_schema_opts o = {.resolve = greedy, .resolve_arg = &calls};
+  json_t *schema = J("{\"$ref\": \"a/doc.json\"}");
+  ceb_schema *s = NULL;
+  char err[256];
+  CHECK_INT(ceb_schema_compile(schema, "https://example.nl/root.json", &o, &s,
+                               err, sizeof err),
+            CEB_EINVAL);
+  CHECK(s == NULL);
+  CHECK_MSG(strstr(err, "external schema documents") ||
+                strstr(err, "nested too deeply"),
+            "%s", err);
+  CHECK(calls > 0 && calls <= 256);
+  json_decref(schema);
+}
+
 static void test_external_refs(void) {
   int calls = 0;
   json_t *res = J("{\"https://example.nl/schemas/id.json\": "
@@ -423,6 +447,7 @@ int main(void) {
   test_drafts();
   test_formats();
   test_external_refs();
+  test_external_limits();
   test_pointer_into_document();
   test_recursion_and_values();
   test_threads();
