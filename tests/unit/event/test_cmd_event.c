@@ -192,6 +192,25 @@ static void test_convert(void) {
   free(bad), free(batch), free(valid);
 }
 
+/* "-" reads stdin. */
+static void test_stdin(void) {
+  char *in = write_tmp("stdin.json", k_nlgov);
+  int saved = dup(0), fd = open(in, O_RDONLY);
+  dup2(fd, 0);
+  close(fd);
+  char *o, *e;
+  CHECK_INT(RUN(&o, &e, "event", "validate", "--profile", "nlgov", "-"), 0);
+  CHECK(strstr(o, "valid: 1 event (nlgov)") != NULL);
+  free(o), free(e);
+  dup2(saved, 0);
+  close(saved);
+  clearerr(stdin);
+  CHECK_INT(RUN(&o, &e, "event", "convert", "--help"), 0);
+  CHECK(strstr(o, "mqtt5-binary") != NULL);
+  free(o), free(e);
+  free(in);
+}
+
 static void test_dump_parser(void) {
   ceb_headers h = {0};
   size_t off;
@@ -221,6 +240,7 @@ int main(void) {
   g_dir = ceb_test_tmpdir("cmd_event");
   test_validate();
   test_convert();
+  test_stdin();
   test_dump_parser();
   free(g_dir);
   return ceb_test_done("unit_event_cmd");
