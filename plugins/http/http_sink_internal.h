@@ -107,6 +107,7 @@ typedef struct http_sink {
   int64_t token_retry_mono_ms; /* no fetch before (after a failure) */
   char token_error[160];
   http_gate handshake_gate;
+  int64_t expired_mono_ms; /* last deadline sweep of the pending queue */
 } http_sink;
 
 /* ---- http_sink_loop.c ---- */

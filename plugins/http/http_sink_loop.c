@@ -17,6 +17,8 @@
 /* After a failed token fetch, deliveries fail fast for this long instead of
  * hammering the token endpoint. */
 #define TOKEN_BACKOFF_MS 1000
+/* How often waiting requests are checked against their deadlines. */
+#define EXPIRE_SWEEP_MS 50
 
 static void list_push(http_req **head, http_req **tail, http_req *r) {
   r->next = NULL;
@@ -380,7 +382,12 @@ void *http_sink_loop(void *arg) {
     if (s->nbatch &&
         (draining || now - s->batch_first_mono_ms >= s->batch_wait_ms))
       batch_flush(s, s->nbatch);
-    expire_pending(s);
+    /* dispatch() checks the deadline of what it sends; the sweep of what
+     * waits (for a gate or a connection) need not run on every wakeup. */
+    if (now - s->expired_mono_ms >= EXPIRE_SWEEP_MS) {
+      expire_pending(s);
+      s->expired_mono_ms = now;
+    }
     dispatch(s);
     int running = 0;
     curl_multi_perform(s->multi, &running);
