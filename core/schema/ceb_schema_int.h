@@ -24,6 +24,9 @@ void cebs_regex_free(cebs_regex *re);
 /* ---- values (ceb_schema_value.c) ---- */
 /* JSON Schema equality: numbers by value (1 == 1.0), objects unordered. */
 bool cebs_json_equal(json_t *a, json_t *b);
+/* uniqueItems: finds two equal items of an array in O(n log n) (hashing
+ * consistent with cebs_json_equal). 1 with the pair, 0 none, -1 no memory. */
+int cebs_find_duplicate(json_t *arr, size_t *first, size_t *second);
 /* Number of Unicode code points in UTF-8 text. */
 size_t cebs_utf8_length(const char *s, size_t len);
 /* 1 when the number is integral (1.0 is an integer). */

@@ -124,17 +124,15 @@ static bool check_array(cebs_ctx *c, const cebs_node *n, json_t *inst) {
     STEP(false);
   }
   if (n->unique_items) {
-    for (long long i = 0; i < cnt; i++) {
-      for (long long k = i + 1; k < cnt; k++) {
-        if (cebs_json_equal(json_array_get(inst, (size_t)i),
-                            json_array_get(inst, (size_t)k))) {
-          cebs_error(c, n, "uniqueItems", "items %lld and %lld are equal", i,
-                     k);
-          STEP(false);
-          i = cnt; /* report one pair */
-          break;
-        }
-      }
+    size_t a, b;
+    int dup = cebs_find_duplicate(inst, &a, &b);
+    if (dup < 0) {
+      c->oom = true;
+      return false;
+    }
+    if (dup) {
+      cebs_error(c, n, "uniqueItems", "items %zu and %zu are equal", a, b);
+      STEP(false);
     }
   }
   return ok;

@@ -4,6 +4,7 @@
 #include "schema/ceb_schema_int.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,103 @@ bool cebs_json_equal(json_t *a, json_t *b) {
   default: /* true, false, null: same type is equal */
     return true;
   }
+}
+
+static uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  return h ^ (h >> 33);
+}
+
+/* A hash consistent with cebs_json_equal: 1 and 1.0 hash alike, object
+ * member order does not matter. */
+static uint64_t json_hash(json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: {
+    uint64_t h = 0x0b;
+    const char *k;
+    json_t *m;
+    json_object_foreach(v, k, m) {
+      uint64_t kh = 1469598103934665603ULL;
+      for (const char *p = k; *p; p++)
+        kh = (kh ^ (unsigned char)*p) * 1099511628211ULL;
+      h += mix(kh ^ mix(json_hash(m))); /* order independent */
+    }
+    return mix(h);
+  }
+  case JSON_ARRAY: {
+    uint64_t h = 0x0a;
+    size_t i;
+    json_t *m;
+    json_array_foreach(v, i, m) h = mix(h * 31 + json_hash(m));
+    return h;
+  }
+  case JSON_STRING: {
+    uint64_t h = 1469598103934665603ULL;
+    const char *p = json_string_value(v);
+    for (size_t i = 0; i < json_string_length(v); i++)
+      h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return mix(h);
+  }
+  case JSON_INTEGER:
+    return mix((uint64_t)json_integer_value(v));
+  case JSON_REAL: {
+    double d = json_real_value(v);
+    if (cebs_is_integer(v) && d >= -9.2e18 && d <= 9.2e18)
+      return mix((uint64_t)(json_int_t)d);
+    if (d == 0) d = 0; /* -0.0 */
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    return mix(bits ^ 0x5151);
+  }
+  default:
+    return mix((uint64_t)json_typeof(v) + 0x77);
+  }
+}
+
+typedef struct hashed {
+  uint64_t h;
+  size_t i;
+} hashed;
+
+static int cmp_hashed(const void *a, const void *b) {
+  const hashed *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int cebs_find_duplicate(json_t *arr, size_t *first, size_t *second) {
+  size_t n = json_array_size(arr);
+  if (n < 2) return 0;
+  hashed *v = malloc(n * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < n; i++)
+    v[i] = (hashed){json_hash(json_array_get(arr, i)), i};
+  qsort(v, n, sizeof *v, cmp_hashed);
+  int found = 0;
+  /* compare within runs of equal hashes; report the earliest pair */
+  for (size_t s = 0; s < n;) {
+    size_t e = s + 1;
+    while (e < n && v[e].h == v[s].h)
+      e++;
+    for (size_t a = s; a < e; a++) {
+      for (size_t b = a + 1; b < e; b++) {
+        if ((!found || v[b].i < *second) &&
+            cebs_json_equal(json_array_get(arr, v[a].i),
+                            json_array_get(arr, v[b].i))) {
+          *first = v[a].i;
+          *second = v[b].i;
+          found = 1;
+          break;
+        }
+      }
+    }
+    s = e;
+  }
+  free(v);
+  return found;
 }
 
 size_t cebs_utf8_length(const char *s, size_t len) {

@@ -391,6 +391,26 @@ static void test_recursion_and_values(void) {
   CHECK_INT(validate_text(s, "{\"o\": {\"b\": [1], \"a\": 1.0}}", NULL), 1);
   CHECK_INT(validate_text(s, "{\"o\": {\"b\": [1], \"a\": 2}}", NULL), 0);
   ceb_schema_free(s);
+  /* uniqueItems: JSON equality, and large arrays stay fast */
+  CHECK_INT(compile_text("{\"uniqueItems\": true}", NULL, &s, err, sizeof err),
+            0);
+  CHECK_INT(
+      validate_text(s, "[{\"a\": 1, \"b\": 2}, {\"b\": 2, \"a\": 1.0}]", &r),
+      0);
+  CHECK_STR(r.errors[0].message, "items 0 and 1 are equal");
+  CHECK_INT(validate_text(s, "[1, \"1\", [1], {\"1\": 1}, true, null]", NULL),
+            1);
+  json_t *big = json_array();
+  for (int i = 0; i < 30000; i++)
+    json_array_append_new(big, json_integer(i));
+  int64_t t1 = ceb_test_now_ms();
+  CHECK_INT(ceb_schema_validate(s, big, NULL), 1);
+  json_array_append_new(big, json_real(29998.0));
+  CHECK_INT(ceb_schema_validate(s, big, &r), 0);
+  CHECK_STR(r.errors[0].message, "items 29998 and 30000 are equal");
+  CHECK(ceb_test_now_ms() - t1 < 5000);
+  json_decref(big);
+  ceb_schema_free(s);
   /* multipleOf on decimals */
   CHECK_INT(compile_text("{\"multipleOf\": 0.01}", NULL, &s, err, sizeof err),
             0);
