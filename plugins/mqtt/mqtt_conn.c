@@ -237,6 +237,20 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
   c->ssl.verify = conf->tls_verify;
   if (!(c->uri = strdup(opts->uri)) || !(c->client_id = strdup(client_id)))
     return CEB_ENOMEM;
+  MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer;
+  co.MQTTVersion = conf->version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
+  co.sendWhileDisconnected = 0;
+  co.maxBufferedMessages = opts->max_inflight > 0 ? opts->max_inflight : 100;
+  int rc = MQTTAsync_createWithOptions(&c->h, c->uri, c->client_id,
+                                       MQTTCLIENT_PERSISTENCE_NONE, NULL, &co);
+  if (rc != MQTTASYNC_SUCCESS) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "cannot create MQTT client for %s: %s",
+            c->uri, MQTTAsync_strerror(rc));
+    c->h = NULL;
+    return CEB_EINVAL;
+  }
+  /* Properties only after the client exists: paho's heap tracking starts
+   * with the first client, and an allocation it tracks before that leaks. */
   if (conf->version == 5) {
     MQTTProperty p;
     memset(&p, 0, sizeof p);
@@ -250,18 +264,6 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
       p.value.integer2 = (unsigned short)opts->receive_max;
       MQTTProperties_add(&c->props, &p);
     }
-  }
-  MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer;
-  co.MQTTVersion = conf->version == 5 ? MQTTVERSION_5 : MQTTVERSION_3_1_1;
-  co.sendWhileDisconnected = 0;
-  co.maxBufferedMessages = opts->max_inflight > 0 ? opts->max_inflight : 100;
-  int rc = MQTTAsync_createWithOptions(&c->h, c->uri, c->client_id,
-                                       MQTTCLIENT_PERSISTENCE_NONE, NULL, &co);
-  if (rc != MQTTASYNC_SUCCESS) {
-    CEB_LOG(host, inst, CEB_LOG_ERROR, "cannot create MQTT client for %s: %s",
-            c->uri, MQTTAsync_strerror(rc));
-    c->h = NULL;
-    return CEB_EINVAL;
   }
   /* Always a messageArrived: paho only watches a client's socket for reads
    * (and so notices a dead broker) when one is set. */
