@@ -20,6 +20,17 @@ static size_t discard(char *p, size_t size, size_t n, void *arg) {
 static const char *const STRUCT_HDR =
     "Content-Type: application/cloudevents+json";
 
+typedef struct metric_arg {
+  ceb_metrics *m;
+  const char *name, *labels;
+  double want;
+} metric_arg;
+
+static int metric_reached(void *arg) {
+  metric_arg *a = arg;
+  return ceb_metrics_get(a->m, a->name, a->labels) >= a->want;
+}
+
 static void test_parallel(void) {
   static const char *const cfg[] = {"auth=none", "threads=4", NULL};
   hin_env *e = hin_start(cfg, NULL);
@@ -63,6 +74,11 @@ static void test_parallel(void) {
   CHECK_INT(ok, NREQ);
   CHECK_INT(ceb_fake_event_count(e->fake), NREQ);
   CHECK_INT(ceb_fake_committed_count(e->fake), NREQ);
+  /* the metric is recorded when MHD completes the request, which may be
+   * just after the client read its response */
+  metric_arg m = {e->fake->metrics, "cebridge_http_requests_total",
+                  "code=\"202\"", NREQ};
+  CHECK(ceb_test_wait(metric_reached, &m, 5000));
   CHECK(ceb_metrics_get(e->fake->metrics, "cebridge_http_requests_total",
                         "code=\"202\"") == NREQ);
   hin_stop(e);
