@@ -69,6 +69,37 @@ static void set_clock(hin_env *e, int64_t ms) {
   pthread_mutex_unlock(&e->fake->lock);
 }
 
+/* oauth2.client_claim names the claim that identifies the client. */
+static void test_client_claim(hin_issuer *iss, const char *jwks_path) {
+  char file_entry[600];
+  snprintf(file_entry, sizeof file_entry, "oauth2.jwks_file=%s", jwks_path);
+  const char *const cfg[] = {file_entry, "oauth2.audience=cebridge",
+                             "oauth2.client_claim=org", NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  long now = (long)time(NULL);
+  char claims[256];
+  snprintf(claims, sizeof claims,
+           "{\"aud\":\"cebridge\",\"exp\":%ld,\"org\":\"ORG-1\","
+           "\"client_id\":\"someone-else\"}",
+           now + 300);
+  char *tok = hin_token(iss, "RS256", "rsa1", claims);
+  CHECK_INT(post(e, tok), 202);
+  free(tok);
+  char c[32];
+  ceb_fake_event_client(e->fake, 0, c, sizeof c);
+  CHECK_STR(c, "ORG-1");
+  /* a token without that claim names no client */
+  snprintf(claims, sizeof claims,
+           "{\"aud\":\"cebridge\",\"exp\":%ld,\"client_id\":\"x\"}", now + 300);
+  tok = hin_token(iss, "RS256", "rsa1", claims);
+  CHECK_INT(post(e, tok), 401);
+  free(tok);
+  CHECK_INT(ceb_fake_event_count(e->fake), 1);
+  hin_stop(e);
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   hin_issuer *iss = hin_issuer_new();
@@ -138,6 +169,7 @@ int main(void) {
     hin_stop(e);
   }
   MHD_stop_daemon(d);
+  test_client_claim(iss, path);
   /* clients.* needs authenticated clients */
   static const char *const bad[] = {"auth=none", "clients.a.types=nl.*", NULL};
   CHECK_INT(hin_init_status(bad), CEB_ECONFIG);
