@@ -296,6 +296,12 @@ static int first_call(http_req *r, const char *url, const char *method) {
     reply_unavailable(r, "draining", "the intermediary is shutting down");
     return 0;
   }
+  /* Refuse early under backpressure rather than read a body to refuse. */
+  if (!s->host->accepting(s->inst)) {
+    reply_unavailable(r, "backpressure",
+                      "the bridge is not accepting events right now");
+    return 0;
+  }
   if (s->tls_ca && !client_cert_ok(r)) {
     metric_auth_failure(s, "client_certificate");
     http_reply_problem(&r->reply, 403, "tls.client_certificate",

@@ -170,6 +170,20 @@ static void test_refusals(hin_env *e) {
   CHECK_INT(r.status, 413);
   hin_resp_free(&r);
   set_mode(e, CEB_FAKE_COMMIT_NOW, CEB_EBUSY);
+  /* the host says it is not accepting: refused before the body is read */
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->accepting = 0;
+  pthread_mutex_unlock(&e->fake->lock);
+  size_t before = ceb_fake_event_count(e->fake);
+  r = hin_post(e, BINARY_HDRS, "{}");
+  CHECK_INT(r.status, 503);
+  CHECK(hin_json_str(&r, "code", "backpressure"));
+  CHECK_STR(hin_header(&r, "Retry-After", h, sizeof h), "7");
+  hin_resp_free(&r);
+  CHECK_INT(ceb_fake_event_count(e->fake), before);
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->accepting = 1;
+  pthread_mutex_unlock(&e->fake->lock);
 }
 
 typedef struct count_arg {
