@@ -1,0 +1,166 @@
+#include "aa_fetch.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct sink {
+  char *buf;
+  size_t len, max;
+  int too_large;
+  char *etag;
+} sink;
+
+static size_t on_body(char *data, size_t size, size_t n, void *arg) {
+  sink *s = arg;
+  size_t add = size * n;
+  if (s->len + add > s->max) {
+    s->too_large = 1;
+    return 0; /* aborts the transfer */
+  }
+  char *nb = realloc(s->buf, s->len + add + 1);
+  if (!nb)
+    return 0;
+  memcpy(nb + s->len, data, add);
+  s->buf = nb;
+  s->len += add;
+  s->buf[s->len] = '\0';
+  return add;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg) {
+  sink *s = arg;
+  size_t len = size * n;
+  if (len > 5 && strncasecmp(data, "etag:", 5) == 0) {
+    const char *v = data + 5;
+    size_t vl = len - 5;
+    while (vl && (*v == ' ' || *v == '\t'))
+      v++, vl--;
+    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+      vl--;
+    if (vl < 256) {
+      memcpy(s->etag, v, vl);
+      s->etag[vl] = '\0';
+    }
+  }
+  return len;
+}
+
+int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
+                aa_http_result *res, char *err, size_t errlen) {
+  memset(res, 0, sizeof *res);
+  int https = strncmp(url, "https://", 8) == 0;
+  if (!https && !(o->allow_http && strncmp(url, "http://", 7) == 0)) {
+    snprintf(err, errlen, "%s: only https URLs are fetched (http needs "
+             "allow_insecure_http = true)",
+             url);
+    return -1;
+  }
+  CURL *c = curl_easy_init();
+  if (!c) {
+    snprintf(err, errlen, "curl init failed");
+    return -1;
+  }
+  sink s = {.max = o->max_size, .etag = res->etag};
+  struct curl_slist *hdrs = NULL;
+  char inm[300];
+  if (etag && *etag) {
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    hdrs = curl_slist_append(hdrs, inm);
+  }
+  hdrs = curl_slist_append(
+      hdrs, "Accept: application/json, application/x-yaml, "
+            "application/yaml, text/yaml, */*;q=0.5");
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  /* Redirects may not downgrade to http unless allowed. */
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
+                   o->allow_http ? "http,https" : "https");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
+                   o->allow_http ? "http,https" : "https");
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  CURLcode rc = curl_easy_perform(c);
+  int out = 0;
+  if (rc != CURLE_OK) {
+    snprintf(err, errlen, "%s: %s", url,
+             s.too_large ? "document larger than max_size"
+                         : curl_easy_strerror(rc));
+    free(s.buf);
+    out = -1;
+  } else {
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &res->status);
+    if (res->status >= 200 && res->status < 300) {
+      if (!s.buf)
+        s.buf = calloc(1, 1);
+      res->body = s.buf;
+      res->len = s.len;
+    } else {
+      free(s.buf);
+    }
+  }
+  curl_slist_free_all(hdrs);
+  curl_easy_cleanup(c);
+  return out;
+}
+
+char *aa_file_read(const char *path, size_t max_size, size_t *len, char *err,
+                   size_t errlen) {
+  err[0] = '\0';
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n + 1 >= cap) {
+      if (cap > max_size) {
+        snprintf(err, errlen, "%s: larger than max_size", path);
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      char *nb = realloc(buf, cap * 2);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t r = fread(buf + n, 1, cap - n - 1, f);
+    n += r;
+    if (r == 0)
+      break;
+  }
+  if (buf && ferror(f)) {
+    snprintf(err, errlen, "%s: read error", path);
+    free(buf);
+    buf = NULL;
+  } else if (buf && n > max_size) {
+    snprintf(err, errlen, "%s: larger than max_size", path);
+    free(buf);
+    buf = NULL;
+  } else if (!buf && !err[0]) {
+    snprintf(err, errlen, "out of memory");
+  }
+  fclose(f);
+  if (buf) {
+    buf[n] = '\0';
+    *len = n;
+  }
+  return buf;
+}

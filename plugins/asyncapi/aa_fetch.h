@@ -1,0 +1,33 @@
+/* Reading contract documents: files and http(s) GETs with conditional
+ * requests. Thread-safe (one curl easy handle per call). */
+#ifndef AA_FETCH_H
+#define AA_FETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct aa_http_opts {
+  int64_t timeout_ms;
+  size_t max_size;
+  int allow_http; /* plain http allowed (tests, loopback registries) */
+} aa_http_opts;
+
+typedef struct aa_http_result {
+  long status;     /* 200, 304, ...; 0 on a transport error */
+  char *body;      /* malloc'd, NUL-terminated; NULL unless 2xx */
+  size_t len;
+  char etag[256];  /* the response's ETag, "" when none */
+} aa_http_result;
+
+/* GETs url, sending If-None-Match: etag when etag is non-empty. Returns 0
+ * when a response arrived (any status: the caller judges it), -1 with a
+ * reason in err on transport errors, refused schemes or oversize bodies.
+ * The caller frees res->body. */
+int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
+                aa_http_result *res, char *err, size_t errlen);
+
+/* Reads a whole file up to max_size bytes: malloc'd, NUL-terminated. */
+char *aa_file_read(const char *path, size_t max_size, size_t *len, char *err,
+                   size_t errlen);
+
+#endif

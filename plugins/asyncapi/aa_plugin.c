@@ -1,0 +1,474 @@
+/* The asyncapi plugin: one [contracts NAME] section = one contract source
+ * (a URL, a file, or an Apicurio v3 style registry artifact), fetched on a
+ * schedule on the instance's own thread and on demand (sync), bundled into
+ * one self-contained JSON document and offered to the host's immutable
+ * register under NAME and info.version. The register never overwrites: a
+ * changed document under a held version is a conflict, logged and counted;
+ * pins never move by themselves. */
+#include <ceb/plugin.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "aa_doc.h"
+#include "aa_fetch.h"
+#include "contracts/ceb_semver.h"
+
+#define MiB (1024 * 1024)
+
+static const ceb_config_spec k_spec[] = {
+    {"url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
+     "The AsyncAPI document's URL (https; http only with "
+     "allow_insecure_http)."},
+    {"file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "The AsyncAPI document as a local file (YAML or JSON)."},
+    {"registry.url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
+     "Base URL of an Apicurio v3 style registry API (every version of the "
+     "artifact is fetched)."},
+    {"registry.group", CEB_CFG_STRING, 0, "default", 0, 0, NULL,
+     "Registry group id."},
+    {"registry.artifact", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Registry artifact id (default: the section name)."},
+    {"interval", CEB_CFG_DURATION, 0, "1h", 0, 7LL * 24 * 3600 * 1000, NULL,
+     "How often to sync; 0 = only on demand (cebridge contracts sync)."},
+    {"timeout", CEB_CFG_DURATION, 0, "30s", 100, 600000, NULL,
+     "Timeout of one HTTP request."},
+    {"max_size", CEB_CFG_SIZE, 0, "8MiB", 1024, 256LL * MiB, NULL,
+     "Largest document (or referenced document) read."},
+    {"max_documents", CEB_CFG_INT, 0, "64", 1, 10000, NULL,
+     "Most documents a contract may reference ($ref to other files/URLs)."},
+    {"allow_insecure_http", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "Allow plain http URLs (tests and loopback registries only)."},
+    {"types.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
+     "types.<message> = <CloudEvents type>: the type a message carries when "
+     "the document does not say it (payload or header const)."},
+    CEB_CONFIG_SPEC_END};
+
+typedef struct etag_entry {
+  char *url;
+  char etag[256];
+} etag_entry;
+
+typedef struct aa_state {
+  const ceb_host *host;
+  ceb_instance *inst;
+  char *name;
+  const char *url, *file, *reg_url, *reg_group, *reg_artifact;
+  int64_t interval_ms;
+  aa_http_opts http;
+  size_t max_docs;
+  pthread_mutex_t sync_lock; /* one sync at a time (thread vs on demand) */
+  etag_entry *etags;         /* under sync_lock */
+  size_t netags;
+  char *known_max;           /* highest version offered so far */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int stop;
+  int thread_running;
+  pthread_t thread;
+} aa_state;
+
+#define LOG(st, lvl, ...) CEB_LOG((st)->host, (st)->inst, lvl, __VA_ARGS__)
+
+static void metric(aa_state *st, const char *name) {
+  st->host->metric(st->inst, CEB_METRIC_COUNTER, name, NULL, 1);
+}
+
+static etag_entry *etag_of(aa_state *st, const char *url) {
+  for (size_t i = 0; i < st->netags; i++)
+    if (strcmp(st->etags[i].url, url) == 0)
+      return &st->etags[i];
+  etag_entry *n = realloc(st->etags, (st->netags + 1) * sizeof *n);
+  if (!n)
+    return NULL;
+  st->etags = n;
+  etag_entry *e = &st->etags[st->netags];
+  e->url = strdup(url);
+  e->etag[0] = '\0';
+  if (!e->url)
+    return NULL;
+  st->netags++;
+  return e;
+}
+
+typedef struct fetch_ctx {
+  aa_state *st;
+  int root_is_url;
+} fetch_ctx;
+
+/* Reads a referenced document: URLs over http(s), files only when the root
+ * itself is a file (a fetched document may not read local files). */
+static char *fetch_ref(void *arg, const char *uri, size_t *len, char *err,
+                       size_t errlen) {
+  fetch_ctx *fc = arg;
+  if (strstr(uri, "://")) {
+    aa_http_result r;
+    if (aa_http_get(uri, NULL, &fc->st->http, &r, err, errlen) != 0)
+      return NULL;
+    if (!r.body) {
+      snprintf(err, errlen, "%s: HTTP %ld", uri, r.status);
+      return NULL;
+    }
+    *len = r.len;
+    return r.body;
+  }
+  if (fc->root_is_url) {
+    snprintf(err, errlen, "%s: a fetched document may not reference local "
+             "files",
+             uri);
+    return NULL;
+  }
+  return aa_file_read(uri, fc->st->http.max_size, len, err, errlen);
+}
+
+/* Parses, bundles and offers one document. 0 or -1 (logged). */
+static int offer(aa_state *st, const char *text, size_t len,
+                 const char *base, const char *provenance) {
+  char err[512] = "";
+  json_t *doc = aa_parse(text, len, err, sizeof err);
+  if (!doc) {
+    LOG(st, CEB_LOG_ERROR, "%s: not YAML or JSON: %s", provenance, err);
+    return -1;
+  }
+  fetch_ctx fc = {st, strstr(base, "://") != NULL};
+  aa_bundle_stats bs;
+  if (aa_bundle(doc, base, fetch_ref, &fc, st->max_docs, &bs, err,
+                sizeof err) != 0) {
+    LOG(st, CEB_LOG_ERROR, "%s: resolving $ref failed: %s", provenance, err);
+    json_decref(doc);
+    return -1;
+  }
+  const char *aa = json_string_value(json_object_get(doc, "asyncapi"));
+  const char *version = json_string_value(
+      json_object_get(json_object_get(doc, "info"), "version"));
+  if (!aa || !version || (aa[0] != '2' && aa[0] != '3')) {
+    LOG(st, CEB_LOG_ERROR, "%s: not an AsyncAPI 2.x/3.x document (%s)",
+        provenance, !aa ? "no asyncapi field" : !version ? "no info.version"
+                                                          : aa);
+    json_decref(doc);
+    return -1;
+  }
+  /* Sorted keys: the same document always gives the same bytes (and
+   * sha256), whatever order a registry serves it in. */
+  char *out = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+  char *ver = strdup(version);
+  json_decref(doc);
+  if (!out || !ver) {
+    free(out);
+    free(ver);
+    LOG(st, CEB_LOG_ERROR, "out of memory");
+    return -1;
+  }
+  int rc = st->host->contract_put(st->inst, st->name, ver, out, strlen(out),
+                                  provenance);
+  free(out);
+  int result = 0;
+  if (rc == CEB_OK || rc == CEB_EDUPLICATE) {
+    if (rc == CEB_OK) {
+      LOG(st, CEB_LOG_INFO,
+          "stored %s@%s from %s (%zu referenced documents bundled)",
+          st->name, ver, provenance, bs.documents);
+      if (!st->known_max || ceb_version_cmp(ver, st->known_max) > 0) {
+        LOG(st, CEB_LOG_INFO, "new version %s of %s available; pins do not "
+            "change until you change them",
+            ver, st->name);
+        metric(st, "contracts_new_versions_total");
+      }
+    } else {
+      LOG(st, CEB_LOG_DEBUG, "%s@%s unchanged", st->name, ver);
+    }
+    if (!st->known_max || ceb_version_cmp(ver, st->known_max) > 0) {
+      free(st->known_max);
+      st->known_max = ver;
+      ver = NULL;
+    }
+  } else if (rc == CEB_ECONFLICT) {
+    LOG(st, CEB_LOG_ERROR,
+        "%s@%s from %s differs from the document held under that version: "
+        "flagged as a conflict, the held document stays",
+        st->name, ver, provenance);
+    metric(st, "contracts_conflicts_total");
+  } else {
+    LOG(st, CEB_LOG_ERROR, "storing %s@%s failed: %s", st->name, ver,
+        ceb_strerror(rc));
+    result = -1;
+  }
+  free(ver);
+  return result;
+}
+
+/* GETs url conditionally; *body NULL with 0 means unchanged (304). */
+static int get_conditional(aa_state *st, const char *url, aa_http_result *r,
+                           char **etag_slot) {
+  char err[512] = "";
+  etag_entry *e = etag_of(st, url);
+  if (aa_http_get(url, e ? e->etag : NULL, &st->http, r, err, sizeof err) !=
+      0) {
+    LOG(st, CEB_LOG_ERROR, "fetching failed: %s", err);
+    return -1;
+  }
+  if (r->status == 304)
+    return 0;
+  if (!r->body) {
+    LOG(st, CEB_LOG_ERROR, "fetching %s failed: HTTP %ld", url, r->status);
+    return -1;
+  }
+  *etag_slot = e ? e->etag : NULL;
+  return 0;
+}
+
+static int sync_url(aa_state *st, const char *url) {
+  aa_http_result r;
+  char *slot = NULL;
+  if (get_conditional(st, url, &r, &slot) != 0)
+    return -1;
+  if (!r.body) {
+    LOG(st, CEB_LOG_DEBUG, "%s not modified", url);
+    return 0;
+  }
+  int rc = offer(st, r.body, r.len, url, url);
+  if (rc == 0 && slot) /* remember it only once the document was taken */
+    snprintf(slot, 256, "%s", r.etag);
+  free(r.body);
+  return rc;
+}
+
+static int sync_file(aa_state *st) {
+  char err[512] = "";
+  size_t len = 0;
+  char *text = aa_file_read(st->file, st->http.max_size, &len, err,
+                            sizeof err);
+  if (!text) {
+    LOG(st, CEB_LOG_ERROR, "reading failed: %s", err);
+    return -1;
+  }
+  int rc = offer(st, text, len, st->file, st->file);
+  free(text);
+  return rc;
+}
+
+static char *escape(const char *s) {
+  char *e = curl_easy_escape(NULL, s, 0);
+  char *out = e ? strdup(e) : NULL;
+  curl_free(e);
+  return out;
+}
+
+/* Apicurio v3: GET .../versions lists {"versions":[{"version":..}]}. */
+static int sync_registry(aa_state *st) {
+  char *g = escape(st->reg_group), *a = escape(st->reg_artifact);
+  char base[2048], url[2400], err[512] = "";
+  int rc = -1;
+  const char *root = st->reg_url;
+  size_t rl = strlen(root);
+  while (rl && root[rl - 1] == '/')
+    rl--;
+  if (!g || !a)
+    goto out;
+  snprintf(base, sizeof base, "%.*s/groups/%s/artifacts/%s", (int)rl, root,
+           g, a);
+  snprintf(url, sizeof url, "%s/versions", base);
+  aa_http_result r;
+  if (aa_http_get(url, NULL, &st->http, &r, err, sizeof err) != 0) {
+    LOG(st, CEB_LOG_ERROR, "listing versions failed: %s", err);
+    goto out;
+  }
+  if (!r.body) {
+    LOG(st, CEB_LOG_ERROR, "listing versions at %s failed: HTTP %ld", url,
+        r.status);
+    goto out;
+  }
+  json_error_t je;
+  json_t *list = json_loadb(r.body, r.len, 0, &je);
+  free(r.body);
+  json_t *versions = json_is_array(list) ? list
+                                         : json_object_get(list, "versions");
+  if (!json_is_array(versions)) {
+    LOG(st, CEB_LOG_ERROR, "%s: not a version list", url);
+    json_decref(list);
+    goto out;
+  }
+  rc = 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(versions, i, v) {
+    const char *ver = json_is_string(v)
+                          ? json_string_value(v)
+                          : json_string_value(json_object_get(v, "version"));
+    if (!ver)
+      continue;
+    char *ev = escape(ver);
+    if (!ev) {
+      rc = -1;
+      break;
+    }
+    snprintf(url, sizeof url, "%s/versions/%s/content", base, ev);
+    free(ev);
+    if (sync_url(st, url) != 0)
+      rc = -1; /* the other versions are still worth a try */
+  }
+  json_decref(list);
+out:
+  free(g);
+  free(a);
+  return rc;
+}
+
+static int sync_now(aa_state *st) {
+  pthread_mutex_lock(&st->sync_lock);
+  int rc = st->file  ? sync_file(st)
+           : st->url ? sync_url(st, st->url)
+                     : sync_registry(st);
+  pthread_mutex_unlock(&st->sync_lock);
+  if (rc != 0)
+    metric(st, "contracts_sync_failures_total");
+  else
+    metric(st, "contracts_syncs_total");
+  return rc;
+}
+
+static void *run(void *arg) {
+  aa_state *st = arg;
+  pthread_mutex_lock(&st->lock);
+  while (!st->stop) {
+    pthread_mutex_unlock(&st->lock);
+    sync_now(st);
+    pthread_mutex_lock(&st->lock);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += st->interval_ms / 1000;
+    until.tv_nsec += (st->interval_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!st->stop &&
+           pthread_cond_timedwait(&st->cond, &st->lock, &until) != ETIMEDOUT)
+      ;
+  }
+  pthread_mutex_unlock(&st->lock);
+  return NULL;
+}
+
+static void stop_thread(aa_state *st) {
+  if (!st->thread_running)
+    return;
+  pthread_mutex_lock(&st->lock);
+  st->stop = 1;
+  pthread_cond_signal(&st->cond);
+  pthread_mutex_unlock(&st->lock);
+  pthread_join(st->thread, NULL);
+  st->thread_running = 0;
+}
+
+static void aa_destroy(void *state) {
+  aa_state *st = state;
+  if (!st)
+    return;
+  stop_thread(st);
+  for (size_t i = 0; i < st->netags; i++)
+    free(st->etags[i].url);
+  free(st->etags);
+  free(st->known_max);
+  free(st->name);
+  pthread_mutex_destroy(&st->sync_lock);
+  pthread_mutex_destroy(&st->lock);
+  pthread_cond_destroy(&st->cond);
+  free(st);
+}
+
+static int aa_init(const ceb_host *host, ceb_instance *inst,
+                   const ceb_instance_info *info, const ceb_config *cfg,
+                   void **state) {
+  aa_state *st = calloc(1, sizeof *st);
+  if (!st)
+    return CEB_ENOMEM;
+  st->host = host;
+  st->inst = inst;
+  st->name = strdup(info->name);
+  st->url = ceb_config_str(cfg, "url");
+  st->file = ceb_config_str(cfg, "file");
+  st->reg_url = ceb_config_str(cfg, "registry.url");
+  st->reg_group = ceb_config_str(cfg, "registry.group");
+  st->reg_artifact = ceb_config_str(cfg, "registry.artifact");
+  if (!st->reg_artifact)
+    st->reg_artifact = info->name;
+  st->interval_ms = ceb_config_duration_ms(cfg, "interval", 3600000);
+  st->http.timeout_ms = ceb_config_duration_ms(cfg, "timeout", 30000);
+  st->http.max_size = (size_t)ceb_config_size(cfg, "max_size", 8 * MiB);
+  st->http.allow_http = ceb_config_bool(cfg, "allow_insecure_http", 0);
+  st->max_docs = (size_t)ceb_config_int(cfg, "max_documents", 64);
+  pthread_mutex_init(&st->sync_lock, NULL);
+  pthread_mutex_init(&st->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&st->cond, &ca);
+  pthread_condattr_destroy(&ca);
+  int sources = !!st->url + !!st->file + !!st->reg_url;
+  const char *why = !st->name   ? "out of memory"
+                    : sources != 1 ? "set exactly one of url, file and "
+                                     "registry.url"
+                                   : NULL;
+  const char *insecure = st->url ? st->url : st->reg_url;
+  if (!why && insecure && strncmp(insecure, "https://", 8) != 0 &&
+      !st->http.allow_http)
+    why = "plain http needs allow_insecure_http = true";
+  if (why) {
+    int rc = st->name ? CEB_ECONFIG : CEB_ENOMEM;
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "%s", why);
+    aa_destroy(st);
+    return rc;
+  }
+  *state = st;
+  return CEB_OK;
+}
+
+static int aa_start(void *state) {
+  aa_state *st = state;
+  if (st->interval_ms <= 0)
+    return CEB_OK; /* on demand only */
+  st->stop = 0;
+  if (pthread_create(&st->thread, NULL, run, st) != 0) {
+    LOG(st, CEB_LOG_ERROR, "cannot start the sync thread");
+    return CEB_EINTERNAL;
+  }
+  st->thread_running = 1;
+  return CEB_OK;
+}
+
+static int aa_drain(void *state, int64_t deadline_ms) {
+  (void)deadline_ms; /* a sync in flight ends within its HTTP timeout */
+  stop_thread(state);
+  return CEB_OK;
+}
+
+static int aa_sync(void *state, const char *name) {
+  aa_state *st = state;
+  if (name && strcmp(name, st->name) != 0)
+    return CEB_ENOTFOUND;
+  return sync_now(st) == 0 ? CEB_OK : CEB_EIO;
+}
+
+static const ceb_plugin k_plugin = {
+    .struct_size = sizeof(ceb_plugin),
+    .abi_major = CEB_ABI_MAJOR,
+    .abi_minor = CEB_ABI_MINOR,
+    .name = "asyncapi",
+    .version = "1.0.0",
+    .description = "AsyncAPI 2.6/3.0 contract fetcher (URL, file, Apicurio "
+                   "v3 registry) into the immutable register",
+    .roles = CEB_ROLE_CONTRACTS,
+    .config_contracts = k_spec,
+    .init = aa_init,
+    .start = aa_start,
+    .drain = aa_drain,
+    .destroy = aa_destroy,
+    .sync = aa_sync,
+};
+
+CEB_PLUGIN_DEFINE(k_plugin)
