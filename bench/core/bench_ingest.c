@@ -247,5 +247,12 @@ int main(int argc, char **argv) {
   ceb_conf_free(conf);
   free(sh.lat_us);
   free(th);
+  static const char *const files[] = {"store.db", "store.db-wal",
+                                      "store.db-shm", "bridge.conf"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
   return 0;
 }

@@ -22,6 +22,7 @@ typedef struct ingest_job {
   size_t count;
   ceb_ingest_route *routes; /* all events' routes, sliced */
   size_t *route_index;      /* parallel to routes: index into rt->routes */
+  int64_t *route_added;     /* per rt->routes: new deliveries */
   size_t nroutes_total;
   char **strings;           /* owned copies */
   size_t nstrings;
@@ -34,6 +35,7 @@ static void job_free(ingest_job *j) {
   free(j->events);
   free(j->routes);
   free(j->route_index);
+  free(j->route_added);
   free(j);
 }
 
@@ -70,12 +72,12 @@ static void ingest_done(void *arg, int status) {
       else
         res.duplicates++;
     }
-    /* Tell the engine per route; routes of duplicates were not added. */
+    /* Tell the engine once per route (each call wakes it); routes of
+     * duplicates were not added. */
     size_t off = 0;
     for (size_t i = 0; i < j->count; i++) {
       for (size_t r = 0; r < j->events[i].nroutes; r++)
-        if (j->events[i].inserted)
-          ceb_engine_added(rt->engine, j->route_index[off + r], 1);
+        j->route_added[j->route_index[off + r]] += j->events[i].inserted;
       if (j->events[i].inserted && j->events[i].nroutes == 0) {
         if (rt->metrics)
           ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
@@ -86,6 +88,9 @@ static void ingest_done(void *arg, int status) {
       }
       off += j->events[i].nroutes;
     }
+    for (size_t r = 0; r < rt->nroutes; r++)
+      if (j->route_added[r])
+        ceb_engine_added(rt->engine, r, j->route_added[r]);
     if (rt->metrics) {
       ceb_metrics_add(rt->metrics, "cebridge_events_accepted_total",
                       j->inst->labels, (double)res.accepted);
@@ -200,8 +205,11 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     j->routes = calloc(nr ? nr : 1, sizeof *j->routes);
     j->route_index = calloc(nr ? nr : 1, sizeof *j->route_index);
     j->strings = calloc(scap, sizeof *j->strings);
+    j->route_added = calloc(rt->nroutes ? rt->nroutes : 1,
+                            sizeof *j->route_added);
   }
-  if (!j || !j->events || !j->routes || !j->route_index || !j->strings) {
+  if (!j || !j->events || !j->routes || !j->route_index || !j->strings ||
+      !j->route_added) {
     if (j)
       job_free(j);
     return CEB_ENOMEM;

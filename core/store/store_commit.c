@@ -124,8 +124,29 @@ static size_t queue_len(store_op *op, size_t max) {
   return n;
 }
 
+/* Transaction control statements, prepared once (cebs_stmt caches them):
+ * at a few hundred ops per group, re-parsing them per op costs. */
+static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
+static const char SQL_COMMIT[] = "COMMIT";
+static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
+static const char SQL_RELEASE[] = "RELEASE op";
+static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+
+static int step_cached(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *s = cebs_stmt(db, sql);
+  if (!s)
+    return CEB_EIO;
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: %s: %s", sql, sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  return CEB_OK;
+}
+
 static void run_group(ceb_store *st, store_op *group) {
-  int began = cebs_exec(st->wdb, "BEGIN IMMEDIATE") == CEB_OK;
+  int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
   size_t n = 0, bounded = 0;
   for (store_op *op = group; op; op = op->next) {
     n++;
@@ -134,16 +155,16 @@ static void run_group(ceb_store *st, store_op *group) {
       op->status = CEB_EIO;
       continue;
     }
-    if (cebs_exec(st->wdb, "SAVEPOINT op") != CEB_OK) {
+    if (step_cached(st->wdb, SQL_SAVEPOINT) != CEB_OK) {
       op->status = CEB_EIO;
       continue;
     }
     op->status = op->run(st->wdb, op->arg);
     if (op->status < 0)
-      cebs_exec(st->wdb, "ROLLBACK TO op");
-    cebs_exec(st->wdb, "RELEASE op");
+      step_cached(st->wdb, SQL_ROLLBACK_TO);
+    step_cached(st->wdb, SQL_RELEASE);
   }
-  if (began && cebs_exec(st->wdb, "COMMIT") != CEB_OK) {
+  if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {
     ceb_log_error("store: group commit of %zu ops failed; every op fails", n);
     cebs_exec(st->wdb, "ROLLBACK");
     for (store_op *op = group; op; op = op->next)

@@ -157,10 +157,11 @@ int64_t ceb_store_count_open(ceb_store *st, const char *route) {
 }
 
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
+  /* seq grows with received_at: the oldest is the smallest open seq */
   return read_int(st,
-                  "SELECT MIN(j.received_at) FROM delivery d JOIN journal j"
-                  " ON j.seq = d.seq WHERE d.route = ?1 AND d.state < 3"
-                  " AND ?2 = ?2",
+                  "SELECT received_at FROM journal WHERE seq = (SELECT"
+                  " MIN(seq) FROM delivery WHERE route = ?1 AND state < 3"
+                  " AND ?2 = ?2)",
                   route, 0, 0);
 }
 

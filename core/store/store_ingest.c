@@ -8,7 +8,7 @@
 static const char SQL_JOURNAL[] =
     "INSERT INTO journal (client, source, id, type, received_at, event, size,"
     " open_routes, unrouted, settled_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-    " ?8, ?9, ?10) ON CONFLICT (client, source, id) DO NOTHING";
+    " ?8, ?9, ?10) ON CONFLICT (id, source, client) DO NOTHING";
 static const char SQL_DELIVERY[] =
     "INSERT INTO delivery (seq, route, state, next_at, order_key)"
     " VALUES (?1, ?2, 0, ?3, ?4)";

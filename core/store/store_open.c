@@ -24,10 +24,11 @@ static int open_conn(const char *path, int readonly, int sync_full,
     return CEB_EIO;
   }
   sqlite3_busy_timeout(db, 10000);
-  char sql[160];
+  char sql[256];
   snprintf(sql, sizeof sql,
            "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-           " PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;",
+           " PRAGMA foreign_keys=OFF; PRAGMA temp_store=MEMORY;"
+           " PRAGMA cache_size=-32768;",
            sync_full ? "FULL" : "NORMAL");
   char *msg = NULL;
   if (!readonly && sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {

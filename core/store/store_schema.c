@@ -21,8 +21,8 @@ static const char *const k_migrations[] = {
     " open_routes INTEGER NOT NULL,"
     " unrouted INTEGER NOT NULL DEFAULT 0,"
     " settled_at INTEGER,"
-    " UNIQUE (client, source, id));"
-    "CREATE INDEX journal_id ON journal(id);"
+    /* id first: serves dedupe and the status lookup by id */
+    " UNIQUE (id, source, client));"
     "CREATE INDEX journal_settled ON journal(settled_at)"
     " WHERE settled_at IS NOT NULL;"
     "CREATE TABLE delivery ("
@@ -90,6 +90,8 @@ static const char *const k_migrations[] = {
     " conflict_provenance TEXT,"
     " conflict_at INTEGER,"
     " PRIMARY KEY (name, version));",
+    /* 2: oldest open delivery per route in O(log n) (admin, gauges) */
+    "CREATE INDEX delivery_open_seq ON delivery(route, seq) WHERE state < 3;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

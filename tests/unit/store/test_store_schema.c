@@ -28,6 +28,34 @@ int main(void) {
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 1);
   ceb_store_close(st);
 
+  /* Upgrade from version 1: migration 2 adds the oldest-open index. */
+  sqlite3_open(path, &db);
+  CHECK_INT(sqlite3_exec(db, "DROP INDEX delivery_open_seq;"
+                             " PRAGMA user_version = 1",
+                         NULL, NULL, NULL),
+            SQLITE_OK);
+  sqlite3_close(db);
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'delivery_open_seq'"),
+            1);
+  /* The oldest-open query must not scan the journal. */
+  db = ceb_store_read_begin(st);
+  sqlite3_prepare_v2(db,
+                     "EXPLAIN QUERY PLAN SELECT MIN(seq) FROM delivery"
+                     " WHERE route = 'r' AND state < 3",
+                     -1, &s, NULL);
+  int uses_index = 0;
+  while (sqlite3_step(s) == SQLITE_ROW)
+    uses_index |= strstr((const char *)sqlite3_column_text(s, 3),
+                         "delivery_open_seq") != NULL;
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  CHECK(uses_index);
+  CHECK_INT(ceb_store_oldest_open(st, "r1"), 1000);
+  ceb_store_close(st);
+
   /* A database from a newer build is refused with a clear reason. */
   sqlite3_open(path, &db);
   sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
