@@ -526,6 +526,23 @@ static void add_violations(json_t *problem, int index,
                              v->items[k].code, v->items[k].message);
 }
 
+/* Frees the events array from decode(): the batch decoder's array belongs
+ * to the SDK allocator, the single-event one to ours. unref: also drop the
+ * events' references (not after a successful submit: the host has them). */
+static void events_release(ceb_event **events, size_t count, int batch,
+                           int unref) {
+  if (batch) {
+    if (unref)
+      ceb_events_free(events, count);
+    else
+      ceb_free(events);
+    return;
+  }
+  for (size_t i = 0; unref && i < count; i++)
+    ceb_event_unref(events[i]);
+  free(events);
+}
+
 static int decode(http_req *r, ceb_event ***events, size_t *count, int *batch) {
   const char *ct = ceb_headers_get(&r->headers, "Content-Type");
   ceb_error err;
@@ -692,7 +709,7 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
                           &failed};
   if (!r->ids || !v) {
     free(v);
-    ceb_events_free(events, count);
+    events_release(events, count, batch, 1);
     http_reply_problem(&r->reply, 500, "internal", "out of memory");
     return 0;
   }
@@ -710,12 +727,13 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
     pthread_mutex_unlock(&s->lock);
     r->submitted = 0;
     reply_submit_error(r, st, v, failed, batch);
-    ceb_events_free(events, count);
+    events_release(events, count, batch, 1);
     free(v);
     return 0;
   }
   free(v);
-  ceb_free(events); /* the host holds the references now */
+  events_release(events, count, batch,
+                 0); /* the host holds the references now */
   r->phase = PHASE_WAIT;
   pthread_mutex_lock(&s->lock);
   pthread_mutex_lock(&r->lock);
@@ -764,7 +782,7 @@ static int complete(http_req *r, const char *method, const char *url) {
   if (!decode(r, &events, &count, &batch)) return 0;
   if (!validate_all(r, events, count, batch) ||
       !authorise_types(r, events, count, batch)) {
-    ceb_events_free(events, count);
+    events_release(events, count, batch, 1);
     return 0;
   }
   return submit(r, events, count, batch);
