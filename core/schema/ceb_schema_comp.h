@@ -82,6 +82,14 @@ void cebs_registry_free(cebs_comp *c);
 cebs_node *cebs_compile_node(cebs_comp *c, json_t *schema,
                              const cebs_sinfo *inherit, const char *spath);
 
+/* Compiles the keywords of schema object j into n (ceb_schema_compile_kw.c),
+ * except $ref / $dynamicRef. 0 or -1 (error recorded). */
+int cebs_compile_keywords(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
+                          json_t *j);
+/* Records "<path>/<kw>: must be <what>"; returns NULL. */
+void *cebs_bad_kw(cebs_comp *c, const cebs_node *n, const char *kw,
+                  const char *what);
+
 /* Rejects in-place reference cycles (ceb_schema_cycles.c). 0 or -1. */
 int cebs_check_cycles(cebs_comp *c);
 
