@@ -732,8 +732,8 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
     return 0;
   }
   free(v);
-  events_release(events, count, batch,
-                 0); /* the host holds the references now */
+  /* the host holds the references now: free only the array */
+  events_release(events, count, batch, 0);
   r->phase = PHASE_WAIT;
   pthread_mutex_lock(&s->lock);
   pthread_mutex_lock(&r->lock);
