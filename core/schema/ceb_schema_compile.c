@@ -5,7 +5,6 @@
  * public compile / free entry points. */
 #include "schema/ceb_schema_comp.h"
 
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,9 @@ static int add_node(cebs_comp *c, cebs_node *n) {
   return 0;
 }
 
-/* Non-negative integer (1.0 accepted); -1 when not one. */
+/* Resolves a $ref / $dynamicRef value and compiles its target. For
+ * $dynamicRef, *dyn_name receives the anchor name when the target is
+ * bookended by a $dynamicAnchor of that name (dynamic resolution applies). */
 static cebs_node *compile_ref(cebs_comp *c, cebs_node *n, const cebs_sinfo *eff,
                               json_t *v, const char *kw, char **dyn_name) {
   if (!json_is_string(v))

@@ -25,6 +25,7 @@ void *cebs_bad_kw(cebs_comp *c, const cebs_node *n, const char *kw,
                         CEBS_SPATH_SHORT(n->spath), kw, what);
 }
 
+/* Non-negative integer (1.0 accepted); -1 when not one. */
 static long long get_count(json_t *v) {
   if (!cebs_is_integer(v)) return -1;
   if (json_is_integer(v))
