@@ -36,8 +36,10 @@ typedef struct ceb_schema_opts {
   /* CEB_SCHEMA_DRAFT7 or CEB_SCHEMA_DRAFT2020 forces a draft; AUTO takes it
    * from the root "$schema", else 2020-12. */
   int draft;
-  /* Non-zero: "format" is an assertion (unknown formats still pass).
-   * Zero (default, per 2020-12): "format" is annotation only. */
+  /* Non-zero: "format" is an assertion for date-time, date, time, duration,
+   * uri, uri-reference, iri, iri-reference, uri-template, uuid, email,
+   * idn-email, hostname, ipv4, ipv6, json-pointer, relative-json-pointer and
+   * regex; other formats pass. Zero (default, per 2020-12): annotation. */
   int assert_formats;
   /* Optional: documents known up front, an object mapping absolute URI ->
    * schema (borrowed; only read during compile). Looked up before resolve. */
