@@ -88,6 +88,9 @@ typedef struct kafka_source {
   pthread_cond_t cond; /* record state changes; drain progress */
   src_part *parts;
   size_t inflight;    /* records whose callback has not run */
+  size_t nfailed;     /* REC_FAILED records still in a FIFO */
+  size_t npaused;     /* partitions paused; changed by the poll thread or
+                         by the control thread once that one stopped */
   int drained;        /* poll thread: nothing in flight, final commit done */
   int drain_paused;   /* poll thread: the assignment was paused for drain */
   int64_t last_commit;
@@ -194,10 +197,13 @@ static void recs_detach_from(src_part *sp, int64_t from) {
   while (r) {
     src_rec *next = r->next;
     sp->npending--;
-    if (r->state == REC_INFLIGHT)
+    if (r->state == REC_INFLIGHT) {
       r->detached = 1; /* its callback frees it */
-    else
+    } else {
+      if (r->state == REC_FAILED)
+        r->s->nfailed--;
       free(r);
+    }
     r = next;
   }
 }
@@ -231,10 +237,12 @@ static void rec_settle(src_rec *r, int durable) {
   kafka_source *s = r->s;
   pthread_mutex_lock(&s->lock);
   s->inflight--;
-  if (r->detached)
+  if (r->detached) {
     free(r);
-  else
+  } else {
     r->state = durable ? REC_DURABLE : REC_FAILED;
+    s->nfailed += !durable;
+  }
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
 }
@@ -272,6 +280,7 @@ static void part_rewind(kafka_source *s, src_part *sp, int64_t offset,
   pthread_mutex_lock(&s->lock);
   recs_detach_from(sp, offset);
   int was_paused = sp->paused;
+  s->npaused += !was_paused;
   sp->paused = why;
   sp->resume_not_before = kafka_mono_ms() + backoff_ms;
   pthread_mutex_unlock(&s->lock);
@@ -293,7 +302,7 @@ static void part_rewind(kafka_source *s, src_part *sp, int64_t offset,
 }
 
 static void resume_ready(kafka_source *s) {
-  if (atomic_load(&s->draining))
+  if (atomic_load(&s->draining) || s->npaused == 0)
     return;
   int accepting = -1;
   int64_t now = kafka_mono_ms();
@@ -313,6 +322,7 @@ static void resume_ready(kafka_source *s) {
     rd_kafka_topic_partition_list_destroy(l);
     pthread_mutex_lock(&s->lock);
     sp->paused = PAUSE_NONE;
+    s->npaused--;
     pthread_mutex_unlock(&s->lock);
   }
 }
@@ -320,7 +330,10 @@ static void resume_ready(kafka_source *s) {
 /* Rewinds partitions whose first failed record the host could not make
  * durable: it is read and submitted again after a back-off. */
 static void rewind_failed(kafka_source *s) {
-  for (src_part *sp = s->parts; sp; sp = sp->next) {
+  pthread_mutex_lock(&s->lock);
+  size_t nfailed = s->nfailed;
+  pthread_mutex_unlock(&s->lock);
+  for (src_part *sp = nfailed ? s->parts : NULL; sp; sp = sp->next) {
     int64_t at = -1;
     pthread_mutex_lock(&s->lock);
     for (src_rec *r = sp->head; r; r = r->next)
@@ -457,6 +470,7 @@ static void revoke(kafka_source *s, rd_kafka_topic_partition_list_t *parts,
       continue;
     recs_detach_from(sp, -1);
     sp->assigned = 0;
+    s->npaused -= sp->paused != PAUSE_NONE;
     sp->paused = PAUSE_NONE;
     sp->commit_to = sp->committed = -1;
   }
@@ -477,6 +491,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       if (sp) {
         recs_detach_from(sp, -1);
         sp->assigned = 1;
+        s->npaused -= sp->paused != PAUSE_NONE;
         sp->paused = PAUSE_NONE;
         sp->commit_to = sp->committed = -1;
       }

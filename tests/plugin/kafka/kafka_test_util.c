@@ -137,7 +137,8 @@ static void produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
                        void *opaque) {
   (void)rk;
   (void)opaque;
-  *(rd_kafka_resp_err_t *)m->_private = m->err;
+  if (m->_private) /* records produced without a result slot */
+    *(rd_kafka_resp_err_t *)m->_private = m->err;
 }
 
 rd_kafka_t *ktest_producer(const char *bootstrap) {

@@ -1,0 +1,531 @@
+/* Kafka end-to-end benchmarks through the real `cebridge run` binary and a
+ * librdkafka mock cluster (ceb-kafka-mock), everything on loopback:
+ *
+ *   bench_kafka http2kafka [-n EVENTS] [-c CONNECTIONS] [-s DATA_BYTES]
+ *     C connections POST structured CloudEvents to the http source as fast
+ *     as the 202s come back; the kafka sink produces them to a topic.
+ *     Reports request rate, 202 latency p50/p99/max, and the time until the
+ *     last event was on the topic (all read back and counted).
+ *     Target: >= 12k ev/s, p99 <= 30 ms at 64 connections, 1 KiB events.
+ *
+ *   bench_kafka kafka2http [-n EVENTS] [-k KEYS] [-p PARTITIONS]
+ *     EVENTS records over KEYS keys are produced to a topic first; the
+ *     bridge consumes them and the http sink delivers them to a local
+ *     receiver (libmicrohttpd) that checks order per key. Reports the
+ *     delivery rate from the first to the last delivery.
+ *     Target: >= 10k ev/s with 1,000 ordering keys.
+ *
+ * Prints one summary line per run ("bench kafka ... ev/s ...") and exits
+ * non-zero when an event is missing or out of order (not on a missed
+ * target: targets are for the report). Bounded: every wait has a deadline. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <ftw.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ceb_test.h"
+#include "kafka_test_util.h"
+
+#define SRC "urn:nld:oin:00000001234567890000:systeem:bench"
+
+/* ---- bridge process ---- */
+
+static pid_t bridge_start(const char *dir) {
+  char log[512], conf[512];
+  snprintf(log, sizeof log, "%s/bridge.log", dir);
+  snprintf(conf, sizeof conf, "%s/conf", dir);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr))
+      _exit(126);
+    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
+          (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static int bridge_stop(pid_t pid) {
+  kill(pid, SIGTERM);
+  int64_t until = ceb_test_now_ms() + 60000;
+  int st = 0;
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    if (ceb_test_now_ms() > until) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return -1;
+    }
+    usleep(20000);
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f)
+    return -1;
+  fputs(text, f);
+  return fclose(f);
+}
+
+static int rm_entry(const char *p, const struct stat *st, int fl,
+                    struct FTW *ftw) {
+  (void)st;
+  (void)fl;
+  (void)ftw;
+  return remove(p);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* ---- http2kafka ---- */
+
+typedef struct load_slot {
+  CURL *h;
+  char body[8192];
+  int64_t start_us;
+  struct curl_slist *hdrs;
+} load_slot;
+
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static size_t discard(char *p, size_t s, size_t n, void *u) {
+  (void)p;
+  (void)u;
+  return s * n;
+}
+
+static void slot_prepare(load_slot *s, const char *url, long seq,
+                         const char *data) {
+  snprintf(s->body, sizeof s->body,
+           "{\"specversion\":\"1.0\",\"id\":\"h-%ld\",\"source\":\"" SRC
+           "\",\"type\":\"nl.edu.bench\",\"time\":\"2026-11-22T18:00:00Z\","
+           "\"partitionkey\":\"key-%ld\",\"datacontenttype\":\"application/"
+           "json\",\"data\":{\"seq\":%ld,\"pad\":\"%s\"}}",
+           seq, seq % 1000, seq, data);
+  curl_easy_setopt(s->h, CURLOPT_URL, url);
+  curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
+  curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE, (long)strlen(s->body));
+  curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, s->hdrs);
+  curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, discard);
+  curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
+  curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, 30000L);
+  s->start_us = now_us();
+}
+
+static int http2kafka(long events, int conns, int size) {
+  ktest_mock m;
+  const char *topics[] = {"bench.out:4", NULL};
+  if (ktest_mock_start(&m, topics))
+    return 2;
+  char *dir = ceb_test_tmpdir("bench-kafka");
+  char path[600], text[2048];
+  snprintf(path, sizeof path, "%s/conf", dir);
+  mkdir(path, 0700);
+  snprintf(text, sizeof text,
+           "[bridge]\nstore = %s/store.db\nadmin.listen = 127.0.0.1:0\n"
+           "log.format = text\nlog.level = warn\nprofile = warn\n"
+           "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
+           "port_file = %s/port\nauth = none\nidempotency = off\n"
+           "\n[sink internal]\nplugin = kafka\nbrokers = %s\n"
+           "topic = bench.out\n"
+           "\n[route in]\nfrom = intermediary\nto = internal\n"
+           "order_by = partitionkey\nmax_inflight = 4096\n",
+           dir, dir, m.bootstrap);
+  snprintf(path, sizeof path, "%s/conf/00.conf", dir);
+  write_file(path, text);
+  pid_t bridge = bridge_start(dir);
+  snprintf(path, sizeof path, "%s/port", dir);
+  int port = 0;
+  for (int64_t until = ceb_test_now_ms() + 20000;
+       !port && ceb_test_now_ms() < until; usleep(20000)) {
+    char *p = ceb_test_read_file(path, NULL);
+    port = p ? atoi(p) : 0;
+    free(p);
+  }
+  if (!port) {
+    fprintf(stderr, "bridge did not write its port (see %s/bridge.log)\n",
+            dir);
+    bridge_stop(bridge);
+    ktest_mock_stop(&m);
+    free(dir);
+    return 2;
+  }
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
+  char *pad = malloc((size_t)size + 1);
+  memset(pad, 'x', (size_t)size);
+  pad[size] = '\0';
+
+  CURLM *multi = curl_multi_init();
+  curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)conns);
+  load_slot *slots = calloc((size_t)conns, sizeof *slots);
+  int64_t *lat = calloc((size_t)events, sizeof *lat);
+  long sent = 0, done = 0, accepted = 0, other = 0;
+  for (int i = 0; i < conns && sent < events; i++) {
+    slots[i].h = curl_easy_init();
+    slots[i].hdrs = curl_slist_append(
+        NULL, "Content-Type: application/cloudevents+json");
+    slot_prepare(&slots[i], url, sent++, pad);
+    curl_multi_add_handle(multi, slots[i].h);
+  }
+  int64_t t0 = now_us(), deadline = t0 + 300 * 1000000LL;
+  while (done < sent && now_us() < deadline) {
+    int running = 0;
+    curl_multi_perform(multi, &running);
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(multi, &left))) {
+      if (msg->msg != CURLMSG_DONE)
+        continue;
+      load_slot *s;
+      long code = 0;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
+      lat[done++] = now_us() - s->start_us;
+      if (code == 202)
+        accepted++;
+      else
+        other++;
+      curl_multi_remove_handle(multi, s->h);
+      if (sent < events) {
+        slot_prepare(s, url, sent++, pad);
+        curl_multi_add_handle(multi, s->h);
+      }
+    }
+    if (done < sent)
+      curl_multi_poll(multi, NULL, 0, 100, NULL);
+  }
+  int64_t t_http = now_us() - t0;
+
+  /* Everything accepted must be on the topic. */
+  rd_kafka_t *r = ktest_reader(m.bootstrap, "bench.out", 4);
+  long on_topic = 0;
+  int64_t until = ceb_test_now_ms() + 120000;
+  while (on_topic < accepted && ceb_test_now_ms() < until) {
+    rd_kafka_message_t *batch[512];
+    size_t n = ktest_read(r, batch, 512, 200);
+    for (size_t i = 0; i < n; i++)
+      rd_kafka_message_destroy(batch[i]);
+    on_topic += (long)n;
+  }
+  int64_t t_kafka = now_us() - t0;
+  ktest_reader_close(r);
+
+  qsort(lat, (size_t)done, sizeof *lat, cmp_i64);
+  double secs = (double)t_http / 1e6;
+  printf("bench kafka http2kafka: %ld events, %d connections, %d B pad: "
+         "%.0f ev/s accepted (202: %ld, other: %ld), latency p50 %.1f ms "
+         "p99 %.1f ms max %.1f ms; on topic %ld after %.2f s (%.0f ev/s)\n",
+         events, conns, size, (double)accepted / secs, accepted, other,
+         done ? lat[done / 2] / 1000.0 : 0,
+         done ? lat[(size_t)(done * 99 / 100)] / 1000.0 : 0,
+         done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
+         (double)on_topic / (t_kafka / 1e6));
+  for (int i = 0; i < conns; i++) {
+    if (slots[i].h)
+      curl_easy_cleanup(slots[i].h);
+    curl_slist_free_all(slots[i].hdrs);
+  }
+  curl_multi_cleanup(multi);
+  free(slots);
+  free(lat);
+  free(pad);
+  int rc = bridge_stop(bridge) == 0 && other == 0 && on_topic == accepted &&
+                   accepted == events
+               ? 0
+               : 1;
+  ktest_mock_stop(&m);
+  if (rc == 0)
+    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+  else
+    fprintf(stderr, "kept %s for inspection\n", dir);
+  free(dir);
+  return rc;
+}
+
+/* ---- kafka2http ---- */
+
+typedef struct receiver {
+  pthread_mutex_t lock;
+  long count, disorder, bad;
+  long *last; /* per key: last seq seen, -1 none */
+  int keys;
+  int64_t first_us, last_us;
+} receiver;
+
+static void record(receiver *rx, const char *id);
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *data,
+                                  size_t *size, void **ctx) {
+  (void)url;
+  (void)method;
+  (void)version;
+  (void)data;
+  receiver *rx = cls;
+  if (!*ctx) {
+    *ctx = rx;
+    return MHD_YES;
+  }
+  if (*size) {
+    *size = 0;
+    return MHD_YES;
+  }
+  record(rx, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-id"));
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
+  MHD_destroy_response(resp);
+  return r;
+}
+
+/* Counts one delivery of id "o-KEY-SEQ"; checks order per key. */
+static void record(receiver *rx, const char *id) {
+  int key = -1;
+  long seq = -1;
+  if (!id || sscanf(id, "o-%d-%ld", &key, &seq) != 2 || key < 0 ||
+      key >= rx->keys)
+    key = -1;
+  pthread_mutex_lock(&rx->lock);
+  int64_t t = now_us();
+  if (!rx->first_us)
+    rx->first_us = t;
+  rx->last_us = t;
+  if (key < 0) {
+    rx->bad++;
+  } else {
+    /* Retried deliveries may repeat the last one; never go backwards. */
+    if (seq < rx->last[key])
+      rx->disorder++;
+    if (seq > rx->last[key]) {
+      rx->last[key] = seq;
+      rx->count++;
+    }
+  }
+  pthread_mutex_unlock(&rx->lock);
+}
+
+static int kafka2http(long events, int keys, int partitions, int to_kafka) {
+  ktest_mock m;
+  char topic_arg[64];
+  snprintf(topic_arg, sizeof topic_arg, "bench.in:%d", partitions);
+  const char *topics[] = {topic_arg, "bench.out:8", NULL};
+  if (ktest_mock_start(&m, topics))
+    return 2;
+  receiver rx = {.keys = keys};
+  pthread_mutex_init(&rx.lock, NULL);
+  rx.last = malloc(sizeof *rx.last * (size_t)keys);
+  for (int i = 0; i < keys; i++)
+    rx.last[i] = -1;
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct MHD_Daemon *d = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+      on_request, &rx, MHD_OPTION_THREAD_POOL_SIZE, 2,
+      MHD_OPTION_CONNECTION_LIMIT, 1024, MHD_OPTION_SOCK_ADDR, &sa,
+      MHD_OPTION_END);
+  if (!d) {
+    ktest_mock_stop(&m);
+    return 2;
+  }
+  const union MHD_DaemonInfo *di =
+      MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  int port = di ? di->port : 0;
+
+  /* Produce everything first: the bridge starts on a full topic. */
+  rd_kafka_t *pr = ktest_producer(m.bootstrap);
+  char err[256];
+  int64_t tp0 = now_us();
+  for (long i = 0; i < events; i++) {
+    char id[48], key[32], val[64];
+    int k = (int)(i % keys);
+    snprintf(id, sizeof id, "o-%d-%ld", k, i);
+    snprintf(key, sizeof key, "key-%d", k);
+    snprintf(val, sizeof val, "{\"seq\":%ld}", i);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(6);
+    rd_kafka_header_add(h, "ce_specversion", -1, "1.0", -1);
+    rd_kafka_header_add(h, "ce_id", -1, id, -1);
+    rd_kafka_header_add(h, "ce_source", -1, SRC, -1);
+    rd_kafka_header_add(h, "ce_type", -1, "nl.edu.bench", -1);
+    rd_kafka_header_add(h, "ce_time", -1, "2026-11-22T18:00:00Z", -1);
+    rd_kafka_header_add(h, "content-type", -1, "application/json", -1);
+    rd_kafka_resp_err_t e;
+    while ((e = rd_kafka_producev(
+                pr, RD_KAFKA_V_TOPIC("bench.in"),
+                RD_KAFKA_V_KEY(key, strlen(key)),
+                RD_KAFKA_V_VALUE(val, strlen(val)),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END)) ==
+           RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      rd_kafka_poll(pr, 10);
+    if (e) {
+      rd_kafka_headers_destroy(h);
+      fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+      break;
+    }
+    rd_kafka_poll(pr, 0);
+  }
+  rd_kafka_flush(pr, 60000);
+  rd_kafka_destroy(pr);
+  (void)err;
+  double produce_s = (now_us() - tp0) / 1e6;
+
+  char sink[512];
+  if (to_kafka)
+    snprintf(sink, sizeof sink,
+             "\n[sink partner]\nplugin = kafka\nbrokers = %s\n"
+             "topic = bench.out\n",
+             m.bootstrap);
+  else
+    snprintf(sink, sizeof sink,
+             "\n[sink partner]\nplugin = http\n"
+             "url = http://127.0.0.1:%d/hook\nallow_insecure_http = true\n"
+             "max_connections = 64\n",
+             port);
+  char *dir = ceb_test_tmpdir("bench-kafka");
+  char path[600], text[2048];
+  snprintf(path, sizeof path, "%s/conf", dir);
+  mkdir(path, 0700);
+  snprintf(text, sizeof text,
+           "[bridge]\nstore = %s/store.db\nadmin.listen = 127.0.0.1:0\n"
+           "log.format = text\nlog.level = warn\nprofile = warn\n"
+           "\n[source bus]\nplugin = kafka\nbrokers = %s\ngroup.id = bench\n"
+           "topics = bench.in\nrdkafka.session.timeout.ms = 6000\n"
+           "%s"
+           "\n[route out]\nfrom = bus\nto = partner\norder_by = partitionkey\n"
+           "max_inflight = 1024\n",
+           dir, m.bootstrap, sink);
+  snprintf(path, sizeof path, "%s/conf/00.conf", dir);
+  write_file(path, text);
+  int64_t t0 = now_us();
+  rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8)
+                             : NULL;
+  pid_t bridge = bridge_start(dir);
+  int64_t until = ceb_test_now_ms() + 600000;
+  long got = 0;
+  while (ceb_test_now_ms() < until) {
+    if (out) {
+      /* Kafka sink: read the output topic back, check order per key. */
+      rd_kafka_message_t *batch[512];
+      size_t n = ktest_read(out, batch, 512, 100);
+      for (size_t i = 0; i < n; i++) {
+        char *id = ktest_header(batch[i], "ce_id");
+        record(&rx, id);
+        free(id);
+        rd_kafka_message_destroy(batch[i]);
+      }
+    }
+    pthread_mutex_lock(&rx.lock);
+    got = rx.count;
+    pthread_mutex_unlock(&rx.lock);
+    if (got >= events)
+      break;
+    if (!out)
+      usleep(20000);
+  }
+  ktest_reader_close(out);
+  int stopped = bridge_stop(bridge);
+  MHD_stop_daemon(d);
+  double span = (rx.last_us - rx.first_us) / 1e6;
+  printf("bench kafka %s: %ld events, %d keys, %d partitions "
+         "(produced in %.2f s): delivered %ld, %.0f ev/s first-to-last "
+         "(%.2f s), %.2f s from bridge start; out of order %ld, "
+         "unparsable %ld\n",
+         to_kafka ? "kafka2kafka" : "kafka2http", events, keys, partitions,
+         produce_s, rx.count,
+         span > 0 ? (double)rx.count / span : 0, span,
+         (rx.last_us - t0) / 1e6, rx.disorder, rx.bad);
+  int rc = stopped == 0 && rx.count == events && rx.disorder == 0 &&
+                   rx.bad == 0
+               ? 0
+               : 1;
+  ktest_mock_stop(&m);
+  if (rc == 0)
+    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+  else
+    fprintf(stderr, "kept %s for inspection\n", dir);
+  free(dir);
+  free(rx.last);
+  pthread_mutex_destroy(&rx.lock);
+  return rc;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_kafka http2kafka [-n EVENTS] [-c CONNS] [-s BYTES]\n"
+          "       bench_kafka kafka2http|kafka2kafka [-n EVENTS] [-k KEYS] "
+          "[-p PARTITIONS]\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage();
+    return 2;
+  }
+  const char *mode = argv[1];
+  long events = 100000;
+  int conns = 64, size = 900, keys = 1000, partitions = 8, opt;
+  optind = 2;
+  while ((opt = getopt(argc, argv, "n:c:s:k:p:")) != -1) {
+    switch (opt) {
+    case 'n':
+      events = atol(optarg);
+      break;
+    case 'c':
+      conns = atoi(optarg);
+      break;
+    case 's':
+      size = atoi(optarg);
+      break;
+    case 'k':
+      keys = atoi(optarg);
+      break;
+    case 'p':
+      partitions = atoi(optarg);
+      break;
+    default:
+      usage();
+      return 2;
+    }
+  }
+  if (events < 1 || events > 10000000 || conns < 1 || conns > 1024 ||
+      size < 0 || size > 7000 || keys < 1 || keys > 100000 ||
+      partitions < 1 || partitions > 256) {
+    usage();
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc;
+  if (!strcmp(mode, "http2kafka"))
+    rc = http2kafka(events, conns, size);
+  else if (!strcmp(mode, "kafka2http"))
+    rc = kafka2http(events, keys, partitions, 0);
+  else if (!strcmp(mode, "kafka2kafka"))
+    rc = kafka2http(events, keys, partitions, 1);
+  else {
+    usage();
+    rc = 2;
+  }
+  curl_global_cleanup();
+  return rc;
+}
