@@ -19,6 +19,7 @@
 #include "http_in_util.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -167,11 +168,22 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
+/* Origins are host names: compared case-insensitively, patterns allowed
+ * ("*", "*.example.org", "partner.*"). */
 static int origin_allowed(http_source *s, const char *origin) {
-  for (size_t i = 0; i < s->norigins; i++)
-    if (strcmp(s->origins[i], "*") == 0 ||
-        strcasecmp(s->origins[i], origin) == 0)
-      return 1;
+  char lower[256];
+  size_t n = strlen(origin);
+  if (n >= sizeof lower) return 0;
+  for (size_t i = 0; i <= n; i++)
+    lower[i] = (char)tolower((unsigned char)origin[i]);
+  for (size_t i = 0; i < s->norigins; i++) {
+    char pat[256];
+    size_t m = strlen(s->origins[i]);
+    if (m >= sizeof pat) continue;
+    for (size_t k = 0; k <= m; k++)
+      pat[k] = (char)tolower((unsigned char)s->origins[i][k]);
+    if (http_pattern_match(pat, lower)) return 1;
+  }
   return 0;
 }
 

@@ -65,7 +65,8 @@ const ceb_config_spec http_source_spec[] = {
      "Token bucket size (0: one second's worth, at least 1)."},
     {"webhook.allowed_origins", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
      "Origins granted by the CloudEvents webhook validation handshake "
-     "(OPTIONS); * grants all. Unset: the handshake is refused."},
+     "(OPTIONS): host names or patterns (*.example.org); * grants all. "
+     "Unset: the handshake is refused."},
     {"webhook.secrets", CEB_CFG_LIST, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Standard Webhooks secrets (whsec_...): when set, every POST must "
      "carry a valid webhook-signature (several secrets for rotation)."},

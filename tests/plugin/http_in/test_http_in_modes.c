@@ -235,6 +235,13 @@ static void test_handshake(hin_env *e) {
             "eventemitter.example.com");
   CHECK_STR(hin_header(&r, "WebHook-Allowed-Rate", h, sizeof h), "*");
   hin_resp_free(&r);
+  static const char *const sub[] = {"WebHook-Request-Origin: Hooks.Partner.NL",
+                                    NULL};
+  r = hin_request(e->url, "OPTIONS", sub, NULL, 0, 0);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(hin_header(&r, "WebHook-Allowed-Origin", h, sizeof h),
+            "Hooks.Partner.NL");
+  hin_resp_free(&r);
   static const char *const bad[] = {"WebHook-Request-Origin: evil.example.org",
                                     NULL};
   r = hin_request(e->url, "OPTIONS", bad, NULL, 0, 0);
@@ -318,7 +325,7 @@ int main(void) {
                                     "retry_after=7s",
                                     "threads=2",
                                     "webhook.allowed_origins="
-                                    "eventemitter.example.com",
+                                    "eventemitter.example.com *.partner.nl",
                                     NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
