@@ -16,8 +16,9 @@ typedef struct cebs_regex cebs_regex;
 /* Compiles an ECMA-262 flavoured pattern with PCRE2 (UTF mode). NULL and a
  * message in err on failure. */
 cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen);
-/* 1 match, 0 no match, <0 error (treated as no match by callers).
- * Thread-safe: allocates its own match data. */
+/* 1 match, 0 no match, <0 error, including a match that exceeds the
+ * backtracking budget (callers treat it as no match). Thread-safe: the
+ * compiled code and limits are shared read-only, match data is per call. */
 int cebs_regex_search(const cebs_regex *re, const char *s, size_t len);
 void cebs_regex_free(cebs_regex *re);
 

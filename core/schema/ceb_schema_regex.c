@@ -10,8 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Backtracking budget per match: a pathological pattern such as (a+)+$
+ * fails the match (the value is reported invalid) instead of pinning a
+ * core. Generous for ordinary patterns. */
+#define CEBS_REGEX_MATCH_LIMIT 1000000
+#define CEBS_REGEX_DEPTH_LIMIT 10000
+
 struct cebs_regex {
   pcre2_code *code;
+  pcre2_match_context *mctx; /* limits only; read-only once set */
 };
 
 /* ECMA-262 WhiteSpace and LineTerminator, in PCRE2_ALT_BSUX spelling */
@@ -212,19 +219,25 @@ cebs_regex *cebs_regex_compile(const char *pattern, char *err, size_t errlen) {
     return NULL;
   }
   cebs_regex *re = malloc(sizeof *re);
-  if (!re) {
+  pcre2_match_context *mctx = pcre2_match_context_create(NULL);
+  if (!re || !mctx) {
+    free(re);
+    pcre2_match_context_free(mctx);
     pcre2_code_free(code);
     snprintf(err, errlen, "out of memory");
     return NULL;
   }
+  pcre2_set_match_limit(mctx, CEBS_REGEX_MATCH_LIMIT);
+  pcre2_set_depth_limit(mctx, CEBS_REGEX_DEPTH_LIMIT);
   re->code = code;
+  re->mctx = mctx;
   return re;
 }
 
 int cebs_regex_search(const cebs_regex *re, const char *s, size_t len) {
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
   if (!md) return -1;
-  int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, md, NULL);
+  int rc = pcre2_match(re->code, (PCRE2_SPTR)s, len, 0, 0, md, re->mctx);
   pcre2_match_data_free(md);
   if (rc >= 0) return 1;
   return rc == PCRE2_ERROR_NOMATCH ? 0 : -1;
@@ -233,5 +246,6 @@ int cebs_regex_search(const cebs_regex *re, const char *s, size_t len) {
 void cebs_regex_free(cebs_regex *re) {
   if (!re) return;
   pcre2_code_free(re->code);
+  pcre2_match_context_free(re->mctx);
   free(re);
 }

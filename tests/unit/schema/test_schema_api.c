@@ -411,6 +411,18 @@ static void test_recursion_and_values(void) {
   CHECK(ceb_test_now_ms() - t1 < 5000);
   json_decref(big);
   ceb_schema_free(s);
+  /* catastrophic backtracking (2^52 paths) ends at the regex budget */
+  CHECK_INT(
+      compile_text("{\"pattern\": \"^(a+)+$\"}", NULL, &s, err, sizeof err), 0);
+  int64_t t2 = ceb_test_now_ms();
+  CHECK_INT(
+      validate_text(
+          s, "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"", &r),
+      0);
+  CHECK_STR(r.errors[0].keyword, "pattern");
+  CHECK_INT(validate_text(s, "\"aaaa\"", NULL), 1);
+  CHECK(ceb_test_now_ms() - t2 < 5000);
+  ceb_schema_free(s);
   /* multipleOf on decimals */
   CHECK_INT(compile_text("{\"multipleOf\": 0.01}", NULL, &s, err, sizeof err),
             0);
