@@ -99,8 +99,12 @@ static bool check_string(cebs_ctx *c, const cebs_node *n, json_t *inst) {
       STEP(false);
     }
   }
-  if (n->pattern && cebs_regex_search(n->pattern, s, blen) != 1) {
-    cebs_error(c, n, "pattern", "does not match the pattern");
+  int m = n->pattern ? cebs_regex_search(n->pattern, s, blen) : 1;
+  if (m != 1) {
+    cebs_error(c, n, "pattern", "%s",
+               m == 0 ? "does not match the pattern"
+                      : "cannot be matched: the pattern exceeds its "
+                        "backtracking limit");
     STEP(false);
   }
   if (n->format > CEBS_FMT_UNKNOWN && c->s->assert_formats &&

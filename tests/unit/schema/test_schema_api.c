@@ -420,6 +420,9 @@ static void test_recursion_and_values(void) {
           s, "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\"", &r),
       0);
   CHECK_STR(r.errors[0].keyword, "pattern");
+  CHECK(strstr(r.errors[0].message, "backtracking limit") != NULL);
+  CHECK_INT(validate_text(s, "\"aaab\"", &r), 0);
+  CHECK_STR(r.errors[0].message, "does not match the pattern");
   CHECK_INT(validate_text(s, "\"aaaa\"", NULL), 1);
   CHECK(ceb_test_now_ms() - t2 < 5000);
   ceb_schema_free(s);
