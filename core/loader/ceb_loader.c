@@ -208,15 +208,31 @@ int ceb_loader_load(ceb_loader *l, const char *name, ceb_loaded_plugin **out,
       *out = e->p;
       return CEB_OK;
     }
+  /* The plugin directory may be a search path "a:b": first match wins. */
   char path[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/%s.so", l->dir, name) >=
-      (int)sizeof path) {
-    snprintf(err, errlen, "plugin path too long");
-    return CEB_EINVAL;
+  char why[512] = "";
+  ceb_loaded_plugin *p = NULL;
+  int st = CEB_ENOTFOUND;
+  const char *dir = l->dir;
+  for (;;) {
+    const char *colon = strchr(dir, ':');
+    size_t dlen = colon ? (size_t)(colon - dir) : strlen(dir);
+    if (snprintf(path, sizeof path, "%.*s/%s.so", (int)dlen, dir, name) >=
+        (int)sizeof path) {
+      snprintf(err, errlen, "plugin path too long");
+      return CEB_EINVAL;
+    }
+    struct stat stt;
+    if (stat(path, &stt) == 0) {
+      st = ceb_loaded_open(path, name, &p, why, sizeof why);
+      break;
+    }
+    if (!colon)
+      break;
+    dir = colon + 1;
   }
-  char why[512];
-  ceb_loaded_plugin *p;
-  int st = ceb_loaded_open(path, name, &p, why, sizeof why);
+  if (st == CEB_ENOTFOUND && !why[0])
+    snprintf(why, sizeof why, "%s.so not found in %s", name, l->dir);
   if (st != CEB_OK) {
     snprintf(err, errlen, "plugin '%s': %s", name, why);
     return st;

@@ -26,7 +26,8 @@ ceb_loader *ceb_loader_new(const char *plugin_dir);
 void ceb_loader_free(ceb_loader *l);
 const char *ceb_loader_dir(const ceb_loader *l);
 
-/* Loads plugin `name` (a-z, 0-9, '_', '-') or returns the cached one.
+/* Loads plugin `name` (a-z, 0-9, '_', '-') or returns the cached one. The
+ * loader's directory may be a search path ("dir1:dir2"): first match wins.
  * *out is owned by the loader. CEB_OK, or < 0 with a reason in err. */
 int ceb_loader_load(ceb_loader *l, const char *name, ceb_loaded_plugin **out,
                     char *err, size_t errlen);

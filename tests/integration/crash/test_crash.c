@@ -27,7 +27,7 @@ static pid_t spawn(void) {
     FILE *f = freopen(log, "a", stderr);
     (void)f;
     execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", g_conf,
-          "--plugin-dir", CEB_PLUGIN_DIR, (char *)NULL);
+          "--plugin-dir", CEB_PLUGIN_PATH, (char *)NULL);
     _exit(127);
   }
   return pid;
