@@ -4,6 +4,19 @@
  * RETRY scheduled in the store, REJECT/exhausted to the DLQ), idempotency and
  * the contract register hooks.
  *
+ * Decisions the guarantees rest on:
+ *  - An event no route matches is still accepted: it is journaled (durable),
+ *    marked "unrouted" in its status, counted in
+ *    cebridge_events_unrouted_total and logged, then expires with the
+ *    retention like any settled event. The bridge never drops an event
+ *    silently, and a source is not punished for a routing gap.
+ *  - A dead letter always gets a store DLQ row, in the same transaction that
+ *    marks the delivery dead. A route with dlq = SINK:topic also forwards
+ *    it there (one attempt); the row records forwarded_at, and a failed
+ *    forward leaves it in the store DLQ only (logged), so nothing is lost.
+ *  - Receipts (route receipts = SINK[:topic]) are best effort: one attempt
+ *    after the outcome is durable, not journaled themselves.
+ *
  * Lifecycle, all on the control thread:
  *   ceb_runtime_open -> (bridge: plugin init for every instance with
  *   ceb_runtime_host()) -> ceb_runtime_start -> (bridge: start sinks, then
