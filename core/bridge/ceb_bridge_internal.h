@@ -7,6 +7,7 @@
 #include "bridge/ceb_bridge.h"
 
 struct ceb_admin;
+struct ceb_contracts;
 
 struct ceb_bridge {
   ceb_conf *conf;
@@ -17,6 +18,7 @@ struct ceb_bridge {
   ceb_metrics *metrics;
   struct ceb_runtime *rt;
   struct ceb_admin *admin;
+  struct ceb_contracts *contracts; /* pins resolved at start (contracts) */
   ceb_bridge_clock_fn clock;
   void *clock_arg;
   int started;

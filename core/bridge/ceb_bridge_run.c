@@ -15,6 +15,10 @@
 #include "admin/ceb_admin.h"
 #define CEB_HAVE_ADMIN 1
 #endif
+#if __has_include("contracts/ceb_contracts.h")
+#include "contracts/ceb_contracts.h"
+#define CEB_HAVE_CONTRACTS 1
+#endif
 
 static int mkdir_p(const char *path) {
   char tmp[PATH_MAX];
@@ -126,6 +130,15 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   int st = ceb_runtime_open(&ro, &b->rt, err, errlen);
   if (st != CEB_OK)
     return st;
+#ifdef CEB_HAVE_CONTRACTS
+  /* Pins resolve once, against the register as it is now: a version
+   * synced later is not applied until the operator changes the pin. */
+  st = ceb_contracts_open(b->conf, ceb_runtime_store(b->rt), &b->contracts,
+                          err, errlen);
+  if (st != CEB_OK)
+    return st;
+  ceb_runtime_set_contract_check(b->rt, ceb_contracts_check, b->contracts);
+#endif
   /* Sinks first so that deliveries resumed from the store find them ready;
    * sources last so nothing is accepted before the bridge can route it. */
   static const uint32_t order[] = {CEB_ROLE_SINK, CEB_ROLE_CONTRACTS,
@@ -190,6 +203,9 @@ void ceb_bridge_free(ceb_bridge *b) {
     }
   if (b->rt)
     ceb_runtime_close(b->rt);
+#ifdef CEB_HAVE_CONTRACTS
+  ceb_contracts_free(b->contracts); /* the hook's last caller is gone */
+#endif
   for (size_t i = 0; i < b->ninstances; i++) {
     free(b->instances[i]->name);
     free(b->instances[i]);

@@ -4,17 +4,49 @@
 
 #include "cmd_ops/ceb_cmd_ops.h"
 #include "cmd_ops/ceb_ops_common.h"
+#include "contracts/ceb_contracts_cmd.h"
 
 static const char k_usage[] =
     "usage: cebridge contracts COMMAND [-c DIR | --store FILE] [--json]\n"
     "  list [--name NAME]     the immutable register: versions, sha256,\n"
     "                         provenance, conflicts\n"
-    "  show NAME@VERSION      the stored document\n"
-    "Exit 0 ok, 1 not found, 2 usage or store error.\n";
+    "                         and, with -c, what each route's pin resolves\n"
+    "                         to and newer versions it does not take\n"
+    "  show NAME@VERSION [--messages]\n"
+    "                         the stored document, or its messages (name,\n"
+    "                         CloudEvents type, content type, channel)\n"
+    "  sync [NAME]            fetch every [contracts] source (or NAME) of\n"
+    "                         -c DIR once into the register\n"
+    "  diff NAME@A NAME@B     messages added, removed, changed; BREAKING\n"
+    "                         payload changes called out\n"
+    "  check NAME@VERSION EVENT-FILE\n"
+    "                         check a CloudEvent (JSON format) against it\n"
+    "VERSION may be a pin range (^1, ~1.2). Exit 0 ok, 1 not found / sync\n"
+    "failed / invalid, 2 usage or store error.\n";
+
+static int contracts_main(ceb_ops_args *ap, int rc, int messages);
 
 int ceb_cmd_contracts(int argc, char **argv) {
+  /* --messages is ours alone: take it out before the shared parser. */
+  int messages = 0, n = 0;
+  char **args = calloc((size_t)argc + 1, sizeof *args);
+  if (!args)
+    return 2;
+  for (int i = 0; i < argc; i++) {
+    if (i > 0 && strcmp(argv[i], "--messages") == 0)
+      messages = 1;
+    else
+      args[n++] = argv[i];
+  }
   ceb_ops_args a;
-  int rc = ceb_ops_parse(argc, argv, k_usage, &a);
+  int rc = ceb_ops_parse(n, args, k_usage, &a);
+  int out = contracts_main(&a, rc, messages);
+  free(args);
+  return out;
+}
+
+static int contracts_main(ceb_ops_args *ap, int rc, int messages) {
+  ceb_ops_args a = *ap;
   if (rc)
     return rc > 0 ? 0 : 2;
   if (a.npositional < 1) {
@@ -22,6 +54,34 @@ int ceb_cmd_contracts(int argc, char **argv) {
     return 2;
   }
   const char *sub = a.positional[0];
+  int np = a.npositional;
+  if (strcmp(sub, "sync") == 0) {
+    if (np > 2) {
+      fprintf(stderr, "usage: cebridge contracts sync [NAME] [-c DIR]\n");
+      return 2;
+    }
+    return ceb_contracts_cmd_sync(a.config_dir,
+                                  np == 2 ? a.positional[1] : NULL);
+  }
+  if ((strcmp(sub, "diff") == 0 || strcmp(sub, "check") == 0) && np != 3) {
+    fprintf(stderr, "usage: cebridge contracts %s\n",
+            sub[0] == 'd' ? "diff NAME@A NAME@B"
+                          : "check NAME@VERSION EVENT-FILE");
+    return 2;
+  }
+  if (strcmp(sub, "diff") == 0 || strcmp(sub, "check") == 0) {
+    ceb_store *st = ceb_ops_open_store(&a);
+    if (!st)
+      return 2;
+    const char *dir = a.store_path ? NULL : a.config_dir;
+    int r = sub[0] == 'd'
+                ? ceb_contracts_cmd_diff(st, dir, a.positional[1],
+                                         a.positional[2])
+                : ceb_contracts_cmd_check(st, dir, a.positional[1],
+                                          a.positional[2]);
+    ceb_store_close(st);
+    return r;
+  }
   if (strcmp(sub, "list") != 0 && strcmp(sub, "show") != 0) {
     fprintf(stderr, "unknown contracts command '%s'\n%s", sub, k_usage);
     return 2;
@@ -65,6 +125,11 @@ int ceb_cmd_contracts(int argc, char **argv) {
       }
       json_decref(rows);
     }
+    if (out == 0 && !a.json && !a.store_path)
+      ceb_contracts_cmd_pins(st, a.config_dir);
+  } else if (messages) {
+    out = ceb_contracts_cmd_messages(st, a.store_path ? NULL : a.config_dir,
+                                     a.positional[1], a.json);
   } else {
     size_t len = 0;
     char *doc = ceb_store_contract_get(st, name, version, &len);

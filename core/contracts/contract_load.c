@@ -102,8 +102,9 @@ static void add_message(load_ctx *x, json_t *node, const char *ptr,
   /* The key the object is filed under when it lives in a map. */
   const char *slash = strrchr(mptr, '/');
   const char *own_key = key;
-  if (strncmp(mptr, "/components/messages/", 21) == 0 && slash &&
-      slash == mptr + 20)
+  if ((strncmp(mptr, "/components/messages/", 21) == 0 &&
+       slash == mptr + 20) ||
+      (strncmp(mptr, "/x-ceb-bundled/", 15) == 0 && slash == mptr + 14))
     own_key = slash + 1;
   e->name = dup_or_null(own_key); /* replaced after traits if better known */
 }

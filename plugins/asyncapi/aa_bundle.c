@@ -128,8 +128,16 @@ static char *slot_name(bctx *x, const char *uri, const char *frag) {
   for (size_t i = 0; uri[i] && uri[i] == x->root_uri[i]; i++)
     if (uri[i] == '/')
       common = i + 1;
+  /* The fragment's last token alone when it is free ("commentLiked"),
+   * else qualified by the document. */
+  const char *last = strrchr(frag, '/');
+  last = last ? last + 1 : frag;
   char raw[1024];
-  snprintf(raw, sizeof raw, "%s%s%s", uri + common, *frag ? "-" : "", frag);
+  if (*last && !json_object_get(x->bag, last))
+    snprintf(raw, sizeof raw, "%s", last);
+  else
+    snprintf(raw, sizeof raw, "%s%s%s", uri + common, *frag ? "-" : "",
+             frag + (*frag == '/'));
   for (char *p = raw; *p; p++)
     if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
         !(*p >= '0' && *p <= '9') && *p != '.' && *p != '-' && *p != '_')
