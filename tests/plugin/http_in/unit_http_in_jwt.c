@@ -1,0 +1,186 @@
+/* Bearer token verification in isolation: the claim rules (exp, nbf with
+ * leeway, iss, aud string/array, scope/scp, client claim), header rules
+ * (duplicate members, crit, non-string alg/kid), malformed tokens, and every
+ * single-character mutation of a valid token being refused. */
+#include <stdlib.h>
+#include <time.h>
+
+#include "hin_harness.h"
+#include "http_in_util.h"
+#include "http_jwks.h"
+#include "http_jwt.h"
+
+static hin_issuer *iss;
+static http_jwks *keys;
+static const char *const scopes[] = {"events.write"};
+static http_jwt_rules rules = {
+    "https://idp.test", "cebridge", scopes, 1, 60000, NULL};
+
+static int verify(const char *tok, http_jwt_result *res) {
+  return http_jwt_verify(keys, &rules, tok, (int64_t)time(NULL) * 1000, res);
+}
+
+/* Signs a claims object given as JSON text with rsa1 (RS256). */
+static char *signed_claims(const char *fmt, long a, long b) {
+  char claims[512];
+  snprintf(claims, sizeof claims, fmt, a, b);
+  return hin_token(iss, "RS256", "rsa1", claims);
+}
+
+static void expect(const char *tok, int want, const char *reason) {
+  http_jwt_result res;
+  int st = verify(tok, &res);
+  CHECK_MSG(st == want, "status %d want %d (%s)", st, want,
+            st ? res.reason : "ok");
+  if (reason && st != CEB_OK) CHECK_STR(res.reason, reason);
+}
+
+static void test_claims(void) {
+  long now = (long)time(NULL);
+  const char *base = "{\"iss\":\"https://idp.test\",\"aud\":%s,"
+                     "\"exp\":%%ld,\"nbf\":%%ld,\"client_id\":\"c1\","
+                     "\"scope\":\"a events.write b\"}";
+  char fmt[512];
+  snprintf(fmt, sizeof fmt, base, "[\"x\",\"cebridge\"]");
+  char *t = signed_claims(fmt, now + 60, now - 10);
+  http_jwt_result res;
+  CHECK_INT(verify(t, &res), CEB_OK);
+  CHECK_STR(res.client, "c1");
+  free(t);
+  snprintf(fmt, sizeof fmt, base, "[\"x\",\"y\"]");
+  t = signed_claims(fmt, now + 60, now - 10);
+  expect(t, CEB_EAUTH, "audience");
+  free(t);
+  snprintf(fmt, sizeof fmt, base, "\"cebridge\"");
+  /* nbf within the leeway passes, beyond it fails */
+  t = signed_claims(fmt, now + 600, now + 30);
+  expect(t, CEB_OK, NULL);
+  free(t);
+  t = signed_claims(fmt, now + 600, now + 120);
+  expect(t, CEB_EAUTH, "not_yet_valid");
+  free(t);
+  t = signed_claims(fmt, now - 120, now - 600);
+  expect(t, CEB_EAUTH, "expired");
+  free(t);
+
+  t = signed_claims("{\"aud\":\"cebridge\",\"iss\":\"https://idp.test\","
+                    "\"exp\":\"%ld\",\"x\":%ld}",
+                    now + 60, 0);
+  expect(t, CEB_EAUTH, "exp");
+  free(t);
+  t = signed_claims("{\"aud\":\"cebridge\",\"iss\":\"https://evil\","
+                    "\"exp\":%ld,\"x\":%ld,\"client_id\":\"c\","
+                    "\"scope\":\"events.write\"}",
+                    now + 60, 0);
+  expect(t, CEB_EAUTH, "issuer");
+  free(t);
+  /* scp as an array satisfies the scope; no client claim fails */
+  t = signed_claims("{\"aud\":\"cebridge\",\"iss\":\"https://idp.test\","
+                    "\"exp\":%ld,\"x\":%ld,\"sub\":\"s1\","
+                    "\"scp\":[\"events.write\"]}",
+                    now + 60, 0);
+  CHECK_INT(verify(t, &res), CEB_OK);
+  CHECK_STR(res.client, "s1");
+  free(t);
+  t = signed_claims("{\"aud\":\"cebridge\",\"iss\":\"https://idp.test\","
+                    "\"exp\":%ld,\"x\":%ld,\"scope\":\"events.write\"}",
+                    now + 60, 0);
+  expect(t, CEB_EAUTH, "client");
+  free(t);
+  /* "events.writer" is not "events.write" */
+  t = signed_claims("{\"aud\":\"cebridge\",\"iss\":\"https://idp.test\","
+                    "\"exp\":%ld,\"x\":%ld,\"client_id\":\"c\","
+                    "\"scope\":\"events.writer\"}",
+                    now + 60, 0);
+  CHECK_INT(verify(t, &res), CEB_EFORBIDDEN);
+  CHECK_STR(res.oauth_error, "insufficient_scope");
+  free(t);
+}
+
+/* header.payload.signature with a hand-made header over a valid token's
+ * payload and signature. */
+static char *with_header(const char *tok, const char *header_json) {
+  char *h = http_b64url_encode(header_json, strlen(header_json));
+  const char *rest = strchr(tok, '.');
+  size_t n = strlen(h) + strlen(rest) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%s%s", h, rest);
+  free(h);
+  return out;
+}
+
+static void test_headers_and_garbage(void) {
+  long now = (long)time(NULL);
+  char *good = signed_claims(
+      "{\"aud\":\"cebridge\",\"iss\":\"https://idp.test\",\"exp\":%ld,"
+      "\"x\":%ld,\"client_id\":\"c\",\"scope\":\"events.write\"}",
+      now + 60, 0);
+  expect(good, CEB_OK, NULL);
+  static const struct {
+    const char *header, *reason;
+  } hs[] = {
+      {"{\"alg\":\"RS256\",\"kid\":\"rsa1\",\"alg\":\"none\"}", "malformed"},
+      {"{\"alg\":\"RS256\",\"kid\":\"rsa1\",\"crit\":[\"exp\"]}", "crit"},
+      {"{\"alg\":256,\"kid\":\"rsa1\"}", "alg_none"},
+      {"{\"alg\":\"RS256\",\"kid\":{\"a\":1}}", "kid_missing"},
+      {"{\"alg\":\"NONE\",\"kid\":\"rsa1\"}", "alg_none"},
+      {"{\"alg\":\"RS384\",\"kid\":\"rsa1\"}", "alg_mismatch"},
+      {"{\"alg\":\"ES256\",\"kid\":\"rsa1\"}", "alg_mismatch"},
+      {"[\"RS256\"]", "malformed"},
+  };
+  for (size_t i = 0; i < sizeof hs / sizeof *hs; i++) {
+    char *t = with_header(good, hs[i].header);
+    expect(t, CEB_EAUTH, hs[i].reason);
+    free(t);
+  }
+  static const char *const junk[] = {
+      "",        ".",        "..",          "...",      "a.b",
+      "a.b.c.d", "!!.??.##", "eyJ.eyJ.sig", "e30.e30.", "e30.e30.AAAA",
+  };
+  for (size_t i = 0; i < sizeof junk / sizeof *junk; i++)
+    expect(junk[i], CEB_EAUTH, NULL);
+  char *huge = malloc(20000);
+  memset(huge, 'A', 19999);
+  huge[19999] = '\0';
+  huge[100] = huge[200] = '.';
+  expect(huge, CEB_EAUTH, "malformed");
+  free(huge);
+
+  /* every single-character change of the token is refused (the signature's
+   * last character may only carry padding bits, so it is left out) */
+  static const char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t n = strlen(good);
+  char *t = strdup(good);
+  int accepted = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    char orig = t[i];
+    if (orig == '.') continue;
+    t[i] = alphabet[(strchr(alphabet, orig) - alphabet + 17) % 64];
+    http_jwt_result res;
+    if (verify(t, &res) == CEB_OK) {
+      accepted++;
+      fprintf(stderr, "mutation at %zu accepted\n", i);
+    }
+    t[i] = orig;
+  }
+  CHECK_INT(accepted, 0);
+  free(t);
+  free(good);
+}
+
+int main(void) {
+  iss = hin_issuer_new();
+  char *dir = ceb_test_tmpdir("http_in_jwt");
+  char path[512];
+  snprintf(path, sizeof path, "%s/jwks.json", dir);
+  CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 0), CEB_OK);
+  keys = http_jwks_new(NULL, path, 3600000, NULL, NULL);
+  CHECK_INT(http_jwks_refresh(keys, 1), CEB_OK);
+  test_claims();
+  test_headers_and_garbage();
+  http_jwks_free(keys);
+  hin_issuer_free(iss);
+  free(dir);
+  return ceb_test_done("unit_http_in_jwt");
+}
