@@ -341,7 +341,11 @@ static void finish_message(load_ctx *x, size_t idx,
     json_t *mm = e->merged;
     const char *id = json_string_value(json_object_get(mm, "messageId"));
     const char *nm = json_string_value(json_object_get(mm, "name"));
+    /* 3.0 has no messageId: the key a message is filed under is its id
+     * (a trait's "name" must not rename it). */
     const char *better = id ? id : nm ? nm : NULL;
+    if (c->major >= 3 && e->name)
+      better = NULL;
     if (better || !e->name) {
       char fallback[32];
       snprintf(fallback, sizeof fallback, "message%zu", idx + 1);
