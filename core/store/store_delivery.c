@@ -291,7 +291,7 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   int ok =
       sqlite3_prepare_v2(db,
                          "SELECT seq, client, source, id, type, received_at,"
-                         " unrouted, settled_at FROM journal WHERE id = ?1"
+                         " unrouted, settled_at FROM journal WHERE idh = ?3 AND id = ?1"
                          " AND (?2 IS NULL OR source = ?2) ORDER BY seq",
                          -1, &j, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(db,
@@ -303,6 +303,7 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   if (ok) {
     sqlite3_bind_text(j, 1, id, -1, SQLITE_STATIC);
     cebs_bind_text(j, 2, source);
+    sqlite3_bind_int64(j, 3, cebs_id_hash(id));
     while (sqlite3_step(j) == SQLITE_ROW) {
       json_t *o = json_object();
       static const char *const cols[] = {"seq",  "client",      "source",

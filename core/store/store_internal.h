@@ -61,6 +61,9 @@ void cebs_json_col(json_t *o, const char *key, sqlite3_stmt *s, int i);
 void cebs_dlq_where(char *sql, size_t size, const ceb_dlq_filter *f);
 void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f);
 
+/* 64-bit FNV-1a of an event id, as stored in journal.idh. */
+int64_t cebs_id_hash(const char *id);
+
 /* A cached prepared statement of the committer's connection, reset and
  * unbound, keyed by the identity of the sql string (use string literals).
  * Committer thread only. NULL on error (logged). */

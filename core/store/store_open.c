@@ -232,3 +232,12 @@ void cebs_finalize_all(sqlite3 *db) {
   while ((s = sqlite3_next_stmt(db, NULL)) != NULL)
     sqlite3_finalize(s);
 }
+
+int64_t cebs_id_hash(const char *id) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const unsigned char *p = (const unsigned char *)id; p && *p; p++) {
+    h ^= *p;
+    h *= 0x100000001b3ULL;
+  }
+  return (int64_t)h;
+}
