@@ -24,6 +24,7 @@
 #include <ftw.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,9 +130,35 @@ static void slot_prepare(load_slot *s, const char *url, long seq,
   s->start_us = now_us();
 }
 
+/* Reads the output topic while the load runs: the mock cluster keeps only
+ * about 5 MiB per partition, so reading afterwards would miss the start. */
+typedef struct topic_counter {
+  rd_kafka_t *reader;
+  atomic_long want;
+  atomic_long count;
+  int64_t last_us; /* read after join */
+  atomic_llong deadline_ms;
+} topic_counter;
+
+static void *count_topic(void *arg) {
+  topic_counter *tc = arg;
+  while (atomic_load(&tc->count) < atomic_load(&tc->want) &&
+         ceb_test_now_ms() < atomic_load(&tc->deadline_ms)) {
+    rd_kafka_message_t *batch[512];
+    size_t n = ktest_read(tc->reader, batch, 512, 100);
+    for (size_t i = 0; i < n; i++)
+      rd_kafka_message_destroy(batch[i]);
+    if (n) {
+      atomic_fetch_add(&tc->count, (long)n);
+      tc->last_us = now_us();
+    }
+  }
+  return NULL;
+}
+
 static int http2kafka(long events, int conns, int size) {
   ktest_mock m;
-  const char *topics[] = {"bench.out:4", NULL};
+  const char *topics[] = {"bench.out:16", NULL};
   if (ktest_mock_start(&m, topics))
     return 2;
   char *dir = ceb_test_tmpdir("bench-kafka");
@@ -172,6 +199,12 @@ static int http2kafka(long events, int conns, int size) {
   char *pad = malloc((size_t)size + 1);
   memset(pad, 'x', (size_t)size);
   pad[size] = '\0';
+
+  topic_counter tc = {.reader = ktest_reader(m.bootstrap, "bench.out", 16),
+                      .want = events,
+                      .deadline_ms = ceb_test_now_ms() + 600000};
+  pthread_t counter;
+  pthread_create(&counter, NULL, count_topic, &tc);
 
   CURLM *multi = curl_multi_init();
   curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)conns);
@@ -215,18 +248,12 @@ static int http2kafka(long events, int conns, int size) {
   int64_t t_http = now_us() - t0;
 
   /* Everything accepted must be on the topic. */
-  rd_kafka_t *r = ktest_reader(m.bootstrap, "bench.out", 4);
-  long on_topic = 0;
-  int64_t until = ceb_test_now_ms() + 120000;
-  while (on_topic < accepted && ceb_test_now_ms() < until) {
-    rd_kafka_message_t *batch[512];
-    size_t n = ktest_read(r, batch, 512, 200);
-    for (size_t i = 0; i < n; i++)
-      rd_kafka_message_destroy(batch[i]);
-    on_topic += (long)n;
-  }
-  int64_t t_kafka = now_us() - t0;
-  ktest_reader_close(r);
+  atomic_store(&tc.deadline_ms, ceb_test_now_ms() + 120000);
+  atomic_store(&tc.want, accepted);
+  pthread_join(counter, NULL);
+  long on_topic = atomic_load(&tc.count);
+  int64_t t_kafka = tc.last_us - t0;
+  ktest_reader_close(tc.reader);
 
   qsort(lat, (size_t)done, sizeof *lat, cmp_i64);
   double secs = (double)t_http / 1e6;
