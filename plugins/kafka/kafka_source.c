@@ -503,8 +503,12 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
       e = rd_kafka_incremental_assign(rk, parts);
     else
       re = rd_kafka_assign(rk, parts);
-    if (atomic_load(&s->draining)) /* joined late: consume nothing */
+    /* A pause from before a revoke must not outlive it; while draining,
+     * newly assigned partitions consume nothing. */
+    if (atomic_load(&s->draining))
       rd_kafka_pause_partitions(rk, parts);
+    else
+      rd_kafka_resume_partitions(rk, parts);
   } else {
     if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
       CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN, "rebalance error: %s",
