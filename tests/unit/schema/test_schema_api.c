@@ -275,7 +275,6 @@ static void test_external_refs(void) {
                                &o, &s, err, sizeof err),
             0);
   CHECK_INT(calls, 1); /* resources first; each document fetched once */
-  json_decref(res);
   json_decref(schema); /* the compiled schema does not need the JSON */
   ceb_schema_result r;
   CHECK_INT(validate_text(s, "{\"id\": 3, \"name\": \"ab\"}", &r), 1);
@@ -290,6 +289,7 @@ static void test_external_refs(void) {
             CEB_EINVAL);
   CHECK(strstr(err, "https://elsewhere.example/x.json") != NULL);
   json_decref(schema);
+  json_decref(res);
 }
 
 /* A payload schema inside an AsyncAPI document, refs relative to it. */
