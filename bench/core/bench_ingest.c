@@ -8,6 +8,7 @@
  *   bench_core_ingest [total=1000000] [producers=64] [dir=$TMPDIR]
  */
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,13 @@ static void *producer(void *arg) {
   return NULL;
 }
 
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+         (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
 static int cmp64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
@@ -201,6 +209,7 @@ int main(int argc, char **argv) {
   sh.lat_us = calloc((size_t)total, sizeof *sh.lat_us);
   pthread_t *th = calloc((size_t)producers, sizeof *th);
   long rss0 = rss_kib();
+  double cpu0 = cpu_s();
   int64_t t0 = mono_us();
   for (int i = 0; i < producers; i++)
     pthread_create(&th[i], NULL, producer, &sh);
@@ -234,13 +243,21 @@ int main(int argc, char **argv) {
     pthread_join(th[i], NULL);
   int64_t t1 = mono_us();
   qsort(sh.lat_us, (size_t)total, sizeof *sh.lat_us, cmp64);
+  double cpu = cpu_s() - cpu0;
+  uint64_t batches = 0, ops = 0;
+  ceb_store_commit_stats(ceb_runtime_store(rt), &batches, &ops);
   printf("total %ld events, %d producers: %.0f events/s, p50 %.2f ms, p99 "
-         "%.2f ms, RSS %.1f -> %.1f MiB, queued %lld\n",
+         "%.2f ms, RSS %.1f -> %.1f MiB, queued %lld\n"
+         "CPU %.1f us/event (user+sys, all threads), %.1f ops per group "
+         "commit (%llu commits)\n",
          total, producers, (double)total * 1e6 / (double)(t1 - t0),
          sh.lat_us[total / 2] / 1000.0,
          sh.lat_us[(size_t)(total * 0.99)] / 1000.0, rss0 / 1024.0,
          rss_kib() / 1024.0,
-         (long long)ceb_store_count_open(ceb_runtime_store(rt), NULL));
+         (long long)ceb_store_count_open(ceb_runtime_store(rt), NULL),
+         cpu * 1e6 / (double)total,
+         batches ? (double)ops / (double)batches : 0.0,
+         (unsigned long long)batches);
   ceb_runtime_drain(rt, ceb_runtime_now(rt) + 100);
   ceb_runtime_close(rt);
   ceb_metrics_free(m);
