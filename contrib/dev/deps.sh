@@ -15,7 +15,7 @@ fi
 PKGS=(build-essential cmake pkg-config git
       libjansson-dev libsqlite3-dev sqlite3 libinih-dev libmicrohttpd-dev
       libpcre2-dev libyaml-dev libcurl4-openssl-dev libssl-dev libjwt-dev
-      librdkafka-dev libpaho-mqtt-dev libsystemd-dev
+      librdkafka-dev libpaho-mqtt-dev libsystemd-dev libgnutls28-dev
       mosquitto curl clang libclang-rt-14-dev nodejs npm python3)
 
 missing=()
