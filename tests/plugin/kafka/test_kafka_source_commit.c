@@ -154,18 +154,24 @@ static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
   src_close(&s3);
 }
 
+/* strategy: librdkafka's partition.assignment.strategy (eager range or
+ * cooperative-sticky); topic has 2 partitions and is used by this run only. */
 static void test_rebalance(const ceb_plugin *p, ktest_mock *m,
-                           rd_kafka_t *pr) {
+                           rd_kafka_t *pr, const char *topic,
+                           const char *strategy) {
   enum { PER = 5 };
-  char id[32];
+  char id[32], group[64];
+  snprintf(group, sizeof group, "g-%s", topic);
   for (int part = 0; part < 2; part++)
     for (int i = 0; i < PER; i++) {
       snprintf(id, sizeof id, "r%d-%d", part, i);
-      CHECK_INT(produce_event(pr, "rb", part, id), 0);
+      CHECK_INT(produce_event(pr, topic, part, id), 0);
     }
-  const char *kv[] = {"brokers", m->bootstrap, "group.id", "g-rb", "topics",
-                      "rb", "rebalance.wait", "300ms",
-                      "rdkafka.session.timeout.ms", "6000", NULL};
+  const char *kv[] = {"brokers", m->bootstrap, "group.id", group, "topics",
+                      topic, "rebalance.wait", "300ms",
+                      "rdkafka.session.timeout.ms", "6000",
+                      "rdkafka.partition.assignment.strategy", strategy,
+                      NULL};
   src_fixture s1, s2;
   CHECK_INT(src_open(&s1, p, "rb1", CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
   if (!s1.state)
@@ -189,13 +195,17 @@ static void test_rebalance(const ceb_plugin *p, ktest_mock *m,
     CHECK_STR(ids[i], id);
   }
   free_ids(ids, n);
-  committed_arg a2 = {m->bootstrap, "g-rb", "rb", part, PER};
+  committed_arg a2 = {m->bootstrap, group, topic, part, PER};
   CHECK(ceb_test_wait(committed_is, &a2, 20000));
-  /* The first member re-reads the partition it kept (its old records were
-   * forgotten on revoke); once durable that one is committed too. */
-  CHECK(ceb_fake_wait_events(s1.f, 3 * PER, 30000));
+  /* Eager: the first member lost both partitions, forgot their records and
+   * re-reads the one it gets back. Cooperative: it kept one partition and
+   * its records in flight. Either way, once durable that one is committed. */
+  int eager = strcmp(strategy, "cooperative-sticky") != 0;
+  CHECK(ceb_fake_wait_events(s1.f, eager ? 3 * PER : 2 * PER, 30000));
+  if (!eager)
+    CHECK_INT(ceb_fake_event_count(s1.f), 2 * PER);
   ceb_fake_commit(s1.f, CEB_OK);
-  committed_arg a1 = {m->bootstrap, "g-rb", "rb", 1 - part, PER};
+  committed_arg a1 = {m->bootstrap, group, topic, 1 - part, PER};
   CHECK(ceb_test_wait(committed_is, &a1, 20000));
   src_close(&s2);
   src_close(&s1);
@@ -206,12 +216,13 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"c:1", "rb:2", NULL};
+  const char *topics[] = {"c:1", "rb:2", "rbc:2", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
   if (p && pr) {
     test_kill_and_reread(p, &m, pr);
-    test_rebalance(p, &m, pr);
+    test_rebalance(p, &m, pr, "rb", "range");
+    test_rebalance(p, &m, pr, "rbc", "cooperative-sticky");
   }
   if (pr)
     rd_kafka_destroy(pr);
