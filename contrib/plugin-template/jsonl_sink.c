@@ -10,6 +10,7 @@
  *   path = /var/lib/cebridge/archive.jsonl
  *   fsync = true
  */
+#define _POSIX_C_SOURCE 200809L /* fileno, fsync under -std=c11 */
 #include <ceb/ceb.h>
 
 #include <errno.h>

@@ -39,7 +39,7 @@ ctest --test-dir "$work/tpl" --output-on-failure
 
 # And with pkg-config.
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-[ "$(pkg-config --variable=plugindir cebridge)" = "$prefix/lib/cebridge/plugins" ]
+[ "$(realpath "$(pkg-config --variable=plugindir cebridge)")" = "$(realpath "$prefix/lib/cebridge/plugins")" ]
 cc -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
    -o "$work/jsonl.so" "$src/contrib/plugin-template/jsonl_sink.c" \
    $(pkg-config --cflags --libs cebridge) -lpthread
