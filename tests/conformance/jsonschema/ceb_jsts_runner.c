@@ -2,7 +2,8 @@
  * the validator. Gating: at least 98% of the required tests pass in each
  * draft, and the failures are exactly the ones listed in known-failures.txt
  * (an unexpected failure fails, and so does a listed case that now passes).
- * The optional tests (formats asserted) are run and reported only. */
+ * The optional tests (formats asserted) are run and reported only; set
+ * CEB_JSTS_VERBOSE=1 to list their failures. */
 #include "ceb_test.h"
 #include "schema/ceb_schema.h"
 
