@@ -6,6 +6,7 @@
  * shows throughput, submit->durable latency and RSS per backlog band.
  *
  *   bench_core_ingest [total=1000000] [producers=64] [dir=$TMPDIR]
+ *                     [synchronous=full|normal]
  */
 #include <pthread.h>
 #include <sys/resource.h>
@@ -160,11 +161,14 @@ static int cmp64(const void *a, const void *b) {
 int main(int argc, char **argv) {
   long total = argc > 1 ? atol(argv[1]) : 1000000;
   int producers = argc > 2 ? atoi(argv[2]) : 64;
-  const char *base = argc > 3 ? argv[3] : getenv("TMPDIR");
+  const char *base = argc > 3 && *argv[3] ? argv[3] : getenv("TMPDIR");
+  const char *sync = argc > 4 ? argv[4] : "full";
   char dir[512];
   snprintf(dir, sizeof dir, "%s/ceb-bench-XXXXXX", base ? base : "/tmp");
-  if (!mkdtemp(dir) || total < 1 || producers < 1) {
-    fprintf(stderr, "usage: bench_core_ingest [total] [producers] [dir]\n");
+  if (!mkdtemp(dir) || total < 1 || producers < 1 ||
+      (strcmp(sync, "full") != 0 && strcmp(sync, "normal") != 0)) {
+    fprintf(stderr, "usage: bench_core_ingest [total] [producers] [dir] "
+                    "[full|normal]\n");
     return 2;
   }
   char path[600];
@@ -172,11 +176,11 @@ int main(int argc, char **argv) {
   FILE *f = fopen(path, "w");
   fprintf(f,
           "[bridge]\nstore = %s/store.db\nbackpressure.max_queued = "
-          "100000000\nprofile = warn\n"
+          "100000000\nprofile = warn\nstore.synchronous = %s\n"
           "[source in]\nplugin = benchplug\n[sink out]\nplugin = benchplug\n"
           "[route r]\nfrom = in\nto = out\norder_by = partitionkey\n"
           "max_inflight = 1\n",
-          dir);
+          dir, sync);
   fclose(f);
   ceb_conf *conf = NULL;
   ceb_conf_errors errs = {0};
@@ -246,6 +250,7 @@ int main(int argc, char **argv) {
   double cpu = cpu_s() - cpu0;
   uint64_t batches = 0, ops = 0;
   ceb_store_commit_stats(ceb_runtime_store(rt), &batches, &ops);
+  printf("synchronous=%s, ", sync);
   printf("total %ld events, %d producers: %.0f events/s, p50 %.2f ms, p99 "
          "%.2f ms, RSS %.1f -> %.1f MiB, queued %lld\n"
          "CPU %.1f us/event (user+sys, all threads), %.1f ops per group "
