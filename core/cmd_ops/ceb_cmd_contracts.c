@@ -26,6 +26,12 @@ static const char k_usage[] =
 
 static int contracts_main(ceb_ops_args *ap, int rc, int messages);
 
+/* The store counts conflicts per version (an integer). */
+static int conflicted(json_t *row) {
+  json_t *c = json_object_get(row, "conflict");
+  return json_is_true(c) || (json_is_integer(c) && json_integer_value(c) > 0);
+}
+
 int ceb_cmd_contracts(int argc, char **argv) {
   /* --messages is ours alone: take it out before the shared parser. */
   int messages = 0, n = 0;
@@ -119,9 +125,9 @@ static int contracts_main(ceb_ops_args *ap, int rc, int messages) {
                json_string_value(json_object_get(r, "sha256")),
                ceb_ops_time(json_integer_value(json_object_get(r, "fetched_at")), t),
                json_string_value(json_object_get(r, "provenance")),
-               json_is_true(json_object_get(r, "conflict"))
-                   ? "  CONFLICT: upstream changed this version"
-                   : "");
+               conflicted(r) ? "  CONFLICT: upstream changed this version; "
+                               "the held document stays"
+                             : "");
       }
       json_decref(rows);
     }

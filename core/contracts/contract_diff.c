@@ -281,6 +281,8 @@ size_t ceb_contract_diff(const ceb_contract *a, const ceb_contract *b,
   }
   if (!x.changes)
     fprintf(out, "no differences in messages\n");
+  else if (!x.breaking)
+    fprintf(out, "%zu change(s), none breaking\n", x.changes);
   else
     fprintf(out, "%zu change(s), %zu BREAKING\n", x.changes, x.breaking);
   return x.breaking;
