@@ -37,7 +37,8 @@ struct ceb_runtime {
   atomic_int contract_warned;
   /* sweeper */
   pthread_t sweeper;
-  int sweeper_running, sweeper_stop;
+  int sweeper_running;
+  atomic_int sweeper_stop;
   pthread_mutex_t sweep_lock;
   pthread_cond_t sweep_cond;
 };

@@ -289,7 +289,7 @@ void ceb_runtime_close(ceb_runtime *rt) {
     return;
   if (rt->sweeper_running) {
     pthread_mutex_lock(&rt->sweep_lock);
-    rt->sweeper_stop = 1;
+    atomic_store(&rt->sweeper_stop, 1);
     pthread_cond_signal(&rt->sweep_cond);
     pthread_mutex_unlock(&rt->sweep_lock);
     pthread_join(rt->sweeper, NULL);
@@ -321,16 +321,16 @@ int ceb_runtime_ready(ceb_runtime *rt) {
 void *cebr_sweeper_main(void *arg) {
   ceb_runtime *rt = arg;
   pthread_mutex_lock(&rt->sweep_lock);
-  while (!rt->sweeper_stop) {
+  while (!atomic_load(&rt->sweeper_stop)) {
     pthread_mutex_unlock(&rt->sweep_lock);
     int n;
     int rounds = 0;
     do {
       n = ceb_store_sweep(rt->store, cebr_now(rt), rt->retention_ms, 500);
-    } while (n > 0 && ++rounds < 100 && !rt->sweeper_stop);
+    } while (n > 0 && ++rounds < 100 && !atomic_load(&rt->sweeper_stop));
     json_decref(ceb_engine_routes_json(rt->engine));
     pthread_mutex_lock(&rt->sweep_lock);
-    if (rt->sweeper_stop)
+    if (atomic_load(&rt->sweeper_stop))
       break;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

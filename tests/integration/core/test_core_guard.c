@@ -3,15 +3,18 @@
  * per-attempt timeout (late settle ignored), double settles, the rate
  * limit, max_inflight, backpressure, drain refusing new work, and
  * receipts. */
+#include <stdatomic.h>
+
 #include "harness.h"
 
-static int g_fail = 1;
+static atomic_int g_fail = 1;
 static ceb_outcome flaky(void *arg, const ceb_delivery *d,
                          ceb_settle_info *info) {
   (void)arg;
   (void)d;
-  info->reason = g_fail ? "http.503" : "ok";
-  return g_fail ? CEB_RETRY : CEB_ACK;
+  int fail = atomic_load(&g_fail);
+  info->reason = fail ? "http.503" : "ok";
+  return fail ? CEB_RETRY : CEB_ACK;
 }
 
 static ceb_outcome gone(void *arg, const ceb_delivery *d,
@@ -81,7 +84,7 @@ static void circuit_breaker(void) {
     return;
   testsink *out = harness_sink(&h, "out");
   testsink_script(out, flaky, NULL);
-  g_fail = 1;
+  atomic_store(&g_fail, 1);
   CHECK_INT(harness_submit(&h, "in", harness_event("c1", "nl.test.x", NULL)), 0);
   CHECK(harness_wait_state(&h, "c1", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "closed");
@@ -101,7 +104,7 @@ static void circuit_breaker(void) {
   CHECK(ceb_test_wait_state_circuit(&h, "r", "open"));
   CHECK_INT(testsink_count(out), 3);
   /* next probe succeeds: closed, and the rest flows */
-  g_fail = 0;
+  atomic_store(&g_fail, 0);
   harness_advance(&h, 30000);
   CHECK(harness_wait_state(&h, "c1", "r", "done"));
   if (!harness_wait_state(&h, "c2", "r", "done")) {
