@@ -18,14 +18,14 @@
  * Prints one summary line per run ("bench kafka ... ev/s ...") and exits
  * non-zero when an event is missing or out of order (not on a missed
  * target: targets are for the report). Bounded: every wait has a deadline. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <arpa/inet.h>
 #include <ftw.h>
 #include <microhttpd.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +46,7 @@ static pid_t bridge_start(const char *dir) {
   snprintf(conf, sizeof conf, "%s/conf", dir);
   pid_t pid = fork();
   if (pid == 0) {
-    if (!freopen(log, "w", stderr))
-      _exit(126);
+    if (!freopen(log, "w", stderr)) _exit(126);
     execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
           (char *)NULL);
     _exit(127);
@@ -72,8 +71,7 @@ static int bridge_stop(pid_t pid) {
 
 static int write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
-  if (!f)
-    return -1;
+  if (!f) return -1;
   fputs(text, f);
   return fclose(f);
 }
@@ -159,8 +157,7 @@ static void *count_topic(void *arg) {
 static int http2kafka(long events, int conns, int size) {
   ktest_mock m;
   const char *topics[] = {"bench.out:16", NULL};
-  if (ktest_mock_start(&m, topics))
-    return 2;
+  if (ktest_mock_start(&m, topics)) return 2;
   char *dir = ceb_test_tmpdir("bench-kafka");
   char path[600], text[2048];
   snprintf(path, sizeof path, "%s/conf", dir);
@@ -187,8 +184,7 @@ static int http2kafka(long events, int conns, int size) {
     free(p);
   }
   if (!port) {
-    fprintf(stderr, "bridge did not write its port (see %s/bridge.log)\n",
-            dir);
+    fprintf(stderr, "bridge did not write its port (see %s/bridge.log)\n", dir);
     bridge_stop(bridge);
     ktest_mock_stop(&m);
     free(dir);
@@ -213,8 +209,8 @@ static int http2kafka(long events, int conns, int size) {
   long sent = 0, done = 0, accepted = 0, other = 0;
   for (int i = 0; i < conns && sent < events; i++) {
     slots[i].h = curl_easy_init();
-    slots[i].hdrs = curl_slist_append(
-        NULL, "Content-Type: application/cloudevents+json");
+    slots[i].hdrs =
+        curl_slist_append(NULL, "Content-Type: application/cloudevents+json");
     slot_prepare(&slots[i], url, sent++, pad);
     curl_multi_add_handle(multi, slots[i].h);
   }
@@ -225,8 +221,7 @@ static int http2kafka(long events, int conns, int size) {
     CURLMsg *msg;
     int left;
     while ((msg = curl_multi_info_read(multi, &left))) {
-      if (msg->msg != CURLMSG_DONE)
-        continue;
+      if (msg->msg != CURLMSG_DONE) continue;
       load_slot *s;
       long code = 0;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
@@ -242,8 +237,7 @@ static int http2kafka(long events, int conns, int size) {
         curl_multi_add_handle(multi, s->h);
       }
     }
-    if (done < sent)
-      curl_multi_poll(multi, NULL, 0, 100, NULL);
+    if (done < sent) curl_multi_poll(multi, NULL, 0, 100, NULL);
   }
   int64_t t_http = now_us() - t0;
 
@@ -266,8 +260,7 @@ static int http2kafka(long events, int conns, int size) {
          done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
          (double)on_topic / (t_kafka / 1e6));
   for (int i = 0; i < conns; i++) {
-    if (slots[i].h)
-      curl_easy_cleanup(slots[i].h);
+    if (slots[i].h) curl_easy_cleanup(slots[i].h);
     curl_slist_free_all(slots[i].hdrs);
   }
   curl_multi_cleanup(multi);
@@ -333,15 +326,13 @@ static void record(receiver *rx, const char *id) {
     key = -1;
   pthread_mutex_lock(&rx->lock);
   int64_t t = now_us();
-  if (!rx->first_us)
-    rx->first_us = t;
+  if (!rx->first_us) rx->first_us = t;
   rx->last_us = t;
   if (key < 0) {
     rx->bad++;
   } else {
     /* Retried deliveries may repeat the last one; never go backwards. */
-    if (seq < rx->last[key])
-      rx->disorder++;
+    if (seq < rx->last[key]) rx->disorder++;
     if (seq > rx->last[key]) {
       rx->last[key] = seq;
       rx->count++;
@@ -355,8 +346,7 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
   char topic_arg[64];
   snprintf(topic_arg, sizeof topic_arg, "bench.in:%d", partitions);
   const char *topics[] = {topic_arg, "bench.out:8", NULL};
-  if (ktest_mock_start(&m, topics))
-    return 2;
+  if (ktest_mock_start(&m, topics)) return 2;
   receiver rx = {.keys = keys};
   pthread_mutex_init(&rx.lock, NULL);
   rx.last = malloc(sizeof *rx.last * (size_t)keys);
@@ -365,11 +355,11 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
   struct sockaddr_in sa = {0};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-      on_request, &rx, MHD_OPTION_THREAD_POOL_SIZE, 2,
-      MHD_OPTION_CONNECTION_LIMIT, 1024, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_END);
+  struct MHD_Daemon *d =
+      MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL,
+                       NULL, on_request, &rx, MHD_OPTION_THREAD_POOL_SIZE, 2,
+                       MHD_OPTION_CONNECTION_LIMIT, 1024, MHD_OPTION_SOCK_ADDR,
+                       &sa, MHD_OPTION_END);
   if (!d) {
     ktest_mock_stop(&m);
     return 2;
@@ -396,12 +386,11 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
     rd_kafka_header_add(h, "ce_time", -1, "2026-11-22T18:00:00Z", -1);
     rd_kafka_header_add(h, "content-type", -1, "application/json", -1);
     rd_kafka_resp_err_t e;
-    while ((e = rd_kafka_producev(
-                pr, RD_KAFKA_V_TOPIC("bench.in"),
-                RD_KAFKA_V_KEY(key, strlen(key)),
-                RD_KAFKA_V_VALUE(val, strlen(val)),
-                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END)) ==
+    while ((e = rd_kafka_producev(pr, RD_KAFKA_V_TOPIC("bench.in"),
+                                  RD_KAFKA_V_KEY(key, strlen(key)),
+                                  RD_KAFKA_V_VALUE(val, strlen(val)),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                  RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END)) ==
            RD_KAFKA_RESP_ERR__QUEUE_FULL)
       rd_kafka_poll(pr, 10);
     if (e) {
@@ -444,8 +433,7 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
   snprintf(path, sizeof path, "%s/conf/00.conf", dir);
   write_file(path, text);
   int64_t t0 = now_us();
-  rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8)
-                             : NULL;
+  rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8) : NULL;
   pid_t bridge = bridge_start(dir);
   int64_t until = ceb_test_now_ms() + 600000;
   long got = 0;
@@ -464,10 +452,8 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
     pthread_mutex_lock(&rx.lock);
     got = rx.count;
     pthread_mutex_unlock(&rx.lock);
-    if (got >= events)
-      break;
-    if (!out)
-      usleep(20000);
+    if (got >= events) break;
+    if (!out) usleep(20000);
   }
   ktest_reader_close(out);
   int stopped = bridge_stop(bridge);
@@ -478,11 +464,9 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
          "(%.2f s), %.2f s from bridge start; out of order %ld, "
          "unparsable %ld\n",
          to_kafka ? "kafka2kafka" : "kafka2http", events, keys, partitions,
-         produce_s, rx.count,
-         span > 0 ? (double)rx.count / span : 0, span,
+         produce_s, rx.count, span > 0 ? (double)rx.count / span : 0, span,
          (rx.last_us - t0) / 1e6, rx.disorder, rx.bad);
-  int rc = stopped == 0 && rx.count == events && rx.disorder == 0 &&
-                   rx.bad == 0
+  int rc = stopped == 0 && rx.count == events && rx.disorder == 0 && rx.bad == 0
                ? 0
                : 1;
   ktest_mock_stop(&m);
@@ -535,8 +519,8 @@ int main(int argc, char **argv) {
     }
   }
   if (events < 1 || events > 10000000 || conns < 1 || conns > 1024 ||
-      size < 0 || size > 7000 || keys < 1 || keys > 100000 ||
-      partitions < 1 || partitions > 256) {
+      size < 0 || size > 7000 || keys < 1 || keys > 100000 || partitions < 1 ||
+      partitions > 256) {
     usage();
     return 2;
   }

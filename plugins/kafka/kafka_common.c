@@ -13,8 +13,7 @@ int64_t kafka_mono_ms(void) {
 
 int kafka_topic_name_valid(const char *name) {
   size_t n = name ? strlen(name) : 0;
-  if (n == 0 || n > 249 || !strcmp(name, ".") || !strcmp(name, ".."))
-    return 0;
+  if (n == 0 || n > 249 || !strcmp(name, ".") || !strcmp(name, "..")) return 0;
   for (size_t i = 0; i < n; i++) {
     char c = name[i];
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -34,8 +33,7 @@ typedef struct conf_ctx {
 
 static int is_reserved(const kafka_conf_rules *rules, const char *name) {
   for (const char *const *r = rules ? rules->reserved : NULL; r && *r; r++)
-    if (!strcmp(*r, name))
-      return 1;
+    if (!strcmp(*r, name)) return 1;
   return 0;
 }
 
@@ -75,8 +73,7 @@ rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
     goto fail;
   }
   for (size_t i = 0; i < n; i++) {
-    if (i)
-      strcat(servers, ",");
+    if (i) strcat(servers, ",");
     strcat(servers, items[i]);
   }
   if (n == 0) {
@@ -87,8 +84,7 @@ rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
     snprintf(errstr, errsz, "brokers: %s", err);
     goto fail;
   }
-  for (const char *const *d = rules ? rules->defaults : NULL; d && *d;
-       d += 2) {
+  for (const char *const *d = rules ? rules->defaults : NULL; d && *d; d += 2) {
     if (rd_kafka_conf_set(conf, d[0], d[1], err, sizeof err)) {
       snprintf(errstr, errsz, "internal default %s: %s", d[0], err);
       goto fail;
@@ -101,8 +97,7 @@ rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
   return conf;
 fail:
   free(servers);
-  if (conf)
-    rd_kafka_conf_destroy(conf);
+  if (conf) rd_kafka_conf_destroy(conf);
   return NULL;
 }
 
@@ -125,8 +120,7 @@ int kafka_headers_from_message(const rd_kafka_message_t *m, ceb_headers *out) {
 
 rd_kafka_headers_t *kafka_headers_to_rd(const ceb_headers *h) {
   rd_kafka_headers_t *hdrs = rd_kafka_headers_new(h->count ? h->count : 1);
-  if (!hdrs)
-    return NULL;
+  if (!hdrs) return NULL;
   for (size_t i = 0; i < h->count; i++) {
     if (rd_kafka_header_add(hdrs, h->items[i].name, -1, h->items[i].value,
                             (ssize_t)h->items[i].value_len)) {

@@ -7,8 +7,7 @@
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf) {
   kafka_inst *ki = rd_kafka_opaque(rk);
-  if (!ki)
-    return;
+  if (!ki) return;
   /* syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug */
   ceb_log_level lv = level <= 3   ? CEB_LOG_ERROR
                      : level == 4 ? CEB_LOG_WARN
@@ -66,8 +65,7 @@ static int kafka_drain(void *state, int64_t deadline_ms) {
 
 static void kafka_destroy(void *state) {
   kafka_inst *ki = state;
-  if (!ki)
-    return;
+  if (!ki) return;
   if (ki->role == CEB_ROLE_SOURCE)
     kafka_source_destroy(state);
   else

@@ -70,9 +70,13 @@ const ceb_config_spec kafka_sink_spec[] = {
 /* enable.idempotence implies acks=all, retries and in-order delivery. */
 static const char *const sink_defaults[] = {"enable.idempotence", "true",
                                             "acks", "all", NULL};
-static const char *const sink_reserved[] = {
-    "enable.idempotence", "acks", "request.required.acks",
-    "enable.gapless.guarantee", "dr_msg_cb", "dr_cb", NULL};
+static const char *const sink_reserved[] = {"enable.idempotence",
+                                            "acks",
+                                            "request.required.acks",
+                                            "enable.gapless.guarantee",
+                                            "dr_msg_cb",
+                                            "dr_cb",
+                                            NULL};
 
 static void list_unlink(kafka_sink *s, sink_msg *m) {
   m->prev->next = m->next;
@@ -96,13 +100,13 @@ static ceb_delivery *take_delivery(kafka_sink *s, sink_msg *m) {
 static void settle(kafka_sink *s, ceb_delivery *d, ceb_outcome outcome,
                    int64_t retry_after_ms, int code, const char *reason,
                    const char *detail) {
-  ceb_settle_info info = {sizeof info, outcome, retry_after_ms, code,
-                          reason,      detail,  0};
+  ceb_settle_info info = {sizeof info, outcome, retry_after_ms, code, reason,
+                          detail,      0};
   static const char *const names[] = {"ack", "retry", "reject"};
   char labels[64];
   snprintf(labels, sizeof labels, "outcome=\"%s\"", names[outcome]);
-  s->ki.host->metric(s->ki.inst, CEB_METRIC_COUNTER,
-                     "kafka_sink_settled_total", labels, 1);
+  s->ki.host->metric(s->ki.inst, CEB_METRIC_COUNTER, "kafka_sink_settled_total",
+                     labels, 1);
   s->ki.host->settle(s->ki.inst, d, &info);
 }
 
@@ -166,8 +170,7 @@ static size_t expire(kafka_sink *s, int64_t now, const char *reason) {
       }
     }
     pthread_mutex_unlock(&s->lock);
-    if (!d)
-      return n;
+    if (!d) return n;
     settle(s, d, CEB_RETRY, -1, 0, reason,
            "no delivery report before the deadline");
     n++;
@@ -192,8 +195,7 @@ int kafka_sink_init(const ceb_host *host, ceb_instance *inst,
                     const ceb_config *cfg, void **state) {
   char err[512];
   kafka_sink *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->ki = (kafka_inst){CEB_ROLE_SINK, host, inst};
   pthread_mutex_init(&s->lock, NULL);
   s->unsettled.next = s->unsettled.prev = &s->unsettled;
@@ -201,11 +203,10 @@ int kafka_sink_init(const ceb_host *host, ceb_instance *inst,
   s->mode = mode && !strcmp(mode, "structured") ? CEB_MODE_STRUCTURED
                                                 : CEB_MODE_BINARY;
   s->key_attr = ceb_config_str(cfg, "key_attribute");
-  if (s->key_attr && !*s->key_attr)
-    s->key_attr = NULL;
+  if (s->key_attr && !*s->key_attr) s->key_attr = NULL;
   s->busy_retry_ms = ceb_config_duration_ms(cfg, "queue_full.retry_after", 100);
-  s->topic = kafka_topic_tmpl_parse(ceb_config_str(cfg, "topic"), err,
-                                    sizeof err);
+  s->topic =
+      kafka_topic_tmpl_parse(ceb_config_str(cfg, "topic"), err, sizeof err);
   if (!s->topic) {
     CEB_LOG(host, inst, CEB_LOG_ERROR, "topic: %s", err);
     kafka_sink_destroy(s);
@@ -265,8 +266,7 @@ static int resolve_topic(kafka_sink *s, ceb_delivery *d, char *buf,
 
 int kafka_sink_deliver(void *state, ceb_delivery *d) {
   kafka_sink *s = state;
-  if (atomic_load(&s->draining))
-    return CEB_ESHUTDOWN;
+  if (atomic_load(&s->draining)) return CEB_ESHUTDOWN;
   char topic[256];
   if (resolve_topic(s, d, topic, sizeof topic) != CEB_OK)
     return CEB_OK; /* settled REJECT */
@@ -278,16 +278,14 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
                             &key_len, &value, &value_len);
   if (rc != CEB_OK) {
     ceb_headers_clear(&hdrs);
-    if (rc == CEB_ENOMEM)
-      return CEB_ENOMEM;
+    if (rc == CEB_ENOMEM) return CEB_ENOMEM;
     settle(s, d, CEB_REJECT, -1, 0, "kafka.encode", ceb_strerror(rc));
     return CEB_OK;
   }
   rd_kafka_headers_t *rh = kafka_headers_to_rd(&hdrs);
   sink_msg *m = calloc(1, sizeof *m);
   if (!rh || !m) {
-    if (rh)
-      rd_kafka_headers_destroy(rh);
+    if (rh) rd_kafka_headers_destroy(rh);
     free(m);
     ceb_headers_clear(&hdrs);
     ceb_free(key);
@@ -317,8 +315,7 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
     rd_kafka_headers_destroy(rh); /* not taken on failure */
     ceb_delivery *mine = take_delivery(s, m);
     free(m);
-    if (mine)
-      settle_err(s, mine, e);
+    if (mine) settle_err(s, mine, e);
   }
   return CEB_OK;
 }
@@ -332,10 +329,8 @@ int kafka_sink_drain(void *state, int64_t deadline_ms) {
     size_t left = s->nunsettled;
     pthread_mutex_unlock(&s->lock);
     int64_t remaining = deadline_ms - h->now_ms(s->ki.inst);
-    if (left == 0)
-      return CEB_OK;
-    if (remaining <= 0)
-      break;
+    if (left == 0) return CEB_OK;
+    if (remaining <= 0) break;
     rd_kafka_flush(s->rk, (int)(remaining < 100 ? remaining : 100));
   }
   size_t n = expire(s, INT64_MAX, "drain");
@@ -346,8 +341,7 @@ int kafka_sink_drain(void *state, int64_t deadline_ms) {
 
 void kafka_sink_destroy(void *state) {
   kafka_sink *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   if (s->thread_started) {
     atomic_store(&s->stop, 1);
     pthread_join(s->thread, NULL);

@@ -43,8 +43,9 @@
 #define SRC_POLL_MS 100
 #define SRC_SEEK_TIMEOUT_MS 5000
 #define SRC_FAIL_BACKOFF_MS 1000
-#define SRC_BUSY_BACKOFF_MS 100 /* also bounds the retry rate when
-                                   accepting() and submit() disagree */
+#define SRC_BUSY_BACKOFF_MS                                                    \
+  100 /* also bounds the retry rate when                                       \
+         accepting() and submit() disagree */
 
 enum { REC_INFLIGHT = 0, REC_DURABLE = 1, REC_FAILED = 2 };
 enum { PAUSE_NONE = 0, PAUSE_BUSY, PAUSE_FULL, PAUSE_FAILED, PAUSE_DRAIN };
@@ -87,12 +88,12 @@ typedef struct kafka_source {
   pthread_mutex_t lock;
   pthread_cond_t cond; /* record state changes; drain progress */
   src_part *parts;
-  size_t inflight;    /* records whose callback has not run */
-  size_t nfailed;     /* REC_FAILED records still in a FIFO */
-  size_t npaused;     /* partitions paused; changed by the poll thread or
-                         by the control thread once that one stopped */
-  int drained;        /* poll thread: nothing in flight, final commit done */
-  int drain_paused;   /* poll thread: the assignment was paused for drain */
+  size_t inflight;  /* records whose callback has not run */
+  size_t nfailed;   /* REC_FAILED records still in a FIFO */
+  size_t npaused;   /* partitions paused; changed by the poll thread or
+                       by the control thread once that one stopped */
+  int drained;      /* poll thread: nothing in flight, final commit done */
+  int drain_paused; /* poll thread: the assignment was paused for drain */
   int64_t last_commit;
 } kafka_source;
 
@@ -125,31 +126,34 @@ const ceb_config_spec kafka_source_spec[] = {
      "with librdkafka's message."},
     CEB_CONFIG_SPEC_END};
 
-static const char *const source_defaults[] = {
-    "enable.auto.commit",       "false", "enable.auto.offset.store", "false",
-    "auto.offset.reset",        "earliest", "enable.partition.eof",  "false",
-    NULL};
+static const char *const source_defaults[] = {"enable.auto.commit",
+                                              "false",
+                                              "enable.auto.offset.store",
+                                              "false",
+                                              "auto.offset.reset",
+                                              "earliest",
+                                              "enable.partition.eof",
+                                              "false",
+                                              NULL};
 static const char *const source_reserved[] = {
     "enable.auto.commit", "enable.auto.offset.store", "group.id",
-    "rebalance_cb", "offset_commit_cb", NULL};
+    "rebalance_cb",       "offset_commit_cb",         NULL};
 /* The DLQ producer shares brokers and security settings with the consumer;
  * librdkafka ignores (with a notice) consumer-only properties. */
-static const char *const dlq_defaults[] = {"enable.idempotence", "true",
-                                           "acks", "all", NULL};
+static const char *const dlq_defaults[] = {"enable.idempotence", "true", "acks",
+                                           "all", NULL};
 
 /* ---- partitions and records (callers hold s->lock unless noted) ---- */
 
 static src_part *part_find(kafka_source *s, const char *topic, int32_t p) {
   for (src_part *sp = s->parts; sp; sp = sp->next)
-    if (sp->partition == p && !strcmp(sp->topic, topic))
-      return sp;
+    if (sp->partition == p && !strcmp(sp->topic, topic)) return sp;
   return NULL;
 }
 
 static src_part *part_get(kafka_source *s, const char *topic, int32_t p) {
   src_part *sp = part_find(s, topic, p);
-  if (sp)
-    return sp;
+  if (sp) return sp;
   sp = calloc(1, sizeof *sp);
   if (!sp || !(sp->topic = strdup(topic))) {
     free(sp);
@@ -200,8 +204,7 @@ static void recs_detach_from(src_part *sp, int64_t from) {
     if (r->state == REC_INFLIGHT) {
       r->detached = 1; /* its callback frees it */
     } else {
-      if (r->state == REC_FAILED)
-        r->s->nfailed--;
+      if (r->state == REC_FAILED) r->s->nfailed--;
       free(r);
     }
     r = next;
@@ -214,8 +217,7 @@ static int recs_pop_durable(src_part *sp) {
   while (sp->head && sp->head->state == REC_DURABLE) {
     src_rec *r = sp->head;
     sp->head = r->next;
-    if (!sp->head)
-      sp->tail = NULL;
+    if (!sp->head) sp->tail = NULL;
     sp->commit_to = r->offset + 1;
     sp->npending--;
     free(r);
@@ -226,8 +228,7 @@ static int recs_pop_durable(src_part *sp) {
 
 static int part_has_inflight(const src_part *sp) {
   for (const src_rec *r = sp->head; r; r = r->next)
-    if (r->state == REC_INFLIGHT)
-      return 1;
+    if (r->state == REC_INFLIGHT) return 1;
   return 0;
 }
 
@@ -275,8 +276,8 @@ static rd_kafka_topic_partition_list_t *one_tp(const src_part *sp,
 
 /* Pauses sp and seeks it back to `offset`: records from there on are
  * forgotten and read again after resume. */
-static void part_rewind(kafka_source *s, src_part *sp, int64_t offset,
-                        int why, int64_t backoff_ms) {
+static void part_rewind(kafka_source *s, src_part *sp, int64_t offset, int why,
+                        int64_t backoff_ms) {
   pthread_mutex_lock(&s->lock);
   recs_detach_from(sp, offset);
   int was_paused = sp->paused;
@@ -285,8 +286,7 @@ static void part_rewind(kafka_source *s, src_part *sp, int64_t offset,
   sp->resume_not_before = kafka_mono_ms() + backoff_ms;
   pthread_mutex_unlock(&s->lock);
   rd_kafka_topic_partition_list_t *l = one_tp(sp, offset);
-  if (!was_paused)
-    rd_kafka_pause_partitions(s->rk, l);
+  if (!was_paused) rd_kafka_pause_partitions(s->rk, l);
   /* A timed seek guarantees no record fetched before it is returned. */
   rd_kafka_error_t *e = rd_kafka_seek_partitions(s->rk, l, SRC_SEEK_TIMEOUT_MS);
   if (e) {
@@ -302,21 +302,18 @@ static void part_rewind(kafka_source *s, src_part *sp, int64_t offset,
 }
 
 static void resume_ready(kafka_source *s) {
-  if (atomic_load(&s->draining) || s->npaused == 0)
-    return;
+  if (atomic_load(&s->draining) || s->npaused == 0) return;
   int accepting = -1;
   int64_t now = kafka_mono_ms();
   for (src_part *sp = s->parts; sp; sp = sp->next) {
     pthread_mutex_lock(&s->lock);
-    int ready = sp->assigned && sp->paused && now >= sp->resume_not_before &&
-                (sp->paused != PAUSE_FULL || sp->npending <= s->max_pending / 2);
+    int ready =
+        sp->assigned && sp->paused && now >= sp->resume_not_before &&
+        (sp->paused != PAUSE_FULL || sp->npending <= s->max_pending / 2);
     pthread_mutex_unlock(&s->lock);
-    if (!ready)
-      continue;
-    if (accepting < 0)
-      accepting = s->ki.host->accepting(s->ki.inst);
-    if (!accepting)
-      return;
+    if (!ready) continue;
+    if (accepting < 0) accepting = s->ki.host->accepting(s->ki.inst);
+    if (!accepting) return;
     rd_kafka_topic_partition_list_t *l = one_tp(sp, RD_KAFKA_OFFSET_INVALID);
     rd_kafka_resume_partitions(s->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
@@ -361,14 +358,12 @@ collect_commits(kafka_source *s, const rd_kafka_topic_partition_list_t *only) {
   pthread_mutex_lock(&s->lock);
   for (src_part *sp = s->parts; sp; sp = sp->next) {
     if (only ? !rd_kafka_topic_partition_list_find(only, sp->topic,
-                                                    sp->partition)
+                                                   sp->partition)
              : !sp->assigned)
       continue;
     recs_pop_durable(sp);
-    if (sp->commit_to < 0 || sp->commit_to == sp->committed)
-      continue;
-    if (!l)
-      l = rd_kafka_topic_partition_list_new(4);
+    if (sp->commit_to < 0 || sp->commit_to == sp->committed) continue;
+    if (!l) l = rd_kafka_topic_partition_list_new(4);
     rd_kafka_topic_partition_list_add(l, sp->topic, sp->partition)->offset =
         sp->commit_to;
     sp->committed = sp->commit_to;
@@ -380,8 +375,7 @@ collect_commits(kafka_source *s, const rd_kafka_topic_partition_list_t *only) {
 static void commit(kafka_source *s, const rd_kafka_topic_partition_list_t *only,
                    int async) {
   rd_kafka_topic_partition_list_t *l = collect_commits(s, only);
-  if (!l)
-    return;
+  if (!l) return;
   rd_kafka_resp_err_t e = rd_kafka_commit(s->rk, l, async);
   if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
     CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN, "offset commit failed: %s",
@@ -390,8 +384,7 @@ static void commit(kafka_source *s, const rd_kafka_topic_partition_list_t *only,
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < l->cnt; i++) {
       src_part *sp = part_find(s, l->elems[i].topic, l->elems[i].partition);
-      if (sp)
-        sp->committed = -1;
+      if (sp) sp->committed = -1;
     }
     pthread_mutex_unlock(&s->lock);
   }
@@ -403,16 +396,14 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *offsets, void *opaque) {
   (void)rk;
   kafka_source *s = opaque;
-  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets)
-    return;
+  if (!err || err == RD_KAFKA_RESP_ERR__NO_OFFSET || !offsets) return;
   CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN, "offset commit failed: %s",
           rd_kafka_err2str(err));
   pthread_mutex_lock(&s->lock);
   for (int i = 0; i < offsets->cnt; i++) {
-    src_part *sp = part_find(s, offsets->elems[i].topic,
-                             offsets->elems[i].partition);
-    if (sp && sp->committed == offsets->elems[i].offset)
-      sp->committed = -1;
+    src_part *sp =
+        part_find(s, offsets->elems[i].topic, offsets->elems[i].partition);
+    if (sp && sp->committed == offsets->elems[i].offset) sp->committed = -1;
   }
   pthread_mutex_unlock(&s->lock);
 }
@@ -422,10 +413,9 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 static int revoked_inflight(kafka_source *s,
                             const rd_kafka_topic_partition_list_t *parts) {
   for (int i = 0; i < parts->cnt; i++) {
-    src_part *sp = part_find(s, parts->elems[i].topic,
-                             parts->elems[i].partition);
-    if (sp && part_has_inflight(sp))
-      return 1;
+    src_part *sp =
+        part_find(s, parts->elems[i].topic, parts->elems[i].partition);
+    if (sp && part_has_inflight(sp)) return 1;
   }
   return 0;
 }
@@ -437,8 +427,7 @@ static void revoke(kafka_source *s, rd_kafka_topic_partition_list_t *parts,
   pthread_mutex_lock(&s->lock);
   while (!lost && revoked_inflight(s, parts) && kafka_mono_ms() < until) {
     pthread_mutex_unlock(&s->lock);
-    if (s->dlq)
-      rd_kafka_poll(s->dlq, 0); /* DLQ reports make records durable */
+    if (s->dlq) rd_kafka_poll(s->dlq, 0); /* DLQ reports make records durable */
     pthread_mutex_lock(&s->lock);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -464,10 +453,9 @@ static void revoke(kafka_source *s, rd_kafka_topic_partition_list_t *parts,
   }
   pthread_mutex_lock(&s->lock);
   for (int i = 0; i < parts->cnt; i++) {
-    src_part *sp = part_find(s, parts->elems[i].topic,
-                             parts->elems[i].partition);
-    if (!sp)
-      continue;
+    src_part *sp =
+        part_find(s, parts->elems[i].topic, parts->elems[i].partition);
+    if (!sp) continue;
     recs_detach_from(sp, -1);
     sp->assigned = 0;
     s->npaused -= sp->paused != PAUSE_NONE;
@@ -478,16 +466,15 @@ static void revoke(kafka_source *s, rd_kafka_topic_partition_list_t *parts,
 }
 
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                         rd_kafka_topic_partition_list_t *parts,
-                         void *opaque) {
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
   kafka_source *s = opaque;
   rd_kafka_error_t *e = NULL;
   rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < parts->cnt; i++) {
-      src_part *sp = part_get(s, parts->elems[i].topic,
-                              parts->elems[i].partition);
+      src_part *sp =
+          part_get(s, parts->elems[i].topic, parts->elems[i].partition);
       if (sp) {
         recs_detach_from(sp, -1);
         sp->assigned = 1;
@@ -582,8 +569,8 @@ static void dead_letter(kafka_source *s, src_part *sp,
   s->inflight++;
   pthread_mutex_unlock(&s->lock);
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      s->dlq, RD_KAFKA_V_TOPIC(s->dlq_topic), RD_KAFKA_V_KEY(m->key, m->key_len),
-      RD_KAFKA_V_VALUE(m->payload, m->len),
+      s->dlq, RD_KAFKA_V_TOPIC(s->dlq_topic),
+      RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
       RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
   if (e) {
@@ -612,8 +599,8 @@ static ceb_event *decode(const rd_kafka_message_t *m, char *reason,
     ceb_headers_clear(&hdrs);
     return NULL;
   }
-  int rc = ceb_kafka_decode(&hdrs, m->key, m->key_len, m->payload, m->len,
-                            &ev, &err);
+  int rc = ceb_kafka_decode(&hdrs, m->key, m->key_len, m->payload, m->len, &ev,
+                            &err);
   ceb_headers_clear(&hdrs);
   if (rc != CEB_OK) {
     snprintf(reason, rsz, "decode: %s: %s", err.code[0] ? err.code : "error",
@@ -709,8 +696,7 @@ static void drain_step(kafka_source *s) {
   pthread_mutex_lock(&s->lock);
   int done = s->drained;
   pthread_mutex_unlock(&s->lock);
-  if (done)
-    return;
+  if (done) return;
   /* Pause everything once, then wait for the records in flight. */
   rd_kafka_topic_partition_list_t *a = NULL;
   if (!s->drain_paused &&
@@ -722,8 +708,7 @@ static void drain_step(kafka_source *s) {
   pthread_mutex_lock(&s->lock);
   int idle = s->inflight == 0;
   pthread_mutex_unlock(&s->lock);
-  if (!idle)
-    return;
+  if (!idle) return;
   commit(s, NULL, 0);
   pthread_mutex_lock(&s->lock);
   s->drained = 1;
@@ -739,8 +724,7 @@ static void *source_main(void *arg) {
       handle(s, m);
       rd_kafka_message_destroy(m);
     }
-    if (s->dlq)
-      rd_kafka_poll(s->dlq, 0);
+    if (s->dlq) rd_kafka_poll(s->dlq, 0);
     rewind_failed(s);
     resume_ready(s);
     if (atomic_load(&s->draining)) {
@@ -762,8 +746,7 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
                       const ceb_config *cfg, void **state) {
   char err[512];
   kafka_source *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->ki = (kafka_inst){CEB_ROLE_SOURCE, host, inst};
   pthread_mutex_init(&s->lock, NULL);
   pthread_condattr_t ca;
@@ -775,16 +758,14 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
   s->commit_interval_ms = ceb_config_duration_ms(cfg, "commit.interval", 200);
   s->max_pending = (size_t)ceb_config_int(cfg, "max_pending", 10000);
   s->dlq_topic = ceb_config_str(cfg, "dlq_topic");
-  if (s->dlq_topic && !*s->dlq_topic)
-    s->dlq_topic = NULL;
+  if (s->dlq_topic && !*s->dlq_topic) s->dlq_topic = NULL;
   int rc = CEB_ECONFIG;
   rd_kafka_conf_t *conf = NULL;
 
   const char *const *topics = NULL;
   size_t ntopics = ceb_config_list(cfg, "topics", &topics);
   const char *regex = ceb_config_str(cfg, "topic.regex");
-  if (regex && !*regex)
-    regex = NULL;
+  if (regex && !*regex) regex = NULL;
   if (ntopics == 0 && !regex) {
     CEB_LOG(host, inst, CEB_LOG_ERROR, "set topics or topic.regex");
     goto fail;
@@ -863,8 +844,7 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
   *state = s;
   return CEB_OK;
 fail:
-  if (conf)
-    rd_kafka_conf_destroy(conf);
+  if (conf) rd_kafka_conf_destroy(conf);
   kafka_source_destroy(s);
   return rc;
 }
@@ -890,8 +870,7 @@ int kafka_source_drain(void *state, int64_t deadline_ms) {
   kafka_source *s = state;
   const ceb_host *h = s->ki.host;
   atomic_store(&s->draining, 1);
-  if (!s->thread_started)
-    return CEB_OK;
+  if (!s->thread_started) return CEB_OK;
   pthread_mutex_lock(&s->lock);
   for (;;) {
     if (s->drained) {
@@ -899,8 +878,7 @@ int kafka_source_drain(void *state, int64_t deadline_ms) {
       return CEB_OK;
     }
     int64_t left = deadline_ms - h->now_ms(s->ki.inst);
-    if (left <= 0)
-      break;
+    if (left <= 0) break;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += (left < 50 ? left : 50) * 1000000L;
@@ -921,8 +899,7 @@ int kafka_source_drain(void *state, int64_t deadline_ms) {
 
 void kafka_source_destroy(void *state) {
   kafka_source *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   if (s->thread_started) {
     atomic_store(&s->stop, 1);
     pthread_join(s->thread, NULL);
@@ -938,8 +915,7 @@ void kafka_source_destroy(void *state) {
     rd_kafka_poll(s->dlq, 0);
     rd_kafka_destroy(s->dlq);
   }
-  if (s->subscription)
-    rd_kafka_topic_partition_list_destroy(s->subscription);
+  if (s->subscription) rd_kafka_topic_partition_list_destroy(s->subscription);
   pthread_mutex_lock(&s->lock);
   size_t outstanding = s->inflight;
   for (src_part *sp = s->parts; sp; sp = sp->next)

@@ -19,24 +19,20 @@ struct kafka_topic_tmpl {
 };
 
 void kafka_topic_tmpl_free(kafka_topic_tmpl *t) {
-  if (!t)
-    return;
+  if (!t) return;
   for (size_t i = 0; i < t->count; i++)
     free(t->parts[i].text);
   free(t->parts);
   free(t);
 }
 
-static int add_part(kafka_topic_tmpl *t, int is_attr, const char *s,
-                    size_t n) {
+static int add_part(kafka_topic_tmpl *t, int is_attr, const char *s, size_t n) {
   tmpl_part *p = realloc(t->parts, (t->count + 1) * sizeof *p);
-  if (!p)
-    return -1;
+  if (!p) return -1;
   t->parts = p;
   p[t->count].is_attr = is_attr;
   p[t->count].text = strndup(s, n);
-  if (!p[t->count].text)
-    return -1;
+  if (!p[t->count].text) return -1;
   t->count++;
   return 0;
 }
@@ -54,23 +50,19 @@ kafka_topic_tmpl *kafka_topic_tmpl_parse(const char *text, char *errstr,
   while (*p) {
     const char *open = strstr(p, "${");
     if (!open) {
-      if (add_part(t, 0, p, strlen(p)))
-        goto oom;
+      if (add_part(t, 0, p, strlen(p))) goto oom;
       break;
     }
-    if (open > p && add_part(t, 0, p, (size_t)(open - p)))
-      goto oom;
+    if (open > p && add_part(t, 0, p, (size_t)(open - p))) goto oom;
     const char *close = strchr(open + 2, '}');
     if (!close) {
-      snprintf(errstr, errsz, "topic template '%s': '${' is not closed",
-               text);
+      snprintf(errstr, errsz, "topic template '%s': '${' is not closed", text);
       goto fail;
     }
     char name[CEB_ATTR_NAME_MAX + 1];
     size_t n = (size_t)(close - open - 2);
     if (n == 0 || n > CEB_ATTR_NAME_MAX) {
-      snprintf(errstr, errsz, "topic template '%s': bad attribute name",
-               text);
+      snprintf(errstr, errsz, "topic template '%s': bad attribute name", text);
       goto fail;
     }
     memcpy(name, open + 2, n);
@@ -81,14 +73,12 @@ kafka_topic_tmpl *kafka_topic_tmpl_parse(const char *text, char *errstr,
                name);
       goto fail;
     }
-    if (add_part(t, 1, name, n))
-      goto oom;
+    if (add_part(t, 1, name, n)) goto oom;
     t->fixed = 0;
     p = close + 1;
   }
   if (t->fixed && !kafka_topic_name_valid(text)) {
-    snprintf(errstr, errsz, "topic '%s' is not a legal Kafka topic name",
-             text);
+    snprintf(errstr, errsz, "topic '%s' is not a legal Kafka topic name", text);
     goto fail;
   }
   return t;

@@ -43,8 +43,7 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi)
-    return -1;
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
   *out = v;
   return 0;
 }
@@ -63,8 +62,8 @@ static int create_topic(rd_kafka_mock_cluster_t *mc, const char *name,
 /* Splits line into at most max whitespace-separated words. */
 static int split(char *line, char **argv, int max) {
   int n = 0;
-  for (char *save = NULL, *w = strtok_r(line, " \t\r\n", &save);
-       w && n < max; w = strtok_r(NULL, " \t\r\n", &save))
+  for (char *save = NULL, *w = strtok_r(line, " \t\r\n", &save); w && n < max;
+       w = strtok_r(NULL, " \t\r\n", &save))
     argv[n++] = w;
   return n;
 }
@@ -151,7 +150,8 @@ static int run_command(rd_kafka_mock_cluster_t *mc, char *line, char *msg,
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: ceb-kafka-mock [-b BROKERS] [-t TOPIC:PARTITIONS]...\n");
+  fprintf(stderr,
+          "usage: ceb-kafka-mock [-b BROKERS] [-t TOPIC:PARTITIONS]...\n");
 }
 
 int main(int argc, char **argv) {
@@ -160,11 +160,9 @@ int main(int argc, char **argv) {
   /* Topics are created after the cluster exists: remember the arguments. */
   char **topics = calloc((size_t)argc, sizeof *topics);
   int ntopics = 0;
-  if (!topics)
-    return 1;
+  if (!topics) return 1;
   while ((opt = getopt(argc, argv, "b:t:h")) != -1) {
-    if (opt == 'b' && !parse_long(optarg, 1, 16, &brokers))
-      continue;
+    if (opt == 'b' && !parse_long(optarg, 1, 16, &brokers)) continue;
     if (opt == 't' && strchr(optarg, ':')) {
       topics[ntopics++] = optarg;
       continue;
@@ -187,8 +185,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ceb-kafka-mock: %s\n", errstr);
     return 1;
   }
-  rd_kafka_t *rk =
-      rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+  rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
   if (!rk) {
     fprintf(stderr, "ceb-kafka-mock: rd_kafka_new: %s\n", errstr);
     free(topics);
@@ -227,17 +224,12 @@ int main(int argc, char **argv) {
   while (rc == 0 && !stop_requested) {
     struct pollfd pfd = {STDIN_FILENO, POLLIN, 0};
     int n = poll(&pfd, 1, 200);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      break;
-    if (n == 0)
-      continue;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (n == 0) continue;
     ssize_t got = read(STDIN_FILENO, line + used, sizeof line - 1 - used);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
-      break; /* stdin closed: the test is done with us */
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break; /* stdin closed: the test is done with us */
     used += (size_t)got;
     line[used] = '\0';
     char *nl;

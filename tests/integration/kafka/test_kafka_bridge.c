@@ -58,8 +58,7 @@ static void write_conf(const char *dir, const char *bootstrap) {
   mkdir(path, 0700);
   snprintf(path, sizeof path, "%s/conf/00-bridge.conf", dir);
   FILE *f = fopen(path, "w");
-  if (!f)
-    return;
+  if (!f) return;
   fprintf(f,
           "[bridge]\n"
           "store = %s/store.db\n"
@@ -124,8 +123,7 @@ static int committed_sum_is(void *arg) {
   int64_t sum = 0;
   for (int p = 0; p < 2; p++) {
     int64_t o = ktest_committed(a->bootstrap, "bridge-in", "in", p);
-    if (o < 0)
-      return 0;
+    if (o < 0) return 0;
     sum += o;
   }
   return sum == a->want;

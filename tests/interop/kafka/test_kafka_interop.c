@@ -22,8 +22,7 @@ static int npm_ci(void) {
                     " npm ci --no-audit --no-fund --loglevel=error >&2";
   int rc = system(cmd);
   if (rc != 0)
-    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n",
-            rc);
+    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n", rc);
   return rc;
 }
 
@@ -45,8 +44,7 @@ static json_t *kafkajs_consume(const char *bootstrap, const char *topic,
            " node kafkajs_client.js consume '%s' '%s' %d",
            bootstrap, topic, n);
   FILE *pp = popen(cmd, "r");
-  if (!pp)
-    return NULL;
+  if (!pp) return NULL;
   json_t *all = json_array();
   char line[65536];
   while (fgets(line, sizeof line, pp)) {
@@ -68,8 +66,7 @@ static json_t *kafkajs_consume(const char *bootstrap, const char *topic,
 
 static const char *jstr(json_t *obj, const char *path1, const char *path2) {
   json_t *v = json_object_get(obj, path1);
-  if (path2)
-    v = json_object_get(v, path2);
+  if (path2) v = json_object_get(v, path2);
   return json_string_value(v);
 }
 
@@ -77,8 +74,15 @@ static void test_kafkajs_to_source(const ceb_plugin *p, ktest_mock *m) {
   enum { N = 5 };
   CHECK_INT(kafkajs_produce(m->bootstrap, "from-kjs", N), 0);
   ceb_fake_host *f = ceb_fake_host_new("kjs", CEB_ROLE_SOURCE);
-  const char *kv[] = {"brokers", m->bootstrap, "group.id", "g-kjs", "topics",
-                      "from-kjs", "rdkafka.session.timeout.ms", "6000", NULL};
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      "g-kjs",
+                      "topics",
+                      "from-kjs",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      NULL};
   ceb_config *cfg = ktest_config(p, CEB_ROLE_SOURCE, kv);
   ceb_instance_info info = {sizeof info, "kjs", CEB_ROLE_SOURCE, "/tmp"};
   void *state = NULL;
@@ -121,8 +125,8 @@ static void test_kafkajs_to_source(const ceb_plugin *p, ktest_mock *m) {
 static void sink_to_kafkajs(const ceb_plugin *p, ktest_mock *m,
                             const char *mode, const char *topic) {
   ceb_fake_host *f = ceb_fake_host_new("kjs-out", CEB_ROLE_SINK);
-  const char *kv[] = {"brokers", m->bootstrap, "topic", topic, "mode", mode,
-                      NULL};
+  const char *kv[] = {"brokers", m->bootstrap, "topic", topic,
+                      "mode",    mode,         NULL};
   ceb_config *cfg = ktest_config(p, CEB_ROLE_SINK, kv);
   ceb_instance_info info = {sizeof info, "kjs-out", CEB_ROLE_SINK, "/tmp"};
   void *state = NULL;
@@ -179,8 +183,8 @@ static void sink_to_kafkajs(const ceb_plugin *p, ktest_mock *m,
         CHECK(body != NULL);
         CHECK_STR(jstr(body, "id", NULL), want);
         CHECK_STR(jstr(body, "partitionkey", NULL), jstr(r, "key", NULL));
-        CHECK_INT(json_integer_value(json_object_get(
-                      json_object_get(body, "data"), "i")),
+        CHECK_INT(json_integer_value(
+                      json_object_get(json_object_get(body, "data"), "i")),
                   (long long)i);
         json_decref(body);
       }

@@ -17,8 +17,7 @@ int ktest_mock_start(ktest_mock *m, const char *const *topics) {
   int to_child[2], from_child[2];
   memset(m, 0, sizeof *m);
   m->pid = -1;
-  if (pipe(to_child) || pipe(from_child))
-    return -1;
+  if (pipe(to_child) || pipe(from_child)) return -1;
   const char *argv[64];
   int argc = 0;
   argv[argc++] = CEB_TEST_BIN_DIR "/ceb-kafka-mock";
@@ -28,8 +27,7 @@ int ktest_mock_start(ktest_mock *m, const char *const *topics) {
   }
   argv[argc] = NULL;
   pid_t pid = fork();
-  if (pid < 0)
-    return -1;
+  if (pid < 0) return -1;
   if (pid == 0) {
     dup2(to_child[0], STDIN_FILENO);
     dup2(from_child[1], STDOUT_FILENO);
@@ -60,8 +58,7 @@ int ktest_mock_cmd(ktest_mock *m, const char *cmd) {
   size_t n = strlen(cmd);
   if (write(m->in_fd, cmd, n) != (ssize_t)n || write(m->in_fd, "\n", 1) != 1)
     return -1;
-  if (!fgets(line, sizeof line, m->out))
-    return -1;
+  if (!fgets(line, sizeof line, m->out)) return -1;
   if (strncmp(line, "ok", 2) != 0) {
     fprintf(stderr, "mock: %s -> %s", cmd, line);
     return -1;
@@ -70,8 +67,7 @@ int ktest_mock_cmd(ktest_mock *m, const char *cmd) {
 }
 
 void ktest_mock_stop(ktest_mock *m) {
-  if (m->in_fd > 0)
-    close(m->in_fd);
+  if (m->in_fd > 0) close(m->in_fd);
   m->in_fd = -1;
   if (m->pid > 0) {
     int64_t until = ceb_test_now_ms() + 10000;
@@ -86,8 +82,7 @@ void ktest_mock_stop(ktest_mock *m) {
     }
   }
   m->pid = -1;
-  if (m->out)
-    fclose(m->out);
+  if (m->out) fclose(m->out);
   m->out = NULL;
 }
 
@@ -100,21 +95,18 @@ const ceb_plugin *ktest_plugin(void **dl) {
   ceb_plugin_query_fn q =
       (ceb_plugin_query_fn)dlsym(*dl, CEB_PLUGIN_QUERY_SYMBOL);
   const ceb_plugin *p = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
-  if (!p)
-    fprintf(stderr, "kafka.so: no descriptor\n");
+  if (!p) fprintf(stderr, "kafka.so: no descriptor\n");
   return p;
 }
 
 void ktest_plugin_close(void *dl) {
-  if (dl && !getenv("KTEST_NO_DLCLOSE"))
-    dlclose(dl);
+  if (dl && !getenv("KTEST_NO_DLCLOSE")) dlclose(dl);
 }
 
 ceb_config *ktest_config(const ceb_plugin *p, uint32_t role,
                          const char *const *kv) {
   ceb_config *cfg = ceb_config_new("test");
-  if (!cfg)
-    return NULL;
+  if (!cfg) return NULL;
   ceb_config_put(cfg, "plugin", "kafka", "test.conf", 1);
   for (int i = 0; kv[i]; i += 2)
     ceb_config_put(cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
@@ -147,8 +139,7 @@ rd_kafka_t *ktest_producer(const char *bootstrap) {
   rd_kafka_conf_set(c, "acks", "all", err, sizeof err);
   rd_kafka_conf_set_dr_msg_cb(c, produce_dr);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-  if (!rk)
-    fprintf(stderr, "producer: %s\n", err);
+  if (!rk) fprintf(stderr, "producer: %s\n", err);
   return rk;
 }
 
@@ -174,8 +165,7 @@ int ktest_produce(rd_kafka_t *p, const char *topic, int32_t partition,
   int64_t until = ceb_test_now_ms() + 20000;
   while (result == RD_KAFKA_RESP_ERR__IN_PROGRESS && ceb_test_now_ms() < until)
     rd_kafka_flush(p, 100);
-  if (result)
-    fprintf(stderr, "produce report: %s\n", rd_kafka_err2str(result));
+  if (result) fprintf(stderr, "produce report: %s\n", rd_kafka_err2str(result));
   return result == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
 }
 
@@ -207,8 +197,7 @@ size_t ktest_read(rd_kafka_t *c, rd_kafka_message_t **out, size_t n,
   int64_t until = ceb_test_now_ms() + timeout_ms;
   while (got < n && ceb_test_now_ms() < until) {
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c, 100);
-    if (!m)
-      continue;
+    if (!m) continue;
     if (m->err) {
       rd_kafka_message_destroy(m);
       continue;
@@ -219,8 +208,7 @@ size_t ktest_read(rd_kafka_t *c, rd_kafka_message_t **out, size_t n,
 }
 
 void ktest_reader_close(rd_kafka_t *c) {
-  if (!c)
-    return;
+  if (!c) return;
   rd_kafka_consumer_close(c);
   rd_kafka_destroy(c);
 }
@@ -231,8 +219,7 @@ int64_t ktest_committed(const char *bootstrap, const char *group,
   rd_kafka_conf_t *c = base_conf(bootstrap);
   rd_kafka_conf_set(c, "group.id", group, err, sizeof err);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
-  if (!rk)
-    return -2000;
+  if (!rk) return -2000;
   rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(l, topic, partition);
   int64_t off = -2000;

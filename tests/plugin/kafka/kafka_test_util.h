@@ -12,8 +12,8 @@
 
 typedef struct ktest_mock {
   pid_t pid;
-  int in_fd;  /* commands to the mock */
-  FILE *out;  /* its answers */
+  int in_fd; /* commands to the mock */
+  FILE *out; /* its answers */
   char bootstrap[256];
 } ktest_mock;
 

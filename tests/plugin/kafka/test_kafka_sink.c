@@ -11,16 +11,14 @@
 #include "config/ceb_config_build.h"
 #include "kafka_test_util.h"
 
-static ceb_event *make_event(const char *id, const char *pk,
-                             const char *data) {
+static ceb_event *make_event(const char *id, const char *pk, const char *data) {
   ceb_event *ev = ceb_event_new();
   ceb_event_set(ev, "specversion", "1.0");
   ceb_event_set(ev, "id", id);
   ceb_event_set(ev, "source", "urn:nld:oin:00000001234567890000:systeem:test");
   ceb_event_set(ev, "type", "nl.edu.test");
   ceb_event_set(ev, "datacontenttype", "application/json");
-  if (pk)
-    ceb_event_set(ev, "partitionkey", pk);
+  if (pk) ceb_event_set(ev, "partitionkey", pk);
   ceb_event_set_data(ev, data, strlen(data), CEB_DATA_JSON);
   return ev;
 }
@@ -42,14 +40,12 @@ static int sink_open(sink_fixture *sx, const ceb_plugin *p,
   int rc = p->init(&sx->f->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
-  if (rc != CEB_OK)
-    sx->state = NULL;
+  if (rc != CEB_OK) sx->state = NULL;
   return rc;
 }
 
 static void sink_close(sink_fixture *sx) {
-  if (sx->state)
-    sx->p->destroy(sx->state);
+  if (sx->state) sx->p->destroy(sx->state);
   ceb_config_free(sx->cfg);
   ceb_fake_host_free(sx->f);
 }
@@ -68,16 +64,14 @@ static void check_settle(sink_fixture *sx, size_t i, ceb_outcome outcome,
   ceb_fake_settle st;
   CHECK(ceb_fake_settle_get(sx->f, i, &st));
   CHECK_INT(st.info.outcome, outcome);
-  if (reason)
-    CHECK_STR(st.reason, reason);
+  if (reason) CHECK_STR(st.reason, reason);
 }
 
 static void test_binary(const ceb_plugin *p, ktest_mock *m) {
   const char *kv[] = {"brokers", m->bootstrap, "topic", "out", NULL};
   sink_fixture sx;
   CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   /* Broker down: nothing can be acknowledged, so no settle may exist yet
    * after deliver returned (a sink settling on enqueue fails here). */
   CHECK_INT(ktest_mock_cmd(m, "broker_down 1"), 0);
@@ -134,13 +128,12 @@ static void test_binary(const ceb_plugin *p, ktest_mock *m) {
 
 static void test_structured_template_override(const ceb_plugin *p,
                                               ktest_mock *m) {
-  const char *kv[] = {"brokers", m->bootstrap, "topic",   "edu.${type}",
-                      "mode",    "structured", "key_attribute", "subject",
-                      NULL};
+  const char *kv[] = {"brokers",       m->bootstrap, "topic",
+                      "edu.${type}",   "mode",       "structured",
+                      "key_attribute", "subject",    NULL};
   sink_fixture sx;
   CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   ceb_event *ev = make_event("s-1", "pk-ignored", "{\"a\":true}");
   ceb_event_set(ev, "subject", "student-42");
   ceb_delivery *d1 = deliver(&sx, ev, NULL);
@@ -155,8 +148,7 @@ static void test_structured_template_override(const ceb_plugin *p,
   for (size_t i = 0; i < 3; i++) {
     ceb_fake_settle st;
     CHECK(ceb_fake_settle_get(sx.f, i, &st));
-    if (st.info.outcome == CEB_ACK)
-      acks++;
+    if (st.info.outcome == CEB_ACK) acks++;
     if (st.info.outcome == CEB_REJECT) {
       rejects++;
       CHECK_STR(st.event_id, "s-2");
@@ -204,8 +196,7 @@ static void test_injected_errors(const ceb_plugin *p, ktest_mock *m) {
   const char *kv[] = {"brokers", m->bootstrap, "topic", "retry", NULL};
   sink_fixture sx;
   CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   /* 19 NOT_ENOUGH_REPLICAS, 7 REQUEST_TIMED_OUT: retriable */
   CHECK_INT(ktest_mock_cmd(m, "push_errors 0 4 19 7 19 7"), 0);
   enum { N = 20 };
@@ -259,8 +250,7 @@ static void test_classification(const ceb_plugin *p, ktest_mock *m) {
                       NULL};
   sink_fixture sx;
   CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   char big[4000];
   memset(big, 'x', sizeof big);
   big[0] = '"';
@@ -313,8 +303,7 @@ static void test_broker_permanent(const ceb_plugin *p, ktest_mock *m) {
   const char *kv[] = {"brokers", m->bootstrap, "topic", "perm", NULL};
   sink_fixture sx;
   CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   /* Warm up (producer id, metadata) so the error hits the record. */
   ceb_event *e0 = make_event("p-0", NULL, "{}");
   ceb_delivery *d0 = deliver(&sx, e0, NULL);
@@ -341,12 +330,13 @@ static void test_broker_permanent(const ceb_plugin *p, ktest_mock *m) {
 static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SINK);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SINK, "/tmp"};
-  const char *kv1[] = {"brokers", m->bootstrap, "topic", "out",
-                       "rdkafka.no.such.property", "1", NULL};
-  const char *kv2[] = {"brokers", m->bootstrap, "topic", "edu.${type",
-                       NULL};
-  const char *kv3[] = {"brokers", m->bootstrap, "topic", "out",
-                       "rdkafka.enable.idempotence", "false", NULL};
+  const char *kv1[] = {
+      "brokers", m->bootstrap, "topic", "out", "rdkafka.no.such.property",
+      "1",       NULL};
+  const char *kv2[] = {"brokers", m->bootstrap, "topic", "edu.${type", NULL};
+  const char *kv3[] = {
+      "brokers", m->bootstrap, "topic", "out", "rdkafka.enable.idempotence",
+      "false",   NULL};
   const char *const *kvs[] = {kv1, kv2, kv3};
   for (int i = 0; i < 3; i++) {
     ceb_config *cfg = ktest_config(p, CEB_ROLE_SINK, kvs[i]);
@@ -363,8 +353,8 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"out:1", "out.dlq:1", "edu.nl.edu.test:1",
-                          "retry:1", "perm:1", NULL};
+  const char *topics[] = {"out:1",   "out.dlq:1", "edu.nl.edu.test:1",
+                          "retry:1", "perm:1",    NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);

@@ -32,14 +32,12 @@ static int src_open(src_fixture *sx, const ceb_plugin *p,
   int rc = p->init(&sx->f->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
-  if (rc != CEB_OK)
-    sx->state = NULL;
+  if (rc != CEB_OK) sx->state = NULL;
   return rc;
 }
 
 static void src_close(src_fixture *sx) {
-  if (sx->state)
-    sx->p->destroy(sx->state);
+  if (sx->state) sx->p->destroy(sx->state);
   ceb_config_free(sx->cfg);
   ceb_fake_host_free(sx->f);
 }
@@ -110,8 +108,7 @@ static void test_binary_structured_dlq(const ceb_plugin *p, ktest_mock *m,
                       "6000",      NULL};
   src_fixture sx;
   CHECK_INT(src_open(&sx, p, CEB_FAKE_COMMIT_NOW, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   CHECK(ceb_fake_wait_events(sx.f, 4, 30000));
   /* Per-partition order holds; across partitions it does not. */
   const char *p0[] = {"b-1", "s-1", "b-2"};
@@ -133,8 +130,8 @@ static void test_binary_structured_dlq(const ceb_plugin *p, ktest_mock *m,
         CHECK_STR(ceb_event_get(ev, "partitionkey"), i0 == 0 ? "k1" : "k2");
         size_t len = 0;
         const char *data = ceb_event_data(ev, &len);
-        CHECK(data && len == 7 && !memcmp(data, i0 == 0 ? "{\"n\":1}"
-                                                        : "{\"n\":2}", 7));
+        CHECK(data && len == 7 &&
+              !memcmp(data, i0 == 0 ? "{\"n\":1}" : "{\"n\":2}", 7));
       } else if (id) {
         CHECK_STR(ceb_event_get(ev, "type"), "nl.edu.structured");
         size_t len = 0;
@@ -204,13 +201,18 @@ static void test_backpressure(const ceb_plugin *p, ktest_mock *m,
     snprintf(id, sizeof id, "bp-%d", i);
     CHECK_INT(produce_binary(pr, "bp", 0, id, NULL, "{}"), 0);
   }
-  const char *kv[] = {"brokers",  m->bootstrap, "group.id",
-                      "g-bp",     "topics",     "bp",
-                      "rdkafka.session.timeout.ms", "6000", NULL};
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      "g-bp",
+                      "topics",
+                      "bp",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      NULL};
   src_fixture sx;
   CHECK_INT(src_open(&sx, p, CEB_FAKE_REFUSE, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   pthread_mutex_lock(&sx.f->lock);
   sx.f->accepting = 0;
   pthread_mutex_unlock(&sx.f->lock);
@@ -244,14 +246,20 @@ static void test_regex_and_skip(const ceb_plugin *p, ktest_mock *m,
   CHECK_INT(ktest_produce(pr, "rx.two", 0, NULL, "junk", 4, NULL), 0);
   CHECK_INT(produce_binary(pr, "rx.two", 0, "rx-2", NULL, "{}"), 0);
   CHECK_INT(produce_binary(pr, "other", 0, "not-me", NULL, "{}"), 0);
-  const char *kv[] = {"brokers",     m->bootstrap, "group.id",
-                      "g-rx",        "topic.regex", "^rx\\..*",
-                      "rdkafka.topic.metadata.refresh.interval.ms", "500",
-                      "rdkafka.session.timeout.ms", "6000", NULL};
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      "g-rx",
+                      "topic.regex",
+                      "^rx\\..*",
+                      "rdkafka.topic.metadata.refresh.interval.ms",
+                      "500",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      NULL};
   src_fixture sx;
   CHECK_INT(src_open(&sx, p, CEB_FAKE_COMMIT_NOW, kv), CEB_OK);
-  if (!sx.state)
-    return;
+  if (!sx.state) return;
   CHECK(ceb_fake_wait_events(sx.f, 2, 30000));
   metric_arg skipped = {sx.f, "cebridge_kafka_source_records_total",
                         "result=\"skipped\"", 1};
@@ -276,12 +284,26 @@ static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SOURCE);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SOURCE, "/tmp"};
   const char *kv1[] = {"brokers", m->bootstrap, "group.id", "g", NULL};
-  const char *kv2[] = {"brokers", m->bootstrap, "group.id", "g",
-                       "topic.regex", "in.*", NULL};
-  const char *kv3[] = {"brokers", m->bootstrap, "group.id", "g", "topics",
-                       "in", "rdkafka.enable.auto.commit", "true", NULL};
-  const char *kv4[] = {"brokers", m->bootstrap, "group.id", "g", "topics",
-                       "in", "rdkafka.fetch.wait.max.ms", "-5", NULL};
+  const char *kv2[] = {"brokers",     m->bootstrap, "group.id", "g",
+                       "topic.regex", "in.*",       NULL};
+  const char *kv3[] = {"brokers",
+                       m->bootstrap,
+                       "group.id",
+                       "g",
+                       "topics",
+                       "in",
+                       "rdkafka.enable.auto.commit",
+                       "true",
+                       NULL};
+  const char *kv4[] = {"brokers",
+                       m->bootstrap,
+                       "group.id",
+                       "g",
+                       "topics",
+                       "in",
+                       "rdkafka.fetch.wait.max.ms",
+                       "-5",
+                       NULL};
   const char *const *kvs[] = {kv1, kv2, kv3, kv4};
   for (int i = 0; i < 4; i++) {
     ceb_config *cfg = ktest_config(p, CEB_ROLE_SOURCE, kvs[i]);
@@ -298,8 +320,8 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"in:2", "in.dlq:1", "bp:1", "rx.one:1", "rx.two:1",
-                          "other:1", NULL};
+  const char *topics[] = {"in:2",     "in.dlq:1", "bp:1", "rx.one:1",
+                          "rx.two:1", "other:1",  NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
   if (p && pr) {
@@ -308,8 +330,7 @@ int main(void) {
     test_backpressure(p, &m, pr);
     test_regex_and_skip(p, &m, pr);
   }
-  if (pr)
-    rd_kafka_destroy(pr);
+  if (pr) rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
   ktest_plugin_close(dl);
   return ceb_test_done("kafka_source");

@@ -32,14 +32,12 @@ static int src_open(src_fixture *sx, const ceb_plugin *p, const char *name,
   int rc = p->init(&sx->f->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
-  if (rc != CEB_OK)
-    sx->state = NULL;
+  if (rc != CEB_OK) sx->state = NULL;
   return rc;
 }
 
 static void src_close(src_fixture *sx) {
-  if (sx->state)
-    sx->p->destroy(sx->state);
+  if (sx->state) sx->p->destroy(sx->state);
   ceb_config_free(sx->cfg);
   ceb_fake_host_free(sx->f);
 }
@@ -71,8 +69,7 @@ static int committed_is(void *arg) {
 /* Ids of f's events, in order, into ids[] (strdup'd); returns the count. */
 static size_t event_ids(ceb_fake_host *f, char **ids, size_t max) {
   size_t n = ceb_fake_event_count(f);
-  if (n > max)
-    n = max;
+  if (n > max) n = max;
   for (size_t i = 0; i < n; i++) {
     ceb_event *ev = ceb_fake_event(f, i);
     const char *id = ceb_event_get(ev, "id");
@@ -95,15 +92,22 @@ static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
     snprintf(id, sizeof id, "c-%d", i);
     CHECK_INT(produce_event(pr, "c", 0, id), 0);
   }
-  const char *kv[] = {"brokers", m->bootstrap, "group.id", "g-c", "topics",
-                      "c", "rebalance.wait", "500ms",
-                      "rdkafka.session.timeout.ms", "6000", NULL};
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      "g-c",
+                      "topics",
+                      "c",
+                      "rebalance.wait",
+                      "500ms",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      NULL};
 
   /* 1: every event held, never durable; the consumer goes away. */
   src_fixture s1;
   CHECK_INT(src_open(&s1, p, "c1", CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
-  if (!s1.state)
-    return;
+  if (!s1.state) return;
   CHECK(ceb_fake_wait_events(s1.f, N, 30000));
   int64_t now = s1.f->host.now_ms(&s1.f->inst);
   CHECK_INT(p->drain(s1.state, now + 300), CEB_ETIMEOUT);
@@ -117,8 +121,7 @@ static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
   /* 2: the next member re-reads all of them; durable -> committed. */
   src_fixture s2;
   CHECK_INT(src_open(&s2, p, "c2", CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
-  if (!s2.state)
-    return;
+  if (!s2.state) return;
   CHECK(ceb_fake_wait_events(s2.f, N, 30000));
   char *ids[N + 4];
   size_t n = event_ids(s2.f, ids, N + 4);
@@ -141,24 +144,21 @@ static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
   CHECK_INT(produce_event(pr, "c", 0, "c-new"), 0);
   src_fixture s3;
   CHECK_INT(src_open(&s3, p, "c3", CEB_FAKE_COMMIT_NOW, kv), CEB_OK);
-  if (!s3.state)
-    return;
+  if (!s3.state) return;
   CHECK(ceb_fake_wait_events(s3.f, 1, 30000));
   committed_arg a3 = {m->bootstrap, "g-c", "c", 0, N + 1};
   CHECK(ceb_test_wait(committed_is, &a3, 20000));
   n = event_ids(s3.f, ids, N + 4);
   CHECK_INT(n, 1);
-  if (n)
-    CHECK_STR(ids[0], "c-new");
+  if (n) CHECK_STR(ids[0], "c-new");
   free_ids(ids, n);
   src_close(&s3);
 }
 
 /* strategy: librdkafka's partition.assignment.strategy (eager range or
  * cooperative-sticky); topic has 2 partitions and is used by this run only. */
-static void test_rebalance(const ceb_plugin *p, ktest_mock *m,
-                           rd_kafka_t *pr, const char *topic,
-                           const char *strategy) {
+static void test_rebalance(const ceb_plugin *p, ktest_mock *m, rd_kafka_t *pr,
+                           const char *topic, const char *strategy) {
   enum { PER = 5 };
   char id[32], group[64];
   snprintf(group, sizeof group, "g-%s", topic);
@@ -167,15 +167,22 @@ static void test_rebalance(const ceb_plugin *p, ktest_mock *m,
       snprintf(id, sizeof id, "r%d-%d", part, i);
       CHECK_INT(produce_event(pr, topic, part, id), 0);
     }
-  const char *kv[] = {"brokers", m->bootstrap, "group.id", group, "topics",
-                      topic, "rebalance.wait", "300ms",
-                      "rdkafka.session.timeout.ms", "6000",
-                      "rdkafka.partition.assignment.strategy", strategy,
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      group,
+                      "topics",
+                      topic,
+                      "rebalance.wait",
+                      "300ms",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      "rdkafka.partition.assignment.strategy",
+                      strategy,
                       NULL};
   src_fixture s1, s2;
   CHECK_INT(src_open(&s1, p, "rb1", CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
-  if (!s1.state)
-    return;
+  if (!s1.state) return;
   CHECK(ceb_fake_wait_events(s1.f, 2 * PER, 30000));
   /* A second member joins while all ten are in flight on the first. */
   CHECK_INT(src_open(&s2, p, "rb2", CEB_FAKE_COMMIT_NOW, kv), CEB_OK);
@@ -202,8 +209,7 @@ static void test_rebalance(const ceb_plugin *p, ktest_mock *m,
    * its records in flight. Either way, once durable that one is committed. */
   int eager = strcmp(strategy, "cooperative-sticky") != 0;
   CHECK(ceb_fake_wait_events(s1.f, eager ? 3 * PER : 2 * PER, 30000));
-  if (!eager)
-    CHECK_INT(ceb_fake_event_count(s1.f), 2 * PER);
+  if (!eager) CHECK_INT(ceb_fake_event_count(s1.f), 2 * PER);
   ceb_fake_commit(s1.f, CEB_OK);
   committed_arg a1 = {m->bootstrap, group, topic, 1 - part, PER};
   CHECK(ceb_test_wait(committed_is, &a1, 20000));
@@ -224,8 +230,7 @@ int main(void) {
     test_rebalance(p, &m, pr, "rb", "range");
     test_rebalance(p, &m, pr, "rbc", "cooperative-sticky");
   }
-  if (pr)
-    rd_kafka_destroy(pr);
+  if (pr) rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
   ktest_plugin_close(dl);
   return ceb_test_done("kafka_source_commit");
