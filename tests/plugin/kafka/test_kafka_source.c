@@ -280,6 +280,47 @@ static void test_regex_and_skip(const ceb_plugin *p, ktest_mock *m,
   src_close(&sx);
 }
 
+/* Records the host failed for good (CEB_EIO from the journal) are not
+ * committed: the source reads and submits them again, in order. */
+static void test_host_failure_rereads(const ceb_plugin *p, ktest_mock *m,
+                                      rd_kafka_t *pr) {
+  enum { N = 3 };
+  for (int i = 0; i < N; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "f-%d", i);
+    CHECK_INT(produce_binary(pr, "fail", 0, id, NULL, "{}"), 0);
+  }
+  const char *kv[] = {"brokers",
+                      m->bootstrap,
+                      "group.id",
+                      "g-fail",
+                      "topics",
+                      "fail",
+                      "rdkafka.session.timeout.ms",
+                      "6000",
+                      NULL};
+  src_fixture sx;
+  CHECK_INT(src_open(&sx, p, CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
+  if (!sx.state) return;
+  CHECK(ceb_fake_wait_events(sx.f, N, 30000));
+  ceb_fake_commit(sx.f, CEB_EIO);
+  CHECK(ceb_fake_wait_events(sx.f, 2 * N, 30000));
+  CHECK_INT(ktest_committed(m->bootstrap, "g-fail", "fail", 0),
+            RD_KAFKA_OFFSET_INVALID);
+  ceb_fake_commit(sx.f, CEB_OK);
+  committed_arg a = {m->bootstrap, "g-fail", "fail", 0, N};
+  CHECK(ceb_test_wait(committed_is, &a, 20000));
+  CHECK_INT(ceb_fake_event_count(sx.f), 2 * N);
+  for (size_t i = 0; i < ceb_fake_event_count(sx.f); i++) {
+    char want[32];
+    snprintf(want, sizeof want, "f-%zu", i % N);
+    ceb_event *ev = ceb_fake_event(sx.f, i);
+    CHECK_STR(ceb_event_get(ev, "id"), want);
+    ceb_event_unref(ev);
+  }
+  src_close(&sx);
+}
+
 static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SOURCE);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SOURCE, "/tmp"};
@@ -320,8 +361,8 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"in:2",     "in.dlq:1", "bp:1", "rx.one:1",
-                          "rx.two:1", "other:1",  NULL};
+  const char *topics[] = {"in:2",     "in.dlq:1", "bp:1",   "rx.one:1",
+                          "rx.two:1", "other:1",  "fail:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
   if (p && pr) {
@@ -329,6 +370,7 @@ int main(void) {
     test_binary_structured_dlq(p, &m, pr);
     test_backpressure(p, &m, pr);
     test_regex_and_skip(p, &m, pr);
+    test_host_failure_rereads(p, &m, pr);
   }
   if (pr) rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
