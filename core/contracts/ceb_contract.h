@@ -41,10 +41,10 @@ typedef struct ceb_contract_msg {
 
 typedef struct ceb_contract {
   char *name;
-  char *version;      /* info.version */
-  char *asyncapi;     /* "2.6.0", "3.0.0" */
-  int major;          /* 2 or 3 */
-  json_t *doc;        /* the document (plus x-ceb-merged payloads) */
+  char *version;  /* info.version */
+  char *asyncapi; /* "2.6.0", "3.0.0" */
+  int major;      /* 2 or 3 */
+  json_t *doc;    /* the document (plus x-ceb-merged payloads) */
   ceb_contract_msg *msgs;
   size_t nmsgs;
 } ceb_contract;
@@ -69,8 +69,7 @@ void ceb_contract_free(ceb_contract *c);
 /* First message carrying CloudEvents type `type`, from index *from on
  * (start with 0; *from is moved past the hit). NULL when none is left. */
 const ceb_contract_msg *ceb_contract_find_type(const ceb_contract *c,
-                                               const char *type,
-                                               size_t *from);
+                                               const char *type, size_t *from);
 const ceb_contract_msg *ceb_contract_find_name(const ceb_contract *c,
                                                const char *name);
 

@@ -23,8 +23,7 @@ struct ceb_contracts {
 };
 
 void ceb_contracts_free(ceb_contracts *cs) {
-  if (!cs)
-    return;
+  if (!cs) return;
   for (size_t i = 0; i < cs->nroutes; i++) {
     free(cs->routes[i].route);
     free(cs->routes[i].pin);
@@ -39,7 +38,7 @@ void ceb_contracts_free(ceb_contracts *cs) {
 static int add_type(const char *key, const char *value, void *arg) {
   /* key is "types.<message>" */
   return json_object_set_new((json_t *)arg, key + 6, json_string(value)) ? 1
-                                                                          : 0;
+                                                                         : 0;
 }
 
 json_t *ceb_contracts_types(const ceb_conf *conf, const char *name) {
@@ -52,9 +51,8 @@ json_t *ceb_contracts_types(const ceb_conf *conf, const char *name) {
 }
 
 int ceb_contracts_load_held(ceb_store *st, const ceb_conf *conf,
-                            const char *name, const char *version,
-                            int compile, ceb_contract **out, char *err,
-                            size_t errlen) {
+                            const char *name, const char *version, int compile,
+                            ceb_contract **out, char *err, size_t errlen) {
   size_t len = 0;
   char *doc = ceb_store_contract_get(st, name, version, &len);
   if (!doc) {
@@ -75,8 +73,7 @@ int ceb_contracts_load_held(ceb_store *st, const ceb_conf *conf,
 char *ceb_contracts_resolve_pin(ceb_store *st, const char *text, char *err,
                                 size_t errlen) {
   ceb_pin pin;
-  if (ceb_pin_parse(text, &pin, err, errlen) != 0)
-    return NULL;
+  if (ceb_pin_parse(text, &pin, err, errlen) != 0) return NULL;
   json_t *rows = ceb_store_contract_list(st, pin.name);
   if (!rows) {
     snprintf(err, errlen, "reading the contract register failed");
@@ -87,9 +84,8 @@ char *ceb_contracts_resolve_pin(ceb_store *st, const char *text, char *err,
   char *out = NULL;
   if (versions) {
     for (size_t i = 0; i < n; i++)
-      versions[i] =
-          json_string_value(json_object_get(json_array_get(rows, i),
-                                            "version"));
+      versions[i] = json_string_value(
+          json_object_get(json_array_get(rows, i), "version"));
     long hit = ceb_pin_resolve(&pin, versions, n);
     if (hit >= 0)
       out = strdup(versions[hit]);
@@ -122,11 +118,9 @@ static ceb_contract *find_loaded(ceb_contracts *cs, const char *name,
 static int pin_route(ceb_contracts *cs, ceb_store *st, const ceb_conf *conf,
                      pinned_route *pr, char *err, size_t errlen) {
   ceb_pin pin;
-  if (ceb_pin_parse(pr->pin, &pin, err, errlen) != 0)
-    return CEB_ECONFIG;
+  if (ceb_pin_parse(pr->pin, &pin, err, errlen) != 0) return CEB_ECONFIG;
   char *version = ceb_contracts_resolve_pin(st, pr->pin, err, errlen);
-  if (!version)
-    return CEB_ECONFIG;
+  if (!version) return CEB_ECONFIG;
   ceb_contract *c = find_loaded(cs, pin.name, version);
   if (!c) {
     ceb_contract **n =
@@ -151,14 +145,14 @@ static int pin_route(ceb_contracts *cs, ceb_store *st, const ceb_conf *conf,
                      c->name, c->version, c->msgs[i].name, c->msgs[i].note);
   }
   pr->contract = c;
-  ceb_log_info("contracts: route %s pins %s -> %s@%s (%zu messages)",
-               pr->route, pr->pin, c->name, c->version, c->nmsgs);
+  ceb_log_info("contracts: route %s pins %s -> %s@%s (%zu messages)", pr->route,
+               pr->pin, c->name, c->version, c->nmsgs);
   free(version);
   return CEB_OK;
 }
 
-int ceb_contracts_open(const ceb_conf *conf, ceb_store *st,
-                       ceb_contracts **out, char *err, size_t errlen) {
+int ceb_contracts_open(const ceb_conf *conf, ceb_store *st, ceb_contracts **out,
+                       char *err, size_t errlen) {
   *out = NULL;
   ceb_contracts *cs = calloc(1, sizeof *cs);
   if (!cs) {
@@ -167,11 +161,9 @@ int ceb_contracts_open(const ceb_conf *conf, ceb_store *st,
   }
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    if (strcmp(s->kind, "route") != 0 || !s->cfg)
-      continue;
+    if (strcmp(s->kind, "route") != 0 || !s->cfg) continue;
     const char *pin = ceb_config_str(s->cfg, "contract");
-    if (!pin || !*pin)
-      continue;
+    if (!pin || !*pin) continue;
     const char *mode = ceb_config_str(s->cfg, "contract.mode");
     int warn = mode && strcmp(mode, "warn") == 0;
     pinned_route *n = realloc(cs->routes, (cs->nroutes + 1) * sizeof *n);
@@ -192,11 +184,10 @@ int ceb_contracts_open(const ceb_conf *conf, ceb_store *st,
     }
     char why[512];
     int rc = pin_route(cs, st, conf, pr, why, sizeof why);
-    if (rc == CEB_OK)
-      continue;
+    if (rc == CEB_OK) continue;
     if (!warn || rc == CEB_ENOMEM) {
-      snprintf(err, errlen, "route %s (%s:%d): %s", s->name, s->file,
-               s->line, why);
+      snprintf(err, errlen, "route %s (%s:%d): %s", s->name, s->file, s->line,
+               why);
       ceb_contracts_free(cs);
       return rc;
     }
@@ -208,8 +199,7 @@ int ceb_contracts_open(const ceb_conf *conf, ceb_store *st,
   return CEB_OK;
 }
 
-const char *ceb_contracts_resolved(const ceb_contracts *cs,
-                                   const char *route) {
+const char *ceb_contracts_resolved(const ceb_contracts *cs, const char *route) {
   for (size_t i = 0; cs && i < cs->nroutes; i++)
     if (strcmp(cs->routes[i].route, route) == 0)
       return cs->routes[i].contract ? cs->routes[i].contract->version : NULL;
@@ -221,8 +211,7 @@ int ceb_contracts_check(void *arg, const struct ceb_route *route,
   ceb_contracts *cs = arg;
   for (size_t i = 0; cs && i < cs->nroutes; i++) {
     pinned_route *pr = &cs->routes[i];
-    if (strcmp(pr->route, route->name) != 0)
-      continue;
+    if (strcmp(pr->route, route->name) != 0) continue;
     if (!pr->contract) {
       ceb_contract_violation(v, "contract.unresolved", "",
                              "contract pin %s of route %s resolves to no "

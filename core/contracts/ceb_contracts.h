@@ -29,8 +29,8 @@ struct ceb_route;
  * that does not load, fails with a reason in err (CEB_ECONFIG) unless the
  * route says contract.mode = warn: then it is logged and that route's
  * events are let through with a warning. *out is owned by the caller. */
-int ceb_contracts_open(const ceb_conf *conf, ceb_store *st,
-                       ceb_contracts **out, char *err, size_t errlen);
+int ceb_contracts_open(const ceb_conf *conf, ceb_store *st, ceb_contracts **out,
+                       char *err, size_t errlen);
 void ceb_contracts_free(ceb_contracts *cs);
 
 /* The runtime hook: checks ev against the version route->contract resolved
@@ -40,8 +40,7 @@ int ceb_contracts_check(void *arg, const struct ceb_route *route,
                         const ceb_event *ev, ceb_violations *v);
 
 /* The version a route's pin resolved to (borrowed), NULL when unresolved. */
-const char *ceb_contracts_resolved(const ceb_contracts *cs,
-                                   const char *route);
+const char *ceb_contracts_resolved(const ceb_contracts *cs, const char *route);
 
 /* ---- helpers for the CLI ---- */
 
@@ -52,9 +51,8 @@ json_t *ceb_contracts_types(const ceb_conf *conf, const char *name);
 /* Loads (name, version) from the register. CEB_OK, CEB_ENOTFOUND, or
  * CEB_EINVAL with a reason in err. */
 int ceb_contracts_load_held(ceb_store *st, const ceb_conf *conf,
-                            const char *name, const char *version,
-                            int compile, ceb_contract **out, char *err,
-                            size_t errlen);
+                            const char *name, const char *version, int compile,
+                            ceb_contract **out, char *err, size_t errlen);
 
 /* The held versions of name that the pin text resolves to (exact or
  * highest in range); NULL when none. Returns malloc'd string. */

@@ -15,8 +15,7 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
   ceb_bridge_opts o = {.config_dir = config_dir};
   ceb_conf_errors *errs = calloc(1, sizeof *errs);
   ceb_bridge *b = NULL;
-  if (!errs)
-    return 2;
+  if (!errs) return 2;
   if (ceb_bridge_load(&o, &b, errs) != CEB_OK) {
     ceb_conf_errors_print(errs, stderr);
     free(errs);
@@ -27,7 +26,8 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
   ceb_instance **insts = calloc(n ? n : 1, sizeof *insts);
   for (size_t i = 0; insts && i < n; i++)
     insts[i] = ceb_bridge_instance(b, i);
-  ceb_runtime_opts ro = {.conf = ceb_bridge_conf(b), .instances = insts,
+  ceb_runtime_opts ro = {.conf = ceb_bridge_conf(b),
+                         .instances = insts,
                          .ninstances = n,
                          .metrics = ceb_bridge_metrics(b)};
   ceb_runtime *rt = NULL;
@@ -46,8 +46,8 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
       continue;
     ceb_instance_info info = {sizeof info, inst->name, inst->role, NULL};
     void *state = NULL;
-    int st = inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg,
-                                &state);
+    int st =
+        inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg, &state);
     if (st == CEB_OK) {
       st = inst->plugin->sync(state, inst->name);
       inst->plugin->destroy(state);
@@ -65,8 +65,9 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
   free(insts);
   ceb_bridge_free(b);
   if (!synced) {
-    fprintf(stderr, name ? "no [contracts %s] section in %s\n"
-                         : "no [contracts%s] section in %s\n",
+    fprintf(stderr,
+            name ? "no [contracts %s] section in %s\n"
+                 : "no [contracts%s] section in %s\n",
             name ? name : "", config_dir);
     return 1;
   }
@@ -109,8 +110,7 @@ int ceb_contracts_cmd_messages(ceb_store *st, const char *config_dir,
   ceb_conf *conf = load_conf(config_dir);
   ceb_contract *c = load_pin(st, conf, pin, 0);
   ceb_conf_free(conf);
-  if (!c)
-    return 1;
+  if (!c) return 1;
   if (json) {
     json_t *arr = json_array();
     for (size_t i = 0; i < c->nmsgs; i++) {
@@ -119,9 +119,8 @@ int ceb_contracts_cmd_messages(ceb_store *st, const char *config_dir,
           arr, json_pack("{s:s,s:s?,s:s?,s:s?,s:s?,s:s,s:s?,s:b}", "name",
                          m->name, "type", m->ce_type, "content_type",
                          m->content_type, "channel", m->channel, "operation",
-                         m->operation, "pointer", m->pointer,
-                         "payload_pointer", m->payload_pointer, "structured",
-                         m->envelope));
+                         m->operation, "pointer", m->pointer, "payload_pointer",
+                         m->payload_pointer, "structured", m->envelope));
     }
     char *s = json_dumps(arr, JSON_INDENT(2));
     printf("%s\n", s ? s : "[]");
@@ -143,8 +142,8 @@ int ceb_contracts_cmd_messages(ceb_store *st, const char *config_dir,
   return 0;
 }
 
-int ceb_contracts_cmd_diff(ceb_store *st, const char *config_dir,
-                           const char *a, const char *b) {
+int ceb_contracts_cmd_diff(ceb_store *st, const char *config_dir, const char *a,
+                           const char *b) {
   ceb_conf *conf = load_conf(config_dir);
   ceb_contract *ca = load_pin(st, conf, a, 0);
   ceb_contract *cb = ca ? load_pin(st, conf, b, 0) : NULL;
@@ -174,8 +173,7 @@ int ceb_contracts_cmd_check(ceb_store *st, const char *config_dir,
   while (mem && (r = fread(chunk, 1, sizeof chunk, f)) > 0)
     fwrite(chunk, 1, r, mem);
   fclose(f);
-  if (!mem)
-    return 2;
+  if (!mem) return 2;
   fclose(mem);
   ceb_event *ev = NULL;
   ceb_error e;
@@ -213,13 +211,12 @@ void ceb_contracts_cmd_pins(ceb_store *st, const char *config_dir) {
   ceb_conf *conf = load_conf(config_dir);
   for (size_t i = 0; conf && i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    const char *pin =
-        strcmp(s->kind, "route") == 0 ? ceb_config_str(s->cfg, "contract")
-                                      : NULL;
+    const char *pin = strcmp(s->kind, "route") == 0
+                          ? ceb_config_str(s->cfg, "contract")
+                          : NULL;
     ceb_pin p;
     char err[512];
-    if (!pin || ceb_pin_parse(pin, &p, err, sizeof err) != 0)
-      continue;
+    if (!pin || ceb_pin_parse(pin, &p, err, sizeof err) != 0) continue;
     char *v = ceb_contracts_resolve_pin(st, pin, err, sizeof err);
     json_t *rows = ceb_store_contract_list(st, p.name);
     const char *newest = NULL;
@@ -227,8 +224,7 @@ void ceb_contracts_cmd_pins(ceb_store *st, const char *config_dir) {
     json_t *row;
     json_array_foreach(rows, k, row) {
       const char *rv = json_string_value(json_object_get(row, "version"));
-      if (rv && (!newest || ceb_version_cmp(rv, newest) > 0))
-        newest = rv;
+      if (rv && (!newest || ceb_version_cmp(rv, newest) > 0)) newest = rv;
     }
     if (!v)
       printf("route %s: pin %s resolves to nothing: %s\n", s->name, pin, err);

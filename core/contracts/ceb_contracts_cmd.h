@@ -14,8 +14,8 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name);
 /* config_dir may be NULL (no types.* mappings then). NAME@VERSION texts. */
 int ceb_contracts_cmd_messages(ceb_store *st, const char *config_dir,
                                const char *pin, int json);
-int ceb_contracts_cmd_diff(ceb_store *st, const char *config_dir,
-                           const char *a, const char *b);
+int ceb_contracts_cmd_diff(ceb_store *st, const char *config_dir, const char *a,
+                           const char *b);
 int ceb_contracts_cmd_check(ceb_store *st, const char *config_dir,
                             const char *pin, const char *event_file);
 /* Extra lines for `contracts list`: per pinned route, the version its pin

@@ -9,15 +9,12 @@
 /* A numeric identifier: digits without a leading zero (except "0"). */
 static int parse_num(const char **p, long *out) {
   const char *s = *p;
-  if (!isdigit((unsigned char)*s))
-    return -1;
-  if (s[0] == '0' && isdigit((unsigned char)s[1]))
-    return -1;
+  if (!isdigit((unsigned char)*s)) return -1;
+  if (s[0] == '0' && isdigit((unsigned char)s[1])) return -1;
   errno = 0;
   char *end;
   long v = strtol(s, &end, 10);
-  if (errno || v < 0 || end - s > 9)
-    return -1;
+  if (errno || v < 0 || end - s > 9) return -1;
   *out = v;
   *p = end;
   return 0;
@@ -28,55 +25,44 @@ static int valid_ident_char(char c) {
 }
 
 int ceb_semver_parse(const char *text, int partial, ceb_semver *out) {
-  if (!text || !out)
-    return -1;
+  if (!text || !out) return -1;
   memset(out, 0, sizeof *out);
   const char *p = text;
-  if (*p == 'v')
-    p++;
+  if (*p == 'v') p++;
   long *parts[3] = {&out->major, &out->minor, &out->patch};
   int n = 0;
   for (; n < 3; n++) {
-    if (parse_num(&p, parts[n]) != 0)
-      return -1;
-    if (*p != '.')
-      break;
-    if (n == 2)
-      return -1;
+    if (parse_num(&p, parts[n]) != 0) return -1;
+    if (*p != '.') break;
+    if (n == 2) return -1;
     p++;
   }
-  if (n < 2 && !partial)
-    return -1;
+  if (n < 2 && !partial) return -1;
   if (*p == '-') {
     p++;
     size_t len = strcspn(p, "+");
-    if (len == 0 || len >= sizeof out->pre)
-      return -1;
+    if (len == 0 || len >= sizeof out->pre) return -1;
     for (size_t i = 0; i < len; i++)
-      if (!valid_ident_char(p[i]) || (p[i] == '.' && (i == 0 ||
-                                                     p[i - 1] == '.')))
+      if (!valid_ident_char(p[i]) ||
+          (p[i] == '.' && (i == 0 || p[i - 1] == '.')))
         return -1;
-    if (p[len - 1] == '.')
-      return -1;
+    if (p[len - 1] == '.') return -1;
     memcpy(out->pre, p, len);
     out->pre[len] = '\0';
     p += len;
   }
   if (*p == '+') {
     p++;
-    if (!*p)
-      return -1;
+    if (!*p) return -1;
     for (; *p; p++)
-      if (!valid_ident_char(*p))
-        return -1;
+      if (!valid_ident_char(*p)) return -1;
   }
   return *p ? -1 : 0;
 }
 
 static int is_numeric(const char *s, size_t len) {
   for (size_t i = 0; i < len; i++)
-    if (!isdigit((unsigned char)s[i]))
-      return 0;
+    if (!isdigit((unsigned char)s[i])) return 0;
   return len > 0;
 }
 
@@ -93,11 +79,9 @@ static int pre_cmp(const char *a, const char *b) {
       c = na ? -1 : 1;
     else {
       c = strncmp(a, b, la < lb ? la : lb);
-      if (c == 0 && la != lb)
-        c = la < lb ? -1 : 1;
+      if (c == 0 && la != lb) c = la < lb ? -1 : 1;
     }
-    if (c)
-      return c < 0 ? -1 : 1;
+    if (c) return c < 0 ? -1 : 1;
     a += la + (a[la] == '.');
     b += lb + (b[lb] == '.');
   }
@@ -105,12 +89,9 @@ static int pre_cmp(const char *a, const char *b) {
 }
 
 int ceb_semver_cmp(const ceb_semver *a, const ceb_semver *b) {
-  if (a->major != b->major)
-    return a->major < b->major ? -1 : 1;
-  if (a->minor != b->minor)
-    return a->minor < b->minor ? -1 : 1;
-  if (a->patch != b->patch)
-    return a->patch < b->patch ? -1 : 1;
+  if (a->major != b->major) return a->major < b->major ? -1 : 1;
+  if (a->minor != b->minor) return a->minor < b->minor ? -1 : 1;
+  if (a->patch != b->patch) return a->patch < b->patch ? -1 : 1;
   if (!a->pre[0] || !b->pre[0]) /* a release is above its pre-releases */
     return a->pre[0] ? -1 : b->pre[0] ? 1 : 0;
   return pre_cmp(a->pre, b->pre);
@@ -120,10 +101,8 @@ int ceb_version_cmp(const char *a, const char *b) {
   ceb_semver sa, sb;
   int pa = ceb_semver_parse(a, 0, &sa) == 0;
   int pb = ceb_semver_parse(b, 0, &sb) == 0;
-  if (pa && pb)
-    return ceb_semver_cmp(&sa, &sb);
-  if (pa != pb)
-    return pa ? 1 : -1;
+  if (pa && pb) return ceb_semver_cmp(&sa, &sb);
+  if (pa != pb) return pa ? 1 : -1;
   int c = strcmp(a, b);
   return c < 0 ? -1 : c > 0;
 }
@@ -164,11 +143,9 @@ int ceb_pin_parse(const char *text, ceb_pin *out, char *err, size_t errlen) {
 }
 
 int ceb_pin_matches(const ceb_pin *pin, const char *version) {
-  if (pin->kind == CEB_PIN_EXACT)
-    return strcmp(pin->spec, version) == 0;
+  if (pin->kind == CEB_PIN_EXACT) return strcmp(pin->spec, version) == 0;
   ceb_semver v;
-  if (ceb_semver_parse(version, 0, &v) != 0 || v.pre[0])
-    return 0;
+  if (ceb_semver_parse(version, 0, &v) != 0 || v.pre[0]) return 0;
   if (ceb_semver_cmp(&v, &pin->base) < 0 || v.major != pin->base.major)
     return 0;
   if (pin->kind == CEB_PIN_CARET) {
@@ -185,10 +162,8 @@ long ceb_pin_resolve(const ceb_pin *pin, const char *const *versions,
                      size_t n) {
   long best = -1;
   for (size_t i = 0; i < n; i++) {
-    if (!versions[i] || !ceb_pin_matches(pin, versions[i]))
-      continue;
-    if (pin->kind == CEB_PIN_EXACT)
-      return (long)i;
+    if (!versions[i] || !ceb_pin_matches(pin, versions[i])) continue;
+    if (pin->kind == CEB_PIN_EXACT) return (long)i;
     if (best < 0 || ceb_version_cmp(versions[i], versions[best]) > 0)
       best = (long)i;
   }

@@ -37,10 +37,10 @@ typedef enum ceb_pin_kind {
 
 typedef struct ceb_pin {
   char name[128];
-  char spec[64];      /* text after '@' */
+  char spec[64]; /* text after '@' */
   ceb_pin_kind kind;
-  ceb_semver base;    /* CARET/TILDE: the lower bound */
-  int parts;          /* CARET/TILDE: how many parts were written (1..3) */
+  ceb_semver base; /* CARET/TILDE: the lower bound */
+  int parts;       /* CARET/TILDE: how many parts were written (1..3) */
 } ceb_pin;
 
 /* Parses "NAME@SPEC". Returns 0, or -1 with a reason in err. */
@@ -51,7 +51,6 @@ int ceb_pin_matches(const ceb_pin *pin, const char *version);
 
 /* Index of the version in versions[0..n) the pin resolves to (exact match,
  * or the highest release in range), -1 when none. */
-long ceb_pin_resolve(const ceb_pin *pin, const char *const *versions,
-                     size_t n);
+long ceb_pin_resolve(const ceb_pin *pin, const char *const *versions, size_t n);
 
 #endif

@@ -31,14 +31,12 @@ void ceb_contract_violation(ceb_violations *v, const char *code,
 static int dataschema_version(const char *uri, ceb_semver *out) {
   int found = -1;
   for (const char *p = uri; *p; p++) {
-    if (!(*p >= '0' && *p <= '9') || (p > uri && ((p[-1] >= '0' &&
-                                                  p[-1] <= '9') ||
-                                                 p[-1] == '.')))
+    if (!(*p >= '0' && *p <= '9') ||
+        (p > uri && ((p[-1] >= '0' && p[-1] <= '9') || p[-1] == '.')))
       continue;
     char tok[64];
     size_t n = strspn(p, "0123456789.");
-    if (n >= sizeof tok)
-      continue;
+    if (n >= sizeof tok) continue;
     memcpy(tok, p, n);
     tok[n] = '\0';
     while (n && tok[n - 1] == '.')
@@ -57,16 +55,15 @@ static void check_dataschema(const ceb_contract *c, const char *ds,
   ceb_semver named, held;
   if (dataschema_version(ds, &named) != 0)
     return; /* names no version: nothing to compare */
-  if (ceb_semver_parse(c->version, 1, &held) != 0)
-    return;
+  if (ceb_semver_parse(c->version, 1, &held) != 0) return;
   /* Data written for an older minor of the same major reads under the
    * held version; a newer minor or another major may not. */
   if (named.major != held.major || ceb_semver_cmp(&named, &held) > 0)
     ceb_contract_violation(v, "contract.dataschema", "dataschema",
                            "dataschema %s names version %ld.%ld.%ld, not "
                            "compatible with %s@%s",
-                           ds, named.major, named.minor, named.patch,
-                           c->name, c->version);
+                           ds, named.major, named.minor, named.patch, c->name,
+                           c->version);
 }
 
 /* The JSON instance to validate: the data, or the whole event when the
@@ -83,8 +80,7 @@ static json_t *instance_of(const ceb_contract_msg *m, const ceb_event *ev,
     }
     json_t *j = json_loadb(text, len, 0, NULL);
     ceb_free(text);
-    if (!j)
-      *why = "the event cannot be rendered as JSON";
+    if (!j) *why = "the event cannot be rendered as JSON";
     return j;
   }
   size_t len = 0;
@@ -94,8 +90,7 @@ static json_t *instance_of(const ceb_contract_msg *m, const ceb_event *ev,
     return json_null();
   case CEB_DATA_JSON: {
     json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
-    if (!j)
-      *why = "data is not valid JSON";
+    if (!j) *why = "data is not valid JSON";
     return j;
   }
   default:
@@ -161,8 +156,7 @@ int ceb_contract_check(const ceb_contract *c, const ceb_event *ev,
     return CEB_EVALIDATION;
   }
   const char *ds = ceb_event_get(ev, "dataschema");
-  if (ds)
-    check_dataschema(c, ds, v);
+  if (ds) check_dataschema(c, ds, v);
   /* Several messages may carry the type (one per channel): any will do;
    * the first one's errors are reported. */
   int ok = 0;
@@ -175,7 +169,6 @@ int ceb_contract_check(const ceb_contract *c, const ceb_event *ev,
       return CEB_EVALIDATION;
     }
   }
-  if (ok != 1)
-    check_payload(c, first, ev, v, 1);
+  if (ok != 1) check_payload(c, first, ev, v, 1);
   return v->errors > before ? CEB_EVALIDATION : CEB_OK;
 }

@@ -20,15 +20,13 @@ static void note(diff_ctx *x, int breaking, const char *msg, const char *path,
   fprintf(x->out, "    %s %s: %s\n", breaking ? "BREAKING" : "changed ",
           path[0] ? path : "/", what);
   x->changes++;
-  if (breaking)
-    x->breaking++;
+  if (breaking) x->breaking++;
   (void)msg;
 }
 
 /* 1 when the JSON Schema "type" of s allows t ("integer" in "number"). */
 static int allows_type(json_t *types, const char *t) {
-  if (!types)
-    return 1;
+  if (!types) return 1;
   if (json_is_string(types))
     return strcmp(json_string_value(types), t) == 0 ||
            (strcmp(t, "integer") == 0 &&
@@ -36,8 +34,7 @@ static int allows_type(json_t *types, const char *t) {
   size_t i;
   json_t *v;
   json_array_foreach(types, i, v) {
-    if (json_is_string(v) && allows_type(v, t))
-      return 1;
+    if (json_is_string(v) && allows_type(v, t)) return 1;
   }
   return 0;
 }
@@ -54,14 +51,13 @@ static void compare_bounds(diff_ctx *x, const char *path, json_t *a,
   static const struct {
     const char *kw;
     int lower;
-  } k[] = {{"minimum", 1},   {"exclusiveMinimum", 1}, {"minLength", 1},
-           {"minItems", 1},  {"minProperties", 1},    {"maximum", 0},
-           {"exclusiveMaximum", 0}, {"maxLength", 0}, {"maxItems", 0},
-           {"maxProperties", 0}, {"multipleOf", 1}};
+  } k[] = {{"minimum", 1},          {"exclusiveMinimum", 1}, {"minLength", 1},
+           {"minItems", 1},         {"minProperties", 1},    {"maximum", 0},
+           {"exclusiveMaximum", 0}, {"maxLength", 0},        {"maxItems", 0},
+           {"maxProperties", 0},    {"multipleOf", 1}};
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
     json_t *va = json_object_get(a, k[i].kw), *vb = json_object_get(b, k[i].kw);
-    if (!json_is_number(vb))
-      continue;
+    if (!json_is_number(vb)) continue;
     double nb = json_number_value(vb);
     char what[200];
     if (!json_is_number(va)) {
@@ -82,8 +78,8 @@ static void compare_bounds(diff_ctx *x, const char *path, json_t *a,
   }
 }
 
-static void compare_schema(diff_ctx *x, const char *path, json_t *a,
-                           json_t *b, int depth);
+static void compare_schema(diff_ctx *x, const char *path, json_t *a, json_t *b,
+                           int depth);
 
 static void compare_properties(diff_ctx *x, const char *path, json_t *a,
                                json_t *b, int depth) {
@@ -110,8 +106,7 @@ static void compare_properties(diff_ctx *x, const char *path, json_t *a,
   size_t i;
   json_t *r;
   json_array_foreach(json_object_get(b, "required"), i, r) {
-    if (!json_is_string(r))
-      continue;
+    if (!json_is_string(r)) continue;
     int had = 0;
     size_t j;
     json_t *q;
@@ -130,8 +125,7 @@ static void compare_properties(diff_ctx *x, const char *path, json_t *a,
     note(x, 1, NULL, path, "additional properties no longer allowed");
 }
 
-static void compare_enum(diff_ctx *x, const char *path, json_t *a,
-                         json_t *b) {
+static void compare_enum(diff_ctx *x, const char *path, json_t *a, json_t *b) {
   json_t *ea = json_object_get(a, "enum"), *eb = json_object_get(b, "enum");
   char what[256];
   if (json_is_array(eb) && !json_is_array(ea)) {
@@ -155,12 +149,11 @@ static void compare_enum(diff_ctx *x, const char *path, json_t *a,
     }
   }
   json_t *ca = json_object_get(a, "const"), *cb = json_object_get(b, "const");
-  if (cb && !json_equal(ca, cb))
-    note(x, 1, NULL, path, "const changed");
+  if (cb && !json_equal(ca, cb)) note(x, 1, NULL, path, "const changed");
 }
 
-static void compare_schema(diff_ctx *x, const char *path, json_t *a,
-                           json_t *b, int depth) {
+static void compare_schema(diff_ctx *x, const char *path, json_t *a, json_t *b,
+                           int depth) {
   char err[256], what[512];
   a = ceb_json_deref(x->da, a, NULL, 0, err, sizeof err);
   b = ceb_json_deref(x->db, b, NULL, 0, err, sizeof err);
@@ -171,16 +164,14 @@ static void compare_schema(diff_ctx *x, const char *path, json_t *a,
       note(x, 1, NULL, path, "schema no longer accepts everything");
     return;
   }
-  if (!json_is_object(a) || !json_is_object(b))
-    return;
+  if (!json_is_object(a) || !json_is_object(b)) return;
   json_t *ta = json_object_get(a, "type"), *tb = json_object_get(b, "type");
   int narrowed = 0;
   if (tb) {
     static const char *all[] = {"null",   "boolean", "object", "array",
                                 "number", "string",  "integer"};
     for (size_t i = 0; i < 7; i++)
-      if (allows_type(ta, all[i]) && !allows_type(tb, all[i]))
-        narrowed = 1;
+      if (allows_type(ta, all[i]) && !allows_type(tb, all[i])) narrowed = 1;
   }
   if (!json_equal(ta, tb)) {
     char sa[96], sb[96];
@@ -196,8 +187,7 @@ static void compare_schema(diff_ctx *x, const char *path, json_t *a,
     json_t *va = json_object_get(a, strict[i]);
     json_t *vb = json_object_get(b, strict[i]);
     if (vb && !json_equal(va, vb)) {
-      snprintf(what, sizeof what, "%s %s", strict[i],
-               va ? "changed" : "added");
+      snprintf(what, sizeof what, "%s %s", strict[i], va ? "changed" : "added");
       note(x, 1, NULL, path, what);
     } else if (va && !vb) {
       snprintf(what, sizeof what, "%s removed", strict[i]);
@@ -253,8 +243,7 @@ size_t ceb_contract_diff(const ceb_contract *a, const ceb_contract *b,
     char *buf = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&buf, &len);
-    if (!mem)
-      continue;
+    if (!mem) continue;
     diff_ctx sub = x;
     sub.out = mem;
     compare_text(&sub, "type", ma->ce_type, mb->ce_type, 1);

@@ -35,8 +35,7 @@ static void msg_clear(ceb_contract_msg *m) {
 }
 
 void ceb_contract_free(ceb_contract *c) {
-  if (!c)
-    return;
+  if (!c) return;
   for (size_t i = 0; i < c->nmsgs; i++)
     msg_clear(&c->msgs[i]);
   free(c->msgs);
@@ -48,8 +47,7 @@ void ceb_contract_free(ceb_contract *c) {
 }
 
 static void fail(load_ctx *x, const char *fmt, const char *a, const char *b) {
-  if (!x->failed)
-    snprintf(x->err, x->errlen, fmt, a, b);
+  if (!x->failed) snprintf(x->err, x->errlen, fmt, a, b);
   x->failed = 1;
 }
 
@@ -58,12 +56,11 @@ static void fail(load_ctx *x, const char *fmt, const char *a, const char *b) {
 static void add_message(load_ctx *x, json_t *node, const char *ptr,
                         const char *key, const char *channel,
                         const char *operation) {
-  if (x->failed)
-    return;
+  if (x->failed) return;
   char mptr[PTR_MAX], derr[256];
   snprintf(mptr, sizeof mptr, "%s", ptr);
-  json_t *m = ceb_json_deref(x->c->doc, node, mptr, sizeof mptr, derr,
-                             sizeof derr);
+  json_t *m =
+      ceb_json_deref(x->c->doc, node, mptr, sizeof mptr, derr, sizeof derr);
   if (!m) {
     fail(x, "message at %s: %s", ptr, derr);
     return;
@@ -73,10 +70,8 @@ static void add_message(load_ctx *x, json_t *node, const char *ptr,
   for (size_t i = 0; i < x->c->nmsgs; i++) {
     ceb_contract_msg *e = &x->c->msgs[i];
     if (strcmp(e->pointer, mptr) == 0) {
-      if (!e->channel && channel)
-        e->channel = strdup(channel);
-      if (!e->operation && operation)
-        e->operation = strdup(operation);
+      if (!e->channel && channel) e->channel = strdup(channel);
+      if (!e->operation && operation) e->operation = strdup(operation);
       return;
     }
   }
@@ -102,8 +97,7 @@ static void add_message(load_ctx *x, json_t *node, const char *ptr,
   /* The key the object is filed under when it lives in a map. */
   const char *slash = strrchr(mptr, '/');
   const char *own_key = key;
-  if ((strncmp(mptr, "/components/messages/", 21) == 0 &&
-       slash == mptr + 20) ||
+  if ((strncmp(mptr, "/components/messages/", 21) == 0 && slash == mptr + 20) ||
       (strncmp(mptr, "/x-ceb-bundled/", 15) == 0 && slash == mptr + 14))
     own_key = slash + 1;
   e->name = dup_or_null(own_key); /* replaced after traits if better known */
@@ -149,8 +143,7 @@ static void collect_v2(load_ctx *x) {
     for (int o = 0; o < 2; o++) {
       json_t *op = json_object_get(c, ops[o]);
       json_t *msg = json_object_get(op, "message");
-      if (!msg)
-        continue;
+      if (!msg) continue;
       char mp[PTR_MAX];
       if (snprintf(mp, sizeof mp, "%s/%s/message", cp, ops[o]) >=
           (int)sizeof mp)
@@ -188,8 +181,8 @@ static void collect_v3(load_ctx *x) {
   json_object_foreach(json_object_get(doc, "operations"), opk, op) {
     char op_ptr[PTR_MAX] = "/operations", derr[256];
     ceb_json_pointer_append(op_ptr, sizeof op_ptr, opk);
-    json_t *o = ceb_json_deref(doc, op, op_ptr, sizeof op_ptr, derr,
-                               sizeof derr);
+    json_t *o =
+        ceb_json_deref(doc, op, op_ptr, sizeof op_ptr, derr, sizeof derr);
     if (!o) {
       fail(x, "operation %s: %s", opk, derr);
       return;
@@ -222,11 +215,9 @@ static void collect_components(load_ctx *x) {
 static const char *const_string(json_t *doc, json_t *prop) {
   char derr[256];
   prop = ceb_json_deref(doc, prop, NULL, 0, derr, sizeof derr);
-  if (!json_is_object(prop))
-    return NULL;
+  if (!json_is_object(prop)) return NULL;
   json_t *c = json_object_get(prop, "const");
-  if (json_is_string(c))
-    return json_string_value(c);
+  if (json_is_string(c)) return json_string_value(c);
   json_t *e = json_object_get(prop, "enum");
   if (json_is_array(e) && json_array_size(e) == 1 &&
       json_is_string(json_array_get(e, 0)))
@@ -239,16 +230,13 @@ static json_t *schema_property(json_t *doc, json_t *schema, const char *name,
                                int depth) {
   char derr[256];
   schema = ceb_json_deref(doc, schema, NULL, 0, derr, sizeof derr);
-  if (!json_is_object(schema) || depth > 8)
-    return NULL;
+  if (!json_is_object(schema) || depth > 8) return NULL;
   json_t *p = json_object_get(json_object_get(schema, "properties"), name);
-  if (p)
-    return p;
+  if (p) return p;
   size_t i;
   json_t *b;
   json_array_foreach(json_object_get(schema, "allOf"), i, b) {
-    if ((p = schema_property(doc, b, name, depth + 1)))
-      return p;
+    if ((p = schema_property(doc, b, name, depth + 1))) return p;
   }
   return NULL;
 }
@@ -267,8 +255,7 @@ static json_t *unwrap_multiformat(json_t *doc, json_t *payload,
 }
 
 static int json_schema_format(const char *format) {
-  if (!format)
-    return 1;
+  if (!format) return 1;
   return strstr(format, "application/vnd.aai.asyncapi") == format ||
          strstr(format, "application/schema+json") == format ||
          strstr(format, "application/schema+yaml") == format;
@@ -293,8 +280,7 @@ static char *payload_location(load_ctx *x, ceb_contract_msg *e, json_t *msg,
         src = buf;
       }
     }
-  if (sources == 1)
-    return strdup(src);
+  if (sources == 1) return strdup(src);
   json_t *bag = json_object_get(x->c->doc, "x-ceb-merged");
   if (!bag) {
     bag = json_object();
@@ -326,16 +312,14 @@ static void finish_message(load_ctx *x, size_t idx,
   for (size_t i = 0; i < nt && !x->failed; i++) {
     char tp[PTR_MAX], derr[256];
     snprintf(tp, sizeof tp, "%s/traits/%zu", e->pointer, i);
-    traits[i] = ceb_json_deref(doc, json_array_get(traits_in, i), tp,
-                               sizeof tp, derr, sizeof derr);
-    if (!traits[i])
-      fail(x, "message trait at %s: %s", tp, derr);
+    traits[i] = ceb_json_deref(doc, json_array_get(traits_in, i), tp, sizeof tp,
+                               derr, sizeof derr);
+    if (!traits[i]) fail(x, "message trait at %s: %s", tp, derr);
     tptrs[i] = strdup(tp);
   }
   if (!x->failed) {
     e->merged = ceb_contract_apply_traits(c->major, msg, traits, nt);
-    if (!e->merged)
-      fail(x, "out of memory%s%s", "", "");
+    if (!e->merged) fail(x, "out of memory%s%s", "", "");
   }
   if (!x->failed) {
     json_t *mm = e->merged;
@@ -344,8 +328,7 @@ static void finish_message(load_ctx *x, size_t idx,
     /* 3.0 has no messageId: the key a message is filed under is its id
      * (a trait's "name" must not rename it). */
     const char *better = id ? id : nm ? nm : NULL;
-    if (c->major >= 3 && e->name)
-      better = NULL;
+    if (c->major >= 3 && e->name) better = NULL;
     if (better || !e->name) {
       char fallback[32];
       snprintf(fallback, sizeof fallback, "message%zu", idx + 1);
@@ -353,29 +336,23 @@ static void finish_message(load_ctx *x, size_t idx,
       e->name = strdup(better ? better : fallback);
     }
     const char *ct = json_string_value(json_object_get(mm, "contentType"));
-    if (!ct)
-      ct = json_string_value(json_object_get(doc, "defaultContentType"));
+    if (!ct) ct = json_string_value(json_object_get(doc, "defaultContentType"));
     e->content_type = dup_or_null(ct);
-    const char *format =
-        json_string_value(json_object_get(mm, "schemaFormat"));
+    const char *format = json_string_value(json_object_get(mm, "schemaFormat"));
     json_t *payload = json_object_get(mm, "payload");
-    json_t *schema = payload ? unwrap_multiformat(doc, payload, &format)
-                             : NULL;
+    json_t *schema = payload ? unwrap_multiformat(doc, payload, &format) : NULL;
     /* The CloudEvents type: configured, structured payload, or header. */
     const char *type = NULL;
-    json_t *mapped = opts && opts->types
-                         ? json_object_get(opts->types, e->name)
-                         : NULL;
-    if (json_is_string(mapped))
-      type = json_string_value(mapped);
+    json_t *mapped =
+        opts && opts->types ? json_object_get(opts->types, e->name) : NULL;
+    if (json_is_string(mapped)) type = json_string_value(mapped);
     if (schema && json_schema_format(format)) {
-      const char *t = const_string(doc, schema_property(doc, schema, "type",
-                                                        0));
+      const char *t =
+          const_string(doc, schema_property(doc, schema, "type", 0));
       if (t || schema_property(doc, schema, "specversion", 0) ||
           (ct && strncmp(ct, "application/cloudevents+json", 28) == 0))
         e->envelope = 1;
-      if (!type)
-        type = t;
+      if (!type) type = t;
     }
     json_t *headers = json_object_get(mm, "headers");
     const char *hformat = NULL;
@@ -388,17 +365,15 @@ static void finish_message(load_ctx *x, size_t idx,
       size_t n = strlen(format) + 64;
       e->note = malloc(n);
       if (e->note)
-        snprintf(e->note, n, "payload schemaFormat %s is not checked",
-                 format);
+        snprintf(e->note, n, "payload schemaFormat %s is not checked", format);
     } else if (schema) {
       json_t *where = schema != payload ? NULL : payload;
       if (where)
-        e->payload_pointer = payload_location(x, e, msg, traits, tptrs, nt,
-                                              payload, idx);
+        e->payload_pointer =
+            payload_location(x, e, msg, traits, tptrs, nt, payload, idx);
       else {
         char buf[PTR_MAX];
-        char *pp = payload_location(x, e, msg, traits, tptrs, nt, payload,
-                                    idx);
+        char *pp = payload_location(x, e, msg, traits, tptrs, nt, payload, idx);
         snprintf(buf, sizeof buf, "%s/schema", pp ? pp : "");
         free(pp);
         e->payload_pointer = strdup(buf);
@@ -412,8 +387,7 @@ static void finish_message(load_ctx *x, size_t idx,
 }
 
 static void compile_payload(ceb_contract *c, ceb_contract_msg *e) {
-  if (!e->payload_pointer)
-    return;
+  if (!e->payload_pointer) return;
   ceb_schema_opts so = {.draft = CEB_SCHEMA_DRAFT7,
                         .assert_formats = 1,
                         .pointer = e->payload_pointer};
@@ -425,8 +399,7 @@ static void compile_payload(ceb_contract *c, ceb_contract_msg *e) {
   size_t n = strlen(err) + 64;
   free(e->note);
   e->note = malloc(n);
-  if (e->note)
-    snprintf(e->note, n, "payload schema does not compile: %s", err);
+  if (e->note) snprintf(e->note, n, "payload schema does not compile: %s", err);
 }
 
 int ceb_contract_load(const char *name, const char *text, size_t len,
@@ -450,11 +423,11 @@ int ceb_contract_load(const char *name, const char *text, size_t len,
     json_decref(doc);
     return CEB_EINVAL;
   }
-  int major = aa[0] == '2' && aa[1] == '.' ? 2 : aa[0] == '3' && aa[1] == '.'
-                                                   ? 3 : 0;
+  int major = aa[0] == '2' && aa[1] == '.'   ? 2
+              : aa[0] == '3' && aa[1] == '.' ? 3
+                                             : 0;
   if (!major) {
-    snprintf(err, errlen, "AsyncAPI %s is not supported (2.x and 3.x are)",
-             aa);
+    snprintf(err, errlen, "AsyncAPI %s is not supported (2.x and 3.x are)", aa);
     json_decref(doc);
     return CEB_EINVAL;
   }
@@ -489,8 +462,7 @@ int ceb_contract_load(const char *name, const char *text, size_t len,
 }
 
 const ceb_contract_msg *ceb_contract_find_type(const ceb_contract *c,
-                                               const char *type,
-                                               size_t *from) {
+                                               const char *type, size_t *from) {
   for (size_t i = *from; type && i < c->nmsgs; i++)
     if (c->msgs[i].ce_type && strcmp(c->msgs[i].ce_type, type) == 0) {
       *from = i + 1;
@@ -503,7 +475,6 @@ const ceb_contract_msg *ceb_contract_find_type(const ceb_contract *c,
 const ceb_contract_msg *ceb_contract_find_name(const ceb_contract *c,
                                                const char *name) {
   for (size_t i = 0; i < c->nmsgs; i++)
-    if (strcmp(c->msgs[i].name, name) == 0)
-      return &c->msgs[i];
+    if (strcmp(c->msgs[i].name, name) == 0) return &c->msgs[i];
   return NULL;
 }

@@ -47,15 +47,12 @@ static json_t *fragment_get(json_t *doc, const char *frag) {
       c = (char)strtol(hex, NULL, 16);
       p += 2;
     }
-    if (n + 1 >= sizeof ptr)
-      return NULL;
+    if (n + 1 >= sizeof ptr) return NULL;
     ptr[n++] = c;
   }
   ptr[n] = '\0';
-  if (!ptr[0])
-    return doc;
-  if (ptr[0] != '/')
-    return NULL;
+  if (!ptr[0]) return doc;
+  if (ptr[0] != '/') return NULL;
   json_t *cur = doc;
   char *save = NULL;
   /* strtok_r drops empty tokens; keys "" are not used by AsyncAPI refs. */
@@ -87,8 +84,7 @@ static json_t *fragment_get(json_t *doc, const char *frag) {
 
 static json_t *load_doc(bctx *x, const char *uri) {
   for (size_t i = 0; i < x->ndocs; i++)
-    if (strcmp(x->docs[i].uri, uri) == 0)
-      return x->docs[i].doc;
+    if (strcmp(x->docs[i].uri, uri) == 0) return x->docs[i].doc;
   if (x->ndocs >= x->max_docs) {
     snprintf(x->err, x->errlen, "more than %zu referenced documents",
              x->max_docs);
@@ -126,8 +122,7 @@ static json_t *load_doc(bctx *x, const char *uri) {
 static char *slot_name(bctx *x, const char *uri, const char *frag) {
   size_t common = 0;
   for (size_t i = 0; uri[i] && uri[i] == x->root_uri[i]; i++)
-    if (uri[i] == '/')
-      common = i + 1;
+    if (uri[i] == '/') common = i + 1;
   /* The fragment's last token alone when it is free ("commentLiked"),
    * else qualified by the document. */
   const char *last = strrchr(frag, '/');
@@ -148,8 +143,7 @@ static char *slot_name(bctx *x, const char *uri, const char *frag) {
     snprintf(name, sizeof name, "%s~%d", raw, n);
   /* '~' would need escaping in a pointer: use a plain suffix instead. */
   for (char *p = name; *p; p++)
-    if (*p == '~')
-      *p = '.';
+    if (*p == '~') *p = '.';
   return strdup(name);
 }
 
@@ -176,15 +170,14 @@ static int bundle_ref(bctx *x, json_t *node, const char *ref,
   snprintf(key, sizeof key, "%s#%s", uri, frag);
   slot *s = NULL;
   for (size_t i = 0; i < x->nslots; i++)
-    if (strcmp(x->slots[i].key, key) == 0)
-      s = &x->slots[i];
+    if (strcmp(x->slots[i].key, key) == 0) s = &x->slots[i];
   if (!s) {
     json_t *doc = load_doc(x, uri);
-    if (!doc)
-      return -1;
+    if (!doc) return -1;
     json_t *target = fragment_get(doc, frag);
     if (!target) {
-      snprintf(x->err, x->errlen, "$ref '%.200s' (from %.200s): nothing at "
+      snprintf(x->err, x->errlen,
+               "$ref '%.200s' (from %.200s): nothing at "
                "#%.200s in %.200s",
                ref, base, frag, uri);
       return -1;
@@ -194,31 +187,26 @@ static int bundle_ref(bctx *x, json_t *node, const char *ref,
       return -1;
     }
     slot *n = realloc(x->slots, (x->nslots + 1) * sizeof *n);
-    if (!n)
-      return -1;
+    if (!n) return -1;
     x->slots = n;
     s = &x->slots[x->nslots++];
     s->key = strdup(key);
     s->name = slot_name(x, uri, frag);
     s->done = 0;
-    if (!s->key || !s->name)
-      return -1;
+    if (!s->key || !s->name) return -1;
     json_t *copy = json_deep_copy(target);
-    if (!copy || json_object_set_new(x->bag, s->name, copy) != 0)
-      return -1;
+    if (!copy || json_object_set_new(x->bag, s->name, copy) != 0) return -1;
     x->stats->inlined++;
     size_t idx = (size_t)(s - x->slots);
     char name[1100];
     snprintf(name, sizeof name, "%s", s->name);
-    if (walk(x, copy, uri, 0, 1) != 0)
-      return -1;
+    if (walk(x, copy, uri, 0, 1) != 0) return -1;
     x->slots[idx].done = 1; /* the array may have moved */
     char local[1200];
     snprintf(local, sizeof local, "#/" BUNDLE_KEY "/%s", name);
     return json_object_set_new(node, "$ref", json_string(local));
   }
-  if (!s->done)
-    x->stats->recursive++;
+  if (!s->done) x->stats->recursive++;
   char local[1200];
   snprintf(local, sizeof local, "#/" BUNDLE_KEY "/%s", s->name);
   return json_object_set_new(node, "$ref", json_string(local));
@@ -234,13 +222,11 @@ static int walk(bctx *x, json_t *node, const char *base, int in_root,
     size_t i;
     json_t *v;
     json_array_foreach(node, i, v) {
-      if (walk(x, v, base, in_root, depth + 1) != 0)
-        return -1;
+      if (walk(x, v, base, in_root, depth + 1) != 0) return -1;
     }
     return 0;
   }
-  if (!json_is_object(node))
-    return 0;
+  if (!json_is_object(node)) return 0;
   json_t *r = json_object_get(node, "$ref");
   if (json_is_string(r)) {
     const char *ref = json_string_value(r);
@@ -251,8 +237,7 @@ static int walk(bctx *x, json_t *node, const char *base, int in_root,
         return -1;
       }
       if (bundle_ref(x, node, copy, base) != 0) {
-        if (!x->err[0])
-          snprintf(x->err, x->errlen, "out of memory");
+        if (!x->err[0]) snprintf(x->err, x->errlen, "out of memory");
         return -1;
       }
     }
@@ -260,31 +245,26 @@ static int walk(bctx *x, json_t *node, const char *base, int in_root,
   const char *k;
   json_t *v;
   json_object_foreach(node, k, v) {
-    if (strcmp(k, "$ref") == 0)
-      continue;
+    if (strcmp(k, "$ref") == 0) continue;
     if (in_root && depth == 0 && strcmp(k, BUNDLE_KEY) == 0)
       continue; /* walked as the slots are filled */
-    if (walk(x, v, base, in_root, depth + 1) != 0)
-      return -1;
+    if (walk(x, v, base, in_root, depth + 1) != 0) return -1;
   }
   return 0;
 }
 
 /* Every local ref of the bundled document must reach a non-ref value. */
 static int check_refs(bctx *x, json_t *node, int depth) {
-  if (depth > MAX_DEPTH)
-    return 0;
+  if (depth > MAX_DEPTH) return 0;
   if (json_is_array(node)) {
     size_t i;
     json_t *v;
     json_array_foreach(node, i, v) {
-      if (check_refs(x, v, depth + 1) != 0)
-        return -1;
+      if (check_refs(x, v, depth + 1) != 0) return -1;
     }
     return 0;
   }
-  if (!json_is_object(node))
-    return 0;
+  if (!json_is_object(node)) return 0;
   json_t *cur = node;
   json_t *seen[REF_MAX_HOPS];
   int hops = 0;
@@ -294,7 +274,8 @@ static int check_refs(bctx *x, json_t *node, int depth) {
       break; /* JSON Schema $id-relative refs are left to the compiler */
     for (int i = 0; i < hops; i++)
       if (seen[i] == cur) {
-        snprintf(x->err, x->errlen, "$ref cycle: '%.200s' refers back to "
+        snprintf(x->err, x->errlen,
+                 "$ref cycle: '%.200s' refers back to "
                  "itself through refs only",
                  ref);
         return -1;
@@ -314,8 +295,7 @@ static int check_refs(bctx *x, json_t *node, int depth) {
   const char *k;
   json_t *v;
   json_object_foreach(node, k, v) {
-    if (check_refs(x, v, depth + 1) != 0)
-      return -1;
+    if (check_refs(x, v, depth + 1) != 0) return -1;
   }
   return 0;
 }
@@ -324,16 +304,20 @@ int aa_bundle(json_t *root, const char *base, aa_fetch_fn fetch,
               void *fetch_arg, size_t max_docs, aa_bundle_stats *stats,
               char *err, size_t errlen) {
   aa_bundle_stats local;
-  if (!stats)
-    stats = &local;
+  if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
   err[0] = '\0';
   if (!json_is_object(root)) {
     snprintf(err, errlen, "the document is not an object");
     return -1;
   }
-  bctx x = {.root = root, .root_uri = base, .fetch = fetch, .arg = fetch_arg,
-            .max_docs = max_docs, .stats = stats, .err = err,
+  bctx x = {.root = root,
+            .root_uri = base,
+            .fetch = fetch,
+            .arg = fetch_arg,
+            .max_docs = max_docs,
+            .stats = stats,
+            .err = err,
             .errlen = errlen};
   x.bag = json_object();
   int rc = x.bag ? walk(&x, root, base, 1, 0) : -1;
@@ -343,10 +327,8 @@ int aa_bundle(json_t *root, const char *base, aa_fetch_fn fetch,
       json_object_update_missing(x.bag, old);
     rc = json_object_set(root, BUNDLE_KEY, x.bag);
   }
-  if (rc == 0)
-    rc = check_refs(&x, root, 0);
-  if (rc != 0 && !err[0])
-    snprintf(err, errlen, "out of memory");
+  if (rc == 0) rc = check_refs(&x, root, 0);
+  if (rc != 0 && !err[0]) snprintf(err, errlen, "out of memory");
   json_decref(x.bag);
   for (size_t i = 0; i < x.ndocs; i++) {
     free(x.docs[i].uri);

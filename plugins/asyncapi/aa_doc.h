@@ -26,8 +26,8 @@ json_t *aa_parse(const char *text, size_t len, char *err, size_t errlen);
 /* Fetches the document at an absolute URI without fragment (a file path or
  * an http(s) URL). Returns malloc'd bytes (*len set) or NULL with a reason
  * in err. */
-typedef char *(*aa_fetch_fn)(void *arg, const char *uri, size_t *len,
-                             char *err, size_t errlen);
+typedef char *(*aa_fetch_fn)(void *arg, const char *uri, size_t *len, char *err,
+                             size_t errlen);
 
 typedef struct aa_bundle_stats {
   size_t documents; /* external documents read */

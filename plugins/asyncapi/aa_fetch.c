@@ -22,8 +22,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg) {
     return 0; /* aborts the transfer */
   }
   char *nb = realloc(s->buf, s->len + add + 1);
-  if (!nb)
-    return 0;
+  if (!nb) return 0;
   memcpy(nb + s->len, data, add);
   s->buf = nb;
   s->len += add;
@@ -54,7 +53,8 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
   memset(res, 0, sizeof *res);
   int https = strncmp(url, "https://", 8) == 0;
   if (!https && !(o->allow_http && strncmp(url, "http://", 7) == 0)) {
-    snprintf(err, errlen, "%s: only https URLs are fetched (http needs "
+    snprintf(err, errlen,
+             "%s: only https URLs are fetched (http needs "
              "allow_insecure_http = true)",
              url);
     return -1;
@@ -71,9 +71,9 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
     snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
     hdrs = curl_slist_append(hdrs, inm);
   }
-  hdrs = curl_slist_append(
-      hdrs, "Accept: application/json, application/x-yaml, "
-            "application/yaml, text/yaml, */*;q=0.5");
+  hdrs =
+      curl_slist_append(hdrs, "Accept: application/json, application/x-yaml, "
+                              "application/yaml, text/yaml, */*;q=0.5");
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -101,8 +101,7 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
   } else {
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &res->status);
     if (res->status >= 200 && res->status < 300) {
-      if (!s.buf)
-        s.buf = calloc(1, 1);
+      if (!s.buf) s.buf = calloc(1, 1);
       res->body = s.buf;
       res->len = s.len;
     } else {
@@ -143,8 +142,7 @@ char *aa_file_read(const char *path, size_t max_size, size_t *len, char *err,
     }
     size_t r = fread(buf + n, 1, cap - n - 1, f);
     n += r;
-    if (r == 0)
-      break;
+    if (r == 0) break;
   }
   if (buf && ferror(f)) {
     snprintf(err, errlen, "%s: read error", path);

@@ -13,10 +13,10 @@ typedef struct aa_http_opts {
 } aa_http_opts;
 
 typedef struct aa_http_result {
-  long status;     /* 200, 304, ...; 0 on a transport error */
-  char *body;      /* malloc'd, NUL-terminated; NULL unless 2xx */
+  long status; /* 200, 304, ...; 0 on a transport error */
+  char *body;  /* malloc'd, NUL-terminated; NULL unless 2xx */
   size_t len;
-  char etag[256];  /* the response's ETag, "" when none */
+  char etag[256]; /* the response's ETag, "" when none */
 } aa_http_result;
 
 /* GETs url, sending If-None-Match: etag when etag is non-empty. Returns 0

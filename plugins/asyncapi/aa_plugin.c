@@ -64,7 +64,7 @@ typedef struct aa_state {
   pthread_mutex_t sync_lock; /* one sync at a time (thread vs on demand) */
   etag_entry *etags;         /* under sync_lock */
   size_t netags;
-  char *known_max;           /* highest version offered so far */
+  char *known_max; /* highest version offered so far */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int stop;
@@ -80,17 +80,14 @@ static void metric(aa_state *st, const char *name) {
 
 static etag_entry *etag_of(aa_state *st, const char *url) {
   for (size_t i = 0; i < st->netags; i++)
-    if (strcmp(st->etags[i].url, url) == 0)
-      return &st->etags[i];
+    if (strcmp(st->etags[i].url, url) == 0) return &st->etags[i];
   etag_entry *n = realloc(st->etags, (st->netags + 1) * sizeof *n);
-  if (!n)
-    return NULL;
+  if (!n) return NULL;
   st->etags = n;
   etag_entry *e = &st->etags[st->netags];
   e->url = strdup(url);
   e->etag[0] = '\0';
-  if (!e->url)
-    return NULL;
+  if (!e->url) return NULL;
   st->netags++;
   return e;
 }
@@ -117,7 +114,8 @@ static char *fetch_ref(void *arg, const char *uri, size_t *len, char *err,
     return r.body;
   }
   if (fc->root_is_url) {
-    snprintf(err, errlen, "%s: a fetched document may not reference local "
+    snprintf(err, errlen,
+             "%s: a fetched document may not reference local "
              "files",
              uri);
     return NULL;
@@ -126,8 +124,8 @@ static char *fetch_ref(void *arg, const char *uri, size_t *len, char *err,
 }
 
 /* Parses, bundles and offers one document. 0 or -1 (logged). */
-static int offer(aa_state *st, const char *text, size_t len,
-                 const char *base, const char *provenance) {
+static int offer(aa_state *st, const char *text, size_t len, const char *base,
+                 const char *provenance) {
   char err[512] = "";
   json_t *doc = aa_parse(text, len, err, sizeof err);
   if (!doc) {
@@ -147,8 +145,10 @@ static int offer(aa_state *st, const char *text, size_t len,
       json_object_get(json_object_get(doc, "info"), "version"));
   if (!aa || !version || (aa[0] != '2' && aa[0] != '3')) {
     LOG(st, CEB_LOG_ERROR, "%s: not an AsyncAPI 2.x/3.x document (%s)",
-        provenance, !aa ? "no asyncapi field" : !version ? "no info.version"
-                                                          : aa);
+        provenance,
+        !aa        ? "no asyncapi field"
+        : !version ? "no info.version"
+                   : aa);
     json_decref(doc);
     return -1;
   }
@@ -170,10 +170,11 @@ static int offer(aa_state *st, const char *text, size_t len,
   if (rc == CEB_OK || rc == CEB_EDUPLICATE) {
     if (rc == CEB_OK) {
       LOG(st, CEB_LOG_INFO,
-          "stored %s@%s from %s (%zu referenced documents bundled)",
-          st->name, ver, provenance, bs.documents);
+          "stored %s@%s from %s (%zu referenced documents bundled)", st->name,
+          ver, provenance, bs.documents);
       if (!st->known_max || ceb_version_cmp(ver, st->known_max) > 0) {
-        LOG(st, CEB_LOG_INFO, "new version %s of %s available; pins do not "
+        LOG(st, CEB_LOG_INFO,
+            "new version %s of %s available; pins do not "
             "change until you change them",
             ver, st->name);
         metric(st, "contracts_new_versions_total");
@@ -211,8 +212,7 @@ static int get_conditional(aa_state *st, const char *url, aa_http_result *r,
     LOG(st, CEB_LOG_ERROR, "fetching failed: %s", err);
     return -1;
   }
-  if (r->status == 304)
-    return 0;
+  if (r->status == 304) return 0;
   if (!r->body) {
     LOG(st, CEB_LOG_ERROR, "fetching %s failed: HTTP %ld", url, r->status);
     return -1;
@@ -224,8 +224,7 @@ static int get_conditional(aa_state *st, const char *url, aa_http_result *r,
 static int sync_url(aa_state *st, const char *url) {
   aa_http_result r;
   char *slot = NULL;
-  if (get_conditional(st, url, &r, &slot) != 0)
-    return -1;
+  if (get_conditional(st, url, &r, &slot) != 0) return -1;
   if (!r.body) {
     LOG(st, CEB_LOG_DEBUG, "%s not modified", url);
     return 0;
@@ -240,8 +239,7 @@ static int sync_url(aa_state *st, const char *url) {
 static int sync_file(aa_state *st) {
   char err[512] = "";
   size_t len = 0;
-  char *text = aa_file_read(st->file, st->http.max_size, &len, err,
-                            sizeof err);
+  char *text = aa_file_read(st->file, st->http.max_size, &len, err, sizeof err);
   if (!text) {
     LOG(st, CEB_LOG_ERROR, "reading failed: %s", err);
     return -1;
@@ -267,10 +265,9 @@ static int sync_registry(aa_state *st) {
   size_t rl = strlen(root);
   while (rl && root[rl - 1] == '/')
     rl--;
-  if (!g || !a)
-    goto out;
-  snprintf(base, sizeof base, "%.*s/groups/%s/artifacts/%s", (int)rl, root,
-           g, a);
+  if (!g || !a) goto out;
+  snprintf(base, sizeof base, "%.*s/groups/%s/artifacts/%s", (int)rl, root, g,
+           a);
   snprintf(url, sizeof url, "%s/versions", base);
   aa_http_result r;
   if (aa_http_get(url, NULL, &st->http, &r, err, sizeof err) != 0) {
@@ -285,8 +282,8 @@ static int sync_registry(aa_state *st) {
   json_error_t je;
   json_t *list = json_loadb(r.body, r.len, 0, &je);
   free(r.body);
-  json_t *versions = json_is_array(list) ? list
-                                         : json_object_get(list, "versions");
+  json_t *versions =
+      json_is_array(list) ? list : json_object_get(list, "versions");
   if (!json_is_array(versions)) {
     LOG(st, CEB_LOG_ERROR, "%s: not a version list", url);
     json_decref(list);
@@ -299,8 +296,7 @@ static int sync_registry(aa_state *st) {
     const char *ver = json_is_string(v)
                           ? json_string_value(v)
                           : json_string_value(json_object_get(v, "version"));
-    if (!ver)
-      continue;
+    if (!ver) continue;
     char *ev = escape(ver);
     if (!ev) {
       rc = -1;
@@ -355,8 +351,7 @@ static void *run(void *arg) {
 }
 
 static void stop_thread(aa_state *st) {
-  if (!st->thread_running)
-    return;
+  if (!st->thread_running) return;
   pthread_mutex_lock(&st->lock);
   st->stop = 1;
   pthread_cond_signal(&st->cond);
@@ -367,8 +362,7 @@ static void stop_thread(aa_state *st) {
 
 static void aa_destroy(void *state) {
   aa_state *st = state;
-  if (!st)
-    return;
+  if (!st) return;
   stop_thread(st);
   for (size_t i = 0; i < st->netags; i++)
     free(st->etags[i].url);
@@ -385,8 +379,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
                    const ceb_instance_info *info, const ceb_config *cfg,
                    void **state) {
   aa_state *st = calloc(1, sizeof *st);
-  if (!st)
-    return CEB_ENOMEM;
+  if (!st) return CEB_ENOMEM;
   st->host = host;
   st->inst = inst;
   st->name = strdup(info->name);
@@ -395,8 +388,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   st->reg_url = ceb_config_str(cfg, "registry.url");
   st->reg_group = ceb_config_str(cfg, "registry.group");
   st->reg_artifact = ceb_config_str(cfg, "registry.artifact");
-  if (!st->reg_artifact)
-    st->reg_artifact = info->name;
+  if (!st->reg_artifact) st->reg_artifact = info->name;
   st->interval_ms = ceb_config_duration_ms(cfg, "interval", 3600000);
   st->http.timeout_ms = ceb_config_duration_ms(cfg, "timeout", 30000);
   st->http.max_size = (size_t)ceb_config_size(cfg, "max_size", 8 * MiB);
@@ -410,7 +402,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
   int sources = !!st->url + !!st->file + !!st->reg_url;
-  const char *why = !st->name   ? "out of memory"
+  const char *why = !st->name      ? "out of memory"
                     : sources != 1 ? "set exactly one of url, file and "
                                      "registry.url"
                                    : NULL;
@@ -430,8 +422,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
 
 static int aa_start(void *state) {
   aa_state *st = state;
-  if (st->interval_ms <= 0)
-    return CEB_OK; /* on demand only */
+  if (st->interval_ms <= 0) return CEB_OK; /* on demand only */
   st->stop = 0;
   if (pthread_create(&st->thread, NULL, run, st) != 0) {
     LOG(st, CEB_LOG_ERROR, "cannot start the sync thread");
@@ -449,8 +440,7 @@ static int aa_drain(void *state, int64_t deadline_ms) {
 
 static int aa_sync(void *state, const char *name) {
   aa_state *st = state;
-  if (name && strcmp(name, st->name) != 0)
-    return CEB_ENOTFOUND;
+  if (name && strcmp(name, st->name) != 0) return CEB_ENOTFOUND;
   return sync_now(st) == 0 ? CEB_OK : CEB_EIO;
 }
 

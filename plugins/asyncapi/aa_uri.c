@@ -7,11 +7,9 @@
 #include <string.h>
 
 static int has_scheme(const char *s) {
-  if (!isalpha((unsigned char)*s))
-    return 0;
+  if (!isalpha((unsigned char)*s)) return 0;
   for (const char *p = s + 1; *p; p++) {
-    if (*p == ':')
-      return 1;
+    if (*p == ':') return 1;
     if (!isalnum((unsigned char)*p) && *p != '+' && *p != '-' && *p != '.')
       return 0;
   }
@@ -27,13 +25,13 @@ static void remove_dots(char *path) {
   char *save = NULL;
   char copy[4096];
   snprintf(copy, sizeof copy, "%s", path);
-  for (char *s = strtok_r(copy, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+  for (char *s = strtok_r(copy, "/", &save); s;
+       s = strtok_r(NULL, "/", &save)) {
     trailing = 0;
     if (strcmp(s, ".") == 0) {
       trailing = 1;
     } else if (strcmp(s, "..") == 0) {
-      if (n)
-        n--;
+      if (n) n--;
       trailing = 1;
     } else if (n < 512) {
       segs[n++] = s;
@@ -51,8 +49,7 @@ static void remove_dots(char *path) {
     out[o++] = '/';
     out[o] = '\0';
   }
-  if (!n && absolute)
-    snprintf(out, sizeof out, "/");
+  if (!n && absolute) snprintf(out, sizeof out, "/");
   /* Never longer than the input: segments are only dropped. */
   memcpy(path, out, strlen(out) + 1);
 }
@@ -60,8 +57,7 @@ static void remove_dots(char *path) {
 int aa_uri_resolve(const char *base, const char *ref, char *out, size_t size) {
   char r[4096];
   size_t rl = strcspn(ref, "#");
-  if (rl >= sizeof r)
-    return -1;
+  if (rl >= sizeof r) return -1;
   memcpy(r, ref, rl);
   r[rl] = '\0';
   if (!r[0]) /* same document */
@@ -69,11 +65,9 @@ int aa_uri_resolve(const char *base, const char *ref, char *out, size_t size) {
   if (strncmp(r, "file://", 7) == 0) {
     memmove(r, r + 7, strlen(r + 7) + 1);
   } else if (has_scheme(r)) {
-    if (snprintf(out, size, "%s", r) >= (int)size)
-      return -1;
+    if (snprintf(out, size, "%s", r) >= (int)size) return -1;
     char *p = strstr(out, "://");
-    if (p && (p = strchr(p + 3, '/')))
-      remove_dots(p);
+    if (p && (p = strchr(p + 3, '/'))) remove_dots(p);
     return 0;
   }
   const char *sep = strstr(base, "://");
@@ -89,8 +83,7 @@ int aa_uri_resolve(const char *base, const char *ref, char *out, size_t size) {
       size_t path_len = strcspn(base, "?");
       const char *slash = NULL;
       for (const char *p = base + auth_len; p < base + path_len; p++)
-        if (*p == '/')
-          slash = p;
+        if (*p == '/') slash = p;
       if (slash)
         snprintf(buf, sizeof buf, "%.*s%s", (int)(slash - base + 1), base, r);
       else
@@ -105,7 +98,8 @@ int aa_uri_resolve(const char *base, const char *ref, char *out, size_t size) {
         *q = '\0';
       }
       remove_dots(path);
-      strncat(path, query, sizeof buf - (size_t)(path - buf) - strlen(path) - 1);
+      strncat(path, query,
+              sizeof buf - (size_t)(path - buf) - strlen(path) - 1);
     }
   } else if (r[0] == '/') {
     snprintf(buf, sizeof buf, "%s", r);

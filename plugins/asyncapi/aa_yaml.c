@@ -62,8 +62,7 @@ static json_t *convert(conv *c, yaml_node_t *n, int depth) {
     /* Quoted and block scalars are strings; plain ones resolve per the
      * core schema (libyaml tags every untagged scalar !!str, so the tag
      * cannot tell them apart). */
-    if (!is_plain(n) || strlen(s) != len)
-      return json_stringn(s, len);
+    if (!is_plain(n) || strlen(s) != len) return json_stringn(s, len);
     return plain_scalar(s, len);
   }
   case YAML_SEQUENCE_NODE: {
@@ -84,7 +83,8 @@ static json_t *convert(conv *c, yaml_node_t *n, int depth) {
          o && p < n->data.mapping.pairs.top; p++) {
       yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
       if (!k || k->type != YAML_SCALAR_NODE) {
-        snprintf(c->err, c->errlen, "line %zu column %zu: mapping key is not "
+        snprintf(c->err, c->errlen,
+                 "line %zu column %zu: mapping key is not "
                  "a scalar",
                  n->start_mark.line + 1, n->start_mark.column + 1);
         json_decref(o);
@@ -103,8 +103,8 @@ static json_t *convert(conv *c, yaml_node_t *n, int depth) {
         json_decref(o);
         return NULL;
       }
-      json_t *v = convert(c, yaml_document_get_node(c->doc, p->value),
-                          depth + 1);
+      json_t *v =
+          convert(c, yaml_document_get_node(c->doc, p->value), depth + 1);
       if (!v || json_object_set_new(o, key, v) != 0) {
         json_decref(o);
         return NULL;
@@ -125,8 +125,7 @@ json_t *aa_parse(const char *text, size_t len, char *err, size_t errlen) {
   if (i < len && (text[i] == '{' || text[i] == '[')) {
     json_error_t je;
     json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (j)
-      return j;
+    if (j) return j;
     /* Flow-style YAML also starts with '{': fall through to YAML. */
   }
   yaml_parser_t parser;

@@ -31,8 +31,7 @@ static char *fetch(void *arg, const char *uri, size_t *len, char *err,
     return NULL;
   }
   char *t = ceb_test_read_file(path, len);
-  if (!t)
-    snprintf(err, errlen, "cannot read %s", path);
+  if (!t) snprintf(err, errlen, "cannot read %s", path);
   return t;
 }
 
@@ -41,13 +40,11 @@ static ceb_contract *load(const char *path, int *loaded) {
   char err[512] = "";
   char *text = ceb_test_read_file(path, &len);
   CHECK_MSG(text != NULL, "read %s", path);
-  if (!text)
-    return NULL;
+  if (!text) return NULL;
   json_t *doc = aa_parse(text, len, err, sizeof err);
   free(text);
   CHECK_MSG(doc != NULL, "%s: %s", path, err);
-  if (!doc)
-    return NULL;
+  if (!doc) return NULL;
   aa_bundle_stats st;
   int rc = aa_bundle(doc, path, fetch, NULL, 32, &st, err, sizeof err);
   /* The adeo example's Avro payloads and the Kafka key binding point at
@@ -60,19 +57,17 @@ static ceb_contract *load(const char *path, int *loaded) {
   CHECK_MSG(rc == 0, "%s: %s", path, err);
   char *out = rc == 0 ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   json_decref(doc);
-  if (!out)
-    return NULL;
+  if (!out) return NULL;
   ceb_contract *c = NULL;
   ceb_contract_opts o = {.compile = 1};
-  CHECK_MSG(ceb_contract_load("x", out, strlen(out), &o, &c, err,
-                              sizeof err) == CEB_OK,
+  CHECK_MSG(ceb_contract_load("x", out, strlen(out), &o, &c, err, sizeof err) ==
+                CEB_OK,
             "%s: %s", path, err);
   free(out);
   for (size_t i = 0; c && i < c->nmsgs; i++)
     CHECK_MSG(!c->msgs[i].compile_failed, "%s message %s: %s", path,
               c->msgs[i].name, c->msgs[i].note);
-  if (c)
-    (*loaded)++;
+  if (c) (*loaded)++;
   return c;
 }
 
@@ -81,8 +76,7 @@ static void load_dir(const char *dir, int *loaded, int *seen) {
   CHECK_MSG(d != NULL, "open %s", dir);
   struct dirent *e;
   while (d && (e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
+    if (e->d_name[0] == '.') continue;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     if (e->d_type == DT_DIR) {
@@ -97,8 +91,7 @@ static void load_dir(const char *dir, int *loaded, int *seen) {
     (*seen)++;
     ceb_contract_free(load(path, loaded));
   }
-  if (d)
-    closedir(d);
+  if (d) closedir(d);
 }
 
 static const ceb_contract_msg *msg(const ceb_contract *c, const char *name) {
@@ -111,15 +104,13 @@ int main(void) {
   int loaded = 0, seen = 0;
   load_dir(AA "/examples-2.6.0", &loaded, &seen);
   load_dir(AA "/examples-3.0.0", &loaded, &seen);
-  load_dir(CE "/cloudevents/working-drafts/asyncapi-examples", &loaded,
-           &seen);
+  load_dir(CE "/cloudevents/working-drafts/asyncapi-examples", &loaded, &seen);
   CHECK_MSG(seen >= 45, "examples seen: %d", seen);
   CHECK_MSG(loaded >= seen - 1, "loaded %d of %d", loaded, seen);
 
   /* 2.6 streetlights: three messages, trait headers merged in, payload
    * compiled at its place in the document and checked. */
-  ceb_contract *c = load(AA "/examples-2.6.0/streetlights-kafka.yml",
-                         &loaded);
+  ceb_contract *c = load(AA "/examples-2.6.0/streetlights-kafka.yml", &loaded);
   if (c) {
     CHECK_INT(c->nmsgs, 3);
     const ceb_contract_msg *m = msg(c, "lightMeasured");
@@ -130,15 +121,16 @@ int main(void) {
       CHECK_STR(m->channel, "smartylighting.streetlights.1.0.event."
                             "{streetlightId}.lighting.measured");
       CHECK_STR(m->operation, "publish");
-      json_t *h = json_object_get(json_object_get(json_object_get(
-                                      m->merged, "headers"), "properties"),
-                                  "my-app-header");
+      json_t *h = json_object_get(
+          json_object_get(json_object_get(m->merged, "headers"), "properties"),
+          "my-app-header");
       CHECK_MSG(h != NULL, "trait headers merged");
       CHECK(json_object_get(m->merged, "traits") == NULL);
       json_t *ok = json_loads("{\"lumens\":3,\"sentAt\":"
-                              "\"2026-01-01T00:00:00Z\"}", 0, NULL);
-      json_t *bad = json_loads("{\"lumens\":-3,\"sentAt\":\"yesterday\"}", 0,
-                               NULL);
+                              "\"2026-01-01T00:00:00Z\"}",
+                              0, NULL);
+      json_t *bad =
+          json_loads("{\"lumens\":-3,\"sentAt\":\"yesterday\"}", 0, NULL);
       ceb_schema_result r;
       CHECK_INT(ceb_schema_validate(m->payload, ok, &r), 1);
       CHECK_INT(ceb_schema_validate(m->payload, bad, &r), 0);
@@ -155,8 +147,7 @@ int main(void) {
   if (c) {
     CHECK_INT(c->nmsgs, 5); /* 1 + 2 inline oneOf + 2 only in components */
     const ceb_contract_msg *a = msg(c, "testMessages");
-    if (a)
-      CHECK_STR(a->channel, "test");
+    if (a) CHECK_STR(a->channel, "test");
     size_t n2 = 0;
     for (size_t i = 0; i < c->nmsgs; i++)
       n2 += c->msgs[i].channel && strcmp(c->msgs[i].channel, "test2") == 0;
@@ -168,8 +159,7 @@ int main(void) {
   if (c) {
     CHECK_INT(c->nmsgs, 4);
     const ceb_contract_msg *m = msg(c, "commentLiked");
-    if (m)
-      CHECK_STR(m->channel, "comment/liked");
+    if (m) CHECK_STR(m->channel, "comment/liked");
     ceb_contract_free(c);
   }
   /* 3.0 streetlights: operations and channels, trait never overrides. */
@@ -181,9 +171,10 @@ int main(void) {
       CHECK_STR(m->channel, "smartylighting.streetlights.1.0.event."
                             "{streetlightId}.lighting.measured");
       CHECK_STR(m->operation, "receiveLightMeasurement");
-      CHECK(json_object_get(json_object_get(json_object_get(
-                                m->merged, "headers"), "properties"),
-                            "my-app-header") != NULL);
+      CHECK(
+          json_object_get(json_object_get(json_object_get(m->merged, "headers"),
+                                          "properties"),
+                          "my-app-header") != NULL);
       CHECK(m->payload != NULL);
     }
     ceb_contract_free(c);
@@ -196,8 +187,8 @@ int main(void) {
   if (c) {
     const ceb_contract_msg *m = msg(c, "lightSwitchChanged");
     if (m) {
-      json_t *props = json_object_get(json_object_get(m->merged, "headers"),
-                                      "properties");
+      json_t *props =
+          json_object_get(json_object_get(m->merged, "headers"), "properties");
       CHECK(json_object_get(props, "ce_type") != NULL);
       CHECK(m->payload != NULL);
     }

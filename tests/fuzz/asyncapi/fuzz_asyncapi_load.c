@@ -21,12 +21,10 @@ static char *no_fetch(void *arg, const char *uri, size_t *len, char *err,
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 256 * 1024)
-    return 0;
+  if (size > 256 * 1024) return 0;
   char err[512];
   json_t *doc = aa_parse((const char *)data, size, err, sizeof err);
-  if (!doc)
-    return 0;
+  if (!doc) return 0;
   if (aa_bundle(doc, "/fuzz/asyncapi.yaml", no_fetch, NULL, 4, NULL, err,
                 sizeof err) == 0) {
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);

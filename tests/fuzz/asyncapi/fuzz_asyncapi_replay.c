@@ -22,21 +22,18 @@ static size_t replay(const char *path) {
     DIR *d = opendir(path);
     struct dirent *e;
     while (d && (e = readdir(d))) {
-      if (e->d_name[0] == '.')
-        continue;
+      if (e->d_name[0] == '.') continue;
       char sub[4096];
       snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
       n += replay(sub);
     }
-    if (d)
-      closedir(d);
+    if (d) closedir(d);
     return n;
   }
   size_t len = 0;
   char *buf = ceb_test_read_file(path, &len);
   CHECK_MSG(buf != NULL, "cannot read %s", path);
-  if (buf)
-    CHECK_INT(LLVMFuzzerTestOneInput((const uint8_t *)buf, len), 0);
+  if (buf) CHECK_INT(LLVMFuzzerTestOneInput((const uint8_t *)buf, len), 0);
   free(buf);
   return 1;
 }

@@ -38,18 +38,14 @@ static int cli(char **out, const char *a1, const char *a2, const char *a3,
   pid_t pid = fork();
   if (pid == 0) {
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0)
-      _exit(126);
+    if (fd < 0) _exit(126);
     dup2(fd, 1);
     dup2(fd, 2);
     const char *argv[10] = {"cebridge", "contracts", a1};
     int n = 3;
-    if (a2)
-      argv[n++] = a2;
-    if (a3)
-      argv[n++] = a3;
-    if (a4)
-      argv[n++] = a4;
+    if (a2) argv[n++] = a2;
+    if (a3) argv[n++] = a3;
+    if (a4) argv[n++] = a4;
     argv[n++] = "-c";
     argv[n++] = conf;
     argv[n] = NULL;
@@ -66,8 +62,7 @@ static int cli(char **out, const char *a1, const char *a2, const char *a3,
     }
     usleep(10000);
   }
-  if (out)
-    *out = ceb_test_read_file(log, NULL);
+  if (out) *out = ceb_test_read_file(log, NULL);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -115,8 +110,7 @@ static pid_t start_bridge(void) {
   unlink(port);
   pid_t pid = fork();
   if (pid == 0) {
-    if (!freopen(log, "w", stderr) || !freopen(log, "a", stdout))
-      _exit(126);
+    if (!freopen(log, "w", stderr) || !freopen(log, "a", stdout)) _exit(126);
     execl(BIN, "cebridge", "run", "-c", conf, (char *)NULL);
     _exit(127);
   }
@@ -124,8 +118,7 @@ static pid_t start_bridge(void) {
 }
 
 static int wait_exit(pid_t pid, int sig, int64_t timeout_ms) {
-  if (sig)
-    kill(pid, sig);
+  if (sig) kill(pid, sig);
   int64_t until = ceb_test_now_ms() + timeout_ms;
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -145,9 +138,13 @@ static int post(int port, const char *id, const char *type, const char *data,
   snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
   snprintf(h_id, sizeof h_id, "ce-id: %s", id);
   snprintf(h_type, sizeof h_type, "ce-type: %s", type);
-  const char *const hdrs[] = {"ce-specversion: 1.0", "ce-source: " SRC,
-                              "ce-time: 2026-01-01T00:00:00Z", h_id, h_type,
-                              "Content-Type: application/json", NULL};
+  const char *const hdrs[] = {"ce-specversion: 1.0",
+                              "ce-source: " SRC,
+                              "ce-time: 2026-01-01T00:00:00Z",
+                              h_id,
+                              h_type,
+                              "Content-Type: application/json",
+                              NULL};
   return ceb_test_http("POST", url, hdrs, data, strlen(data), body);
 }
 
@@ -161,8 +158,7 @@ int main(void) {
   free(tmp);
   aa_stub *reg = aa_stub_start(PREFIX);
   CHECK(reg != NULL);
-  if (!reg)
-    return ceb_test_done("integration_contracts");
+  if (!reg) return ceb_test_done("integration_contracts");
   aa_stub_set_version(reg, "edu", "enrol", "1.0.0", AA_DOC_V100);
   aa_stub_set_version(reg, "edu", "enrol", "1.1.0", AA_DOC_V110);
   int rport = aa_stub_port(reg);
@@ -203,11 +199,13 @@ int main(void) {
   CHECK_INT(post(port, "c-1", "nl.edu.enrolled",
                  "{\"student\":{\"name\":\"Ada\",\"birthdate\":"
                  "\"2004-02-29\"},\"level\":\"wo\"}",
-                 &body), 202);
+                 &body),
+            202);
   free(body);
   body = NULL;
   CHECK_INT(post(port, "c-2", "nl.edu.enrolled",
-                 "{\"student\":{\"birthdate\":\"29-02-2004\"}}", &body), 422);
+                 "{\"student\":{\"birthdate\":\"29-02-2004\"}}", &body),
+            422);
   CHECK_MSG(contains(body, "contract.payload") &&
                 contains(body, "/student/birthdate") &&
                 contains(body, "birthdate/format"),
@@ -240,7 +238,8 @@ int main(void) {
   CHECK_INT(post(port, "c-4", "nl.edu.enrolled",
                  "{\"student\":{\"birthdate\":\"2004-02-29\"},\"remark\":"
                  "\"x\"}",
-                 &body), 202);
+                 &body),
+            202);
   free(body);
   CHECK_INT(wait_exit(pid, SIGTERM, 30000), 0);
 

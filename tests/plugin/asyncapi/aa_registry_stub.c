@@ -38,10 +38,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, int status,
                              const char *body, const char *etag) {
   struct MHD_Response *r = MHD_create_response_from_buffer(
       strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-  if (etag)
-    MHD_add_response_header(r, "ETag", etag);
-  if (*body)
-    MHD_add_response_header(r, "Content-Type", "application/json");
+  if (etag) MHD_add_response_header(r, "ETag", etag);
+  if (*body) MHD_add_response_header(r, "Content-Type", "application/json");
   enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, r);
   MHD_destroy_response(r);
   return rc;
@@ -59,8 +57,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     *ptr = s;
     return MHD_YES;
   }
-  if (strcmp(method, "GET") != 0)
-    return reply(c, 405, "", NULL);
+  if (strcmp(method, "GET") != 0) return reply(c, 405, "", NULL);
   const char *inm =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
   pthread_mutex_lock(&s->lock);
@@ -107,8 +104,7 @@ static void put(aa_stub *s, const char *path, const char *list_path,
   pthread_mutex_lock(&s->lock);
   entry *e = NULL;
   for (size_t i = 0; i < s->n && !e; i++)
-    if (strcmp(s->e[i].path, path) == 0)
-      e = &s->e[i];
+    if (strcmp(s->e[i].path, path) == 0) e = &s->e[i];
   if (!e && s->n < MAX_ENTRIES) {
     e = &s->e[s->n++];
     snprintf(e->path, sizeof e->path, "%s", path);
@@ -126,8 +122,8 @@ static void put(aa_stub *s, const char *path, const char *list_path,
 void aa_stub_set_version(aa_stub *s, const char *group, const char *artifact,
                          const char *version, const char *content) {
   char list[512], path[600];
-  snprintf(list, sizeof list, "%s/groups/%s/artifacts/%s/versions",
-           s->prefix, group, artifact);
+  snprintf(list, sizeof list, "%s/groups/%s/artifacts/%s/versions", s->prefix,
+           group, artifact);
   snprintf(path, sizeof path, "%s/%s/content", list, version);
   put(s, path, list, version, content);
 }
@@ -147,8 +143,7 @@ size_t aa_stub_count(aa_stub *s, int status) {
 
 aa_stub *aa_stub_start(const char *prefix) {
   aa_stub *s = calloc(1, sizeof *s);
-  if (!s)
-    return NULL;
+  if (!s) return NULL;
   snprintf(s->prefix, sizeof s->prefix, "%s", prefix);
   pthread_mutex_init(&s->lock, NULL);
   struct sockaddr_in sa = {0};
@@ -170,8 +165,7 @@ int aa_stub_port(const aa_stub *s) {
 }
 
 void aa_stub_stop(aa_stub *s) {
-  if (!s)
-    return;
+  if (!s) return;
   MHD_stop_daemon(s->d);
   for (size_t i = 0; i < s->n; i++)
     free(s->e[i].content);

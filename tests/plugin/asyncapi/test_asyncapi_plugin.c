@@ -25,20 +25,18 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_puts[4]; /* by result: 0 OK, 1 EDUPLICATE, 2 ECONFLICT, 3 other */
 static char g_last_version[64];
 
-static int record_put(ceb_instance *inst, const char *name,
-                      const char *version, const char *doc, size_t len,
-                      const char *provenance) {
-  int rc = g_fake->host.contract_put(inst, name, version, doc, len,
-                                     provenance);
+static int record_put(ceb_instance *inst, const char *name, const char *version,
+                      const char *doc, size_t len, const char *provenance) {
+  int rc = g_fake->host.contract_put(inst, name, version, doc, len, provenance);
   pthread_mutex_lock(&g_lock);
-  g_puts[rc == CEB_OK ? 0 : rc == CEB_EDUPLICATE ? 1
-                          : rc == CEB_ECONFLICT  ? 2
-                                                 : 3]++;
+  g_puts[rc == CEB_OK           ? 0
+         : rc == CEB_EDUPLICATE ? 1
+         : rc == CEB_ECONFLICT  ? 2
+                                : 3]++;
   snprintf(g_last_version, sizeof g_last_version, "%s", version);
   /* What is offered is one self-contained JSON document. */
   json_t *j = json_loadb(doc, len, 0, NULL);
-  if (!j || !json_object_get(j, "asyncapi"))
-    g_puts[3]++;
+  if (!j || !json_object_get(j, "asyncapi")) g_puts[3]++;
   json_decref(j);
   pthread_mutex_unlock(&g_lock);
   return rc;
@@ -94,32 +92,36 @@ static int got_304s(void *arg) {
 int main(void) {
   void *so = dlopen(CEB_PLUGIN_DIR "/asyncapi.so", RTLD_NOW | RTLD_LOCAL);
   CHECK_MSG(so != NULL, "dlopen: %s", dlerror());
-  if (!so)
-    return ceb_test_done("plugin_asyncapi");
+  if (!so) return ceb_test_done("plugin_asyncapi");
   ceb_plugin_query_fn q = (ceb_plugin_query_fn)dlsym(so, "ceb_plugin_query");
   CHECK(q != NULL);
   g_plugin = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
   CHECK(g_plugin && g_plugin->roles == CEB_ROLE_CONTRACTS && g_plugin->sync);
-  if (!g_plugin)
-    return ceb_test_done("plugin_asyncapi");
+  if (!g_plugin) return ceb_test_done("plugin_asyncapi");
   g_fake = ceb_fake_host_new("enrol", CEB_ROLE_CONTRACTS);
   g_host = g_fake->host;
   g_host.contract_put = record_put;
 
   aa_stub *reg = aa_stub_start(PREFIX);
   CHECK(reg != NULL);
-  if (!reg)
-    return ceb_test_done("plugin_asyncapi");
+  if (!reg) return ceb_test_done("plugin_asyncapi");
   aa_stub_set_version(reg, "edu", "enrol", "1.0.0", AA_DOC_V100);
   aa_stub_set_version(reg, "edu", "enrol", "1.1.0", AA_DOC_V110);
   char base[128];
-  snprintf(base, sizeof base, "http://127.0.0.1:%d" PREFIX,
-           aa_stub_port(reg));
+  snprintf(base, sizeof base, "http://127.0.0.1:%d" PREFIX, aa_stub_port(reg));
 
   /* Registry: every version offered, then 304s. */
-  const char *kv[] = {"registry.url", base, "registry.group", "edu",
-                      "registry.artifact", "enrol", "allow_insecure_http",
-                      "true", "interval", "0", NULL};
+  const char *kv[] = {"registry.url",
+                      base,
+                      "registry.group",
+                      "edu",
+                      "registry.artifact",
+                      "enrol",
+                      "allow_insecure_http",
+                      "true",
+                      "interval",
+                      "0",
+                      NULL};
   ceb_config *cfg = make_cfg("enrol", kv);
   void *st = NULL;
   CHECK_INT(init(cfg, &st), CEB_OK);
@@ -154,8 +156,8 @@ int main(void) {
   /* A failing source keeps nothing and counts the failure. */
   char missing[160];
   snprintf(missing, sizeof missing, "%s/nope", base);
-  const char *kv_bad[] = {"url", missing, "allow_insecure_http", "true",
-                          "interval", "0", NULL};
+  const char *kv_bad[] = {
+      "url", missing, "allow_insecure_http", "true", "interval", "0", NULL};
   cfg = make_cfg("broken", kv_bad);
   CHECK_INT(init(cfg, &st), CEB_OK);
   double fails = metric("contracts_sync_failures_total");
@@ -170,8 +172,9 @@ int main(void) {
   st = NULL;
   CHECK_INT(init(cfg, &st), CEB_ECONFIG);
   ceb_config_free(cfg);
-  const char *kv_two[] = {"url", missing, "file", "/tmp/x.yaml",
-                          "allow_insecure_http", "true", NULL};
+  const char *kv_two[] = {
+      "url",  missing, "file", "/tmp/x.yaml", "allow_insecure_http",
+      "true", NULL};
   cfg = make_cfg("two", kv_two);
   CHECK_INT(init(cfg, &st), CEB_ECONFIG);
   ceb_config_free(cfg);
@@ -180,8 +183,8 @@ int main(void) {
   aa_stub_set_file(reg, "enrol.yaml", AA_DOC_V110);
   char url[160];
   snprintf(url, sizeof url, "%s/files/enrol.yaml", base);
-  const char *kv_url[] = {"url", url, "allow_insecure_http", "true",
-                          "interval", "100ms", NULL};
+  const char *kv_url[] = {
+      "url", url, "allow_insecure_http", "true", "interval", "100ms", NULL};
   cfg = make_cfg("enrol", kv_url);
   reset_puts();
   size_t n200 = aa_stub_count(reg, 200), n304b = aa_stub_count(reg, 304);

@@ -16,8 +16,7 @@ static char *read_any(void *arg, const char *uri, size_t *len, char *err,
   int *calls = arg;
   (*calls)++;
   char *t = ceb_test_read_file(uri, len);
-  if (!t)
-    snprintf(err, errlen, "cannot read %s", uri);
+  if (!t) snprintf(err, errlen, "cannot read %s", uri);
   return t;
 }
 
@@ -27,12 +26,10 @@ static json_t *bundle_file(const char *dir, const char *name, int *calls,
   snprintf(path, sizeof path, "%s/%s", dir, name);
   size_t len = 0;
   char *text = ceb_test_read_file(path, &len);
-  if (!text)
-    return NULL;
+  if (!text) return NULL;
   json_t *doc = aa_parse(text, len, err, errlen);
   free(text);
-  if (!doc)
-    return NULL;
+  if (!doc) return NULL;
   aa_bundle_stats st;
   if (aa_bundle(doc, path, read_any, calls, 16, &st, err, errlen) != 0) {
     json_decref(doc);
@@ -44,8 +41,7 @@ static json_t *bundle_file(const char *dir, const char *name, int *calls,
 int main(void) {
   char *dir = ceb_test_tmpdir("contracts-bundle");
   CHECK(dir != NULL);
-  if (!dir)
-    return ceb_test_done("unit_contracts_bundle");
+  if (!dir) return ceb_test_done("unit_contracts_bundle");
   char sub[1024];
   snprintf(sub, sizeof sub, "%s/common", dir);
   CHECK(mkdir(sub, 0700) == 0);
@@ -60,20 +56,21 @@ int main(void) {
                             "components:\n"
                             "  schemas:\n"
                             "    Local: {type: string}\n") == 0);
-  CHECK(ceb_test_write_file(sub, "msgs.yaml",
-                            "Person:\n"
-                            "  name: person\n"
-                            "  payload:\n"
-                            "    $ref: '#/Node'\n"
-                            "Node:\n"
-                            "  type: object\n"
-                            "  required: [name]\n"
-                            "  properties:\n"
-                            "    name: {$ref: '../api.yaml#/components/schemas/Local'}\n"
-                            "    age: {$ref: './types.yaml#/Age'}\n"
-                            "    children:\n"
-                            "      type: array\n"
-                            "      items: {$ref: '#/Node'}\n") == 0);
+  CHECK(ceb_test_write_file(
+            sub, "msgs.yaml",
+            "Person:\n"
+            "  name: person\n"
+            "  payload:\n"
+            "    $ref: '#/Node'\n"
+            "Node:\n"
+            "  type: object\n"
+            "  required: [name]\n"
+            "  properties:\n"
+            "    name: {$ref: '../api.yaml#/components/schemas/Local'}\n"
+            "    age: {$ref: './types.yaml#/Age'}\n"
+            "    children:\n"
+            "      type: array\n"
+            "      items: {$ref: '#/Node'}\n") == 0);
   CHECK(ceb_test_write_file(sub, "types.yaml",
                             "Age: {type: integer, minimum: 0}\n") == 0);
   int calls = 0;
@@ -95,23 +92,25 @@ int main(void) {
               "#/x-ceb-bundled/Node");
     /* Back into the root document: a plain local ref. */
     CHECK_STR(json_string_value(json_object_get(
-                  json_object_get(json_object_get(node, "properties"),
-                                  "name"),
+                  json_object_get(json_object_get(node, "properties"), "name"),
                   "$ref")),
               "#/components/schemas/Local");
     char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
     ceb_contract *c = NULL;
     ceb_contract_opts o = {.compile = 1};
     CHECK_INT(ceb_contract_load("people", text, strlen(text), &o, &c, err,
-                                sizeof err), CEB_OK);
+                                sizeof err),
+              CEB_OK);
     if (c) {
       CHECK_INT(c->nmsgs, 1);
       CHECK_STR(c->msgs[0].name, "person");
       CHECK(c->msgs[0].payload != NULL);
       json_t *ok = json_loads("{\"name\":\"a\",\"children\":[{\"name\":\"b\","
-                              "\"age\":3}]}", 0, NULL);
+                              "\"age\":3}]}",
+                              0, NULL);
       json_t *bad = json_loads("{\"name\":\"a\",\"children\":[{\"name\":\"b\","
-                               "\"age\":-1}]}", 0, NULL);
+                               "\"age\":-1}]}",
+                               0, NULL);
       ceb_schema_result r;
       CHECK_INT(ceb_schema_validate(c->msgs[0].payload, ok, &r), 1);
       CHECK_INT(ceb_schema_validate(c->msgs[0].payload, bad, &r), 0);
@@ -131,9 +130,10 @@ int main(void) {
                             "components:\n"
                             "  schemas:\n"
                             "    A: {$ref: 'common/loop.yaml#/B'}\n") == 0);
-  CHECK(ceb_test_write_file(sub, "loop.yaml",
-                            "B: {$ref: '#/C'}\n"
-                            "C: {$ref: '../cycle.yaml#/components/schemas/A'}\n") == 0);
+  CHECK(ceb_test_write_file(
+            sub, "loop.yaml",
+            "B: {$ref: '#/C'}\n"
+            "C: {$ref: '../cycle.yaml#/components/schemas/A'}\n") == 0);
   err[0] = '\0';
   doc = bundle_file(dir, "cycle.yaml", &calls, err, sizeof err);
   CHECK(doc == NULL);
@@ -162,8 +162,8 @@ int main(void) {
                     "\"version\":\"1.0.0\"},\"components\":{\"messages\":{"
                     "\"m\":{\"$ref\":\"#/components/messages/n\"},\"n\":{"
                     "\"$ref\":\"#/components/messages/m\"}}}}";
-  CHECK_INT(ceb_contract_load("c", cyc, strlen(cyc), NULL, &c, err,
-                              sizeof err), CEB_EINVAL);
+  CHECK_INT(ceb_contract_load("c", cyc, strlen(cyc), NULL, &c, err, sizeof err),
+            CEB_EINVAL);
   CHECK_MSG(strstr(err, "cycle") != NULL, "error: %s", err);
 
   /* YAML details: core-schema scalars, duplicate keys, alias bombs. */
@@ -189,13 +189,16 @@ int main(void) {
 
   char uri[512];
   CHECK_INT(aa_uri_resolve("https://r.example/a/b/doc.yaml?x=1",
-                           "../c/d.yaml#/x", uri, sizeof uri), 0);
+                           "../c/d.yaml#/x", uri, sizeof uri),
+            0);
   CHECK_STR(uri, "https://r.example/a/c/d.yaml");
   CHECK_INT(aa_uri_resolve("https://r.example/a/doc.yaml", "/abs.json", uri,
-                           sizeof uri), 0);
+                           sizeof uri),
+            0);
   CHECK_STR(uri, "https://r.example/abs.json");
-  CHECK_INT(aa_uri_resolve("/srv/x/api.yaml", "./common/../m.yaml", uri,
-                           sizeof uri), 0);
+  CHECK_INT(
+      aa_uri_resolve("/srv/x/api.yaml", "./common/../m.yaml", uri, sizeof uri),
+      0);
   CHECK_STR(uri, "/srv/x/m.yaml");
   CHECK_INT(aa_uri_resolve("/srv/x/api.yaml", "#/a", uri, sizeof uri), 0);
   CHECK_STR(uri, "/srv/x/api.yaml");

@@ -31,8 +31,7 @@ static int check_event(const ceb_contract *c, const char *json,
   ceb_event *ev = NULL;
   ceb_error e;
   CHECK_INT(ceb_json_decode(json, strlen(json), &ev, &e), CEB_OK);
-  if (!ev)
-    return -100;
+  if (!ev) return -100;
   memset(v, 0, sizeof *v);
   int rc = ceb_contract_check(c, ev, v);
   ceb_event_unref(ev);
@@ -43,9 +42,9 @@ int main(void) {
   /* The merge rules on their own. */
   json_t *msg = json_pack("{s:s,s:s,s:{s:s}}", "contentType", "text/plain",
                           "title", "own", "headers", "a", "msg");
-  json_t *t1 = json_pack("{s:s,s:s,s:{s:s,s:s}}", "contentType",
-                         "application/json", "summary", "from trait",
-                         "headers", "a", "trait", "b", "trait");
+  json_t *t1 =
+      json_pack("{s:s,s:s,s:{s:s,s:s}}", "contentType", "application/json",
+                "summary", "from trait", "headers", "a", "trait", "b", "trait");
   json_t *t2 = json_pack("{s:s}", "summary", "second trait");
   json_t *traits[] = {t1, t2};
   json_t *m2 = ceb_contract_apply_traits(2, msg, traits, 2);
@@ -54,17 +53,18 @@ int main(void) {
             "application/json");
   CHECK_STR(json_string_value(json_object_get(m3, "contentType")),
             "text/plain");
-  CHECK_STR(json_string_value(json_object_get(m2, "summary")),
-            "second trait");
-  CHECK_STR(json_string_value(json_object_get(m3, "summary")),
-            "second trait");
+  CHECK_STR(json_string_value(json_object_get(m2, "summary")), "second trait");
+  CHECK_STR(json_string_value(json_object_get(m3, "summary")), "second trait");
   /* Objects merge deeply either way; the winner differs per version. */
-  CHECK_STR(json_string_value(json_object_get(json_object_get(m2, "headers"),
-                                              "a")), "trait");
-  CHECK_STR(json_string_value(json_object_get(json_object_get(m3, "headers"),
-                                              "a")), "msg");
-  CHECK_STR(json_string_value(json_object_get(json_object_get(m3, "headers"),
-                                              "b")), "trait");
+  CHECK_STR(
+      json_string_value(json_object_get(json_object_get(m2, "headers"), "a")),
+      "trait");
+  CHECK_STR(
+      json_string_value(json_object_get(json_object_get(m3, "headers"), "a")),
+      "msg");
+  CHECK_STR(
+      json_string_value(json_object_get(json_object_get(m3, "headers"), "b")),
+      "trait");
   CHECK_STR(json_string_value(json_object_get(m2, "title")), "own");
   json_decref(m2);
   json_decref(m3);
@@ -76,10 +76,10 @@ int main(void) {
   ceb_contract *c = NULL;
   char err[256] = "";
   ceb_contract_opts o = {.compile = 1};
-  CHECK_INT(ceb_contract_load("duo", doc_v2, strlen(doc_v2), &o, &c, err,
-                              sizeof err), CEB_OK);
-  if (!c)
-    return ceb_test_done("unit_contracts_traits");
+  CHECK_INT(
+      ceb_contract_load("duo", doc_v2, strlen(doc_v2), &o, &c, err, sizeof err),
+      CEB_OK);
+  if (!c) return ceb_test_done("unit_contracts_traits");
   CHECK_STR(c->version, "1.2.0");
   CHECK_INT(c->nmsgs, 2);
   const ceb_contract_msg *en = ceb_contract_find_name(c, "enrolled");
@@ -92,62 +92,77 @@ int main(void) {
     CHECK_STR(en->operation, "publish");
     CHECK_STR(en->payload_pointer, "/components/messages/enrolled/payload");
     CHECK(!en->envelope);
-    CHECK_STR(wd->ce_type, "nl.duo.withdrawn");      /* payload const */
+    CHECK_STR(wd->ce_type, "nl.duo.withdrawn"); /* payload const */
     CHECK(wd->envelope);
     CHECK_STR(wd->content_type, "application/json"); /* document default */
   }
   ceb_violations v;
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.enrolled\","
-                           "\"datacontenttype\":\"application/json\","
-                           "\"data\":{\"student\":{\"birthdate\":"
-                           "\"2001-02-03\"}}}",
-                        &v), CEB_OK);
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.enrolled\","
-                           "\"datacontenttype\":\"application/json\","
-                           "\"data\":{\"student\":{\"birthdate\":"
-                           "\"3 feb\"}}}",
-                        &v), CEB_EVALIDATION);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.enrolled\","
+                        "\"datacontenttype\":\"application/json\","
+                        "\"data\":{\"student\":{\"birthdate\":"
+                        "\"2001-02-03\"}}}",
+                        &v),
+            CEB_OK);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.enrolled\","
+                        "\"datacontenttype\":\"application/json\","
+                        "\"data\":{\"student\":{\"birthdate\":"
+                        "\"3 feb\"}}}",
+                        &v),
+            CEB_EVALIDATION);
   CHECK_STR(v.items[0].code, "contract.payload");
   CHECK_MSG(strstr(v.items[0].message, "/student/birthdate") &&
                 strstr(v.items[0].message, "date"),
             "message: %s", v.items[0].message);
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.other\"}",
-                        &v), CEB_EVALIDATION);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.other\"}",
+                        &v),
+            CEB_EVALIDATION);
   CHECK_STR(v.items[0].code, "contract.type_unknown");
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.enrolled\","
-                           "\"dataschema\":\"https://r.example/duo/2.0.0\","
-                           "\"data\":{\"student\":{}}}",
-                        &v), CEB_EVALIDATION);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.enrolled\","
+                        "\"dataschema\":\"https://r.example/duo/2.0.0\","
+                        "\"data\":{\"student\":{}}}",
+                        &v),
+            CEB_EVALIDATION);
   CHECK_STR(v.items[0].code, "contract.dataschema");
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.enrolled\","
-                           "\"dataschema\":\"https://r.example/duo/1.1.0\","
-                           "\"data\":{\"student\":{}}}",
-                        &v), CEB_OK);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.enrolled\","
+                        "\"dataschema\":\"https://r.example/duo/1.1.0\","
+                        "\"data\":{\"student\":{}}}",
+                        &v),
+            CEB_OK);
   /* Structured: the payload describes the whole event. */
-  CHECK_INT(check_event(c, "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
-                           "\"urn:x\",\"type\":\"nl.duo.withdrawn\"}",
-                        &v), CEB_OK);
+  CHECK_INT(check_event(c,
+                        "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                        "\"urn:x\",\"type\":\"nl.duo.withdrawn\"}",
+                        &v),
+            CEB_OK);
   ceb_contract_free(c);
 
   /* The 3.0 rule through a document: the message's contentType stays. */
   const char *doc_v3 =
-      "{\"asyncapi\":\"3.0.0\",\"info\":{\"title\":\"t\",\"version\":\"2.0.0\"},"
+      "{\"asyncapi\":\"3.0.0\",\"info\":{\"title\":\"t\",\"version\":\"2.0.0\"}"
+      ","
       "\"channels\":{\"c\":{\"address\":\"a/b\",\"messages\":{\"m\":"
       "{\"$ref\":\"#/components/messages/m\"}}}},"
       "\"operations\":{\"send\":{\"action\":\"send\",\"channel\":{\"$ref\":"
-      "\"#/channels/c\"},\"messages\":[{\"$ref\":\"#/channels/c/messages/m\"}]}},"
+      "\"#/channels/c\"},\"messages\":[{\"$ref\":\"#/channels/c/messages/"
+      "m\"}]}},"
       "\"components\":{\"messages\":{\"m\":{\"contentType\":\"text/plain\","
       "\"traits\":[{\"contentType\":\"application/json\",\"payload\":"
       "{\"type\":\"string\"}}]}}}}";
   json_t *types = json_pack("{s:s}", "m", "nl.example.m");
   ceb_contract_opts o3 = {.types = types, .compile = 1};
-  CHECK_INT(ceb_contract_load("x", doc_v3, strlen(doc_v3), &o3, &c, err,
-                              sizeof err), CEB_OK);
+  CHECK_INT(
+      ceb_contract_load("x", doc_v3, strlen(doc_v3), &o3, &c, err, sizeof err),
+      CEB_OK);
   if (c) {
     CHECK_INT(c->nmsgs, 1);
     CHECK_STR(c->msgs[0].content_type, "text/plain");
