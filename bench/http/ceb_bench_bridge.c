@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ceb_test.h"
 
@@ -62,6 +63,29 @@ long ceb_bench_bridge_status_kb(const ceb_bench_bridge *b, const char *key) {
     }
   fclose(f);
   return kb;
+}
+
+double ceb_bench_bridge_cpu_s(const ceb_bench_bridge *b) {
+  if (b->proc.pid <= 0)
+    return -1;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)b->proc.pid);
+  char *text = ceb_test_read_file(path, NULL);
+  /* fields after "(comm)": state is field 3, utime 14, stime 15 */
+  char *p = text ? strrchr(text, ')') : NULL;
+  unsigned long ut = 0, st = 0;
+  int n = p ? sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                            "%lu %lu",
+                     &ut, &st)
+            : 0;
+  free(text);
+  long hz = sysconf(_SC_CLK_TCK);
+  return n == 2 && hz > 0 ? (double)(ut + st) / (double)hz : -1;
+}
+
+double ceb_bench_loadavg(void) {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
 static void *sampler_main(void *arg) {

@@ -34,11 +34,17 @@ int ceb_bench_bridge_port(ceb_bench_bridge *b, const char *name,
                           int64_t timeout_ms);
 /* Reads VmRSS / VmHWM (kB) of the running bridge; -1 when unavailable. */
 long ceb_bench_bridge_status_kb(const ceb_bench_bridge *b, const char *key);
+/* CPU seconds (user + system, all threads) the running bridge has used;
+ * -1 when unavailable. */
+double ceb_bench_bridge_cpu_s(const ceb_bench_bridge *b);
+/* The 1-minute load average of the machine (other work competing for the
+ * cores skews every figure); -1 when unavailable. */
+double ceb_bench_loadavg(void);
 /* Samples VmRSS every 50 ms on a thread until rss_stop. */
 int ceb_bench_bridge_rss_start(ceb_bench_bridge *b);
 void ceb_bench_bridge_rss_stop(ceb_bench_bridge *b);
 /* SIGTERM, wait up to timeout_ms (then SIGKILL). Returns the exit status,
- * -1 on timeout. Idempotent. */
+ * -1 on timeout or when the bridge was already stopped. */
 int ceb_bench_bridge_stop(ceb_bench_bridge *b, int64_t timeout_ms);
 /* Stops the bridge if running; removes the temp dir unless keep (then its
  * path is printed). Frees b->dir. */

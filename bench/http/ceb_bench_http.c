@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +48,7 @@ typedef struct params {
   long group_max;  /* accept: store.group_max, 0 = default */
   int sink_conns;  /* webhook: http sink max_connections */
   int inflight;    /* webhook: route max_inflight */
+  int throttle;    /* accept: sink limited to 1/s (ingest without delivery) */
 } params;
 
 typedef struct row {
@@ -55,11 +57,21 @@ typedef struct row {
   double rate;
   ceb_bench_latency lat; /* accept only */
   long rss_max_kb, hwm_kb;
+  double bridge_us_ev; /* bridge CPU per event */
+  double own_us_ev;    /* this process's CPU per event (load or receiver) */
+  double loadavg;      /* 1-minute load average before the run */
   int ok;
 } row;
 
 static row g_rows[8];
 static int g_nrows;
+
+static double self_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
 
 static void id_prefix(char *buf, size_t n, const char *tag) {
   static int seq;
@@ -138,6 +150,9 @@ static int run_accept(const params *p, const char *label) {
   else
     snprintf(part, sizeof part, "\n[sink partner]\nplugin = testsink\n"
                                 "mode = ack\n");
+  if (p->throttle)
+    strncat(part, "rate_limit = 1/s\nrate_limit.burst = 1\n",
+            sizeof part - strlen(part) - 1);
   strncat(text, part, sizeof text - strlen(text) - 1);
   strncat(text,
           "\n[route in]\nfrom = intermediary\nto = partner\n"
@@ -158,9 +173,12 @@ static int run_accept(const params *p, const char *label) {
   o.duration_ms = p->dur_ms;
   ceb_bench_load_result r;
   char err[256];
+  double lavg = ceb_bench_loadavg();
+  double cpu0 = ceb_bench_bridge_cpu_s(&b), own0 = self_cpu_s();
   ceb_bench_bridge_rss_start(&b);
   int lrc = ceb_bench_load_run(&o, &r, err, sizeof err);
   ceb_bench_bridge_rss_stop(&b);
+  double cpu = ceb_bench_bridge_cpu_s(&b) - cpu0, own = self_cpu_s() - own0;
   if (lrc < 0) {
     fprintf(stderr, "bench: load: %s\n", err);
     goto out;
@@ -171,8 +189,10 @@ static int run_accept(const params *p, const char *label) {
   long good = r.status[202];
   ceb_bench_load_print(label, &r);
   printf("%s: bridge RSS max %ld kB, VmHWM %ld kB; accepted_total %.0f, "
-         "delivered_total %.0f at the end of the load\n",
-         label, b.rss_max_kb, hwm, acc, del);
+         "delivered_total %.0f at the end of the load; CPU s bridge %.2f "
+         "(%.0f us/event), load generator %.2f; load average before %.2f\n",
+         label, b.rss_max_kb, hwm, acc, del, cpu, good ? cpu * 1e6 / good : 0,
+         own, lavg);
   int stopped = ceb_bench_bridge_stop(&b, 60000);
   ok = good == r.sent && r.sent > 0 && !r.transport_errors &&
        !r.timeouts && acc == (double)good && stopped == 0;
@@ -186,6 +206,9 @@ static int run_accept(const params *p, const char *label) {
     w->lat = r.lat;
     w->rss_max_kb = b.rss_max_kb;
     w->hwm_kb = hwm;
+    w->bridge_us_ev = good ? cpu * 1e6 / good : 0;
+    w->own_us_ev = good ? own * 1e6 / good : 0;
+    w->loadavg = lavg;
     w->ok = ok;
   }
 out:
@@ -270,6 +293,7 @@ static int run_webhook(const params *p, const char *label) {
   char portfile[600];
   snprintf(portfile, sizeof portfile, "%s/http.port", b.dir);
   unlink(portfile);
+  double lavg = ceb_bench_loadavg(), own0 = self_cpu_s();
   int64_t t0 = ceb_test_now_ms();
   if (ceb_bench_bridge_start(&b) < 0)
     goto out;
@@ -281,17 +305,20 @@ static int run_webhook(const params *p, const char *label) {
   long hwm = ceb_bench_bridge_status_kb(&b, "VmHWM");
   ceb_bench_rx_counts n;
   ceb_bench_receiver_snapshot(rx, &n);
+  double cpu = ceb_bench_bridge_cpu_s(&b), own = self_cpu_s() - own0;
   int st2 = ceb_bench_bridge_stop(&b, 60000);
   double span = (n.last_us - n.first_us) / 1e6;
   double rate = span > 0 ? n.delivered / span : 0;
   printf("%s: %ld events over %d keys preloaded (%ld delivered while "
          "throttled); after restart %ld delivered in %.2f s first-to-last "
          "= %.0f ev/s (first after %.2f s); duplicates %ld, out of order "
-         "%ld, unparsable %ld; bridge RSS max %ld kB, VmHWM %ld kB\n",
+         "%ld, unparsable %ld; bridge RSS max %ld kB, VmHWM %ld kB; CPU s "
+         "bridge %.2f (since start), receiver %.2f; load average before "
+         "%.2f\n",
          label, accepted, p->keys, pre.delivered, n.delivered, span, rate,
          n.first_us ? (n.first_us / 1000 - t0) / 1e3 : 0.0, n.duplicates,
          n.disorder + pre.disorder, n.unparsable + pre.unparsable,
-         b.rss_max_kb, hwm);
+         b.rss_max_kb, hwm, cpu, own, lavg);
   ok = st2 == 0 && n.delivered + pre.delivered == accepted &&
        !n.disorder && !pre.disorder && !n.unparsable && !pre.unparsable;
   if (g_nrows < 8) {
@@ -302,6 +329,9 @@ static int run_webhook(const params *p, const char *label) {
     wr->lat = (ceb_bench_latency){-1, -1, -1, -1};
     wr->rss_max_kb = b.rss_max_kb;
     wr->hwm_kb = hwm;
+    wr->bridge_us_ev = n.delivered ? cpu * 1e6 / n.delivered : 0;
+    wr->own_us_ev = n.delivered ? own * 1e6 / n.delivered : 0;
+    wr->loadavg = lavg;
     wr->ok = ok;
   }
 out:
@@ -314,9 +344,10 @@ out:
 
 static void print_table(void) {
   printf("\n| scenario | events | events/s | p50 ms | p90 ms | p99 ms | max ms "
-         "| RSS max MiB | VmHWM MiB | clean |\n"
+         "| RSS max MiB | VmHWM MiB | bridge CPU us/ev | bench CPU us/ev "
+         "| loadavg | clean |\n"
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-         "--- |\n");
+         "---: | ---: | ---: | --- |\n");
   for (int i = 0; i < g_nrows; i++) {
     row *w = &g_rows[i];
     printf("| %s | %ld | %.0f |", w->name, w->events, w->rate);
@@ -325,8 +356,9 @@ static void print_table(void) {
              w->lat.p90 / 1e3, w->lat.p99 / 1e3, w->lat.max / 1e3);
     else
       printf(" – | – | – | – |");
-    printf(" %.1f | %.1f | %s |\n", w->rss_max_kb / 1024.0,
-           w->hwm_kb / 1024.0, w->ok ? "yes" : "NO");
+    printf(" %.1f | %.1f | %.0f | %.0f | %.1f | %s |\n",
+           w->rss_max_kb / 1024.0, w->hwm_kb / 1024.0, w->bridge_us_ev,
+           w->own_us_ev, w->loadavg, w->ok ? "yes" : "NO");
   }
 }
 
@@ -353,7 +385,9 @@ static void usage(void) {
           "  -S SINK     accept: testsink | pull (testsink)\n"
           "  -g N        accept: store.group_max (bridge default)\n"
           "  -w CONNS    webhook: http sink max_connections (64)\n"
-          "  -i N        webhook: route max_inflight (1024)\n");
+          "  -i N        webhook: route max_inflight (1024)\n"
+          "  -T          accept: sink rate_limit 1/s (ingest without "
+          "deliveries)\n");
 }
 
 int main(int argc, char **argv) {
@@ -372,7 +406,7 @@ int main(int argc, char **argv) {
               .inflight = 1024};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "c:d:n:s:k:bS:g:w:i:")) != -1) {
+  while ((opt = getopt(argc, argv, "c:d:n:s:k:bS:g:w:i:T")) != -1) {
     switch (opt) {
     case 'c':
       p.conns = atoi(optarg);
@@ -404,6 +438,9 @@ int main(int argc, char **argv) {
     case 'i':
       p.inflight = atoi(optarg);
       break;
+    case 'T':
+      p.throttle = 1;
+      break;
     default:
       usage();
       return 2;
@@ -423,7 +460,8 @@ int main(int argc, char **argv) {
   char label[96];
   int rc = 0;
   if (!strcmp(mode, "accept")) {
-    snprintf(label, sizeof label, "accept %s %dc", p.sink, p.conns);
+    snprintf(label, sizeof label, "accept %s %dc%s%s", p.sink, p.conns,
+             p.throttle ? " sink 1/s" : "", p.binary ? " binary" : "");
     rc = run_accept(&p, label);
   } else if (!strcmp(mode, "groupcommit")) {
     rc = run_groupcommit(p);
