@@ -9,11 +9,11 @@
  *                     [synchronous=full|normal]
  */
 #include <pthread.h>
-#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,10 +34,8 @@ static long rss_kib(void) {
   char line[256];
   long kib = -1;
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-      break;
-  if (f)
-    fclose(f);
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
   return kib;
 }
 
@@ -49,19 +47,32 @@ static int s_init(const ceb_host *h, ceb_instance *i,
   *st = NULL;
   return CEB_OK;
 }
-static int s_start(void *st) { return (void)st, CEB_OK; }
-static int s_drain(void *st, int64_t d) { return (void)st, (void)d, CEB_OK; }
-static void s_destroy(void *st) { (void)st; }
+static int s_start(void *st) {
+  return (void)st, CEB_OK;
+}
+static int s_drain(void *st, int64_t d) {
+  return (void)st, (void)d, CEB_OK;
+}
+static void s_destroy(void *st) {
+  (void)st;
+}
 static int s_deliver(void *st, ceb_delivery *d) {
   return (void)st, (void)d, CEB_OK;
 }
 static const ceb_config_spec k_none[] = {CEB_CONFIG_SPEC_END};
-static const ceb_plugin k_plugin = {
-    .struct_size = sizeof(ceb_plugin), .abi_major = CEB_ABI_MAJOR,
-    .abi_minor = CEB_ABI_MINOR, .name = "benchplug", .version = "1",
-    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK, .config_source = k_none,
-    .config_sink = k_none, .init = s_init, .start = s_start,
-    .drain = s_drain, .destroy = s_destroy, .deliver = s_deliver};
+static const ceb_plugin k_plugin = {.struct_size = sizeof(ceb_plugin),
+                                    .abi_major = CEB_ABI_MAJOR,
+                                    .abi_minor = CEB_ABI_MINOR,
+                                    .name = "benchplug",
+                                    .version = "1",
+                                    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK,
+                                    .config_source = k_none,
+                                    .config_sink = k_none,
+                                    .init = s_init,
+                                    .start = s_start,
+                                    .drain = s_drain,
+                                    .destroy = s_destroy,
+                                    .deliver = s_deliver};
 
 static const ceb_config_spec *spec_cb(void *a, const ceb_conf_section *s,
                                       ceb_conf_errors *e) {
@@ -106,8 +117,7 @@ static void *producer(void *arg) {
   pthread_cond_init(&w.cond, NULL);
   for (;;) {
     long n = atomic_fetch_add(&sh->next, 1);
-    if (n >= sh->total)
-      break;
+    if (n >= sh->total) break;
     ceb_event *ev = ceb_event_new();
     char id[32];
     snprintf(id, sizeof id, "e%ld", n);
@@ -118,8 +128,7 @@ static void *producer(void *arg) {
     ceb_event_set(ev, "time", "2026-11-22T12:00:00Z");
     snprintf(id, sizeof id, "k%ld", n % 1000);
     ceb_event_set(ev, "partitionkey", id);
-    ceb_event_set_data(ev, sh->data, sizeof sh->data - 1 - 200,
-                       CEB_DATA_TEXT);
+    ceb_event_set_data(ev, sh->data, sizeof sh->data - 1 - 200, CEB_DATA_TEXT);
     w.done = 0;
     int64_t t0 = mono_us();
     int rc;
@@ -189,18 +198,20 @@ int main(int argc, char **argv) {
     ceb_conf_errors_print(&errs, stderr);
     return 1;
   }
-  ceb_instance src = {.name = "in", .role = CEB_ROLE_SOURCE,
+  ceb_instance src = {.name = "in",
+                      .role = CEB_ROLE_SOURCE,
                       .plugin = &k_plugin,
                       .cfg = ceb_conf_find(conf, "source", "in")->cfg};
-  ceb_instance snk = {.name = "out", .role = CEB_ROLE_SINK,
+  ceb_instance snk = {.name = "out",
+                      .role = CEB_ROLE_SINK,
                       .plugin = &k_plugin,
                       .cfg = ceb_conf_find(conf, "sink", "out")->cfg};
   snprintf(src.component, sizeof src.component, "source:bench:in");
   snprintf(snk.component, sizeof snk.component, "sink:bench:out");
   ceb_instance *insts[2] = {&src, &snk};
   ceb_metrics *m = ceb_metrics_new();
-  ceb_runtime_opts o = {.conf = conf, .instances = insts, .ninstances = 2,
-                        .metrics = m};
+  ceb_runtime_opts o = {
+      .conf = conf, .instances = insts, .ninstances = 2, .metrics = m};
   ceb_runtime *rt = NULL;
   char err[512];
   if (ceb_runtime_open(&o, &rt, err, sizeof err) != CEB_OK) {
@@ -251,18 +262,17 @@ int main(int argc, char **argv) {
   uint64_t batches = 0, ops = 0;
   ceb_store_commit_stats(ceb_runtime_store(rt), &batches, &ops);
   printf("synchronous=%s, ", sync);
-  printf("total %ld events, %d producers: %.0f events/s, p50 %.2f ms, p99 "
-         "%.2f ms, RSS %.1f -> %.1f MiB, queued %lld\n"
-         "CPU %.1f us/event (user+sys, all threads), %.1f ops per group "
-         "commit (%llu commits)\n",
-         total, producers, (double)total * 1e6 / (double)(t1 - t0),
-         sh.lat_us[total / 2] / 1000.0,
-         sh.lat_us[(size_t)(total * 0.99)] / 1000.0, rss0 / 1024.0,
-         rss_kib() / 1024.0,
-         (long long)ceb_store_count_open(ceb_runtime_store(rt), NULL),
-         cpu * 1e6 / (double)total,
-         batches ? (double)ops / (double)batches : 0.0,
-         (unsigned long long)batches);
+  printf(
+      "total %ld events, %d producers: %.0f events/s, p50 %.2f ms, p99 "
+      "%.2f ms, RSS %.1f -> %.1f MiB, queued %lld\n"
+      "CPU %.1f us/event (user+sys, all threads), %.1f ops per group "
+      "commit (%llu commits)\n",
+      total, producers, (double)total * 1e6 / (double)(t1 - t0),
+      sh.lat_us[total / 2] / 1000.0, sh.lat_us[(size_t)(total * 0.99)] / 1000.0,
+      rss0 / 1024.0, rss_kib() / 1024.0,
+      (long long)ceb_store_count_open(ceb_runtime_store(rt), NULL),
+      cpu * 1e6 / (double)total, batches ? (double)ops / (double)batches : 0.0,
+      (unsigned long long)batches);
   ceb_runtime_drain(rt, ceb_runtime_now(rt) + 100);
   ceb_runtime_close(rt);
   ceb_metrics_free(m);

@@ -21,8 +21,7 @@ int ceb_circuit_allow(ceb_circuit *c, int64_t now, int max) {
 }
 
 void ceb_circuit_started(ceb_circuit *c) {
-  if (c->state == CEB_CIRCUIT_HALF_OPEN)
-    c->probe_inflight = 1;
+  if (c->state == CEB_CIRCUIT_HALF_OPEN) c->probe_inflight = 1;
 }
 
 void ceb_circuit_success(ceb_circuit *c) {

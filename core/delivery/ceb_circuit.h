@@ -15,7 +15,7 @@ typedef enum ceb_circuit_state {
 
 typedef struct ceb_circuit {
   int state;
-  uint32_t failures;     /* consecutive */
+  uint32_t failures; /* consecutive */
   uint32_t threshold;
   int64_t open_for_ms;
   int64_t open_until;

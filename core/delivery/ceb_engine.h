@@ -42,28 +42,28 @@ typedef struct ceb_engine_sink {
 
 typedef struct ceb_engine_route {
   const char *name;
-  size_t sink;                    /* index into sinks */
+  size_t sink; /* index into sinks */
   uint32_t max_inflight;
   int64_t timeout_ms;
-  const ceb_retry_policy *retry;  /* borrowed; includes the deadline */
-  long dlq_sink;                  /* index, or -1: store DLQ only */
+  const ceb_retry_policy *retry; /* borrowed; includes the deadline */
+  long dlq_sink;                 /* index, or -1: store DLQ only */
   const char *dlq_topic;
-  long receipts_sink;             /* index, or -1: no receipts */
-  const char *receipts_topic;     /* may be NULL */
+  long receipts_sink;         /* index, or -1: no receipts */
+  const char *receipts_topic; /* may be NULL */
   const char *receipts_prefix;
 } ceb_engine_route;
 
 typedef struct ceb_engine_opts {
-  ceb_store *store;       /* borrowed */
-  ceb_metrics *metrics;   /* borrowed, may be NULL */
+  ceb_store *store;     /* borrowed */
+  ceb_metrics *metrics; /* borrowed, may be NULL */
   int64_t (*clock)(void *arg);
   void *clock_arg;
   const ceb_engine_sink *sinks; /* copied (strings borrowed) */
   size_t nsinks;
   const ceb_engine_route *routes;
   size_t nroutes;
-  unsigned workers;       /* threads; routes are spread over them */
-  int64_t max_queued;     /* backpressure threshold of open deliveries */
+  unsigned workers;   /* threads; routes are spread over them */
+  int64_t max_queued; /* backpressure threshold of open deliveries */
 } ceb_engine_opts;
 
 /* Control thread. CEB_OK or < 0. The arrays in opts are copied. */
@@ -73,8 +73,8 @@ int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
 int ceb_engine_start(ceb_engine *e);
 /* Control thread: stops claiming and waits until nothing is in flight or
  * deadline_ms (host clock; the budget deadline - now is spent in real time so
- * a frozen test clock cannot hang it) passes: CEB_OK or CEB_ETIMEOUT. Unsettled rows
- * stay in progress in the store and are retried after the next start. */
+ * a frozen test clock cannot hang it) passes: CEB_OK or CEB_ETIMEOUT. Unsettled
+ * rows stay in progress in the store and are retried after the next start. */
 int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms);
 /* Control thread: stops the workers; outcomes still being committed are
  * recorded, but no forward or receipt is sent any more (the sinks are

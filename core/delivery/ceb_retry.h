@@ -9,13 +9,13 @@
 #include <stdint.h>
 
 typedef struct ceb_retry_policy {
-  int exponential;      /* 0: schedule */
-  int64_t *schedule;    /* delays in ms, owned; nschedule >= 1 */
+  int exponential;   /* 0: schedule */
+  int64_t *schedule; /* delays in ms, owned; nschedule >= 1 */
   size_t nschedule;
-  int64_t base_ms;      /* exponential: the first retry's delay cap */
-  int64_t max_delay_ms; /* exponential: largest delay */
-  uint32_t max_attempts;/* 0: the schedule's length / unlimited (exp.) */
-  int64_t deadline_ms;  /* since acceptance */
+  int64_t base_ms;       /* exponential: the first retry's delay cap */
+  int64_t max_delay_ms;  /* exponential: largest delay */
+  uint32_t max_attempts; /* 0: the schedule's length / unlimited (exp.) */
+  int64_t deadline_ms;   /* since acceptance */
 } ceb_retry_policy;
 
 /* Parses schedule items ("0s", "5m", ...) into p->schedule. CEB_OK or

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 typedef struct ceb_token_bucket {
-  double rate;   /* per second; <= 0: unlimited */
+  double rate; /* per second; <= 0: unlimited */
   double burst;
   double tokens;
   int64_t last;

@@ -18,8 +18,7 @@
 #define MAX_SLEEP_MS 1000 /* re-read the clock at least this often */
 
 int64_t cebe_now(ceb_engine *e) {
-  if (e->clock)
-    return e->clock(e->clock_arg);
+  if (e->clock) return e->clock(e->clock_arg);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -41,8 +40,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   if (!o || !o->store || (o->nroutes && !o->routes) || (o->nsinks && !o->sinks))
     return CEB_EINVAL;
   ceb_engine *e = calloc(1, sizeof *e);
-  if (!e)
-    return CEB_ENOMEM;
+  if (!e) return CEB_ENOMEM;
   e->store = o->store;
   e->metrics = o->metrics;
   e->clock = o->clock;
@@ -80,11 +78,10 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
       return CEB_EINVAL;
     }
     e->routes[i].cfg = o->routes[i];
-    if (!e->routes[i].cfg.max_inflight)
-      e->routes[i].cfg.max_inflight = 1;
+    if (!e->routes[i].cfg.max_inflight) e->routes[i].cfg.max_inflight = 1;
     e->routes[i].worker = (unsigned)(i % e->nworkers);
-    snprintf(e->routes[i].labels, sizeof e->routes[i].labels,
-             "route=\"%s\"", o->routes[i].name);
+    snprintf(e->routes[i].labels, sizeof e->routes[i].labels, "route=\"%s\"",
+             o->routes[i].name);
   }
   e->nroutes = o->nroutes;
   pthread_mutex_init(&e->lock, NULL);
@@ -101,8 +98,7 @@ typedef struct worker_arg {
 
 int ceb_engine_start(ceb_engine *e) {
   int n = ceb_store_recover(e->store);
-  if (n < 0)
-    return n;
+  if (n < 0) return n;
   if (n > 0)
     ceb_log_warn("engine: %d deliveries were in progress when the previous "
                  "run stopped; they are retried",
@@ -124,8 +120,7 @@ int ceb_engine_start(ceb_engine *e) {
   pthread_mutex_unlock(&e->lock);
   for (unsigned i = 0; i < e->nworkers; i++) {
     worker_arg *wa = malloc(sizeof *wa);
-    if (!wa)
-      return CEB_ENOMEM;
+    if (!wa) return CEB_ENOMEM;
     *wa = (worker_arg){e, i};
     if (pthread_create(&e->threads[i], NULL, cebe_worker_main, wa) != 0) {
       free(wa);
@@ -180,13 +175,11 @@ void ceb_engine_stop(ceb_engine *e) {
 }
 
 void ceb_engine_free(ceb_engine *e) {
-  if (!e)
-    return;
+  if (!e) return;
   ceb_engine_stop(e);
   for (size_t i = 0; i < e->live.cap; i++) {
     void *p = e->live.slots[i];
-    if (p && p != (void *)1)
-      cebe_dctx_free(p);
+    if (p && p != (void *)1) cebe_dctx_free(p);
   }
   cebe_ptrset_free(&e->live);
   pthread_mutex_destroy(&e->lock);
@@ -230,8 +223,7 @@ size_t ceb_engine_inflight(ceb_engine *e) {
 }
 
 void cebe_dctx_free(dctx *c) {
-  if (!c)
-    return;
+  if (!c) return;
   ceb_event_unref(c->ev);
   free(c);
 }
@@ -262,14 +254,15 @@ static void dispatch(ceb_engine *e, dctx *c) {
   int rc = inst && inst->plugin && inst->plugin->deliver
                ? inst->plugin->deliver(inst->state, &c->d)
                : CEB_EUNSUPPORTED;
-  if (rc == CEB_OK)
-    return;
+  if (rc == CEB_OK) return;
   /* Not taken: a retryable failure with the status, unless the attempt
    * was already timed out meanwhile. */
   char reason[48];
   snprintf(reason, sizeof reason, "deliver.%s", ceb_status_name(rc));
-  ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_RETRY,
-                          .retry_after_ms = -1, .reason = reason,
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = CEB_RETRY,
+                          .retry_after_ms = -1,
+                          .reason = reason,
                           .detail = ceb_strerror(rc)};
   ceb_engine_settle(e, &c->d, &info);
 }
@@ -291,9 +284,12 @@ void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
   c->attempt = 1;
   snprintf(c->topic, sizeof c->topic, "%s", topic ? topic : "");
   idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", c->idem_key);
-  c->d = (ceb_delivery){.struct_size = sizeof c->d, .event = ev,
-                        .route = route, .topic = topic ? c->topic : NULL,
-                        .idempotency_key = c->idem_key, .attempt = 1};
+  c->d = (ceb_delivery){.struct_size = sizeof c->d,
+                        .event = ev,
+                        .route = route,
+                        .topic = topic ? c->topic : NULL,
+                        .idempotency_key = c->idem_key,
+                        .attempt = 1};
   pthread_mutex_lock(&e->lock);
   c->started_at = cebe_now(e);
   c->d.deadline_ms = c->started_at + 30000;
@@ -340,8 +336,10 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
       c->attempt = cl->attempt;
       c->ev = ev;
       idem_key(ev, rt->cfg.name, c->idem_key);
-      c->d = (ceb_delivery){.struct_size = sizeof c->d, .event = ev,
-                            .route = rt->cfg.name, .topic = NULL,
+      c->d = (ceb_delivery){.struct_size = sizeof c->d,
+                            .event = ev,
+                            .route = rt->cfg.name,
+                            .topic = NULL,
                             .idempotency_key = c->idem_key,
                             .attempt = cl->attempt,
                             .deadline_ms = now + rt->cfg.timeout_ms};
@@ -351,11 +349,16 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
       ceb_log_error("engine: route %s: stored event %lld cannot be decoded; "
                     "dead-lettering it",
                     rt->cfg.name, (long long)cl->seq);
-      dctx tmp = {.kind = DCTX_ROUTE, .route = r, .sink = rt->cfg.sink,
-                  .seq = cl->seq, .received_at = cl->received_at,
-                  .first_at = cl->first_at, .attempt = cl->attempt};
+      dctx tmp = {.kind = DCTX_ROUTE,
+                  .route = r,
+                  .sink = rt->cfg.sink,
+                  .seq = cl->seq,
+                  .received_at = cl->received_at,
+                  .first_at = cl->first_at,
+                  .attempt = cl->attempt};
       ceb_settle_info info = {.struct_size = sizeof info,
-                              .outcome = CEB_REJECT, .retry_after_ms = -1,
+                              .outcome = CEB_REJECT,
+                              .retry_after_ms = -1,
                               .reason = "decode",
                               .detail = "stored event cannot be decoded"};
       pthread_mutex_lock(&e->lock);
@@ -369,8 +372,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
   ceb_claims_free(claims, count);
   pthread_mutex_lock(&e->lock);
   size_t unused = n - count;
-  if (!ready)
-    unused = n;
+  if (!ready) unused = n;
   rt->inflight -= (uint32_t)unused;
   e->inflight_total -= unused;
   for (size_t i = 0; i < nready; i++) {
@@ -380,12 +382,11 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
       ceb_log_error("engine: out of memory tracking a delivery");
     }
   }
-  if (unused)
-    pthread_cond_broadcast(&e->idle);
+  if (unused) pthread_cond_broadcast(&e->idle);
   pthread_mutex_unlock(&e->lock);
   for (size_t i = 0; i < nready; i++) {
-    cebe_metric_add(e, "cebridge_delivery_attempts_started_total",
-                    rt->labels, 1);
+    cebe_metric_add(e, "cebridge_delivery_attempts_started_total", rt->labels,
+                    1);
     dispatch(e, ready[i]);
   }
   free(ready);
@@ -402,8 +403,7 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
         e->routes[c->route].worker != w)
       continue;
     if (c->d.deadline_ms > now) {
-      if (c->d.deadline_ms < next)
-        next = c->d.deadline_ms;
+      if (c->d.deadline_ms < next) next = c->d.deadline_ms;
       continue;
     }
     /* The host settles on the sink's behalf; the context stays registered
@@ -418,8 +418,10 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
     pthread_mutex_unlock(&e->lock);
     ceb_log_warn("engine: route %s: attempt %u timed out", rt->cfg.name,
                  copy.attempt);
-    ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_RETRY,
-                            .retry_after_ms = -1, .reason = "timeout",
+    ceb_settle_info info = {.struct_size = sizeof info,
+                            .outcome = CEB_RETRY,
+                            .retry_after_ms = -1,
+                            .reason = "timeout",
                             .detail = "the sink did not settle in time"};
     cebe_outcome(e, &copy, &info);
     pthread_mutex_lock(&e->lock);
@@ -442,17 +444,14 @@ void *cebe_worker_main(void *arg) {
     int progress = 0;
     for (size_t r = 0; r < e->nroutes && !e->draining && !e->stopping; r++) {
       eng_route *rt = &e->routes[r];
-      if (rt->worker != w || rt->open <= 0)
-        continue;
+      if (rt->worker != w || rt->open <= 0) continue;
       eng_sink *s = &e->sinks[rt->cfg.sink];
       int free_slots = (int)rt->cfg.max_inflight - (int)rt->inflight;
-      if (free_slots <= 0)
-        continue;
+      if (free_slots <= 0) continue;
       int n = free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX;
       int was = s->circuit.state;
       n = ceb_circuit_allow(&s->circuit, now, n);
-      if (was != s->circuit.state)
-        cebe_update_gauges_locked(e, 1);
+      if (was != s->circuit.state) cebe_update_gauges_locked(e, 1);
       if (n == 0) {
         if (s->circuit.state == CEB_CIRCUIT_OPEN &&
             s->circuit.open_until < next)
@@ -462,34 +461,26 @@ void *cebe_worker_main(void *arg) {
       int tokens = ceb_token_bucket_available(&s->bucket, now, n);
       if (tokens == 0) {
         int64_t t = ceb_token_bucket_next(&s->bucket, now);
-        if (t < next)
-          next = t;
+        if (t < next) next = t;
         continue;
       }
       size_t got = claim_route(e, r, now, (size_t)tokens);
-      if (got == (size_t)tokens)
-        progress = 1; /* maybe more is due */
+      if (got == (size_t)tokens) progress = 1; /* maybe more is due */
     }
     cebe_update_gauges_locked(e, 0);
-    if (progress || e->gen != gen)
-      continue;
+    if (progress || e->gen != gen) continue;
     /* Earliest future retry of my routes. */
     for (size_t r = 0; r < e->nroutes && !e->draining; r++) {
-      if (e->routes[r].worker != w || e->routes[r].open <= 0)
-        continue;
+      if (e->routes[r].worker != w || e->routes[r].open <= 0) continue;
       pthread_mutex_unlock(&e->lock);
       int64_t due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
       pthread_mutex_lock(&e->lock);
-      if (due < next)
-        next = due;
+      if (due < next) next = due;
     }
-    if (e->gen != gen || e->stopping)
-      continue;
+    if (e->gen != gen || e->stopping) continue;
     int64_t wait = next == INT64_MAX ? MAX_SLEEP_MS : next - now;
-    if (wait > MAX_SLEEP_MS)
-      wait = MAX_SLEEP_MS;
-    if (wait < 1)
-      wait = 1;
+    if (wait > MAX_SLEEP_MS) wait = MAX_SLEEP_MS;
+    if (wait < 1) wait = 1;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += wait / 1000;

@@ -15,19 +15,16 @@ static void set_time(ceb_event *ev, const char *name, int64_t ms) {
   ceb_event_set(ev, name, buf);
 }
 
-char *cebe_dead_json(const ceb_event *orig, const char *route,
-                     const char *sink, const char *dead_reason,
-                     const ceb_settle_info *info, uint32_t attempts,
-                     int64_t first_at, int64_t last_at) {
+char *cebe_dead_json(const ceb_event *orig, const char *route, const char *sink,
+                     const char *dead_reason, const ceb_settle_info *info,
+                     uint32_t attempts, int64_t first_at, int64_t last_at) {
   ceb_event *ev = ceb_event_clone(orig);
-  if (!ev)
-    return NULL;
+  if (!ev) return NULL;
   char num[24];
   ceb_event_set(ev, CEB_DL_ROUTE, route);
   ceb_event_set(ev, CEB_DL_SINK, sink);
   ceb_event_set(ev, CEB_DL_REASON, dead_reason);
-  if (info->reason)
-    ceb_event_set(ev, CEB_DL_CAUSE, info->reason);
+  if (info->reason) ceb_event_set(ev, CEB_DL_CAUSE, info->reason);
   if (info->status_code) {
     snprintf(num, sizeof num, "%d", info->status_code);
     ceb_event_set_typed(ev, CEB_DL_STATUS, CEB_ATTR_INTEGER, num);
@@ -63,8 +60,7 @@ ceb_event *cebe_receipt(const ceb_event *orig, const char *route,
                         const char *prefix, int64_t seq, int done,
                         uint32_t attempts, const char *reason, int64_t now) {
   ceb_event *ev = ceb_event_new();
-  if (!ev)
-    return NULL;
+  if (!ev) return NULL;
   char buf[512];
   const char *oid = ceb_event_get(orig, "id");
   snprintf(buf, sizeof buf, "%s.%lld.%s", route, (long long)seq,
@@ -74,14 +70,12 @@ ceb_event *cebe_receipt(const ceb_event *orig, const char *route,
   ceb_event_set(ev, "source", CEB_RECEIPT_SOURCE);
   snprintf(buf, sizeof buf, "%s.%s", prefix, done ? "done" : "failed");
   ceb_event_set(ev, "type", buf);
-  if (oid)
-    ceb_event_set(ev, "subject", oid);
+  if (oid) ceb_event_set(ev, "subject", oid);
   set_time(ev, "time", now);
   ceb_event_set(ev, "datacontenttype", "application/json");
   json_t *data = json_pack(
-      "{ss ss ss ss ss sI ss}", "route", route, "id", oid ? oid : "",
-      "source", ceb_event_get(orig, "source") ? ceb_event_get(orig, "source")
-                                               : "",
+      "{ss ss ss ss ss sI ss}", "route", route, "id", oid ? oid : "", "source",
+      ceb_event_get(orig, "source") ? ceb_event_get(orig, "source") : "",
       "type", ceb_event_get(orig, "type") ? ceb_event_get(orig, "type") : "",
       "state", done ? "done" : "dead", "attempts", (json_int_t)attempts,
       "reason", reason ? reason : "");

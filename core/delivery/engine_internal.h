@@ -65,9 +65,9 @@ struct ceb_engine {
   int64_t max_queued;
 
   pthread_mutex_t lock;
-  pthread_cond_t cond;   /* workers: something changed */
-  pthread_cond_t idle;   /* drain: inflight went down */
-  uint64_t gen;          /* bumped by every kick */
+  pthread_cond_t cond; /* workers: something changed */
+  pthread_cond_t idle; /* drain: inflight went down */
+  uint64_t gen;        /* bumped by every kick */
   int stopping, draining, started;
   int64_t open_total;
   size_t inflight_total;

@@ -21,8 +21,7 @@ static int grow(ptrset *s) {
   if (s->count * 4 < s->cap)
     ncap = s->cap; /* mostly tombstones: rehash in place size */
   void **n = calloc(ncap, sizeof *n);
-  if (!n)
-    return CEB_ENOMEM;
+  if (!n) return CEB_ENOMEM;
   for (size_t i = 0; i < s->cap; i++) {
     void *p = s->slots[i];
     if (p && p != TOMB) {
@@ -40,36 +39,33 @@ static int grow(ptrset *s) {
 }
 
 int cebe_ptrset_add(ptrset *s, void *p) {
-  if ((s->used + 1) * 2 > s->cap && grow(s) != CEB_OK)
-    return CEB_ENOMEM;
+  if ((s->used + 1) * 2 > s->cap && grow(s) != CEB_OK) return CEB_ENOMEM;
   size_t h = hash(p, s->cap);
   while (s->slots[h] && s->slots[h] != TOMB)
     h = (h + 1) & (s->cap - 1);
-  if (!s->slots[h])
-    s->used++;
+  if (!s->slots[h]) s->used++;
   s->slots[h] = p;
   s->count++;
   return CEB_OK;
 }
 
 static long find(const ptrset *s, void *p) {
-  if (!s->cap)
-    return -1;
+  if (!s->cap) return -1;
   size_t h = hash(p, s->cap);
   for (size_t n = 0; n < s->cap && s->slots[h]; n++) {
-    if (s->slots[h] == p)
-      return (long)h;
+    if (s->slots[h] == p) return (long)h;
     h = (h + 1) & (s->cap - 1);
   }
   return -1;
 }
 
-int cebe_ptrset_has(const ptrset *s, void *p) { return find(s, p) >= 0; }
+int cebe_ptrset_has(const ptrset *s, void *p) {
+  return find(s, p) >= 0;
+}
 
 int cebe_ptrset_del(ptrset *s, void *p) {
   long i = find(s, p);
-  if (i < 0)
-    return CEB_ENOTFOUND;
+  if (i < 0) return CEB_ENOTFOUND;
   s->slots[i] = TOMB;
   s->count--;
   return CEB_OK;

@@ -13,8 +13,7 @@
 
 void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
                      double v) {
-  if (e->metrics)
-    ceb_metrics_add(e->metrics, name, labels, v);
+  if (e->metrics) ceb_metrics_add(e->metrics, name, labels, v);
 }
 
 static const char *outcome_name(ceb_outcome o) {
@@ -65,23 +64,21 @@ static void outcome_done(void *arg, int status) {
       cebe_metric_add(e, "cebridge_events_dead_total", labels, 1);
       ceb_log_warn("engine: route %s: event %s dead-lettered (%s after %u "
                    "attempts, last %s); DLQ id %lld",
-                   rt->cfg.name,
-                   op->ev ? ceb_event_get(op->ev, "id") : "?",
-                   op->dead_reason, op->attempt,
-                   op->reason ? op->reason : "-", (long long)op->r.dlq_id);
+                   rt->cfg.name, op->ev ? ceb_event_get(op->ev, "id") : "?",
+                   op->dead_reason, op->attempt, op->reason ? op->reason : "-",
+                   (long long)op->r.dlq_id);
       if (rt->cfg.dlq_sink >= 0 && op->dead_json) {
         ceb_event *dl = NULL;
-        if (ceb_json_decode(op->dead_json, strlen(op->dead_json), &dl,
-                            NULL) == CEB_OK)
+        if (ceb_json_decode(op->dead_json, strlen(op->dead_json), &dl, NULL) ==
+            CEB_OK)
           cebe_send_extra(e, DCTX_FORWARD, (size_t)rt->cfg.dlq_sink,
                           rt->cfg.dlq_topic, dl, rt->cfg.name, op->r.dlq_id);
       }
     }
     if (final && rt->cfg.receipts_sink >= 0 && op->ev) {
-      ceb_event *rc = cebe_receipt(op->ev, rt->cfg.name,
-                                   rt->cfg.receipts_prefix, op->r.seq,
-                                   op->r.state == CEB_DS_DONE, op->attempt,
-                                   op->reason, op->r.now);
+      ceb_event *rc = cebe_receipt(
+          op->ev, rt->cfg.name, rt->cfg.receipts_prefix, op->r.seq,
+          op->r.state == CEB_DS_DONE, op->attempt, op->reason, op->r.now);
       if (rc)
         cebe_send_extra(e, DCTX_RECEIPT, (size_t)rt->cfg.receipts_sink,
                         rt->cfg.receipts_topic, rc, rt->cfg.name, 0);
@@ -114,9 +111,12 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   op->attempt = c->attempt;
   op->reason = info->reason ? strdup(info->reason) : NULL;
   op->error = info->detail ? strndup(info->detail, CEB_DL_ERROR_MAX) : NULL;
-  op->r = (ceb_attempt_result){.seq = c->seq, .route = rt->cfg.name,
-                               .now = now, .status_code = info->status_code,
-                               .reason = op->reason, .error = op->error,
+  op->r = (ceb_attempt_result){.seq = c->seq,
+                               .route = rt->cfg.name,
+                               .now = now,
+                               .status_code = info->status_code,
+                               .reason = op->reason,
+                               .error = op->error,
                                .sink = e->sinks[c->sink].cfg.name};
   int64_t next_at = 0;
   switch (info->outcome) {
@@ -146,10 +146,9 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   if (op->r.state == CEB_DS_DEAD) {
     op->r.dead_reason = op->dead_reason;
     if (c->ev)
-      op->dead_json = cebe_dead_json(c->ev, rt->cfg.name,
-                                     e->sinks[c->sink].cfg.name,
-                                     op->dead_reason, info, c->attempt,
-                                     c->first_at, now);
+      op->dead_json =
+          cebe_dead_json(c->ev, rt->cfg.name, e->sinks[c->sink].cfg.name,
+                         op->dead_reason, info, c->attempt, c->first_at, now);
     op->r.dead_json = op->dead_json;
   }
   char labels[256];
@@ -158,8 +157,8 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                ? "timeout"
                : outcome_name(info->outcome));
   cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
-  int rc = ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
-                            0);
+  int rc =
+      ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op, 0);
   if (rc != CEB_OK) {
     ceb_log_error("engine: route %s: cannot queue an outcome (%s); the "
                   "delivery is retried after a restart",
@@ -174,34 +173,33 @@ static void free_done(void *arg, int status) {
 }
 
 static void extra_settled(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
-  const char *what = c->kind == DCTX_FORWARD ? "dead-letter forward"
-                                             : "receipt";
+  const char *what =
+      c->kind == DCTX_FORWARD ? "dead-letter forward" : "receipt";
   if (info->outcome == CEB_ACK) {
     if (c->kind == DCTX_FORWARD) {
       ceb_dlq_forward *f = malloc(sizeof *f);
       if (f) {
         *f = (ceb_dlq_forward){c->dlq_id, cebe_now(e)};
-        if (ceb_store_submit(e->store, ceb_store_dlq_forwarded_run,
-                             free_done, f, 0) != CEB_OK)
+        if (ceb_store_submit(e->store, ceb_store_dlq_forwarded_run, free_done,
+                             f, 0) != CEB_OK)
           free(f);
       }
     }
     return;
   }
-  ceb_log_warn("engine: %s to sink %s failed (%s)%s", what,
-               e->sinks[c->sink].cfg.name,
-               info->reason ? info->reason : "no reason",
-               c->kind == DCTX_FORWARD
-                   ? "; the dead letter stays in the store DLQ"
-                   : "");
+  ceb_log_warn(
+      "engine: %s to sink %s failed (%s)%s", what, e->sinks[c->sink].cfg.name,
+      info->reason ? info->reason : "no reason",
+      c->kind == DCTX_FORWARD ? "; the dead letter stays in the store DLQ"
+                              : "");
 }
 
 void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
                        const ceb_settle_info *info) {
-  if (!e || !d)
-    return;
+  if (!e || !d) return;
   ceb_settle_info fallback = {.struct_size = sizeof fallback,
-                              .outcome = CEB_RETRY, .retry_after_ms = -1,
+                              .outcome = CEB_RETRY,
+                              .retry_after_ms = -1,
                               .reason = "settle.noinfo"};
   ceb_settle_info in = fallback;
   if (info && info->struct_size >= sizeof(ceb_settle_info))
@@ -236,8 +234,7 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
     ceb_circuit_success(&s->circuit);
   }
   int changed = was != s->circuit.state;
-  if (changed)
-    cebe_update_gauges_locked(e, 1);
+  if (changed) cebe_update_gauges_locked(e, 1);
   if (c->kind == DCTX_ROUTE) {
     e->routes[c->route].inflight--;
     e->inflight_total--;
@@ -261,11 +258,9 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
 }
 
 void cebe_update_gauges_locked(ceb_engine *e, int force) {
-  if (!e->metrics)
-    return;
+  if (!e->metrics) return;
   int64_t now = cebe_now(e);
-  if (!force && now - e->last_gauges < 1000 && now >= e->last_gauges)
-    return;
+  if (!force && now - e->last_gauges < 1000 && now >= e->last_gauges) return;
   e->last_gauges = now;
   for (size_t i = 0; i < e->nroutes; i++) {
     ceb_metrics_set(e->metrics, "cebridge_queue_depth", e->routes[i].labels,
@@ -294,15 +289,14 @@ json_t *ceb_engine_routes_json(ceb_engine *e) {
         "{ss ss sI sI sI ss sI}", "route", rt->cfg.name, "sink",
         e->sinks[rt->cfg.sink].cfg.name, "queued", (json_int_t)rt->open,
         "inflight", (json_int_t)rt->inflight, "oldest_age_ms",
-        (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0),
-        "circuit", ceb_circuit_state_name(e->sinks[rt->cfg.sink].circuit.state),
+        (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0), "circuit",
+        ceb_circuit_state_name(e->sinks[rt->cfg.sink].circuit.state),
         "max_inflight", (json_int_t)rt->cfg.max_inflight);
     pthread_mutex_unlock(&e->lock);
     if (e->metrics)
-      ceb_metrics_set(e->metrics, "cebridge_queue_oldest_age_seconds",
-                      rt->labels,
-                      oldest > 0 && now > oldest ? (double)(now - oldest) / 1e3
-                                                 : 0);
+      ceb_metrics_set(
+          e->metrics, "cebridge_queue_oldest_age_seconds", rt->labels,
+          oldest > 0 && now > oldest ? (double)(now - oldest) / 1e3 : 0);
     json_array_append_new(arr, o);
   }
   return arr;

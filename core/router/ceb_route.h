@@ -28,13 +28,13 @@ typedef struct ceb_route {
   char *name;
   char **from;
   size_t nfrom;
-  char *to;               /* sink section name */
+  char *to; /* sink section name */
   ceb_route_match *match;
   size_t nmatch;
-  char *order_by;         /* NULL: unordered */
-  char *dlq_sink;         /* NULL: the store DLQ only */
+  char *order_by; /* NULL: unordered */
+  char *dlq_sink; /* NULL: the store DLQ only */
   char *dlq_topic;
-  char *receipts_sink;    /* NULL: no receipts */
+  char *receipts_sink; /* NULL: no receipts */
   char *receipts_topic;
   char *receipts_prefix;
   char *contract;         /* pin, checked by the contract hook */

@@ -8,8 +8,7 @@
 #include "router/ceb_route.h"
 
 void ceb_route_free(ceb_route *r) {
-  if (!r)
-    return;
+  if (!r) return;
   free(r->name);
   for (size_t i = 0; i < r->nfrom; i++)
     free(r->from[i]);
@@ -35,8 +34,7 @@ void ceb_route_free(ceb_route *r) {
 
 int ceb_route_split_dest(const char *dest, char **sink, char **topic) {
   *sink = *topic = NULL;
-  if (!dest || !*dest || *dest == ':')
-    return CEB_EINVAL;
+  if (!dest || !*dest || *dest == ':') return CEB_EINVAL;
   const char *colon = strchr(dest, ':');
   *sink = colon ? strndup(dest, (size_t)(colon - dest)) : strdup(dest);
   if (colon && colon[1])
@@ -66,8 +64,7 @@ static int add_match(const char *key, const char *value, void *arg) {
     return m->rc = CEB_ECONFIG;
   }
   ceb_route_match *nm = realloc(r->match, (r->nmatch + 1) * sizeof *nm);
-  if (!nm)
-    return m->rc = CEB_ENOMEM;
+  if (!nm) return m->rc = CEB_ENOMEM;
   r->match = nm;
   ceb_route_match *mt = &r->match[r->nmatch++];
   *mt = (ceb_route_match){.attr = strdup(attr)};
@@ -81,12 +78,10 @@ static int add_match(const char *key, const char *value, void *arg) {
       return m->rc = CEB_ECONFIG;
     }
     char **na = realloc(mt->alts, (mt->nalts + 1) * sizeof *na);
-    if (!na)
-      return m->rc = CEB_ENOMEM;
+    if (!na) return m->rc = CEB_ENOMEM;
     mt->alts = na;
     mt->alts[mt->nalts++] = strndup(p, len);
-    if (!bar)
-      break;
+    if (!bar) break;
     p = bar + 1;
   }
   return 0;
@@ -96,8 +91,7 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
                     char *err, size_t errlen) {
   *out = NULL;
   ceb_route *r = calloc(1, sizeof *r);
-  if (!r)
-    return CEB_ENOMEM;
+  if (!r) return CEB_ENOMEM;
   r->name = strdup(name ? name : "");
   const char *const *items = NULL;
   size_t n = ceb_config_list(cfg, "from", &items);
@@ -123,8 +117,7 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
     return m.rc;
   }
   const char *ob = ceb_config_str(cfg, "order_by");
-  if (ob && *ob)
-    r->order_by = strdup(ob);
+  if (ob && *ob) r->order_by = strdup(ob);
   const char *dlq = ceb_config_str(cfg, "dlq");
   if (dlq && *dlq && strcmp(dlq, "store") != 0 &&
       (ceb_route_split_dest(dlq, &r->dlq_sink, &r->dlq_topic) != CEB_OK ||
@@ -146,8 +139,7 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
   const char *pfx = ceb_config_str(cfg, "receipts.type_prefix");
   r->receipts_prefix = strdup(pfx ? pfx : "nl.cebridge.delivery");
   const char *ct = ceb_config_str(cfg, "contract");
-  if (ct && *ct)
-    r->contract = strdup(ct);
+  if (ct && *ct) r->contract = strdup(ct);
   const char *cm = ceb_config_str(cfg, "contract.mode");
   r->contract_warn = cm && strcmp(cm, "warn") == 0;
   const char *mode = ceb_config_str(cfg, "retry.mode");
@@ -168,16 +160,15 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
     return CEB_ECONFIG;
   }
   r->retry.base_ms = ceb_config_duration_ms(cfg, "retry.base", 1000);
-  r->retry.max_delay_ms = ceb_config_duration_ms(cfg, "retry.max_delay",
-                                                 3600000);
+  r->retry.max_delay_ms =
+      ceb_config_duration_ms(cfg, "retry.max_delay", 3600000);
   r->retry.max_attempts =
       (uint32_t)ceb_config_int(cfg, "retry.max_attempts", 0);
   r->retry.deadline_ms =
       ceb_config_duration_ms(cfg, "deadline", 72LL * 3600 * 1000);
   r->timeout_ms = ceb_config_duration_ms(cfg, "timeout", 15000);
   r->max_inflight = (uint32_t)ceb_config_int(cfg, "max_inflight", 64);
-  if (r->max_inflight == 0)
-    r->max_inflight = 1;
+  if (r->max_inflight == 0) r->max_inflight = 1;
   if (!r->from || !r->name || !r->to || !r->receipts_prefix) {
     ceb_route_free(r);
     return CEB_ENOMEM;

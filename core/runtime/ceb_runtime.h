@@ -40,18 +40,18 @@ typedef struct ceb_runtime ceb_runtime;
 typedef int64_t (*ceb_clock_fn)(void *arg);
 
 typedef struct ceb_runtime_opts {
-  const ceb_conf *conf;          /* checked; borrowed for the runtime's life */
-  ceb_instance *const *instances;/* every instance, created, not yet init'ed */
+  const ceb_conf *conf;           /* checked; borrowed for the runtime's life */
+  ceb_instance *const *instances; /* every instance, created, not yet init'ed */
   size_t ninstances;
-  ceb_metrics *metrics;          /* borrowed */
-  ceb_clock_fn clock;            /* may be NULL */
+  ceb_metrics *metrics; /* borrowed */
+  ceb_clock_fn clock;   /* may be NULL */
   void *clock_arg;
 } ceb_runtime_opts;
 
 /* Opens the store named by [bridge] store and builds the routes. On error
  * returns < 0 with a one-line reason in err. */
-int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
-                     char *err, size_t errlen);
+int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
+                     size_t errlen);
 
 /* The host table handed to every plugin's init. Static; thread-safe. */
 const ceb_host *ceb_runtime_host(void);
@@ -106,8 +106,8 @@ json_t *ceb_runtime_dlq_list(ceb_runtime *rt, const ceb_dlq_filter *f);
 json_t *ceb_runtime_dlq_show(ceb_runtime *rt, int64_t id);
 int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,
                            int dry_run, size_t *count, json_t *replayed);
-int ceb_runtime_dlq_purge(ceb_runtime *rt, const ceb_dlq_filter *f,
-                          int dry_run, size_t *count);
+int ceb_runtime_dlq_purge(ceb_runtime *rt, const ceb_dlq_filter *f, int dry_run,
+                          size_t *count);
 
 /* Contract checks of a route at ingress. The hook is called by submit for
  * every route an event matches that pins a contract (route->contract);

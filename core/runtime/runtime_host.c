@@ -36,15 +36,13 @@ static int host_accepting(ceb_instance *inst) {
 static void host_settle(ceb_instance *inst, ceb_delivery *d,
                         const ceb_settle_info *info) {
   ceb_runtime *rt = cebr_of(inst);
-  if (rt)
-    ceb_engine_settle(rt->engine, d, info);
+  if (rt) ceb_engine_settle(rt->engine, d, info);
 }
 
 static void host_metric(ceb_instance *inst, ceb_metric_kind kind,
                         const char *name, const char *labels, double value) {
   ceb_runtime *rt = cebr_of(inst);
-  if (!rt || !rt->metrics || !name || !*name)
-    return;
+  if (!rt || !rt->metrics || !name || !*name) return;
   char full[160], lab[512];
   snprintf(full, sizeof full, "cebridge_%s", name);
   snprintf(lab, sizeof lab, "%s%s%s", inst->labels,
@@ -71,15 +69,13 @@ static int host_idem_begin(ceb_instance *inst, const char *client,
                            const char *key, const char *fingerprint,
                            ceb_idem_record *record) {
   ceb_runtime *rt = cebr_of(inst);
-  if (!rt)
-    return CEB_EINVAL;
+  if (!rt) return CEB_EINVAL;
   if (!record || record->struct_size < sizeof(ceb_idem_record))
     return CEB_EINVAL;
   ceb_idem_result r;
   int rc = ceb_store_idem_begin(rt->store, client, key, fingerprint,
                                 cebr_now(rt), &r);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   record->state = (ceb_idem_state)r.state;
   record->http_status = r.http_status;
   record->content_type = r.content_type; /* malloc'd; ceb_free is free */
@@ -93,8 +89,7 @@ static int host_idem_finish(ceb_instance *inst, const char *client,
                             const char *content_type, const char *body,
                             size_t body_len) {
   ceb_runtime *rt = cebr_of(inst);
-  if (!rt)
-    return CEB_EINVAL;
+  if (!rt) return CEB_EINVAL;
   return ceb_store_idem_finish(rt->store, client, key, http_status,
                                content_type, body, body_len, cebr_now(rt),
                                rt->idem_ttl_ms);
@@ -111,10 +106,8 @@ static int host_contract_put(ceb_instance *inst, const char *name,
                              const char *version, const char *document,
                              size_t len, const char *provenance) {
   ceb_runtime *rt = cebr_of(inst);
-  if (!rt)
-    return CEB_EINVAL;
-  if (inst->role != CEB_ROLE_CONTRACTS)
-    return CEB_EFORBIDDEN;
+  if (!rt) return CEB_EINVAL;
+  if (inst->role != CEB_ROLE_CONTRACTS) return CEB_EFORBIDDEN;
   return ceb_store_contract_put(rt->store, name, version, document, len,
                                 provenance, cebr_now(rt));
 }
@@ -135,4 +128,6 @@ static const ceb_host k_host = {
     .contract_put = host_contract_put,
 };
 
-const ceb_host *cebr_host_table(void) { return &k_host; }
+const ceb_host *cebr_host_table(void) {
+  return &k_host;
+}

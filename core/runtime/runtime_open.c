@@ -11,14 +11,15 @@
 #include "runtime/runtime_internal.h"
 
 int64_t cebr_now(ceb_runtime *rt) {
-  if (rt && rt->clock)
-    return rt->clock(rt->clock_arg);
+  if (rt && rt->clock) return rt->clock(rt->clock_arg);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t engine_clock(void *arg) { return cebr_now(arg); }
+static int64_t engine_clock(void *arg) {
+  return cebr_now(arg);
+}
 
 static long find_inst(ceb_runtime *rt, uint32_t role, const char *name) {
   for (size_t i = 0; name && i < rt->ninstances; i++)
@@ -29,20 +30,15 @@ static long find_inst(ceb_runtime *rt, uint32_t role, const char *name) {
 }
 
 static ceb_profile_level profile_of(const char *s, ceb_profile_level dflt) {
-  if (!s)
-    return dflt;
-  if (strcmp(s, "off") == 0)
-    return CEB_PROFILE_OFF;
-  if (strcmp(s, "enforce") == 0)
-    return CEB_PROFILE_ENFORCE;
-  if (strcmp(s, "warn") == 0)
-    return CEB_PROFILE_WARN;
+  if (!s) return dflt;
+  if (strcmp(s, "off") == 0) return CEB_PROFILE_OFF;
+  if (strcmp(s, "enforce") == 0) return CEB_PROFILE_ENFORCE;
+  if (strcmp(s, "warn") == 0) return CEB_PROFILE_WARN;
   return dflt;
 }
 
 static void declare_metrics(ceb_metrics *m) {
-  if (!m)
-    return;
+  if (!m) return;
   static const struct {
     const char *name;
     ceb_metric_type type;
@@ -64,8 +60,7 @@ static void declare_metrics(ceb_metrics *m) {
        "Events dead-lettered per route and reason."},
       {"cebridge_delivery_attempts_total", CEB_MT_COUNTER,
        "Delivery attempts by outcome."},
-      {"cebridge_queue_depth", CEB_MT_GAUGE,
-       "Undelivered events per route."},
+      {"cebridge_queue_depth", CEB_MT_GAUGE, "Undelivered events per route."},
       {"cebridge_queue_oldest_age_seconds", CEB_MT_GAUGE,
        "Age of the oldest undelivered event per route."},
       {"cebridge_circuit_state", CEB_MT_GAUGE,
@@ -88,33 +83,29 @@ static void routes_free(ceb_runtime *rt) {
 }
 
 /* Parses every [route] and maps its sinks to instance indexes. */
-static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
-                        char *err, size_t errlen) {
+static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
+                        size_t errlen) {
   size_t n = 0;
   for (size_t i = 0; i < rt->conf->count; i++)
     n += strcmp(rt->conf->sections[i].kind, "route") == 0;
   rt->routes = calloc(n ? n : 1, sizeof *rt->routes);
   *eroutes = calloc(n ? n : 1, sizeof **eroutes);
-  if (!rt->routes || !*eroutes)
-    return CEB_ENOMEM;
+  if (!rt->routes || !*eroutes) return CEB_ENOMEM;
   for (size_t i = 0; i < rt->conf->count; i++) {
     const ceb_conf_section *sec = &rt->conf->sections[i];
-    if (strcmp(sec->kind, "route") != 0)
-      continue;
+    if (strcmp(sec->kind, "route") != 0) continue;
     ceb_route *r = NULL;
     int rc = ceb_route_parse(sec->name, sec->cfg, &r, err, errlen);
-    if (rc != CEB_OK)
-      return rc;
+    if (rc != CEB_OK) return rc;
     rt->routes[rt->nroutes++] = r;
     long to = find_inst(rt, CEB_ROLE_SINK, r->to);
     long dlq = r->dlq_sink ? find_inst(rt, CEB_ROLE_SINK, r->dlq_sink) : -1;
-    long rcp = r->receipts_sink ? find_inst(rt, CEB_ROLE_SINK,
-                                            r->receipts_sink)
-                                : -1;
-    const char *bad = to < 0                           ? r->to
-                      : (r->dlq_sink && dlq < 0)       ? r->dlq_sink
+    long rcp =
+        r->receipts_sink ? find_inst(rt, CEB_ROLE_SINK, r->receipts_sink) : -1;
+    const char *bad = to < 0                          ? r->to
+                      : (r->dlq_sink && dlq < 0)      ? r->dlq_sink
                       : (r->receipts_sink && rcp < 0) ? r->receipts_sink
-                                                        : NULL;
+                                                      : NULL;
     if (bad) {
       snprintf(err, errlen, "%s:%d: route %s: no [sink %s]", sec->file,
                sec->line, r->name, bad);
@@ -139,35 +130,39 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
       }
     }
     /* Engine sink indexes are instance indexes (non-sinks are unused). */
-    (*eroutes)[rt->nroutes - 1] = (ceb_engine_route){
-        .name = r->name, .sink = (size_t)to,
-        .max_inflight = r->max_inflight, .timeout_ms = r->timeout_ms,
-        .retry = &r->retry, .dlq_sink = dlq, .dlq_topic = r->dlq_topic,
-        .receipts_sink = rcp, .receipts_topic = r->receipts_topic,
-        .receipts_prefix = r->receipts_prefix};
+    (*eroutes)[rt->nroutes - 1] =
+        (ceb_engine_route){.name = r->name,
+                           .sink = (size_t)to,
+                           .max_inflight = r->max_inflight,
+                           .timeout_ms = r->timeout_ms,
+                           .retry = &r->retry,
+                           .dlq_sink = dlq,
+                           .dlq_topic = r->dlq_topic,
+                           .receipts_sink = rcp,
+                           .receipts_topic = r->receipts_topic,
+                           .receipts_prefix = r->receipts_prefix};
   }
   return CEB_OK;
 }
 
-int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
-                     char *err, size_t errlen) {
+int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
+                     size_t errlen) {
   *out = NULL;
   if (!opts || !opts->conf || (opts->ninstances && !opts->instances)) {
     snprintf(err, errlen, "runtime: no configuration");
     return CEB_EINVAL;
   }
   ceb_runtime *rt = calloc(1, sizeof *rt);
-  if (!rt)
-    return CEB_ENOMEM;
+  if (!rt) return CEB_ENOMEM;
   rt->conf = opts->conf;
   rt->metrics = opts->metrics;
   rt->clock = opts->clock;
   rt->clock_arg = opts->clock_arg;
   rt->ninstances = opts->ninstances;
-  rt->instances = calloc(opts->ninstances ? opts->ninstances : 1,
-                         sizeof *rt->instances);
-  rt->idata = calloc(opts->ninstances ? opts->ninstances : 1,
-                     sizeof *rt->idata);
+  rt->instances =
+      calloc(opts->ninstances ? opts->ninstances : 1, sizeof *rt->instances);
+  rt->idata =
+      calloc(opts->ninstances ? opts->ninstances : 1, sizeof *rt->idata);
   pthread_mutex_init(&rt->sweep_lock, NULL);
   pthread_cond_init(&rt->sweep_cond, NULL);
   if (!rt->instances || !rt->idata) {
@@ -175,8 +170,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
     return CEB_ENOMEM;
   }
   const ceb_config *b = ceb_conf_bridge(opts->conf);
-  ceb_profile_level bprof = profile_of(ceb_config_str(b, "profile"),
-                                       CEB_PROFILE_WARN);
+  ceb_profile_level bprof =
+      profile_of(ceb_config_str(b, "profile"), CEB_PROFILE_WARN);
   for (size_t i = 0; i < opts->ninstances; i++) {
     ceb_instance *inst = opts->instances[i];
     rt->instances[i] = inst;
@@ -189,10 +184,9 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
     inst->runtime_data = &rt->idata[i];
   }
   rt->max_event_size = (size_t)ceb_config_size(b, "max_event_size", 65536);
-  rt->idem_ttl_ms = ceb_config_duration_ms(b, "idempotency.ttl",
-                                           7LL * 86400 * 1000);
-  rt->retention_ms = ceb_config_duration_ms(b, "retention",
-                                            7LL * 86400 * 1000);
+  rt->idem_ttl_ms =
+      ceb_config_duration_ms(b, "idempotency.ttl", 7LL * 86400 * 1000);
+  rt->retention_ms = ceb_config_duration_ms(b, "retention", 7LL * 86400 * 1000);
   const char *path = ceb_config_str(b, "store");
   const char *sync = ceb_config_str(b, "store.synchronous");
   ceb_store_opts so = {
@@ -204,18 +198,15 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
   int rc = ceb_store_open(&so, &rt->store, err, errlen);
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;
-  if (rc == CEB_OK)
-    rc = build_routes(rt, &eroutes, err, errlen);
+  if (rc == CEB_OK) rc = build_routes(rt, &eroutes, err, errlen);
   if (rc == CEB_OK) {
     esinks = calloc(rt->ninstances ? rt->ninstances : 1, sizeof *esinks);
-    if (!esinks)
-      rc = CEB_ENOMEM;
+    if (!esinks) rc = CEB_ENOMEM;
   }
   for (size_t i = 0; rc == CEB_OK && i < rt->ninstances; i++) {
     ceb_instance *inst = rt->instances[i];
     esinks[i] = (ceb_engine_sink){.name = inst->name, .inst = inst};
-    if (inst->role != CEB_ROLE_SINK)
-      continue;
+    if (inst->role != CEB_ROLE_SINK) continue;
     esinks[i].rate = ceb_config_rate(inst->cfg, "rate_limit", 0);
     esinks[i].burst = (double)ceb_config_int(inst->cfg, "rate_limit.burst", 0);
     esinks[i].circuit_failures =
@@ -225,9 +216,14 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
   }
   if (rc == CEB_OK) {
     ceb_engine_opts eo = {
-        .store = rt->store, .metrics = rt->metrics, .clock = engine_clock,
-        .clock_arg = rt, .sinks = esinks, .nsinks = rt->ninstances,
-        .routes = eroutes, .nroutes = rt->nroutes,
+        .store = rt->store,
+        .metrics = rt->metrics,
+        .clock = engine_clock,
+        .clock_arg = rt,
+        .sinks = esinks,
+        .nsinks = rt->ninstances,
+        .routes = eroutes,
+        .nroutes = rt->nroutes,
         .workers = (unsigned)ceb_config_int(b, "workers", 2),
         .max_queued = ceb_config_int(b, "backpressure.max_queued", 1000000)};
     rc = ceb_engine_new(&eo, &rt->engine);
@@ -247,14 +243,14 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out,
 }
 
 const ceb_host *cebr_host_table(void);
-const ceb_host *ceb_runtime_host(void) { return cebr_host_table(); }
+const ceb_host *ceb_runtime_host(void) {
+  return cebr_host_table();
+}
 
 int ceb_runtime_start(ceb_runtime *rt) {
-  if (!rt || rt->started)
-    return CEB_EINVAL;
+  if (!rt || rt->started) return CEB_EINVAL;
   int rc = ceb_store_idem_reset_inflight(rt->store);
-  if (rc == CEB_OK)
-    rc = ceb_engine_start(rt->engine);
+  if (rc == CEB_OK) rc = ceb_engine_start(rt->engine);
   if (rc != CEB_OK) {
     ceb_log_error("runtime: start failed: %s", ceb_strerror(rc));
     return rc;
@@ -268,8 +264,7 @@ int ceb_runtime_start(ceb_runtime *rt) {
 }
 
 int ceb_runtime_drain(ceb_runtime *rt, int64_t deadline_ms) {
-  if (!rt)
-    return CEB_EINVAL;
+  if (!rt) return CEB_EINVAL;
   atomic_store(&rt->draining, 1);
   /* Commit what sources already handed over (their callbacks run). The
    * budget is spent in real time: an injected clock may stand still. */
@@ -279,14 +274,12 @@ int ceb_runtime_drain(ceb_runtime *rt, int64_t deadline_ms) {
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  if (!rt->started)
-    return CEB_OK;
+  if (!rt->started) return CEB_OK;
   return ceb_engine_drain(rt->engine, deadline_ms);
 }
 
 void ceb_runtime_close(ceb_runtime *rt) {
-  if (!rt)
-    return;
+  if (!rt) return;
   if (rt->sweeper_running) {
     pthread_mutex_lock(&rt->sweep_lock);
     atomic_store(&rt->sweeper_stop, 1);
@@ -294,8 +287,7 @@ void ceb_runtime_close(ceb_runtime *rt) {
     pthread_mutex_unlock(&rt->sweep_lock);
     pthread_join(rt->sweeper, NULL);
   }
-  if (rt->engine)
-    ceb_engine_stop(rt->engine);
+  if (rt->engine) ceb_engine_stop(rt->engine);
   ceb_store_close(rt->store); /* runs queued outcomes first */
   ceb_engine_free(rt->engine);
   routes_free(rt);
@@ -330,8 +322,7 @@ void *cebr_sweeper_main(void *arg) {
     } while (n > 0 && ++rounds < 100 && !atomic_load(&rt->sweeper_stop));
     json_decref(ceb_engine_routes_json(rt->engine));
     pthread_mutex_lock(&rt->sweep_lock);
-    if (atomic_load(&rt->sweeper_stop))
-      break;
+    if (atomic_load(&rt->sweeper_stop)) break;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += 5;

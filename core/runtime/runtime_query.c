@@ -6,9 +6,15 @@
 #include "log/ceb_log.h"
 #include "runtime/runtime_internal.h"
 
-struct ceb_store *ceb_runtime_store(ceb_runtime *rt) { return rt->store; }
-int64_t ceb_runtime_now(ceb_runtime *rt) { return cebr_now(rt); }
-void ceb_runtime_kick(ceb_runtime *rt) { ceb_engine_kick(rt->engine); }
+struct ceb_store *ceb_runtime_store(ceb_runtime *rt) {
+  return rt->store;
+}
+int64_t ceb_runtime_now(ceb_runtime *rt) {
+  return cebr_now(rt);
+}
+void ceb_runtime_kick(ceb_runtime *rt) {
+  ceb_engine_kick(rt->engine);
+}
 
 json_t *ceb_runtime_event_status(ceb_runtime *rt, const char *id,
                                  const char *source) {
@@ -29,8 +35,7 @@ json_t *ceb_runtime_dlq_show(ceb_runtime *rt, int64_t id) {
 
 static long route_index(ceb_runtime *rt, const char *name) {
   for (size_t i = 0; name && i < rt->nroutes; i++)
-    if (strcmp(rt->routes[i]->name, name) == 0)
-      return (long)i;
+    if (strcmp(rt->routes[i]->name, name) == 0) return (long)i;
   return -1;
 }
 
@@ -39,8 +44,8 @@ int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,
   if (f && f->route && route_index(rt, f->route) < 0)
     return CEB_ENOTFOUND; /* a route that is not configured cannot run */
   json_t *rows = json_array();
-  int rc = ceb_store_dlq_replay(rt->store, f, cebr_now(rt), dry_run, count,
-                                rows);
+  int rc =
+      ceb_store_dlq_replay(rt->store, f, cebr_now(rt), dry_run, count, rows);
   if (rc == CEB_OK && !dry_run) {
     size_t i;
     json_t *row;
@@ -56,14 +61,13 @@ int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,
     }
     ceb_log_info("runtime: %zu dead letter(s) replayed", count ? *count : 0);
   }
-  if (replayed && rc == CEB_OK)
-    json_array_extend(replayed, rows);
+  if (replayed && rc == CEB_OK) json_array_extend(replayed, rows);
   json_decref(rows);
   return rc;
 }
 
-int ceb_runtime_dlq_purge(ceb_runtime *rt, const ceb_dlq_filter *f,
-                          int dry_run, size_t *count) {
+int ceb_runtime_dlq_purge(ceb_runtime *rt, const ceb_dlq_filter *f, int dry_run,
+                          size_t *count) {
   int rc = ceb_store_dlq_purge(rt->store, f, dry_run, count);
   if (rc == CEB_OK && !dry_run)
     ceb_log_info("runtime: %zu dead letter(s) purged", count ? *count : 0);

@@ -24,7 +24,7 @@ typedef struct ingest_job {
   size_t *route_index;      /* parallel to routes: index into rt->routes */
   int64_t *route_added;     /* per rt->routes: new deliveries */
   size_t nroutes_total;
-  char **strings;           /* owned copies */
+  char **strings; /* owned copies */
   size_t nstrings;
 } ingest_job;
 
@@ -40,8 +40,7 @@ static void job_free(ingest_job *j) {
 }
 
 static const char *keep(ingest_job *j, const char *s, size_t cap) {
-  if (!s)
-    return NULL;
+  if (!s) return NULL;
   char *c = strdup(s);
   if (c && j->nstrings < cap)
     j->strings[j->nstrings++] = c;
@@ -54,8 +53,7 @@ static const char *keep(ingest_job *j, const char *s, size_t cap) {
 
 static void reject_metric(ceb_runtime *rt, ceb_instance *inst,
                           const char *reason) {
-  if (!rt->metrics)
-    return;
+  if (!rt->metrics) return;
   char labels[320];
   snprintf(labels, sizeof labels, "%s,reason=\"%s\"", inst->labels, reason);
   ceb_metrics_add(rt->metrics, "cebridge_events_rejected_total", labels, 1);
@@ -89,8 +87,7 @@ static void ingest_done(void *arg, int status) {
       off += j->events[i].nroutes;
     }
     for (size_t r = 0; r < rt->nroutes; r++)
-      if (j->route_added[r])
-        ceb_engine_added(rt->engine, r, j->route_added[r]);
+      if (j->route_added[r]) ceb_engine_added(rt->engine, r, j->route_added[r]);
     if (rt->metrics) {
       ceb_metrics_add(rt->metrics, "cebridge_events_accepted_total",
                       j->inst->labels, (double)res.accepted);
@@ -105,14 +102,13 @@ static void ingest_done(void *arg, int status) {
                   "%s",
                   j->count, j->inst->name, ceb_strerror(status));
   }
-  if (j->cb)
-    j->cb(j->cb_arg, &res);
+  if (j->cb) j->cb(j->cb_arg, &res);
   job_free(j);
 }
 
 /* Validation of one event; CEB_OK or the refusal status. */
-static int check_event(ceb_runtime *rt, ceb_instance *inst,
-                       const ceb_event *ev, ceb_violations *v) {
+static int check_event(ceb_runtime *rt, ceb_instance *inst, const ceb_event *ev,
+                       ceb_violations *v) {
   rt_inst *d = inst->runtime_data;
   size_t size = ceb_event_size(ev);
   if (size > rt->max_event_size) {
@@ -124,10 +120,10 @@ static int check_event(ceb_runtime *rt, ceb_instance *inst,
              "event is %zu bytes, the limit is %zu", size, rt->max_event_size);
     return CEB_ETOOLARGE;
   }
-  ceb_validate_opts vo = {.struct_size = sizeof vo, .nlgov = d->profile,
+  ceb_validate_opts vo = {.struct_size = sizeof vo,
+                          .nlgov = d->profile,
                           .max_size = rt->max_event_size};
-  if (ceb_event_validate(ev, &vo, v) > 0)
-    return CEB_EVALIDATION;
+  if (ceb_event_validate(ev, &vo, v) > 0) return CEB_EVALIDATION;
   if (v->warnings && ceb_log_enabled(CEB_LOG_WARN))
     ceb_log_write(CEB_LOG_WARN, inst->component, NULL,
                   "event %s: %zu profile warning(s), first: %s (%s)",
@@ -139,8 +135,7 @@ static int check_event(ceb_runtime *rt, ceb_instance *inst,
 /* The contract hook for routes that pin one. */
 static int check_contracts(ceb_runtime *rt, const ceb_route *r,
                            const ceb_event *ev, ceb_violations *v) {
-  if (!r->contract)
-    return CEB_OK;
+  if (!r->contract) return CEB_OK;
   if (!rt->contract_check) {
     if (!atomic_exchange(&rt->contract_warned, 1))
       ceb_log_warn("runtime: route %s pins contract %s but no contract "
@@ -161,40 +156,33 @@ static int check_contracts(ceb_runtime *rt, const ceb_route *r,
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
   ceb_runtime *rt = cebr_of(inst);
-  if (!rt || !events || count == 0 || !cb)
-    return CEB_EINVAL;
-  if (inst->role != CEB_ROLE_SOURCE)
-    return CEB_EINVAL;
+  if (!rt || !events || count == 0 || !cb) return CEB_EINVAL;
+  if (inst->role != CEB_ROLE_SOURCE) return CEB_EINVAL;
   if (opts && opts->struct_size < sizeof(ceb_submit_opts))
     opts = NULL; /* too old to read: no client, no outputs */
-  if (atomic_load(&rt->draining) || !rt->started)
-    return CEB_ESHUTDOWN;
+  if (atomic_load(&rt->draining) || !rt->started) return CEB_ESHUTDOWN;
   if (!ceb_engine_accepting(rt->engine)) {
     reject_metric(rt, inst, "backpressure");
     return CEB_EBUSY;
   }
   if (rt->metrics)
-    ceb_metrics_add(rt->metrics, "cebridge_events_received_total",
-                    inst->labels, (double)count);
+    ceb_metrics_add(rt->metrics, "cebridge_events_received_total", inst->labels,
+                    (double)count);
   ceb_violations local;
   ceb_violations *v = opts && opts->violations ? opts->violations : &local;
   /* Matching routes per event: count first for one allocation. */
   size_t nr = 0;
   for (size_t i = 0; i < count; i++) {
-    if (!events[i])
-      return CEB_EINVAL;
+    if (!events[i]) return CEB_EINVAL;
     int rc = check_event(rt, inst, events[i], v);
     for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
-      if (!ceb_route_matches(rt->routes[r], inst->name, events[i]))
-        continue;
+      if (!ceb_route_matches(rt->routes[r], inst->name, events[i])) continue;
       nr++;
       rc = check_contracts(rt, rt->routes[r], events[i], v);
     }
     if (rc != CEB_OK) {
-      if (opts && opts->failed_index)
-        *opts->failed_index = i;
-      reject_metric(rt, inst,
-                    rc == CEB_ETOOLARGE ? "too_large" : "validation");
+      if (opts && opts->failed_index) *opts->failed_index = i;
+      reject_metric(rt, inst, rc == CEB_ETOOLARGE ? "too_large" : "validation");
       return rc;
     }
   }
@@ -205,13 +193,12 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     j->routes = calloc(nr ? nr : 1, sizeof *j->routes);
     j->route_index = calloc(nr ? nr : 1, sizeof *j->route_index);
     j->strings = calloc(scap, sizeof *j->strings);
-    j->route_added = calloc(rt->nroutes ? rt->nroutes : 1,
-                            sizeof *j->route_added);
+    j->route_added =
+        calloc(rt->nroutes ? rt->nroutes : 1, sizeof *j->route_added);
   }
   if (!j || !j->events || !j->routes || !j->route_index || !j->strings ||
       !j->route_added) {
-    if (j)
-      job_free(j);
+    if (j) job_free(j);
     return CEB_ENOMEM;
   }
   j->rt = rt;
@@ -242,8 +229,7 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     ie->routes = &j->routes[off];
     for (size_t r = 0; r < rt->nroutes; r++) {
       const ceb_route *route = rt->routes[r];
-      if (!ceb_route_matches(route, inst->name, ev))
-        continue;
+      if (!ceb_route_matches(route, inst->name, ev)) continue;
       j->route_index[off] = r;
       j->routes[off] = (ceb_ingest_route){
           .route = route->name,
@@ -261,8 +247,7 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
   int rc = ceb_store_submit(rt->store, ceb_store_ingest_run, ingest_done, j, 1);
   if (rc != CEB_OK) {
     job_free(j);
-    if (rc == CEB_EBUSY)
-      reject_metric(rt, inst, "backpressure");
+    if (rc == CEB_EBUSY) reject_metric(rt, inst, "backpressure");
     return rc;
   }
   /* The host owns the events now; everything needed was copied. */

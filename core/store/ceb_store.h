@@ -39,11 +39,11 @@ typedef enum ceb_dstate {
 const char *ceb_dstate_name(int state);
 
 typedef struct ceb_store_opts {
-  const char *path;    /* database file; created when missing */
-  int synchronous_full;/* 1: PRAGMA synchronous=FULL, 0: NORMAL */
-  size_t group_max;    /* most ops per transaction (>= 1) */
-  int64_t group_wait_ms;/* wait this long (real time) to fill a group */
-  size_t queue_max;    /* most queued ingest ops before CEB_EBUSY */
+  const char *path;      /* database file; created when missing */
+  int synchronous_full;  /* 1: PRAGMA synchronous=FULL, 0: NORMAL */
+  size_t group_max;      /* most ops per transaction (>= 1) */
+  int64_t group_wait_ms; /* wait this long (real time) to fill a group */
+  size_t queue_max;      /* most queued ingest ops before CEB_EBUSY */
 } ceb_store_opts;
 
 /* Opens (creating and migrating) the store and starts the committer.
@@ -69,8 +69,8 @@ typedef void (*ceb_store_done_fn)(void *arg, int status);
 /* Queues an op. bounded: 1 for ingest (CEB_EBUSY when the queue is full),
  * 0 for internal work. Returns CEB_OK (done will be called exactly once),
  * CEB_EBUSY, CEB_ESHUTDOWN or CEB_ENOMEM (done is never called). */
-int ceb_store_submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
-                     void *arg, int bounded);
+int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
+                     ceb_store_done_fn done, void *arg, int bounded);
 /* Blocking: queues run and waits until its batch committed; returns the
  * op's status. */
 int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
@@ -126,9 +126,9 @@ typedef struct ceb_claim {
   int64_t seq;
   char *event_json;
   char *order_key;
-  uint32_t attempt;     /* the attempt being started (1-based) */
+  uint32_t attempt; /* the attempt being started (1-based) */
   int64_t received_at;
-  int64_t first_at;     /* first attempt time */
+  int64_t first_at; /* first attempt time */
 } ceb_claim;
 void ceb_claim_free(ceb_claim *c);
 
@@ -147,8 +147,8 @@ int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
 typedef struct ceb_attempt_result {
   int64_t seq;
   const char *route;
-  int state;          /* CEB_DS_DONE, CEB_DS_RETRYING or CEB_DS_DEAD */
-  int64_t next_at;    /* RETRYING */
+  int state;       /* CEB_DS_DONE, CEB_DS_RETRYING or CEB_DS_DEAD */
+  int64_t next_at; /* RETRYING */
   int64_t now;
   int status_code;
   const char *reason; /* settle reason code */
@@ -156,8 +156,8 @@ typedef struct ceb_attempt_result {
   /* CEB_DS_DEAD: the DLQ row */
   const char *dead_reason; /* "rejected", "max_attempts", "deadline" */
   const char *sink;
-  const char *dead_json;   /* the dead-letter event in JSON format */
-  int64_t dlq_id;          /* out: id of the new DLQ row */
+  const char *dead_json; /* the dead-letter event in JSON format */
+  int64_t dlq_id;        /* out: id of the new DLQ row */
 } ceb_attempt_result;
 /* Records an attempt's outcome: updates the delivery row, settles the
  * journal row when every route is done or dead, and inserts the DLQ row.
@@ -258,9 +258,9 @@ int ceb_store_idem_reset_inflight(ceb_store *st);
 
 /* Blocking. CEB_OK new, CEB_EDUPLICATE same sha256 held, CEB_ECONFLICT a
  * different document under a held version (flagged, not stored). */
-int ceb_store_contract_put(ceb_store *st, const char *name,
-                           const char *version, const char *document,
-                           size_t len, const char *provenance, int64_t now);
+int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
+                           const char *document, size_t len,
+                           const char *provenance, int64_t now);
 /* [{"name","version","sha256","provenance","fetched_at","conflict",
  *   "conflict_sha256","conflict_at"}] for name (NULL: all). */
 json_t *ceb_store_contract_list(ceb_store *st, const char *name);

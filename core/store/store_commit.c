@@ -13,11 +13,9 @@
 
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
                      ceb_store_done_fn done, void *arg, int bounded) {
-  if (!st || !run)
-    return CEB_EINVAL;
+  if (!st || !run) return CEB_EINVAL;
   store_op *op = calloc(1, sizeof *op);
-  if (!op)
-    return CEB_ENOMEM;
+  if (!op) return CEB_ENOMEM;
   op->run = run;
   op->done = done;
   op->arg = arg;
@@ -33,8 +31,7 @@ int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
     free(op);
     return CEB_EBUSY;
   }
-  if (bounded)
-    st->queued_bounded++;
+  if (bounded) st->queued_bounded++;
   if (st->tail)
     st->tail->next = op;
   else
@@ -54,10 +51,8 @@ size_t ceb_store_queued(ceb_store *st) {
 
 void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops) {
   pthread_mutex_lock(&st->lock);
-  if (batches)
-    *batches = st->batches;
-  if (ops)
-    *ops = st->ops;
+  if (batches) *batches = st->batches;
+  if (ops) *ops = st->ops;
   pthread_mutex_unlock(&st->lock);
 }
 
@@ -134,8 +129,7 @@ static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
 
 static int step_cached(sqlite3 *db, const char *sql) {
   sqlite3_stmt *s = cebs_stmt(db, sql);
-  if (!s)
-    return CEB_EIO;
+  if (!s) return CEB_EIO;
   int rc = sqlite3_step(s);
   sqlite3_reset(s);
   if (rc != SQLITE_DONE) {
@@ -160,8 +154,7 @@ static void run_group(ceb_store *st, store_op *group) {
       continue;
     }
     op->status = op->run(st->wdb, op->arg);
-    if (op->status < 0)
-      step_cached(st->wdb, SQL_ROLLBACK_TO);
+    if (op->status < 0) step_cached(st->wdb, SQL_ROLLBACK_TO);
     step_cached(st->wdb, SQL_RELEASE);
   }
   if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {
@@ -177,8 +170,7 @@ static void run_group(ceb_store *st, store_op *group) {
   pthread_mutex_unlock(&st->lock);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
-    if (op->done)
-      op->done(op->arg, op->status);
+    if (op->done) op->done(op->arg, op->status);
     free(op);
   }
 }
@@ -189,8 +181,7 @@ void *cebs_committer_main(void *arg) {
   for (;;) {
     while (!st->head && !st->stopping)
       pthread_cond_wait(&st->cond, &st->lock);
-    if (!st->head && st->stopping)
-      break;
+    if (!st->head && st->stopping) break;
     if (st->group_wait_ms > 0 && !st->stopping &&
         queue_len(st->head, st->group_max) < st->group_max)
       wait_ms(&st->cond, &st->lock, st->group_wait_ms);
@@ -198,8 +189,7 @@ void *cebs_committer_main(void *arg) {
     for (size_t i = 1; i < st->group_max && last->next; i++)
       last = last->next;
     st->head = last->next;
-    if (!st->head)
-      st->tail = NULL;
+    if (!st->head) st->tail = NULL;
     last->next = NULL;
     pthread_mutex_unlock(&st->lock);
     run_group(st, group);

@@ -41,21 +41,18 @@ static int put_run(sqlite3 *db, void *arg) {
   sqlite3_bind_text(s, 2, a->version, -1, SQLITE_STATIC);
   int step = sqlite3_step(s);
   int held = step == SQLITE_ROW;
-  int same = held && strcmp((const char *)sqlite3_column_text(s, 0),
-                            a->sha) == 0;
+  int same =
+      held && strcmp((const char *)sqlite3_column_text(s, 0), a->sha) == 0;
   sqlite3_finalize(s);
-  if (step != SQLITE_ROW && step != SQLITE_DONE)
-    return CEB_EIO;
-  if (held && same)
-    return CEB_EDUPLICATE;
+  if (step != SQLITE_ROW && step != SQLITE_DONE) return CEB_EIO;
+  if (held && same) return CEB_EDUPLICATE;
   const char *sql =
       held ? "UPDATE contracts SET conflict = conflict + 1,"
              " conflict_sha256 = ?3, conflict_provenance = ?5,"
              " conflict_at = ?6 WHERE name = ?1 AND version = ?2 AND ?4 = ?4"
            : "INSERT INTO contracts (name, version, sha256, document,"
              " provenance, fetched_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-    return CEB_EIO;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return CEB_EIO;
   sqlite3_bind_text(s, 1, a->name, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 2, a->version, -1, SQLITE_STATIC);
   sqlite3_bind_text(s, 3, a->sha, -1, SQLITE_STATIC);
@@ -64,22 +61,23 @@ static int put_run(sqlite3 *db, void *arg) {
   sqlite3_bind_int64(s, 6, a->now);
   int rc = sqlite3_step(s) == SQLITE_DONE ? CEB_OK : CEB_EIO;
   sqlite3_finalize(s);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   /* The conflict flag must be durable, so the op itself succeeds; the
    * caller learns the outcome from a->sha being marked. */
   return held ? 1 : CEB_OK;
 }
 
-int ceb_store_contract_put(ceb_store *st, const char *name,
-                           const char *version, const char *document,
-                           size_t len, const char *provenance, int64_t now) {
-  if (!name || !*name || !version || !*version || !document)
-    return CEB_EINVAL;
-  contract_args a = {.name = name, .version = version, .doc = document,
-                     .len = len, .provenance = provenance, .now = now};
-  if (sha256_hex(document, len, a.sha) != CEB_OK)
-    return CEB_EINTERNAL;
+int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
+                           const char *document, size_t len,
+                           const char *provenance, int64_t now) {
+  if (!name || !*name || !version || !*version || !document) return CEB_EINVAL;
+  contract_args a = {.name = name,
+                     .version = version,
+                     .doc = document,
+                     .len = len,
+                     .provenance = provenance,
+                     .now = now};
+  if (sha256_hex(document, len, a.sha) != CEB_OK) return CEB_EINTERNAL;
   int rc = ceb_store_call(st, put_run, &a);
   if (rc == 1) {
     ceb_log_warn("contracts: %s@%s changed upstream (sha256 %s from %s); the "
@@ -100,10 +98,9 @@ json_t *ceb_store_contract_list(ceb_store *st, const char *name) {
                          " FROM contracts WHERE ?1 IS NULL OR name = ?1"
                          " ORDER BY name, version",
                          -1, &s, NULL) == SQLITE_OK) {
-    static const char *const cols[] = {"name",       "version",
-                                       "sha256",     "provenance",
-                                       "fetched_at", "conflict",
-                                       "conflict_sha256", "conflict_at"};
+    static const char *const cols[] = {
+        "name",       "version",  "sha256",          "provenance",
+        "fetched_at", "conflict", "conflict_sha256", "conflict_at"};
     cebs_bind_text(s, 1, name);
     arr = json_array();
     while (sqlite3_step(s) == SQLITE_ROW) {
@@ -135,8 +132,7 @@ char *ceb_store_contract_get(ceb_store *st, const char *name,
       if (doc) {
         memcpy(doc, sqlite3_column_text(s, 0), (size_t)n);
         doc[n] = '\0';
-        if (len)
-          *len = (size_t)n;
+        if (len) *len = (size_t)n;
       }
     }
   }

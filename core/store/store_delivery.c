@@ -12,8 +12,7 @@
 #define ERROR_MAX 512
 
 void ceb_claim_free(ceb_claim *c) {
-  if (!c)
-    return;
+  if (!c) return;
   free(c->event_json);
   free(c->order_key);
   memset(c, 0, sizeof *c);
@@ -51,11 +50,9 @@ static int claim_run(sqlite3 *db, void *arg) {
   claim_args *a = arg;
   sqlite3_stmt *s = cebs_stmt(db, SQL_CLAIM_SELECT);
   sqlite3_stmt *u = cebs_stmt(db, SQL_CLAIM_UPDATE);
-  if (!s || !u)
-    return CEB_EIO;
+  if (!s || !u) return CEB_EIO;
   a->out = calloc(a->max, sizeof *a->out);
-  if (!a->out)
-    return CEB_ENOMEM;
+  if (!a->out) return CEB_ENOMEM;
   sqlite3_bind_text(s, 1, a->route, -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 2, a->now);
   sqlite3_bind_int64(s, 3, (sqlite3_int64)a->max);
@@ -98,8 +95,7 @@ int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
                     ceb_claim **out, size_t *count) {
   *out = NULL;
   *count = 0;
-  if (!route || max == 0)
-    return CEB_EINVAL;
+  if (!route || max == 0) return CEB_EINVAL;
   claim_args a = {.route = route, .now = now, .max = max};
   int rc = ceb_store_call(st, claim_run, &a);
   if (rc != CEB_OK) {
@@ -121,8 +117,7 @@ static int64_t read_int(ceb_store *st, const char *sql, const char *route,
   sqlite3_stmt *s = NULL;
   int64_t v = dflt;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
-    if (route)
-      sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    if (route) sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, arg);
     int rc = sqlite3_step(s);
     if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
@@ -152,8 +147,8 @@ int64_t ceb_store_count_open(ceb_store *st, const char *route) {
                     "SELECT COUNT(*) FROM delivery WHERE route = ?1 AND"
                     " state < 3 AND ?2 = ?2",
                     route, 0, 0);
-  return read_int(st, "SELECT COUNT(*) FROM delivery WHERE state < ?2", NULL,
-                  3, 0);
+  return read_int(st, "SELECT COUNT(*) FROM delivery WHERE state < ?2", NULL, 3,
+                  0);
 }
 
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
@@ -202,14 +197,12 @@ static void bind_error(sqlite3_stmt *s, int i, const char *err) {
 int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   ceb_attempt_result *r = arg;
   sqlite3_stmt *u = cebs_stmt(db, SQL_ATTEMPT);
-  if (!u)
-    return CEB_EIO;
+  if (!u) return CEB_EIO;
   sqlite3_bind_int64(u, 1, r->seq);
   sqlite3_bind_text(u, 2, r->route, -1, SQLITE_STATIC);
   sqlite3_bind_int(u, 3, r->state);
   sqlite3_bind_int64(u, 4, r->state == CEB_DS_RETRYING ? r->next_at : r->now);
-  if (r->status_code)
-    sqlite3_bind_int(u, 5, r->status_code);
+  if (r->status_code) sqlite3_bind_int(u, 5, r->status_code);
   cebs_bind_text(u, 6, r->reason);
   bind_error(u, 7, r->error);
   int rc = sqlite3_step(u);
@@ -220,31 +213,25 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   }
   if (sqlite3_changes(db) == 0)
     return CEB_ECONFLICT; /* not in progress: nothing to settle */
-  if (r->state == CEB_DS_RETRYING)
-    return CEB_OK;
+  if (r->state == CEB_DS_RETRYING) return CEB_OK;
   sqlite3_stmt *j = cebs_stmt(db, SQL_SETTLE_JOURNAL);
-  if (!j)
-    return CEB_EIO;
+  if (!j) return CEB_EIO;
   sqlite3_bind_int64(j, 1, r->seq);
   sqlite3_bind_int64(j, 2, r->now);
   rc = sqlite3_step(j);
   sqlite3_reset(j);
-  if (rc != SQLITE_DONE)
-    return CEB_EIO;
-  if (r->state != CEB_DS_DEAD)
-    return CEB_OK;
+  if (rc != SQLITE_DONE) return CEB_EIO;
+  if (r->state != CEB_DS_DEAD) return CEB_OK;
   sqlite3_stmt *q = cebs_stmt(db, SQL_DLQ_INSERT);
   sqlite3_stmt *l = cebs_stmt(db, SQL_DLQ_LINK);
-  if (!q || !l)
-    return CEB_EIO;
+  if (!q || !l) return CEB_EIO;
   sqlite3_bind_int64(q, 1, r->seq);
   sqlite3_bind_text(q, 2, r->route, -1, SQLITE_STATIC);
   sqlite3_bind_text(q, 3, r->sink ? r->sink : "", -1, SQLITE_STATIC);
   sqlite3_bind_text(q, 4, r->dead_reason ? r->dead_reason : "rejected", -1,
                     SQLITE_STATIC);
   cebs_bind_text(q, 5, r->reason);
-  if (r->status_code)
-    sqlite3_bind_int(q, 6, r->status_code);
+  if (r->status_code) sqlite3_bind_int(q, 6, r->status_code);
   bind_error(q, 7, r->error);
   sqlite3_bind_text(q, 8, r->dead_json ? r->dead_json : "{}", -1,
                     SQLITE_STATIC);
@@ -266,8 +253,7 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
 
 static int recover_run(sqlite3 *db, void *arg) {
   int *n = arg;
-  if (cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") !=
-      CEB_OK)
+  if (cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") != CEB_OK)
     return CEB_EIO;
   *n = sqlite3_changes(db);
   return CEB_OK;
@@ -283,17 +269,17 @@ int ceb_store_recover(ceb_store *st) {
 
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source) {
-  if (!id)
-    return NULL;
+  if (!id) return NULL;
   sqlite3 *db = ceb_store_read_begin(st);
   json_t *arr = json_array();
   sqlite3_stmt *j = NULL, *d = NULL;
   int ok =
-      sqlite3_prepare_v2(db,
-                         "SELECT seq, client, source, id, type, received_at,"
-                         " unrouted, settled_at FROM journal WHERE idh = ?3 AND id = ?1"
-                         " AND (?2 IS NULL OR source = ?2) ORDER BY seq",
-                         -1, &j, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(
+          db,
+          "SELECT seq, client, source, id, type, received_at,"
+          " unrouted, settled_at FROM journal WHERE idh = ?3 AND id = ?1"
+          " AND (?2 IS NULL OR source = ?2) ORDER BY seq",
+          -1, &j, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(db,
                          "SELECT route, state, attempts, next_at, first_at,"
                          " last_at, last_status, last_reason, last_error,"
@@ -306,12 +292,11 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
     sqlite3_bind_int64(j, 3, cebs_id_hash(id));
     while (sqlite3_step(j) == SQLITE_ROW) {
       json_t *o = json_object();
-      static const char *const cols[] = {"seq",  "client",      "source",
-                                         "id",   "type",        "received_at",
-                                         NULL,   "settled_at"};
+      static const char *const cols[] = {"seq", "client",    "source",
+                                         "id",  "type",      "received_at",
+                                         NULL,  "settled_at"};
       for (int i = 0; i < 8; i++)
-        if (cols[i])
-          cebs_json_col(o, cols[i], j, i);
+        if (cols[i]) cebs_json_col(o, cols[i], j, i);
       json_object_set_new(o, "unrouted",
                           json_boolean(sqlite3_column_int(j, 6)));
       json_t *routes = json_array();

@@ -41,17 +41,29 @@ void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f) {
 }
 
 #define DLQ_COLS                                                               \
-  "id, seq, route, sink, reason, last_reason, status, attempts, first_at,"    \
+  "id, seq, route, sink, reason, last_reason, status, attempts, first_at,"     \
   " last_at, created_at, error, event_id, source, type, replayed_at,"          \
   " replays, forwarded_at"
 
 static json_t *dlq_row(sqlite3_stmt *s) {
-  static const char *const names[] = {
-      "id",       "seq",         "route",           "sink",
-      "reason",   "last_reason", "status",          "attempts",
-      "first_attempt_at", "last_attempt_at", "created_at", "error",
-      "event_id", "source",      "type",            "replayed_at",
-      "replays",  "forwarded_at"};
+  static const char *const names[] = {"id",
+                                      "seq",
+                                      "route",
+                                      "sink",
+                                      "reason",
+                                      "last_reason",
+                                      "status",
+                                      "attempts",
+                                      "first_attempt_at",
+                                      "last_attempt_at",
+                                      "created_at",
+                                      "error",
+                                      "event_id",
+                                      "source",
+                                      "type",
+                                      "replayed_at",
+                                      "replays",
+                                      "forwarded_at"};
   json_t *o = json_object();
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     cebs_json_col(o, names[i], s, i);
@@ -83,7 +95,8 @@ json_t *ceb_store_dlq_show(ceb_store *st, int64_t id) {
   sqlite3 *db = ceb_store_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *o = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT " DLQ_COLS ", event FROM dlq WHERE id = ?1",
+  if (sqlite3_prepare_v2(db,
+                         "SELECT " DLQ_COLS ", event FROM dlq WHERE id = ?1",
                          -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(s, 1, id);
     if (sqlite3_step(s) == SQLITE_ROW) {
@@ -112,8 +125,7 @@ typedef struct replay_args {
  * row) are replayed: replaying twice never duplicates a pending delivery. */
 static int replay_run(sqlite3 *db, void *arg) {
   replay_args *a = arg;
-  char sql[1200] =
-      "SELECT id, seq, route FROM (SELECT * FROM dlq";
+  char sql[1200] = "SELECT id, seq, route FROM (SELECT * FROM dlq";
   cebs_dlq_where(sql, sizeof sql, a->f);
   strncat(sql,
           ") q WHERE EXISTS (SELECT 1 FROM delivery d WHERE d.seq = q.seq"
@@ -141,8 +153,8 @@ static int replay_run(sqlite3 *db, void *arg) {
     goto out;
   }
   cebs_dlq_bind(s, 1, a->f);
-  sqlite3_bind_int64(s, 7, a->f && a->f->limit ? (sqlite3_int64)a->f->limit
-                                               : INT64_MAX);
+  sqlite3_bind_int64(
+      s, 7, a->f && a->f->limit ? (sqlite3_int64)a->f->limit : INT64_MAX);
   /* Collect first, then update: never modify rows under a running SELECT. */
   json_t *rows = json_array();
   while ((rc = sqlite3_step(s)) == SQLITE_ROW)
@@ -164,10 +176,8 @@ static int replay_run(sqlite3 *db, void *arg) {
     int64_t seq = json_integer_value(json_object_get(row, "seq"));
     const char *route = json_string_value(json_object_get(row, "route"));
     a->count++;
-    if (a->replayed)
-      json_array_append(a->replayed, row);
-    if (a->dry_run)
-      continue;
+    if (a->replayed) json_array_append(a->replayed, row);
+    if (a->dry_run) continue;
     sqlite3_reset(d);
     sqlite3_bind_int64(d, 1, seq);
     sqlite3_bind_text(d, 2, route, -1, SQLITE_TRANSIENT);
@@ -195,11 +205,10 @@ out:
 
 int ceb_store_dlq_replay(ceb_store *st, const ceb_dlq_filter *f, int64_t now,
                          int dry_run, size_t *count, json_t *replayed) {
-  replay_args a = {.f = f, .now = now, .dry_run = dry_run,
-                   .replayed = replayed};
+  replay_args a = {
+      .f = f, .now = now, .dry_run = dry_run, .replayed = replayed};
   int rc = ceb_store_call(st, replay_run, &a);
-  if (count)
-    *count = rc == CEB_OK ? a.count : 0;
+  if (count) *count = rc == CEB_OK ? a.count : 0;
   return rc;
 }
 
@@ -236,8 +245,7 @@ int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
                         size_t *count) {
   purge_args a = {.f = f, .dry_run = dry_run};
   int rc = ceb_store_call(st, purge_run, &a);
-  if (count)
-    *count = rc == CEB_OK ? a.count : 0;
+  if (count) *count = rc == CEB_OK ? a.count : 0;
   return rc;
 }
 
@@ -251,8 +259,7 @@ int ceb_store_dlq_forwarded_run(sqlite3 *db, void *arg) {
   sqlite3_bind_int64(s, 2, a->now);
   int rc = sqlite3_step(s);
   sqlite3_finalize(s);
-  if (rc != SQLITE_DONE)
-    return CEB_EIO;
+  if (rc != SQLITE_DONE) return CEB_EIO;
   return sqlite3_changes(db) ? CEB_OK : CEB_ENOTFOUND;
 }
 

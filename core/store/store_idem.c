@@ -53,8 +53,7 @@ static int begin_run(sqlite3 *db, void *arg) {
       const void *b = sqlite3_column_blob(s, 4);
       r->body = malloc((size_t)n + 1);
       if (r->body) {
-        if (n)
-          memcpy(r->body, b, (size_t)n);
+        if (n) memcpy(r->body, b, (size_t)n);
         r->body[n] = '\0';
         r->body_len = (size_t)n;
       } else {
@@ -65,8 +64,7 @@ static int begin_run(sqlite3 *db, void *arg) {
     return rc;
   }
   sqlite3_finalize(s);
-  if (step != SQLITE_ROW && step != SQLITE_DONE)
-    return CEB_EIO;
+  if (step != SQLITE_ROW && step != SQLITE_DONE) return CEB_EIO;
   if (sqlite3_prepare_v2(db,
                          "INSERT OR REPLACE INTO idempotency (client, key,"
                          " fingerprint, state, created_at) VALUES (?1, ?2, ?3,"
@@ -86,11 +84,13 @@ static int begin_run(sqlite3 *db, void *arg) {
 int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
                          const char *fingerprint, int64_t now,
                          ceb_idem_result *res) {
-  if (!key || !*key || !fingerprint || !res)
-    return CEB_EINVAL;
+  if (!key || !*key || !fingerprint || !res) return CEB_EINVAL;
   memset(res, 0, sizeof *res);
-  idem_args a = {.client = client ? client : "", .key = key,
-                 .fingerprint = fingerprint, .now = now, .res = res};
+  idem_args a = {.client = client ? client : "",
+                 .key = key,
+                 .fingerprint = fingerprint,
+                 .now = now,
+                 .res = res};
   int rc = ceb_store_call(st, begin_run, &a);
   if (rc != CEB_OK) {
     free(res->content_type);
@@ -118,8 +118,7 @@ static int finish_run(sqlite3 *db, void *arg) {
   sqlite3_bind_int64(s, 6, a->now + a->ttl_ms);
   int rc = sqlite3_step(s);
   sqlite3_finalize(s);
-  if (rc != SQLITE_DONE)
-    return CEB_EIO;
+  if (rc != SQLITE_DONE) return CEB_EIO;
   return sqlite3_changes(db) ? CEB_OK : CEB_ENOTFOUND;
 }
 
@@ -127,11 +126,14 @@ int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
                           int http_status, const char *content_type,
                           const char *body, size_t body_len, int64_t now,
                           int64_t ttl_ms) {
-  if (!key || (!body && body_len))
-    return CEB_EINVAL;
-  idem_args a = {.client = client ? client : "", .key = key,
-                 .http_status = http_status, .content_type = content_type,
-                 .body = body, .body_len = body_len, .now = now,
+  if (!key || (!body && body_len)) return CEB_EINVAL;
+  idem_args a = {.client = client ? client : "",
+                 .key = key,
+                 .http_status = http_status,
+                 .content_type = content_type,
+                 .body = body,
+                 .body_len = body_len,
+                 .now = now,
                  .ttl_ms = ttl_ms};
   return ceb_store_call(st, finish_run, &a);
 }
@@ -152,8 +154,7 @@ static int abort_run(sqlite3 *db, void *arg) {
 }
 
 int ceb_store_idem_abort(ceb_store *st, const char *client, const char *key) {
-  if (!key)
-    return CEB_EINVAL;
+  if (!key) return CEB_EINVAL;
   idem_args a = {.client = client ? client : "", .key = key};
   return ceb_store_call(st, abort_run, &a);
 }

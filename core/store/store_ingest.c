@@ -22,12 +22,10 @@ int ceb_store_ingest_run(sqlite3 *db, void *arg) {
   sqlite3_stmt *j = cebs_stmt(db, SQL_JOURNAL);
   sqlite3_stmt *d = cebs_stmt(db, SQL_DELIVERY);
   sqlite3_stmt *q = cebs_stmt(db, SQL_DUP);
-  if (!j || !d || !q)
-    return CEB_EIO;
+  if (!j || !d || !q) return CEB_EIO;
   for (size_t i = 0; i < b->count; i++) {
     ceb_ingest_event *e = &b->events[i];
-    if (!e->source || !e->id || !e->json)
-      return CEB_EINVAL;
+    if (!e->source || !e->id || !e->json) return CEB_EINVAL;
     int64_t idh = cebs_id_hash(e->id);
     sqlite3_reset(q);
     sqlite3_bind_int64(q, 1, idh);

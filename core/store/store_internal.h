@@ -22,7 +22,7 @@ typedef struct store_op {
 struct ceb_store {
   sqlite3 *wdb; /* the committer's */
   pthread_mutex_t lock;
-  pthread_cond_t cond;  /* committer: work queued / stop */
+  pthread_cond_t cond; /* committer: work queued / stop */
   store_op *head, *tail;
   size_t queued_bounded;
   size_t queue_max;

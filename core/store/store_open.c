@@ -59,14 +59,13 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_max = opts->group_max ? opts->group_max : 512;
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
-  int rc = open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err,
-                     errlen);
-  if (rc == CEB_OK)
-    rc = cebs_migrate(st->wdb, err, errlen);
+  int rc =
+      open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err, errlen);
+  if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
   for (int i = 0; rc == CEB_OK && i < CEB_STORE_READERS; i++)
     rc = open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
-  if (rc == CEB_OK && pthread_create(&st->committer, NULL, cebs_committer_main,
-                                     st) != 0) {
+  if (rc == CEB_OK &&
+      pthread_create(&st->committer, NULL, cebs_committer_main, st) != 0) {
     snprintf(err, errlen, "store: cannot start the committer thread");
     rc = CEB_EINTERNAL;
   }
@@ -87,14 +86,12 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
 }
 
 void ceb_store_close(ceb_store *st) {
-  if (!st)
-    return;
+  if (!st) return;
   pthread_mutex_lock(&st->lock);
   st->stopping = 1;
   pthread_cond_broadcast(&st->cond);
   pthread_mutex_unlock(&st->lock);
-  if (st->started)
-    pthread_join(st->committer, NULL);
+  if (st->started) pthread_join(st->committer, NULL);
   for (int i = 0; i < CEB_STORE_READERS; i++)
     sqlite3_close(st->readers[i]);
   /* A clean close checkpoints the WAL into the main file. */
@@ -123,8 +120,7 @@ sqlite3 *ceb_store_read_begin(ceb_store *st) {
 void ceb_store_read_end(ceb_store *st, sqlite3 *db) {
   pthread_mutex_lock(&st->rlock);
   for (int i = 0; i < CEB_STORE_READERS; i++)
-    if (st->readers[i] == db)
-      st->rbusy[i] = 0;
+    if (st->readers[i] == db) st->rbusy[i] = 0;
   pthread_cond_signal(&st->rcond);
   pthread_mutex_unlock(&st->rlock);
 }
@@ -170,8 +166,8 @@ void cebs_json_col(json_t *o, const char *key, sqlite3_stmt *s, int i) {
     json_object_set_new(o, key, json_null());
     break;
   default:
-    json_object_set_new(
-        o, key, json_string((const char *)sqlite3_column_text(s, i)));
+    json_object_set_new(o, key,
+                        json_string((const char *)sqlite3_column_text(s, i)));
   }
 }
 
@@ -208,8 +204,7 @@ sqlite3_stmt *cebs_stmt(sqlite3 *db, const char *sql) {
       sqlite3_clear_bindings(t_cache[i].stmt);
       return t_cache[i].stmt;
     }
-    if (!t_cache[i].db && free_slot < 0)
-      free_slot = i;
+    if (!t_cache[i].db && free_slot < 0) free_slot = i;
   }
   sqlite3_stmt *s = cebs_prepare(db, sql);
   if (s && free_slot >= 0) {
@@ -226,8 +221,7 @@ sqlite3_stmt *cebs_stmt(sqlite3 *db, const char *sql) {
 
 void cebs_finalize_all(sqlite3 *db) {
   for (int i = 0; i < STMT_CACHE; i++)
-    if (t_cache[i].db == db)
-      t_cache[i].db = NULL;
+    if (t_cache[i].db == db) t_cache[i].db = NULL;
   sqlite3_stmt *s;
   while ((s = sqlite3_next_stmt(db, NULL)) != NULL)
     sqlite3_finalize(s);

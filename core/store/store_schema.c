@@ -110,8 +110,7 @@ int cebs_migrate(sqlite3 *db, char *err, size_t errlen) {
     snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
     return CEB_EIO;
   }
-  if (sqlite3_step(s) == SQLITE_ROW)
-    version = sqlite3_column_int(s, 0);
+  if (sqlite3_step(s) == SQLITE_ROW) version = sqlite3_column_int(s, 0);
   sqlite3_finalize(s);
   if (version > CEB_STORE_SCHEMA_VERSION) {
     snprintf(err, errlen,

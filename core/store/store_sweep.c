@@ -30,12 +30,9 @@ static int sweep_run(sqlite3 *db, void *arg) {
     if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)
       return CEB_EIO;
     int np = sqlite3_bind_parameter_count(s);
-    if (np >= 1)
-      sqlite3_bind_int64(s, 1, a->now);
-    if (np >= 2)
-      sqlite3_bind_int64(s, 2, (sqlite3_int64)a->chunk);
-    if (np >= 3)
-      sqlite3_bind_int64(s, 3, a->retention_ms);
+    if (np >= 1) sqlite3_bind_int64(s, 1, a->now);
+    if (np >= 2) sqlite3_bind_int64(s, 2, (sqlite3_int64)a->chunk);
+    if (np >= 3) sqlite3_bind_int64(s, 3, a->retention_ms);
     if (sqlite3_step(s) != SQLITE_DONE)
       rc = CEB_EIO;
     else if (i == 0 || i == 5)
@@ -47,8 +44,8 @@ static int sweep_run(sqlite3 *db, void *arg) {
 
 int ceb_store_sweep(ceb_store *st, int64_t now, int64_t retention_ms,
                     size_t chunk) {
-  sweep_args a = {.now = now, .retention_ms = retention_ms,
-                  .chunk = chunk ? chunk : 500};
+  sweep_args a = {
+      .now = now, .retention_ms = retention_ms, .chunk = chunk ? chunk : 500};
   int rc = ceb_store_call(st, sweep_run, &a);
   return rc == CEB_OK ? a.deleted : rc;
 }

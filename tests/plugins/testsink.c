@@ -39,8 +39,7 @@ static int sink_init(const ceb_host *host, ceb_instance *inst,
                      void **state) {
   (void)info;
   testsink *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   pthread_mutex_init(&s->lock, NULL);
@@ -49,8 +48,7 @@ static int sink_init(const ceb_host *host, ceb_instance *inst,
             : m && strcmp(m, "reject") == 0 ? CEB_REJECT
                                             : CEB_ACK;
   const char *r = cfg ? ceb_config_str(cfg, "record") : NULL;
-  if (r)
-    snprintf(s->record, sizeof s->record, "%s", r);
+  if (r) snprintf(s->record, sizeof s->record, "%s", r);
   *state = s;
   return CEB_OK;
 }
@@ -131,11 +129,11 @@ static int sink_deliver(void *state, ceb_delivery *d) {
   void *arg = s->script_arg;
   ceb_outcome mode = s->mode;
   pthread_mutex_unlock(&s->lock);
-  ceb_settle_info info = {.struct_size = sizeof info, .outcome = mode,
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = mode,
                           .retry_after_ms = -1,
                           .reason = mode == CEB_ACK ? "ok" : "scripted"};
-  if (fn)
-    info.outcome = fn(arg, d, &info);
+  if (fn) info.outcome = fn(arg, d, &info);
   s->host->settle(s->inst, d, &info); /* settle from the deliver thread */
   return CEB_OK;
 }
@@ -174,8 +172,7 @@ static ceb_delivery *take_held(testsink *s) {
   held *h = s->head;
   if (h) {
     s->head = h->next;
-    if (!s->head)
-      s->tail = NULL;
+    if (!s->head) s->tail = NULL;
     s->nheld--;
   }
   pthread_mutex_unlock(&s->lock);
@@ -186,20 +183,22 @@ static ceb_delivery *take_held(testsink *s) {
 
 int testsink_settle_held(testsink *s, ceb_outcome outcome, const char *reason) {
   ceb_delivery *d = take_held(s);
-  if (!d)
-    return 0;
-  ceb_settle_info info = {.struct_size = sizeof info, .outcome = outcome,
-                          .retry_after_ms = -1, .reason = reason};
+  if (!d) return 0;
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = outcome,
+                          .retry_after_ms = -1,
+                          .reason = reason};
   s->host->settle(s->inst, d, &info);
   return 1;
 }
 
 int testsink_settle_held_twice(testsink *s) {
   ceb_delivery *d = take_held(s);
-  if (!d)
-    return 0;
-  ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_ACK,
-                          .retry_after_ms = -1, .reason = "ok"};
+  if (!d) return 0;
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = CEB_ACK,
+                          .retry_after_ms = -1,
+                          .reason = "ok"};
   s->host->settle(s->inst, d, &info);
   s->host->settle(s->inst, d, &info); /* the bug under test */
   return 1;
@@ -222,8 +221,7 @@ size_t testsink_count(testsink *s) {
 int testsink_get(testsink *s, size_t i, testsink_seen *out) {
   pthread_mutex_lock(&s->lock);
   int ok = i < s->nseen;
-  if (ok)
-    *out = s->seen[i];
+  if (ok) *out = s->seen[i];
   pthread_mutex_unlock(&s->lock);
   return ok;
 }

@@ -59,16 +59,19 @@ int testsource_submit(testsource *s, ceb_event *const *events, size_t n,
     while (!w.done)
       pthread_cond_wait(&w.cond, &w.lock);
     pthread_mutex_unlock(&w.lock);
-    if (res)
-      *res = w.res;
+    if (res) *res = w.res;
   }
   pthread_mutex_destroy(&w.lock);
   pthread_cond_destroy(&w.cond);
   return rc;
 }
 
-const ceb_host *testsource_host(testsource *s) { return s->host; }
-ceb_instance *testsource_instance(testsource *s) { return s->inst; }
+const ceb_host *testsource_host(testsource *s) {
+  return s->host;
+}
+ceb_instance *testsource_instance(testsource *s) {
+  return s->inst;
+}
 
 static int stopping(testsource *s) {
   pthread_mutex_lock(&s->lock);
@@ -109,8 +112,7 @@ static void *generator(void *arg) {
       fsync(fileno(rec));
     }
   }
-  if (rec)
-    fclose(rec);
+  if (rec) fclose(rec);
   return NULL;
 }
 
@@ -118,22 +120,19 @@ static int src_init(const ceb_host *host, ceb_instance *inst,
                     const ceb_instance_info *info, const ceb_config *cfg,
                     void **state) {
   testsource *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   pthread_mutex_init(&s->lock, NULL);
-  snprintf(s->name, sizeof s->name, "%s", info && info->name ? info->name
-                                                             : "src");
+  snprintf(s->name, sizeof s->name, "%s",
+           info && info->name ? info->name : "src");
   s->count = cfg ? ceb_config_int(cfg, "count", 0) : 0;
   s->keys = cfg ? ceb_config_int(cfg, "keys", 4) : 4;
-  if (s->keys < 1)
-    s->keys = 1;
+  if (s->keys < 1) s->keys = 1;
   const char *t = cfg ? ceb_config_str(cfg, "type") : NULL;
   snprintf(s->type, sizeof s->type, "%s", t ? t : "nl.cebridge.test");
   const char *r = cfg ? ceb_config_str(cfg, "record") : NULL;
-  if (r)
-    snprintf(s->record, sizeof s->record, "%s", r);
+  if (r) snprintf(s->record, sizeof s->record, "%s", r);
   *state = s;
   return CEB_OK;
 }

@@ -7,10 +7,8 @@
 static const ceb_config_spec k_empty[] = {CEB_CONFIG_SPEC_END};
 
 static const ceb_plugin *plugin_named(const char *name) {
-  if (name && strcmp(name, "testsink") == 0)
-    return &ceb_testsink_plugin;
-  if (name && strcmp(name, "testsource") == 0)
-    return &ceb_testsource_plugin;
+  if (name && strcmp(name, "testsink") == 0) return &ceb_testsink_plugin;
+  if (name && strcmp(name, "testsource") == 0) return &ceb_testsource_plugin;
   return NULL;
 }
 
@@ -49,8 +47,7 @@ static int start(harness *h) {
     uint32_t role = strcmp(s->kind, "sink") == 0     ? CEB_ROLE_SINK
                     : strcmp(s->kind, "source") == 0 ? CEB_ROLE_SOURCE
                                                      : 0;
-    if (!role)
-      continue;
+    if (!role) continue;
     ceb_instance *inst = calloc(1, sizeof *inst);
     inst->name = strdup(s->name);
     inst->role = role;
@@ -63,18 +60,22 @@ static int start(harness *h) {
              inst->plugin->name, s->name);
     h->inst[h->ninst++] = inst;
   }
-  ceb_runtime_opts o = {.conf = h->conf, .instances = h->inst,
-                        .ninstances = h->ninst, .metrics = h->metrics,
-                        .clock = clock_fn, .clock_arg = h};
+  ceb_runtime_opts o = {.conf = h->conf,
+                        .instances = h->inst,
+                        .ninstances = h->ninst,
+                        .metrics = h->metrics,
+                        .clock = clock_fn,
+                        .clock_arg = h};
   char err[512] = "";
   int rc = ceb_runtime_open(&o, &h->rt, err, sizeof err);
   CHECK_MSG(rc == CEB_OK, "runtime open: %s", err);
-  if (rc != CEB_OK)
-    return -1;
+  if (rc != CEB_OK) return -1;
   for (size_t i = 0; i < h->ninst; i++) {
     ceb_instance *inst = h->inst[i];
-    ceb_instance_info info = {.struct_size = sizeof info, .name = inst->name,
-                              .role = inst->role, .data_dir = h->dir};
+    ceb_instance_info info = {.struct_size = sizeof info,
+                              .name = inst->name,
+                              .role = inst->role,
+                              .data_dir = h->dir};
     CHECK_INT(inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg,
                                  &inst->state),
               CEB_OK);
@@ -86,8 +87,7 @@ static int start(harness *h) {
 }
 
 static void stop(harness *h) {
-  if (!h->rt)
-    return;
+  if (!h->rt) return;
   int64_t deadline = harness_now(h) + 300; /* spent in real time */
   for (size_t i = 0; i < h->ninst; i++)
     if (h->inst[i]->role == CEB_ROLE_SOURCE)
@@ -124,7 +124,8 @@ int harness_open(harness *h, const char *tag, const char *bridge_extra,
     CHECK_MSG(0, "cannot write %s", path);
     return -1;
   }
-  fprintf(f, "[bridge]\nstore = %s/store.db\nstore.synchronous = normal\n%s\n%s",
+  fprintf(f,
+          "[bridge]\nstore = %s/store.db\nstore.synchronous = normal\n%s\n%s",
           h->dir, bridge_extra ? bridge_extra : "", conf_text);
   fclose(f);
   return start(h);
@@ -163,7 +164,9 @@ void harness_advance(harness *h, int64_t ms) {
   ceb_runtime_kick(h->rt);
 }
 
-int64_t harness_now(harness *h) { return atomic_load(&h->clock); }
+int64_t harness_now(harness *h) {
+  return atomic_load(&h->clock);
+}
 
 ceb_event *harness_event(const char *id, const char *type, const char *key) {
   ceb_event *ev = ceb_event_new();
@@ -172,8 +175,7 @@ ceb_event *harness_event(const char *id, const char *type, const char *key) {
   ceb_event_set(ev, "source", "urn:nld:oin:00000001234567890000:systeem:test");
   ceb_event_set(ev, "type", type);
   ceb_event_set(ev, "time", "2026-11-22T12:00:00Z");
-  if (key)
-    ceb_event_set(ev, "partitionkey", key);
+  if (key) ceb_event_set(ev, "partitionkey", key);
   ceb_event_set(ev, "datacontenttype", "application/json");
   ceb_event_set_data(ev, "{\"n\":1}", 7, CEB_DATA_JSON);
   return ev;

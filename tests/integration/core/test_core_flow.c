@@ -19,9 +19,9 @@ int main(void) {
   testsink *out = harness_sink(&h, "out"), *audit = harness_sink(&h, "audit");
   CHECK(ceb_runtime_ready(h.rt));
 
-  CHECK_INT(harness_submit(&h, "in", harness_event("e1", "nl.edu.x.created",
-                                                   NULL)),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("e1", "nl.edu.x.created", NULL)),
+      CEB_OK);
   CHECK_INT(harness_submit(&h, "in", harness_event("e2", "nl.edu.y", NULL)),
             CEB_OK);
   CHECK(harness_wait_count(out, 2));
@@ -53,8 +53,8 @@ int main(void) {
   ceb_event_set(batch[1], "type", NULL); /* missing type */
   ceb_violations v;
   size_t failed = 99;
-  ceb_submit_opts so = {.struct_size = sizeof so, .violations = &v,
-                        .failed_index = &failed};
+  ceb_submit_opts so = {
+      .struct_size = sizeof so, .violations = &v, .failed_index = &failed};
   CHECK_INT(testsource_submit(harness_source(&h, "in"), batch, 3, &so, &res),
             CEB_EVALIDATION);
   CHECK_INT(failed, 1);
@@ -110,9 +110,9 @@ int main(void) {
   CHECK_INT(testsink_count_id(out, "e3"), 1);
   json_t *routes = ceb_runtime_routes(h.rt);
   CHECK_INT(json_array_size(routes), 2);
-  CHECK_STR(json_string_value(json_object_get(json_array_get(routes, 0),
-                                              "circuit")),
-            "closed");
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(routes, 0), "circuit")),
+      "closed");
   json_decref(routes);
   harness_close(&h);
   return ceb_test_done("integration_core_flow");

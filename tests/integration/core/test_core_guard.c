@@ -85,7 +85,8 @@ static void circuit_breaker(void) {
   testsink *out = harness_sink(&h, "out");
   testsink_script(out, flaky, NULL);
   atomic_store(&g_fail, 1);
-  CHECK_INT(harness_submit(&h, "in", harness_event("c1", "nl.test.x", NULL)), 0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("c1", "nl.test.x", NULL)),
+            0);
   CHECK(harness_wait_state(&h, "c1", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "closed");
   harness_advance(&h, 1000); /* second failure: open */
@@ -93,7 +94,8 @@ static void circuit_breaker(void) {
   CHECK(harness_wait_state(&h, "c1", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "open");
   /* open: due work waits, nothing is attempted for 30 s */
-  CHECK_INT(harness_submit(&h, "in", harness_event("c2", "nl.test.x", NULL)), 0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("c2", "nl.test.x", NULL)),
+            0);
   harness_advance(&h, 1000);
   harness_advance(&h, 28999); /* opened at +1 s: still 1 ms to go */
   CHECK_INT(testsink_count(out), 2);
@@ -115,12 +117,12 @@ static void circuit_breaker(void) {
     json_decref(st);
   }
   CHECK_STR(circuit_of(&h, "r"), "closed");
-  CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_circuit_state",
-                            "sink=\"out\""),
-            0);
+  CHECK_INT(
+      ceb_metrics_get(h.metrics, "cebridge_circuit_state", "sink=\"out\""), 0);
   /* 410 opens at once */
   testsink_script(out, gone, NULL);
-  CHECK_INT(harness_submit(&h, "in", harness_event("c3", "nl.test.x", NULL)), 0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("c3", "nl.test.x", NULL)),
+            0);
   CHECK(harness_wait_state(&h, "c3", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "open");
   harness_close(&h);
@@ -139,7 +141,8 @@ static void timeout_and_settles(void) {
   for (int i = 0; i < 3; i++) {
     char id[8];
     snprintf(id, sizeof id, "t%d", i);
-    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.test.x", NULL)), 0);
+    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.test.x", NULL)),
+              0);
   }
   /* max_inflight 2: the third waits */
   CHECK(harness_wait_count(out, 2));
@@ -152,8 +155,8 @@ static void timeout_and_settles(void) {
   CHECK(harness_wait_state(&h, "t1", "r", "retrying"));
   CHECK(harness_wait_count(out, 3));
   json_t *st = ceb_runtime_event_status(h.rt, "t0", NULL);
-  json_t *r0 = json_array_get(json_object_get(json_array_get(st, 0), "routes"),
-                              0);
+  json_t *r0 =
+      json_array_get(json_object_get(json_array_get(st, 0), "routes"), 0);
   CHECK_STR(json_string_value(json_object_get(r0, "last_reason")), "timeout");
   json_decref(st);
   /* the sink's late settles (ACK) are ignored: still retrying */
@@ -187,15 +190,18 @@ static void rate_limit_and_backpressure(void) {
   for (int i = 0; i < 4; i++) {
     char id[8];
     snprintf(id, sizeof id, "r%d", i);
-    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.test.x", NULL)), 0);
+    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.test.x", NULL)),
+              0);
   }
   /* burst 2: two go now */
   CHECK(harness_wait_count(out, 2));
   CHECK(harness_wait_state(&h, "r1", "r", "done"));
   CHECK_INT(testsink_count(out), 2);
   /* backpressure: 2 undelivered of max 4... add 2 more to reach it */
-  CHECK_INT(harness_submit(&h, "in", harness_event("r4", "nl.test.x", NULL)), 0);
-  CHECK_INT(harness_submit(&h, "in", harness_event("r5", "nl.test.x", NULL)), 0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("r4", "nl.test.x", NULL)),
+            0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("r5", "nl.test.x", NULL)),
+            0);
   ceb_instance *src = testsource_instance(harness_source(&h, "in"));
   const ceb_host *host = testsource_host(harness_source(&h, "in"));
   CHECK_INT(host->accepting(src), 0);

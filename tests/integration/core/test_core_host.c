@@ -5,10 +5,9 @@
  * clock, and refusals of bad arguments. */
 #include "harness.h"
 
-static const char *k_conf =
-    "[source in]\nplugin = testsource\n"
-    "[sink out]\nplugin = testsink\n"
-    "[route r]\nfrom = in\nto = out\n";
+static const char *k_conf = "[source in]\nplugin = testsource\n"
+                            "[sink out]\nplugin = testsink\n"
+                            "[route r]\nfrom = in\nto = out\n";
 
 int main(void) {
   harness h;
@@ -43,8 +42,7 @@ int main(void) {
   CHECK_INT(rec.body_len, 7);
   ceb_free(rec.content_type);
   ceb_free(rec.body);
-  CHECK_INT(host->idem_begin(inst, "client-a", "key-1", "other", &rec),
-            CEB_OK);
+  CHECK_INT(host->idem_begin(inst, "client-a", "key-1", "other", &rec), CEB_OK);
   CHECK_INT(rec.state, CEB_IDEM_MISMATCH);
   /* expired after the configured ttl (1 h) */
   harness_advance(&h, 3600 * 1000);
@@ -56,8 +54,8 @@ int main(void) {
   /* contract register: only the contracts role may write */
   CHECK_INT(host->contract_put(inst, "c", "1.0.0", "{}", 2, "x"),
             CEB_EFORBIDDEN);
-  ceb_instance contracts = {.name = "reg", .role = CEB_ROLE_CONTRACTS,
-                            .rt = inst->rt};
+  ceb_instance contracts = {
+      .name = "reg", .role = CEB_ROLE_CONTRACTS, .rt = inst->rt};
   CHECK_INT(host->contract_put(&contracts, "duo", "1.0.0", "{\"a\":1}", 7,
                                "https://registry.example/duo"),
             CEB_OK);
@@ -68,9 +66,8 @@ int main(void) {
                                "https://registry.example/duo"),
             CEB_ECONFLICT);
   json_t *l = ceb_store_contract_list(ceb_runtime_store(h.rt), "duo");
-  CHECK_INT(json_integer_value(json_object_get(json_array_get(l, 0),
-                                               "conflict")),
-            1);
+  CHECK_INT(
+      json_integer_value(json_object_get(json_array_get(l, 0), "conflict")), 1);
   json_decref(l);
 
   /* metrics: prefixed, with the instance's labels */
@@ -93,15 +90,13 @@ int main(void) {
   CHECK_INT(host->submit(inst, NULL, 1, NULL, NULL, NULL), CEB_EINVAL);
   ceb_instance *sink = NULL;
   for (size_t i = 0; i < h.ninst; i++)
-    if (h.inst[i]->role == CEB_ROLE_SINK)
-      sink = h.inst[i];
+    if (h.inst[i]->role == CEB_ROLE_SINK) sink = h.inst[i];
   ceb_submit_result res;
   CHECK_INT(testsource_submit(src, &ev, 1, NULL, &res), CEB_OK);
   ev = harness_event("x2", "nl.test.x", NULL);
   /* a sink may not submit */
   CHECK(sink != NULL);
-  if (sink)
-    CHECK_INT(host->submit(sink, &ev, 1, NULL, NULL, NULL), CEB_EINVAL);
+  if (sink) CHECK_INT(host->submit(sink, &ev, 1, NULL, NULL, NULL), CEB_EINVAL);
   ceb_event_unref(ev);
   /* an unknown delivery pointer is ignored, not followed */
   ceb_delivery bogus = {.struct_size = sizeof bogus};

@@ -21,14 +21,12 @@ static ceb_outcome script(void *arg, const ceb_delivery *d,
     info->detail = "schema says no";
     return CEB_REJECT;
   }
-  if (strncmp(id, "never", 5) == 0)
-    return CEB_RETRY;
+  if (strncmp(id, "never", 5) == 0) return CEB_RETRY;
   if (strncmp(id, "later", 5) == 0 && d->attempt == 1) {
     info->retry_after_ms = 60000;
     return CEB_RETRY;
   }
-  if (strncmp(id, "fail", 4) == 0 && d->attempt == 1)
-    return CEB_RETRY;
+  if (strncmp(id, "fail", 4) == 0 && d->attempt == 1) return CEB_RETRY;
   info->reason = "ok";
   info->status_code = 200;
   return CEB_ACK;
@@ -66,8 +64,7 @@ static int ceb_test_wait_forwarded(harness *h, int64_t id) {
 static size_t index_of(testsink *s, const char *id, uint32_t attempt) {
   testsink_seen seen;
   for (size_t i = 0; testsink_get(s, i, &seen); i++)
-    if (strcmp(seen.id, id) == 0 && seen.attempt == attempt)
-      return i;
+    if (strcmp(seen.id, id) == 0 && seen.attempt == attempt) return i;
   return (size_t)-1;
 }
 
@@ -81,26 +78,26 @@ int main(void) {
 
   /* --- FIFO per key under retries: fail-a1 blocks a2 and a3 of key A
    * until its retry succeeds; key B goes on meanwhile. */
-  CHECK_INT(harness_submit(&h, "in", harness_event("fail-a1", "nl.edu.ordered",
-                                                   "A")),
-            CEB_OK);
-  CHECK_INT(harness_submit(&h, "in", harness_event("a2", "nl.edu.ordered",
-                                                   "A")),
-            CEB_OK);
-  CHECK_INT(harness_submit(&h, "in", harness_event("a3", "nl.edu.ordered",
-                                                   "A")),
-            CEB_OK);
-  CHECK_INT(harness_submit(&h, "in", harness_event("b1", "nl.edu.ordered",
-                                                   "B")),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("fail-a1", "nl.edu.ordered", "A")),
+      CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("a2", "nl.edu.ordered", "A")),
+      CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("a3", "nl.edu.ordered", "A")),
+      CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("b1", "nl.edu.ordered", "B")),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "b1", "ordered", "done"));
   CHECK(harness_wait_state(&h, "fail-a1", "ordered", "retrying"));
   CHECK_INT(testsink_count_id(out, "a2"), 0);
   CHECK_STR(harness_state(&h, "a2", "ordered", buf, sizeof buf), "pending");
   /* the retry waits in the store: 10 s per the schedule */
   json_t *st = ceb_runtime_event_status(h.rt, "fail-a1", NULL);
-  json_t *r0 = json_array_get(json_object_get(json_array_get(st, 0), "routes"),
-                              0);
+  json_t *r0 =
+      json_array_get(json_object_get(json_array_get(st, 0), "routes"), 0);
   CHECK_INT(json_integer_value(json_object_get(r0, "next_attempt_at")),
             HARNESS_T0 + 10000);
   CHECK_INT(json_integer_value(json_object_get(r0, "attempts")), 1);
@@ -120,9 +117,9 @@ int main(void) {
   CHECK_STR(s1.idem_key, s2.idem_key);
 
   /* --- Retry-After is a minimum wait: 60 s instead of the schedule's 10. */
-  CHECK_INT(harness_submit(&h, "in", harness_event("later1", "nl.edu.ordered",
-                                                   "C")),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("later1", "nl.edu.ordered", "C")),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "later1", "ordered", "retrying"));
   st = ceb_runtime_event_status(h.rt, "later1", NULL);
   r0 = json_array_get(json_object_get(json_array_get(st, 0), "routes"), 0);
@@ -133,9 +130,9 @@ int main(void) {
   CHECK(harness_wait_state(&h, "later1", "ordered", "done"));
 
   /* --- Exhaustion: 3 attempts (0s 10s 20s), then the DLQ. */
-  CHECK_INT(harness_submit(&h, "in", harness_event("never1", "nl.edu.ordered",
-                                                   "D")),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("never1", "nl.edu.ordered", "D")),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "never1", "ordered", "retrying"));
   harness_advance(&h, 10000);
   CHECK(harness_wait_id(out, "never1", 2));
@@ -148,8 +145,7 @@ int main(void) {
   CHECK_INT(json_array_size(l), 1);
   json_t *row = json_array_get(l, 0);
   CHECK_STR(json_string_value(json_object_get(row, "reason")), "maxattempts");
-  CHECK_STR(json_string_value(json_object_get(row, "last_reason")),
-            "http.503");
+  CHECK_STR(json_string_value(json_object_get(row, "last_reason")), "http.503");
   CHECK_INT(json_integer_value(json_object_get(row, "attempts")), 3);
   CHECK_INT(json_integer_value(json_object_get(row, "status")), 503);
   int64_t never_id = json_integer_value(json_object_get(row, "id"));
@@ -165,22 +161,21 @@ int main(void) {
   CHECK_STR(json_string_value(json_object_get(ev, "deadcause")), "http.503");
   CHECK_INT(json_integer_value(json_object_get(ev, "deadattempts")), 3);
   CHECK_INT(json_integer_value(json_object_get(ev, "deadstatus")), 503);
-  CHECK_STR(json_string_value(json_object_get(ev, "deaderror")),
-            "unavailable");
+  CHECK_STR(json_string_value(json_object_get(ev, "deaderror")), "unavailable");
   CHECK(json_object_get(ev, "deadfirstat") != NULL);
   CHECK(json_object_get(ev, "data") != NULL);
   json_decref(one);
   /* a dead event releases its key: the next of key D goes */
-  CHECK_INT(harness_submit(&h, "in", harness_event("d2", "nl.edu.ordered",
-                                                   "D")),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("d2", "nl.edu.ordered", "D")),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "d2", "ordered", "done"));
 
   /* --- Deadline (15 s): attempt 2 at +10 s fails, attempt 3 would be at
    * +20 s, past the deadline: dead with reason deadline. */
-  CHECK_INT(harness_submit(&h, "in", harness_event("never2", "nl.edu.short",
-                                                   NULL)),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("never2", "nl.edu.short", NULL)),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "never2", "short", "retrying"));
   harness_advance(&h, 10000);
   CHECK(harness_wait_state(&h, "never2", "short", "dead"));
@@ -192,9 +187,9 @@ int main(void) {
 
   /* --- REJECT: dead at once; the dead letter is forwarded to the DLQ
    * topic of another sink, and stays listed in the store DLQ. */
-  CHECK_INT(harness_submit(&h, "in", harness_event("bad1", "nl.edu.topical",
-                                                   NULL)),
-            CEB_OK);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("bad1", "nl.edu.topical", NULL)),
+      CEB_OK);
   CHECK(harness_wait_state(&h, "bad1", "topical", "dead"));
   CHECK(harness_wait_count(dlq, 1));
   testsink_seen dl;
@@ -206,8 +201,8 @@ int main(void) {
   f = (ceb_dlq_filter){.route = "topical"};
   l = ceb_runtime_dlq_list(h.rt, &f);
   CHECK_INT(json_array_size(l), 1);
-  int64_t bad_id = json_integer_value(json_object_get(json_array_get(l, 0),
-                                                      "id"));
+  int64_t bad_id =
+      json_integer_value(json_object_get(json_array_get(l, 0), "id"));
   json_decref(l);
   CHECK(ceb_test_wait_forwarded(&h, bad_id));
 

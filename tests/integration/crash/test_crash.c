@@ -44,20 +44,15 @@ static long read_ids(const char *name, int field, char *seen, long *order,
   char line[256];
   while (f && fgets(line, sizeof line, f)) {
     char a[128] = "", b[128] = "";
-    if (sscanf(line, "%127s %127s", a, b) < 1)
-      continue;
+    if (sscanf(line, "%127s %127s", a, b) < 1) continue;
     const char *id = field == 0 ? a : b;
     long n;
-    if (sscanf(id, "gen-%ld", &n) != 1 || n < 0 || n >= EVENTS)
-      continue;
-    if (!seen[n] && order)
-      order[(*norder)++] = n;
-    if (!seen[n])
-      count++;
+    if (sscanf(id, "gen-%ld", &n) != 1 || n < 0 || n >= EVENTS) continue;
+    if (!seen[n] && order) order[(*norder)++] = n;
+    if (!seen[n]) count++;
     seen[n] = 1;
   }
-  if (f)
-    fclose(f);
+  if (f) fclose(f);
   return count;
 }
 
@@ -66,11 +61,9 @@ static int all_delivered(void *arg) {
   char acked[EVENTS] = {0}, delivered[EVENTS] = {0};
   long na = read_ids("acked.txt", 0, acked, NULL, NULL);
   read_ids("delivered.txt", 1, delivered, NULL, NULL);
-  if (na < EVENTS)
-    return 0; /* the source has not finished yet */
+  if (na < EVENTS) return 0; /* the source has not finished yet */
   for (long i = 0; i < EVENTS; i++)
-    if (acked[i] && !delivered[i])
-      return 0;
+    if (acked[i] && !delivered[i]) return 0;
   return 1;
 }
 
@@ -137,12 +130,10 @@ int main(void) {
   long disorder = 0;
   for (long i = 0; i < norder; i++) {
     int k = (int)(order[i] % KEYS);
-    if (order[i] < last[k])
-      disorder++;
+    if (order[i] < last[k]) disorder++;
     last[k] = order[i];
   }
   CHECK_INT(disorder, 0);
-  if (ceb_test_failures)
-    fprintf(stderr, "logs and files kept in %s\n", g_dir);
+  if (ceb_test_failures) fprintf(stderr, "logs and files kept in %s\n", g_dir);
   return ceb_test_done("integration_crash");
 }

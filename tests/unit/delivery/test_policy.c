@@ -21,8 +21,7 @@ int main(void) {
   CHECK_INT(at, 1000 + 300000);
   CHECK_INT(ceb_retry_next(&p, 3, 1000, 0, -1, &rng, &at), CEB_RETRY_AGAIN);
   CHECK_INT(at, 1000 + 1800000);
-  CHECK_INT(ceb_retry_next(&p, 4, 1000, 0, -1, &rng, &at),
-            CEB_RETRY_EXHAUSTED);
+  CHECK_INT(ceb_retry_next(&p, 4, 1000, 0, -1, &rng, &at), CEB_RETRY_EXHAUSTED);
   /* Retry-After is a minimum */
   CHECK_INT(ceb_retry_next(&p, 1, 1000, 0, 60000, &rng, &at), CEB_RETRY_AGAIN);
   CHECK_INT(at, 61000);
@@ -47,15 +46,14 @@ int main(void) {
   ceb_retry_policy_clear(&p);
 
   /* exponential, full jitter: within [0, min(max, base * 2^(n-1))] */
-  ceb_retry_policy e = {.exponential = 1, .base_ms = 1000,
-                        .max_delay_ms = 8000};
+  ceb_retry_policy e = {
+      .exponential = 1, .base_ms = 1000, .max_delay_ms = 8000};
   CHECK_INT(ceb_retry_first_delay(&e), 0);
   int64_t maxseen[6] = {0};
   for (int i = 0; i < 2000; i++)
     for (uint32_t n = 1; n <= 5; n++) {
       CHECK_INT(ceb_retry_next(&e, n, 0, 0, -1, &rng, &at), CEB_RETRY_AGAIN);
-      if (at > maxseen[n])
-        maxseen[n] = at;
+      if (at > maxseen[n]) maxseen[n] = at;
       if (at < 0 || at > (n >= 4 ? 8000 : 1000 << (n - 1)))
         CHECK_MSG(0, "attempt %u delay %lld out of range", n, (long long)at);
     }

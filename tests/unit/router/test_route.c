@@ -23,10 +23,8 @@ static ceb_event *ev_of(const char *type, const char *subject,
   ceb_event_set(e, "id", "1");
   ceb_event_set(e, "source", "urn:x");
   ceb_event_set(e, "type", type);
-  if (subject)
-    ceb_event_set(e, "subject", subject);
-  if (ext)
-    ceb_event_set(e, "partitionkey", ext);
+  if (subject) ceb_event_set(e, "subject", subject);
+  if (ext) ceb_event_set(e, "partitionkey", ext);
   return e;
 }
 
@@ -41,17 +39,32 @@ int main(void) {
   CHECK(ceb_pattern_match("*", "anything"));
   CHECK(!ceb_pattern_match("abc", "abcd"));
 
-  const char *kv[] = {"from", "in1, in2", "to", "out", "match.type",
-                      "nl.edu.*|org.x", "match.partitionkey", "*-7",
-                      "order_by", "partitionkey", "dlq", "kafka:edu.dlq",
-                      "receipts", "hooks", "retry.schedule", "0s 1s 1m",
-                      "deadline", "2h", "max_inflight", "3", NULL};
+  const char *kv[] = {"from",
+                      "in1, in2",
+                      "to",
+                      "out",
+                      "match.type",
+                      "nl.edu.*|org.x",
+                      "match.partitionkey",
+                      "*-7",
+                      "order_by",
+                      "partitionkey",
+                      "dlq",
+                      "kafka:edu.dlq",
+                      "receipts",
+                      "hooks",
+                      "retry.schedule",
+                      "0s 1s 1m",
+                      "deadline",
+                      "2h",
+                      "max_inflight",
+                      "3",
+                      NULL};
   ceb_config *c = cfg_of(kv);
   char err[256] = "";
   ceb_route *r = NULL;
   CHECK_INT(ceb_route_parse("r", c, &r, err, sizeof err), 0);
-  if (!r)
-    return ceb_test_done("unit_route");
+  if (!r) return ceb_test_done("unit_route");
   CHECK_INT(r->nfrom, 2);
   CHECK_STR(r->from[1], "in2");
   CHECK_STR(r->to, "out");
@@ -106,8 +119,8 @@ int main(void) {
   CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "empty alternative") != NULL);
   ceb_config_free(c);
-  const char *bad3[] = {"from", "in", "to", "out", "retry.schedule", "0s soon",
-                        NULL};
+  const char *bad3[] = {"from",           "in",      "to", "out",
+                        "retry.schedule", "0s soon", NULL};
   c = cfg_of(bad3);
   CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "soon") != NULL);

@@ -14,7 +14,9 @@ static inline ceb_store *fixture_open(const char *tag, char **path_out) {
   char *path = malloc(strlen(dir) + 16);
   sprintf(path, "%s/store.db", dir);
   free(dir);
-  ceb_store_opts o = {.path = path, .synchronous_full = 0, .group_max = 512,
+  ceb_store_opts o = {.path = path,
+                      .synchronous_full = 0,
+                      .group_max = 512,
                       .queue_max = 100000};
   char err[256] = "";
   ceb_store *st = NULL;
@@ -55,9 +57,13 @@ static inline long long fixture_ingest(ceb_store *st, const char *source,
            "{\"specversion\":\"1.0\",\"id\":\"%s\",\"source\":\"%s\","
            "\"type\":\"%s\"}",
            id, source, type);
-  ceb_ingest_event e = {.source = source, .id = id, .type = type,
-                        .json = json, .json_len = strlen(json),
-                        .routes = r, .nroutes = n};
+  ceb_ingest_event e = {.source = source,
+                        .id = id,
+                        .type = type,
+                        .json = json,
+                        .json_len = strlen(json),
+                        .routes = r,
+                        .nroutes = n};
   ceb_ingest_batch b = {&e, 1, now};
   int rc = ceb_store_call(st, ceb_store_ingest_run, &b);
   CHECK_INT(rc, 0);

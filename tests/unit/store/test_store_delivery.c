@@ -8,10 +8,15 @@
 
 static ceb_attempt_result outcome(long long seq, const char *route, int state,
                                   long long now) {
-  return (ceb_attempt_result){.seq = seq, .route = route, .state = state,
-                              .next_at = now + 1000, .now = now,
-                              .status_code = 503, .reason = "http.503",
-                              .error = "server said no", .sink = "out",
+  return (ceb_attempt_result){.seq = seq,
+                              .route = route,
+                              .state = state,
+                              .next_at = now + 1000,
+                              .now = now,
+                              .status_code = 503,
+                              .reason = "http.503",
+                              .error = "server said no",
+                              .sink = "out",
                               .dead_reason = "rejected",
                               .dead_json = "{\"id\":\"x\"}"};
 }
@@ -86,7 +91,8 @@ int main(void) {
   /* Status by id. */
   json_t *s = ceb_store_event_status(st, "b1", "urn:s");
   CHECK_INT(json_array_size(s), 1);
-  json_t *rt = json_array_get(json_object_get(json_array_get(s, 0), "routes"), 0);
+  json_t *rt =
+      json_array_get(json_object_get(json_array_get(s, 0), "routes"), 0);
   CHECK_STR(json_string_value(json_object_get(rt, "state")), "dead");
   CHECK_INT(json_integer_value(json_object_get(rt, "dlq_id")), r.dlq_id);
   json_decref(s);
@@ -98,7 +104,9 @@ int main(void) {
    * with their attempt count kept. */
   CHECK_INT(ceb_store_recover(st), 2);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE state=1"), 0);
-  CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq=" "4"), 1);
+  CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq="
+                            "4"),
+            1);
 
   /* Sweep: a1 settled at 1300 goes after retention; b1 (dead, in the DLQ)
    * stays; pending ones stay. */

@@ -12,8 +12,12 @@ static long long kill_one(ceb_store *st, const char *id, const char *type,
   size_t n = 0;
   ceb_store_claim(st, "r", now, 100, &c, &n);
   ceb_claims_free(c, n);
-  ceb_attempt_result r = {.seq = seq, .route = "r", .state = CEB_DS_DEAD,
-                          .now = now, .reason = "http.400", .sink = "out",
+  ceb_attempt_result r = {.seq = seq,
+                          .route = "r",
+                          .state = CEB_DS_DEAD,
+                          .now = now,
+                          .reason = "http.400",
+                          .sink = "out",
                           .dead_reason = reason,
                           .dead_json = "{\"id\":\"dead\"}"};
   CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
@@ -39,9 +43,9 @@ int main(void) {
   f = (ceb_dlq_filter){.reason = "rejected", .since = 2500};
   l = ceb_store_dlq_list(st, &f);
   CHECK_INT(json_array_size(l), 1);
-  CHECK_STR(json_string_value(json_object_get(json_array_get(l, 0),
-                                              "event_id")),
-            "e3");
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(l, 0), "event_id")),
+      "e3");
   json_decref(l);
   f = (ceb_dlq_filter){.route = "other"};
   l = ceb_store_dlq_list(st, &f);
@@ -50,11 +54,10 @@ int main(void) {
 
   json_t *one = ceb_store_dlq_show(st, d2);
   CHECK(one != NULL);
-  CHECK_STR(json_string_value(json_object_get(json_object_get(one, "event"),
-                                              "id")),
-            "dead");
-  CHECK_STR(json_string_value(json_object_get(one, "reason")),
-            "max_attempts");
+  CHECK_STR(
+      json_string_value(json_object_get(json_object_get(one, "event"), "id")),
+      "dead");
+  CHECK_STR(json_string_value(json_object_get(one, "reason")), "max_attempts");
   json_decref(one);
   CHECK(ceb_store_dlq_show(st, 9999) == NULL);
 

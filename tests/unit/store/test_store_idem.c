@@ -37,8 +37,7 @@ int main(void) {
   CHECK_INT(ceb_store_idem_begin(st, "c1", "k", "fpX", 3000, &r), 0);
   CHECK_INT(r.state, CEB_IDEM_MISMATCH);
   /* finishing twice: no reservation held */
-  CHECK_INT(ceb_store_idem_finish(st, "c1", "k", 500, NULL, NULL, 0, 3000,
-                                  ttl),
+  CHECK_INT(ceb_store_idem_finish(st, "c1", "k", 500, NULL, NULL, 0, 3000, ttl),
             CEB_ENOTFOUND);
   /* expired: NEW again, then sweeping removes done records */
   CHECK_INT(ceb_store_idem_begin(st, "c1", "k", "fp2", 2000 + ttl, &r), 0);

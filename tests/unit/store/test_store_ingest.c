@@ -41,10 +41,14 @@ static void *producer(void *arg) {
     snprintf(j->id, sizeof j->id, "t%d-%d", t, i);
     snprintf(j->json, sizeof j->json, "{\"id\":\"%s\"}", j->id);
     j->route = (ceb_ingest_route){"r", NULL, 0};
-    j->ev = (ceb_ingest_event){.client = "c", .source = "urn:s", .id = j->id,
-                               .type = "t", .json = j->json,
+    j->ev = (ceb_ingest_event){.client = "c",
+                               .source = "urn:s",
+                               .id = j->id,
+                               .type = "t",
+                               .json = j->json,
                                .json_len = strlen(j->json),
-                               .routes = &j->route, .nroutes = 1};
+                               .routes = &j->route,
+                               .nroutes = 1};
     j->batch = (ceb_ingest_batch){&j->ev, 1, 1000};
     int rc;
     while ((rc = ceb_store_submit(g_st, ceb_store_ingest_run, job_done, j,
@@ -87,8 +91,7 @@ static int noop_run(sqlite3 *db, void *arg) {
 static atomic_int g_noop_done;
 static void noop_done(void *arg, int status) {
   (void)arg;
-  if (status == CEB_OK)
-    atomic_fetch_add(&g_noop_done, 1);
+  if (status == CEB_OK) atomic_fetch_add(&g_noop_done, 1);
 }
 static int noops_done(void *arg) {
   return atomic_load(&g_noop_done) >= *(int *)arg;
@@ -99,8 +102,11 @@ int main(void) {
   char *gpath = NULL;
   g_st = fixture_open("ingest", &gpath);
   ceb_store_close(g_st);
-  ceb_store_opts go = {.path = gpath, .synchronous_full = 1, .group_max = 512,
-                       .group_wait_ms = 5, .queue_max = 100000};
+  ceb_store_opts go = {.path = gpath,
+                       .synchronous_full = 1,
+                       .group_max = 512,
+                       .group_wait_ms = 5,
+                       .queue_max = 100000};
   char gerr[256] = "";
   CHECK_INT(ceb_store_open(&go, &g_st, gerr, sizeof gerr), 0);
   free(gpath);
@@ -127,11 +133,22 @@ int main(void) {
   /* Dedupe: the same (client, source, id) again is a duplicate; another
    * client with the same source and id is a different event. */
   ceb_ingest_route r = {"r", NULL, 0};
-  ceb_ingest_event two[2] = {
-      {.client = "c", .source = "urn:s", .id = "t1-1", .type = "t",
-       .json = "{}", .json_len = 2, .routes = &r, .nroutes = 1},
-      {.client = "other", .source = "urn:s", .id = "t1-1", .type = "t",
-       .json = "{}", .json_len = 2, .routes = &r, .nroutes = 1}};
+  ceb_ingest_event two[2] = {{.client = "c",
+                              .source = "urn:s",
+                              .id = "t1-1",
+                              .type = "t",
+                              .json = "{}",
+                              .json_len = 2,
+                              .routes = &r,
+                              .nroutes = 1},
+                             {.client = "other",
+                              .source = "urn:s",
+                              .id = "t1-1",
+                              .type = "t",
+                              .json = "{}",
+                              .json_len = 2,
+                              .routes = &r,
+                              .nroutes = 1}};
   ceb_ingest_batch b = {two, 2, 5};
   CHECK_INT(ceb_store_call(g_st, ceb_store_ingest_run, &b), 0);
   CHECK_INT(two[0].inserted, 0);

@@ -30,8 +30,9 @@ int main(void) {
 
   /* Upgrade from version 1: migration 2 adds the oldest-open index. */
   sqlite3_open(path, &db);
-  CHECK_INT(sqlite3_exec(db, "DROP INDEX delivery_open_seq;"
-                             " PRAGMA user_version = 1",
+  CHECK_INT(sqlite3_exec(db,
+                         "DROP INDEX delivery_open_seq;"
+                         " PRAGMA user_version = 1",
                          NULL, NULL, NULL),
             SQLITE_OK);
   sqlite3_close(db);
