@@ -143,6 +143,15 @@ static int offer(aa_state *st, const char *text, size_t len, const char *base,
   const char *aa = json_string_value(json_object_get(doc, "asyncapi"));
   const char *version = json_string_value(
       json_object_get(json_object_get(doc, "info"), "version"));
+  if (aa && json_is_number(
+                json_object_get(json_object_get(doc, "info"), "version"))) {
+    LOG(st, CEB_LOG_ERROR,
+        "%s: info.version is a number; quote it in the "
+        "YAML (version: '1.0') so it stays a version string",
+        provenance);
+    json_decref(doc);
+    return -1;
+  }
   if (!aa || !version || (aa[0] != '2' && aa[0] != '3')) {
     LOG(st, CEB_LOG_ERROR, "%s: not an AsyncAPI 2.x/3.x document (%s)",
         provenance,
@@ -256,48 +265,78 @@ static char *escape(const char *s) {
   return out;
 }
 
-/* Apicurio v3: GET .../versions lists {"versions":[{"version":..}]}. */
-static int sync_registry(aa_state *st) {
-  char *g = escape(st->reg_group), *a = escape(st->reg_artifact);
-  char base[2048], url[2400], err[512] = "";
-  int rc = -1;
-  const char *root = st->reg_url;
-  size_t rl = strlen(root);
-  while (rl && root[rl - 1] == '/')
-    rl--;
-  if (!g || !a) goto out;
-  snprintf(base, sizeof base, "%.*s/groups/%s/artifacts/%s", (int)rl, root, g,
-           a);
-  snprintf(url, sizeof url, "%s/versions", base);
+#define REG_PAGE 100
+#define REG_MAX_PAGES 100
+
+/* Appends the versions of one page of the list to out; *got = entries on
+ * the page, *total = "count" (0 when absent). 0 or -1 (logged). */
+static int list_page(aa_state *st, const char *base, size_t offset, json_t *out,
+                     size_t *got, size_t *total) {
+  char url[2600], err[512] = "";
+  snprintf(url, sizeof url, "%s/versions?offset=%zu&limit=%d", base, offset,
+           REG_PAGE);
   aa_http_result r;
   if (aa_http_get(url, NULL, &st->http, &r, err, sizeof err) != 0) {
     LOG(st, CEB_LOG_ERROR, "listing versions failed: %s", err);
-    goto out;
+    return -1;
   }
   if (!r.body) {
     LOG(st, CEB_LOG_ERROR, "listing versions at %s failed: HTTP %ld", url,
         r.status);
-    goto out;
+    return -1;
   }
-  json_error_t je;
-  json_t *list = json_loadb(r.body, r.len, 0, &je);
+  json_t *list = json_loadb(r.body, r.len, 0, NULL);
   free(r.body);
   json_t *versions =
       json_is_array(list) ? list : json_object_get(list, "versions");
   if (!json_is_array(versions)) {
     LOG(st, CEB_LOG_ERROR, "%s: not a version list", url);
     json_decref(list);
-    goto out;
+    return -1;
   }
-  rc = 0;
+  *got = json_array_size(versions);
+  json_int_t count = json_integer_value(json_object_get(list, "count"));
+  *total = count > 0 ? (size_t)count : 0;
   size_t i;
   json_t *v;
   json_array_foreach(versions, i, v) {
     const char *ver = json_is_string(v)
                           ? json_string_value(v)
                           : json_string_value(json_object_get(v, "version"));
-    if (!ver) continue;
-    char *ev = escape(ver);
+    const char *state = json_string_value(json_object_get(v, "state"));
+    if (ver && !(state && strcmp(state, "DISABLED") == 0))
+      json_array_append_new(out, json_string(ver));
+  }
+  json_decref(list);
+  return 0;
+}
+
+/* Apicurio v3: GET .../versions (paged) lists {"count":N,"versions":
+ * [{"version":..,"state":..}]}; every enabled version's content is
+ * fetched conditionally and offered. */
+static int sync_registry(aa_state *st) {
+  char *g = escape(st->reg_group), *a = escape(st->reg_artifact);
+  json_t *all = json_array();
+  char base[2048], url[2400];
+  int rc = -1;
+  const char *root = st->reg_url;
+  size_t rl = strlen(root);
+  while (rl && root[rl - 1] == '/')
+    rl--;
+  if (!g || !a || !all) goto out;
+  snprintf(base, sizeof base, "%.*s/groups/%s/artifacts/%s", (int)rl, root, g,
+           a);
+  size_t offset = 0, got = 0, total = 0;
+  for (int page = 0; page < REG_MAX_PAGES; page++) {
+    if (list_page(st, base, offset, all, &got, &total) != 0) goto out;
+    offset += got;
+    if (got < REG_PAGE || (total && offset >= total)) break;
+  }
+  rc = 0;
+  size_t i;
+  json_t *v;
+  json_array_foreach(all, i, v) {
+    char *ev = escape(json_string_value(v));
     if (!ev) {
       rc = -1;
       break;
@@ -307,8 +346,8 @@ static int sync_registry(aa_state *st) {
     if (sync_url(st, url) != 0)
       rc = -1; /* the other versions are still worth a try */
   }
-  json_decref(list);
 out:
+  json_decref(all);
   free(g);
   free(a);
   return rc;
