@@ -41,7 +41,11 @@ static const char *k_conf =
     "[route short]\nfrom = in\nto = out\nmatch.type = nl.edu.short\n"
     "retry.schedule = 0s 10s 10s 10s\ndeadline = 15s\n"
     "[route topical]\nfrom = in\nto = out\nmatch.type = nl.edu.topical\n"
-    "dlq = dlqsink:edu.dlq\n";
+    "dlq = dlqsink:edu.dlq\n"
+    "[route expo]\nfrom = in\nto = out\nmatch.type = nl.edu.expo\n"
+    "retry.mode = exponential\nretry.base = 1s\nretry.max_delay = 4s\n"
+    "retry.max_attempts = 4\nreceipts = dlqsink:receipts\n"
+    "receipts.type_prefix = nl.test.receipt\n";
 
 typedef struct fwd_arg {
   harness *h;
@@ -234,6 +238,40 @@ int main(void) {
   l = ceb_runtime_dlq_list(h.rt, &f);
   CHECK_INT(json_array_size(l), 0);
   json_decref(l);
+
+  /* --- Exponential with full jitter: each wait within [0, min(4 s,
+   * 1 s * 2^(n-1))]; 4 attempts, then dead; a .failed receipt goes out. */
+  testsink_script(out, script, NULL);
+  CHECK_INT(
+      harness_submit(&h, "in", harness_event("never3", "nl.edu.expo", NULL)),
+      CEB_OK);
+  int64_t caps[] = {1000, 2000, 4000};
+  for (int n = 0; n < 3; n++) {
+    CHECK(harness_wait_id(out, "never3", (size_t)n + 1));
+    CHECK(harness_wait_state(&h, "never3", "expo", "retrying"));
+    st = ceb_runtime_event_status(h.rt, "never3", NULL);
+    r0 = json_array_get(json_object_get(json_array_get(st, 0), "routes"), 0);
+    int64_t wait = json_integer_value(json_object_get(r0, "next_attempt_at")) -
+                   harness_now(&h);
+    CHECK_MSG(wait >= 0 && wait <= caps[n], "wait %lld after attempt %d",
+              (long long)wait, n + 1);
+    json_decref(st);
+    harness_advance(&h, caps[n]);
+  }
+  CHECK(harness_wait_state(&h, "never3", "expo", "dead"));
+  CHECK_INT(testsink_count_id(out, "never3"), 4);
+  /* dlqsink got the forward of bad1 earlier; the receipt is the second */
+  CHECK(harness_wait_count(dlq, 2));
+  testsink_seen receipt = {0};
+  int found = 0;
+  for (size_t i = 0; testsink_get(dlq, i, &receipt); i++)
+    if (strcmp(receipt.topic, "receipts") == 0) {
+      found = 1;
+      break;
+    }
+  CHECK(found);
+  CHECK(strstr(receipt.id, "expo.") == receipt.id);
+  CHECK(strstr(receipt.id, ".failed") != NULL);
 
   const char *rl = "route=\"ordered\",reason=\"maxattempts\"";
   CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_events_dead_total", rl), 1);
