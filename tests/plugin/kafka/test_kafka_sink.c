@@ -299,6 +299,37 @@ static void test_classification(const ceb_plugin *p, ktest_mock *m) {
 
 /* A permanent error from the broker (record too large, 10) is a REJECT
  * named after librdkafka's error; the next delivery still succeeds. */
+/* No delivery report by the delivery's deadline: RETRY "timeout"; the
+ * late report (the record does get written) settles nothing twice. */
+static void test_deadline(const ceb_plugin *p, ktest_mock *m) {
+  const char *kv[] = {"brokers", m->bootstrap, "topic", "late", NULL};
+  sink_fixture sx;
+  CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
+  if (!sx.state) return;
+  CHECK_INT(ktest_mock_cmd(m, "broker_down 1"), 0);
+  ceb_event *ev = make_event("late-1", NULL, "{}");
+  ceb_delivery *d = ceb_fake_delivery_new(sx.f, ev, "r1", NULL, 1);
+  d->deadline_ms = sx.f->host.now_ms(&sx.f->inst) + 300;
+  CHECK_INT(p->deliver(sx.state, d), CEB_OK);
+  CHECK(ceb_fake_wait_settles(sx.f, 1, 10000));
+  check_settle(&sx, 0, CEB_RETRY, "timeout");
+  CHECK_INT(ktest_mock_cmd(m, "broker_up 1"), 0);
+  rd_kafka_t *r = ktest_reader(m->bootstrap, "late", 1);
+  rd_kafka_message_t *msg = NULL;
+  CHECK_INT(ktest_read(r, &msg, 1, 20000), 1);
+  if (msg) rd_kafka_message_destroy(msg);
+  ktest_reader_close(r);
+  /* Destroy serves every outstanding report: none may settle again. */
+  int64_t t0 = sx.f->host.now_ms(&sx.f->inst);
+  CHECK_INT(p->drain(sx.state, t0 + 5000), CEB_OK);
+  p->destroy(sx.state);
+  sx.state = NULL;
+  CHECK_INT(ceb_fake_settle_count(sx.f), 1);
+  sink_close(&sx);
+  ceb_fake_delivery_free(d);
+  ceb_event_unref(ev);
+}
+
 static void test_broker_permanent(const ceb_plugin *p, ktest_mock *m) {
   const char *kv[] = {"brokers", m->bootstrap, "topic", "perm", NULL};
   sink_fixture sx;
@@ -354,7 +385,8 @@ int main(void) {
   CHECK(p != NULL);
   ktest_mock m;
   const char *topics[] = {"out:1",   "out.dlq:1", "edu.nl.edu.test:1",
-                          "retry:1", "perm:1",    NULL};
+                          "retry:1", "perm:1",    "late:1",
+                          NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);
@@ -364,6 +396,7 @@ int main(void) {
     test_injected_errors(p, &m);
     test_classification(p, &m);
     test_broker_permanent(p, &m);
+    test_deadline(p, &m);
   }
   ktest_mock_stop(&m);
   ktest_plugin_close(dl);
