@@ -90,7 +90,9 @@ static int fake_submit(ceb_instance *inst, ceb_event *const *events,
              !(f->capevents = (f->nevents + count) * 2,
                f->events = realloc(f->events, f->capevents * sizeof *f->events),
                f->clients =
-                   realloc(f->clients, f->capevents * sizeof *f->clients)))) {
+                   realloc(f->clients, f->capevents * sizeof *f->clients),
+               f->traces =
+                   realloc(f->traces, f->capevents * sizeof *f->traces)))) {
     pthread_mutex_unlock(&f->lock);
     free(p);
     return CEB_ENOMEM;
@@ -100,6 +102,8 @@ static int fake_submit(ceb_instance *inst, ceb_event *const *events,
     f->events[f->nevents] = events[i];
     f->clients[f->nevents] =
         opts && opts->client ? strdup(opts->client) : NULL;
+    f->traces[f->nevents] =
+        opts && opts->traceparent ? strdup(opts->traceparent) : NULL;
     f->nevents++;
   }
   f->nsubmits++;
@@ -368,9 +372,11 @@ void ceb_fake_host_free(ceb_fake_host *f) {
   for (size_t i = 0; i < f->nevents; i++) {
     ceb_event_unref(f->events[i]);
     free(f->clients[i]);
+    free(f->traces[i]);
   }
   free(f->events);
   free(f->clients);
+  free(f->traces);
   free(f->settles);
   for (ceb_fake_idem *r = f->idem, *n; r; r = n) {
     n = r->next;
@@ -414,6 +420,12 @@ ceb_event *ceb_fake_event(ceb_fake_host *f, size_t i) {
 void ceb_fake_event_client(ceb_fake_host *f, size_t i, char *buf, size_t n) {
   pthread_mutex_lock(&f->lock);
   snprintf(buf, n, "%s", i < f->nevents && f->clients[i] ? f->clients[i] : "");
+  pthread_mutex_unlock(&f->lock);
+}
+
+void ceb_fake_event_trace(ceb_fake_host *f, size_t i, char *buf, size_t n) {
+  pthread_mutex_lock(&f->lock);
+  snprintf(buf, n, "%s", i < f->nevents && f->traces[i] ? f->traces[i] : "");
   pthread_mutex_unlock(&f->lock);
 }
 

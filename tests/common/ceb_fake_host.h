@@ -45,6 +45,7 @@ typedef struct ceb_fake_host {
   /* submitted events in order (each holds a reference) */
   ceb_event **events;
   char **clients;            /* client per event (may be NULL) */
+  char **traces;             /* traceparent per event (may be NULL) */
   size_t nevents, capevents;
   size_t nsubmits;           /* submit calls that returned CEB_OK */
   size_t ncommitted;         /* callbacks run */
@@ -76,6 +77,8 @@ size_t ceb_fake_settle_count(ceb_fake_host *f);
 ceb_event *ceb_fake_event(ceb_fake_host *f, size_t i);
 /* Client of the i-th submitted event (copy into buf), "" when none. */
 void ceb_fake_event_client(ceb_fake_host *f, size_t i, char *buf, size_t n);
+/* traceparent the i-th event was submitted with, "" when none. */
+void ceb_fake_event_trace(ceb_fake_host *f, size_t i, char *buf, size_t n);
 /* Copy of the i-th settle; 0 when absent. */
 int ceb_fake_settle_get(ceb_fake_host *f, size_t i, ceb_fake_settle *out);
 
