@@ -9,7 +9,13 @@
  * Every enqueued message carries a sink_msg (the producer opaque). A
  * sink_msg is freed only by its delivery report, which librdkafka guarantees
  * for every accepted message (purged ones included); `d` is cleared under
- * the lock by whoever settles first. */
+ * the lock by whoever settles first.
+ *
+ * An idempotent producer that hit a fatal error (e.g. the broker lost its
+ * sequence state) refuses everything from then on; the poll thread then
+ * replaces it with a new one built from the same configuration. Callers of
+ * librdkafka on s->rk hold rk_lock for reading; only the poll thread swaps
+ * it, holding it for writing. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,6 +38,8 @@ typedef struct sink_msg {
 typedef struct kafka_sink {
   kafka_inst ki;
   rd_kafka_t *rk;
+  rd_kafka_conf_t *conf_tmpl; /* to rebuild rk after a fatal error */
+  pthread_rwlock_t rk_lock;
   kafka_topic_tmpl *topic;
   ceb_mode mode;
   const char *key_attr;  /* borrowed from the config */
@@ -177,11 +185,43 @@ static size_t expire(kafka_sink *s, int64_t now, const char *reason) {
   }
 }
 
+/* Replaces a producer that raised a fatal error (poll thread only). Its
+ * queued and in-flight messages are purged: their reports settle RETRY. */
+static void replace_fatal_producer(kafka_sink *s) {
+  char err[512];
+  rd_kafka_resp_err_t why = rd_kafka_fatal_error(s->rk, err, sizeof err);
+  rd_kafka_conf_t *c = rd_kafka_conf_dup(s->conf_tmpl);
+  rd_kafka_t *fresh = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  if (!fresh) {
+    rd_kafka_conf_destroy(c);
+    CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_ERROR,
+            "cannot replace the failed producer: %s", err);
+    return;
+  }
+  pthread_rwlock_wrlock(&s->rk_lock);
+  rd_kafka_t *old = s->rk;
+  s->rk = fresh;
+  pthread_rwlock_unlock(&s->rk_lock);
+  CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN,
+          "producer replaced after fatal error %s; its pending deliveries "
+          "are retried",
+          rd_kafka_err2name(why));
+  rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  rd_kafka_flush(old, 1000);
+  rd_kafka_destroy(old);
+  s->ki.host->metric(s->ki.inst, CEB_METRIC_COUNTER,
+                     "kafka_sink_producer_restarts_total", NULL, 1);
+}
+
 static void *sink_main(void *arg) {
   kafka_sink *s = arg;
   int64_t next_expire = 0;
   while (!atomic_load(&s->stop)) {
+    char fatal[8];
     rd_kafka_poll(s->rk, SINK_POLL_MS);
+    if (rd_kafka_fatal_error(s->rk, fatal, sizeof fatal) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
+      replace_fatal_producer(s);
     int64_t mono = kafka_mono_ms();
     if (mono >= next_expire) {
       next_expire = mono + SINK_EXPIRE_EVERY_MS;
@@ -198,6 +238,7 @@ int kafka_sink_init(const ceb_host *host, ceb_instance *inst,
   if (!s) return CEB_ENOMEM;
   s->ki = (kafka_inst){CEB_ROLE_SINK, host, inst};
   pthread_mutex_init(&s->lock, NULL);
+  pthread_rwlock_init(&s->rk_lock, NULL);
   s->unsettled.next = s->unsettled.prev = &s->unsettled;
   const char *mode = ceb_config_str(cfg, "mode");
   s->mode = mode && !strcmp(mode, "structured") ? CEB_MODE_STRUCTURED
@@ -222,6 +263,7 @@ int kafka_sink_init(const ceb_host *host, ceb_instance *inst,
   rd_kafka_conf_set_opaque(conf, s);
   rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
   kafka_install_log(conf, &s->ki);
+  s->conf_tmpl = rd_kafka_conf_dup(conf);
   s->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (!s->rk) {
     rd_kafka_conf_destroy(conf);
@@ -303,11 +345,13 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
   s->nunsettled++;
   pthread_mutex_unlock(&s->lock);
 
+  pthread_rwlock_rdlock(&s->rk_lock);
   rd_kafka_resp_err_t e = rd_kafka_producev(
       s->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, key_len),
       RD_KAFKA_V_VALUE(value, value_len),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(rh),
       RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
+  pthread_rwlock_unlock(&s->rk_lock);
   ceb_headers_clear(&hdrs);
   ceb_free(key);
   ceb_free(value);
@@ -331,7 +375,9 @@ int kafka_sink_drain(void *state, int64_t deadline_ms) {
     int64_t remaining = deadline_ms - h->now_ms(s->ki.inst);
     if (left == 0) return CEB_OK;
     if (remaining <= 0) break;
+    pthread_rwlock_rdlock(&s->rk_lock);
     rd_kafka_flush(s->rk, (int)(remaining < 100 ? remaining : 100));
+    pthread_rwlock_unlock(&s->rk_lock);
   }
   size_t n = expire(s, INT64_MAX, "drain");
   CEB_LOG(h, s->ki.inst, CEB_LOG_WARN,
@@ -353,7 +399,9 @@ void kafka_sink_destroy(void *state) {
     expire(s, INT64_MAX, "shutdown");
     rd_kafka_destroy(s->rk);
   }
+  if (s->conf_tmpl) rd_kafka_conf_destroy(s->conf_tmpl);
   kafka_topic_tmpl_free(s->topic);
+  pthread_rwlock_destroy(&s->rk_lock);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }

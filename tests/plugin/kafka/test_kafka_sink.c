@@ -358,6 +358,49 @@ static void test_broker_permanent(const ceb_plugin *p, ktest_mock *m) {
   ceb_event_unref(e2);
 }
 
+typedef struct metric_arg {
+  ceb_fake_host *f;
+  const char *name;
+} metric_arg;
+
+static int metric_positive(void *arg) {
+  metric_arg *a = arg;
+  return ceb_metrics_get(a->f->metrics, a->name, NULL) > 0;
+}
+
+/* A fatal idempotence error (the broker answers a produce with
+ * OUT_OF_ORDER_SEQUENCE_NUMBER, 45) makes librdkafka's producer unusable:
+ * that delivery is retried, the producer is replaced and later deliveries
+ * succeed. */
+static void test_fatal_producer(const ceb_plugin *p, ktest_mock *m) {
+  const char *kv[] = {"brokers", m->bootstrap, "topic", "fatal", NULL};
+  sink_fixture sx;
+  CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
+  if (!sx.state) return;
+  ceb_event *e0 = make_event("x-0", NULL, "{}");
+  ceb_delivery *d0 = deliver(&sx, e0, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 1, 20000));
+  check_settle(&sx, 0, CEB_ACK, NULL);
+  CHECK_INT(ktest_mock_cmd(m, "push_errors 0 1 45"), 0);
+  ceb_event *e1 = make_event("x-1", NULL, "{}");
+  ceb_delivery *d1 = deliver(&sx, e1, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 2, 20000));
+  check_settle(&sx, 1, CEB_RETRY, NULL);
+  metric_arg restarted = {sx.f, "cebridge_kafka_sink_producer_restarts_total"};
+  CHECK(ceb_test_wait(metric_positive, &restarted, 20000));
+  ceb_event *e2 = make_event("x-2", NULL, "{}");
+  ceb_delivery *d2 = deliver(&sx, e2, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 3, 20000));
+  check_settle(&sx, 2, CEB_ACK, NULL);
+  sink_close(&sx);
+  ceb_fake_delivery_free(d0);
+  ceb_fake_delivery_free(d1);
+  ceb_fake_delivery_free(d2);
+  ceb_event_unref(e0);
+  ceb_event_unref(e1);
+  ceb_event_unref(e2);
+}
+
 static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
   ceb_fake_host *f = ceb_fake_host_new("bad", CEB_ROLE_SINK);
   ceb_instance_info info = {sizeof info, "bad", CEB_ROLE_SINK, "/tmp"};
@@ -384,9 +427,8 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"out:1",   "out.dlq:1", "edu.nl.edu.test:1",
-                          "retry:1", "perm:1",    "late:1",
-                          NULL};
+  const char *topics[] = {"out:1",  "out.dlq:1", "edu.nl.edu.test:1", "retry:1",
+                          "perm:1", "late:1",    "fatal:1",           NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);
@@ -397,6 +439,7 @@ int main(void) {
     test_classification(p, &m);
     test_broker_permanent(p, &m);
     test_deadline(p, &m);
+    test_fatal_producer(p, &m);
   }
   ktest_mock_stop(&m);
   ktest_plugin_close(dl);
