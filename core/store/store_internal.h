@@ -37,7 +37,19 @@ struct ceb_store {
   pthread_cond_t rcond;
   sqlite3 *readers[CEB_STORE_READERS];
   int rbusy[CEB_STORE_READERS];
+  /* background WAL checkpoints (store_checkpoint.c) */
+  sqlite3 *cdb;
+  pthread_t checkpointer;
+  int ckpt_started, ckpt_pending, ckpt_stop;
+  pthread_mutex_t ckpt_lock;
+  pthread_cond_t ckpt_cond;
 };
+
+/* Starts / stops the background checkpointer (moves WAL checkpoints off
+ * the committer so that a commit never waits for one). */
+int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
+                            char *err, size_t errlen);
+void cebs_checkpointer_stop(ceb_store *st);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);

@@ -11,8 +11,10 @@
 
 void *cebs_committer_main(void *arg);
 
-static int open_conn(const char *path, int readonly, int sync_full,
-                     sqlite3 **out, char *err, size_t errlen) {
+int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
+                   char *err, size_t errlen);
+int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
+                   char *err, size_t errlen) {
   sqlite3 *db = NULL;
   int flags = SQLITE_OPEN_NOMUTEX |
               (readonly ? SQLITE_OPEN_READONLY
@@ -59,17 +61,21 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_max = opts->group_max ? opts->group_max : 512;
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
-  int rc =
-      open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err, errlen);
+  int rc = cebs_open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err,
+                          errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
   for (int i = 0; rc == CEB_OK && i < CEB_STORE_READERS; i++)
-    rc = open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
+    rc = cebs_open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
+  if (rc == CEB_OK)
+    rc = cebs_checkpointer_start(st, opts->path, opts->synchronous_full, err,
+                                 errlen);
   if (rc == CEB_OK &&
       pthread_create(&st->committer, NULL, cebs_committer_main, st) != 0) {
     snprintf(err, errlen, "store: cannot start the committer thread");
     rc = CEB_EINTERNAL;
   }
   if (rc != CEB_OK) {
+    cebs_checkpointer_stop(st);
     for (int i = 0; i < CEB_STORE_READERS; i++)
       sqlite3_close(st->readers[i]);
     sqlite3_close(st->wdb);
@@ -92,6 +98,7 @@ void ceb_store_close(ceb_store *st) {
   pthread_cond_broadcast(&st->cond);
   pthread_mutex_unlock(&st->lock);
   if (st->started) pthread_join(st->committer, NULL);
+  cebs_checkpointer_stop(st);
   for (int i = 0; i < CEB_STORE_READERS; i++)
     sqlite3_close(st->readers[i]);
   /* A clean close checkpoints the WAL into the main file. */

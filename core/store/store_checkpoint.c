@@ -1,0 +1,87 @@
+/* WAL checkpoints off the commit path. SQLite's automatic checkpoint runs
+ * inside the committing transaction's thread: with synchronous=FULL it
+ * copies pages and fsyncs the database while ingest waits. Here the
+ * committer's WAL hook only signals; a separate connection runs PASSIVE
+ * checkpoints (they never block the writer) in the background. */
+#include <stdio.h>
+#include <time.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
+                   char *err, size_t errlen);
+
+#define CKPT_PAGES 1000         /* signal the checkpointer at this WAL size */
+#define CKPT_INLINE_PAGES 50000 /* the checkpointer is behind: help inline */
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
+  ceb_store *st = arg;
+  if (pages >= CKPT_INLINE_PAGES) {
+    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+  } else if (pages >= CKPT_PAGES) {
+    pthread_mutex_lock(&st->ckpt_lock);
+    st->ckpt_pending = 1;
+    pthread_cond_signal(&st->ckpt_cond);
+    pthread_mutex_unlock(&st->ckpt_lock);
+  }
+  return SQLITE_OK;
+}
+
+static void *checkpointer_main(void *arg) {
+  ceb_store *st = arg;
+  pthread_mutex_lock(&st->ckpt_lock);
+  while (!st->ckpt_stop) {
+    if (!st->ckpt_pending) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_sec += 1; /* also checkpoint a quiet WAL now and then */
+      pthread_cond_timedwait(&st->ckpt_cond, &st->ckpt_lock, &ts);
+      if (st->ckpt_stop) break;
+    }
+    st->ckpt_pending = 0;
+    pthread_mutex_unlock(&st->ckpt_lock);
+    int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                       NULL, NULL);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+      ceb_log_warn("store: background checkpoint: %s", sqlite3_errmsg(st->cdb));
+    pthread_mutex_lock(&st->ckpt_lock);
+  }
+  pthread_mutex_unlock(&st->ckpt_lock);
+  return NULL;
+}
+
+int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
+                            char *err, size_t errlen) {
+  pthread_mutex_init(&st->ckpt_lock, NULL);
+  pthread_cond_init(&st->ckpt_cond, NULL);
+  int rc = cebs_open_conn(path, 0, sync_full, &st->cdb, err, errlen);
+  if (rc != CEB_OK) return rc;
+  sqlite3_wal_hook(st->wdb, wal_hook, st); /* replaces auto-checkpoint */
+  if (pthread_create(&st->checkpointer, NULL, checkpointer_main, st) != 0) {
+    snprintf(err, errlen, "store: cannot start the checkpointer thread");
+    sqlite3_wal_hook(st->wdb, NULL, NULL);
+    sqlite3_wal_autocheckpoint(st->wdb, CKPT_PAGES);
+    return CEB_EINTERNAL;
+  }
+  st->ckpt_started = 1;
+  return CEB_OK;
+}
+
+void cebs_checkpointer_stop(ceb_store *st) {
+  if (st->ckpt_started) {
+    pthread_mutex_lock(&st->ckpt_lock);
+    st->ckpt_stop = 1;
+    pthread_cond_signal(&st->ckpt_cond);
+    pthread_mutex_unlock(&st->ckpt_lock);
+    pthread_join(st->checkpointer, NULL);
+    st->ckpt_started = 0;
+  }
+  if (st->cdb) {
+    sqlite3_close(st->cdb);
+    st->cdb = NULL;
+  }
+  if (st->wdb) sqlite3_wal_hook(st->wdb, NULL, NULL);
+}
