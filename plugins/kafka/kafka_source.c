@@ -74,7 +74,9 @@ typedef struct src_part {
 typedef struct kafka_source {
   kafka_inst ki;
   rd_kafka_t *rk;
-  rd_kafka_t *dlq; /* NULL without dlq_topic */
+  rd_kafka_t *dlq;           /* NULL without dlq_topic; used by the poll thread
+                                (and by revoke, which runs on it or after it) */
+  rd_kafka_conf_t *dlq_conf; /* to rebuild dlq after a fatal error */
   const char *dlq_topic;
   int cooperative;
   int64_t rebalance_wait_ms;
@@ -692,6 +694,28 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
 
 /* ---- the poll thread ---- */
 
+/* Replaces a DLQ producer that raised a fatal (idempotence) error. Its
+ * pending records fail, so their partitions are read again. */
+static void replace_fatal_dlq(kafka_source *s) {
+  char err[512];
+  rd_kafka_resp_err_t why = rd_kafka_fatal_error(s->dlq, err, sizeof err);
+  rd_kafka_conf_t *c = rd_kafka_conf_dup(s->dlq_conf);
+  rd_kafka_t *fresh = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  if (!fresh) {
+    rd_kafka_conf_destroy(c);
+    CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_ERROR,
+            "cannot replace the failed DLQ producer: %s", err);
+    return;
+  }
+  rd_kafka_t *old = s->dlq;
+  s->dlq = fresh;
+  CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN,
+          "DLQ producer replaced after fatal error %s", rd_kafka_err2name(why));
+  rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  rd_kafka_flush(old, 1000);
+  rd_kafka_destroy(old);
+}
+
 static void drain_step(kafka_source *s) {
   pthread_mutex_lock(&s->lock);
   int done = s->drained;
@@ -724,7 +748,12 @@ static void *source_main(void *arg) {
       handle(s, m);
       rd_kafka_message_destroy(m);
     }
-    if (s->dlq) rd_kafka_poll(s->dlq, 0);
+    if (s->dlq) {
+      char fatal[8];
+      rd_kafka_poll(s->dlq, 0);
+      if (rd_kafka_fatal_error(s->dlq, fatal, sizeof fatal))
+        replace_fatal_dlq(s);
+    }
     rewind_failed(s);
     resume_ready(s);
     if (atomic_load(&s->draining)) {
@@ -827,6 +856,7 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
     rd_kafka_conf_set_opaque(dconf, s);
     rd_kafka_conf_set_dr_msg_cb(dconf, on_dlq_delivery);
     kafka_install_log(dconf, &s->ki);
+    s->dlq_conf = rd_kafka_conf_dup(dconf);
     s->dlq = rd_kafka_new(RD_KAFKA_PRODUCER, dconf, err, sizeof err);
     if (!s->dlq) {
       rd_kafka_conf_destroy(dconf);
@@ -915,6 +945,7 @@ void kafka_source_destroy(void *state) {
     rd_kafka_poll(s->dlq, 0);
     rd_kafka_destroy(s->dlq);
   }
+  if (s->dlq_conf) rd_kafka_conf_destroy(s->dlq_conf);
   if (s->subscription) rd_kafka_topic_partition_list_destroy(s->subscription);
   pthread_mutex_lock(&s->lock);
   size_t outstanding = s->inflight;
