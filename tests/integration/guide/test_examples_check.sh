@@ -8,6 +8,7 @@ src=$1 bin=$2
 n=0
 export PARTNER_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 export DUO_CLIENT_SECRET=example-client-secret
+export MQTT_PASSWORD=example-password
 for d in "$src"/docs/examples/*/bridge.d; do
   "$bin/cebridge" check -c "$d" || { echo "FAIL: check $d"; exit 1; }
   n=$((n + 1))
