@@ -412,13 +412,20 @@ static void aa_destroy(void *state) {
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   free(st);
+  curl_global_cleanup();
 }
 
 static int aa_init(const ceb_host *host, ceb_instance *inst,
                    const ceb_instance_info *info, const ceb_config *cfg,
                    void **state) {
+  /* Reference-counted and thread-safe in libcurl >= 7.84; paired with the
+   * cleanup in destroy. */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return CEB_EINTERNAL;
   aa_state *st = calloc(1, sizeof *st);
-  if (!st) return CEB_ENOMEM;
+  if (!st) {
+    curl_global_cleanup();
+    return CEB_ENOMEM;
+  }
   st->host = host;
   st->inst = inst;
   st->name = strdup(info->name);

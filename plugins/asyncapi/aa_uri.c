@@ -24,6 +24,8 @@ static void remove_dots(char *path) {
   int trailing = 0;
   char *save = NULL;
   char copy[4096];
+  if (strlen(path) >= sizeof copy)
+    return; /* left as written; the fetch of such a path fails anyway */
   snprintf(copy, sizeof copy, "%s", path);
   for (char *s = strtok_r(copy, "/", &save); s;
        s = strtok_r(NULL, "/", &save)) {
