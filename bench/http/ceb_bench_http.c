@@ -10,7 +10,8 @@
  *   webhook      events preloaded into the store (http sink rate-limited to
  *                1/s while posting), then the bridge restarted without the
  *                limit: delivery rate first-to-last at a local receiver
- *                (204), FIFO per key checked, 1,000 subject keys.
+ *                (204), FIFO per key checked where the load defined it
+ *                (per key and sending connection), 1,000 subject keys.
  *   all          the three above, then one result table.
  *   smoke        each scenario for about a second with tiny numbers: proves
  *                the harness works (registered in ctest, label bench).
@@ -248,7 +249,7 @@ static int rx_done(void *arg) {
 }
 
 static int run_webhook(const params *p, const char *label) {
-  ceb_bench_receiver *rx = ceb_bench_receiver_start(p->keys, 2);
+  ceb_bench_receiver *rx = ceb_bench_receiver_start(p->keys, p->conns, 2);
   if (!rx)
     return 1;
   ceb_bench_bridge b;
@@ -307,6 +308,14 @@ static int run_webhook(const params *p, const char *label) {
   ceb_bench_receiver_snapshot(rx, &n);
   double cpu = ceb_bench_bridge_cpu_s(&b), own = self_cpu_s() - own0;
   int st2 = ceb_bench_bridge_stop(&b, 60000);
+  if (n.disorder || pre.disorder) {
+    ceb_bench_rx_counts *d = n.disorder ? &n : &pre;
+    fprintf(stderr,
+            "bench: FIFO broken on key-%06ld: event %ld (connection %ld) "
+            "delivered after event %ld of the same connection (%s)\n",
+            d->bad_key, d->bad_seq, d->bad_conn, d->bad_last,
+            n.disorder ? "after the restart" : "while throttled");
+  }
   double span = (n.last_us - n.first_us) / 1e6;
   double rate = span > 0 ? n.delivered / span : 0;
   printf("%s: %ld events over %d keys preloaded (%ld delivered while "

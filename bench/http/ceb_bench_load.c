@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define ID_DIGITS 10
+#define CONN_DIGITS 4
 #define KEY_DIGITS 6
 #define RBUF_MAX (1 << 20) /* a response larger than this is an error */
 
@@ -41,7 +42,7 @@ typedef struct conn {
 
 typedef struct tmpl {
   char *text;
-  size_t len, id_off, key_off;
+  size_t len, conn_off, id_off, key_off;
 } tmpl;
 
 typedef struct load {
@@ -66,6 +67,7 @@ static int64_t now_us(void) {
 /* ---- request template ---- */
 
 static const char k_id_ph[] = "##########"; /* ID_DIGITS placeholders */
+static const char k_conn_ph[] = "@@@@";     /* CONN_DIGITS placeholders */
 static const char k_key_ph[] = "%%%%%%";    /* KEY_DIGITS placeholders */
 static const char k_time[] = "2026-11-22T18:00:00Z";
 
@@ -82,7 +84,7 @@ static char *make_pad(long n) {
 static int tmpl_build(tmpl *t, const ceb_bench_load_opts *o, char *err,
                       size_t errlen) {
   char id[128], subj[32];
-  snprintf(id, sizeof id, "%s-%s", o->id_prefix, k_id_ph);
+  snprintf(id, sizeof id, "%s-%s-%s", o->id_prefix, k_conn_ph, k_id_ph);
   snprintf(subj, sizeof subj, "key-%s", k_key_ph);
   long fixed, padn;
   char *body = NULL, *pad = NULL, *head = NULL;
@@ -131,13 +133,15 @@ static int tmpl_build(tmpl *t, const ceb_bench_load_opts *o, char *err,
     goto nomem;
   t->len = strlen(t->text);
   char *ip = strstr(t->text, k_id_ph), *kp = strstr(t->text, k_key_ph);
-  if (!ip || !kp) {
-    snprintf(err, errlen, "id prefix or source must not contain # or %%");
+  char *cp = strstr(t->text, k_conn_ph);
+  if (!ip || !kp || !cp) {
+    snprintf(err, errlen, "id prefix or source must not contain #, @ or %%");
     free(t->text);
     t->text = NULL;
     goto fail;
   }
   t->id_off = (size_t)(ip - t->text);
+  t->conn_off = (size_t)(cp - t->text);
   t->key_off = (size_t)(kp - t->text);
   free(head);
   free(body);
@@ -500,6 +504,7 @@ int ceb_bench_load_run(const ceb_bench_load_opts *o, ceb_bench_load_result *r,
       goto out;
     }
     memcpy(c->req, L.t.text, L.t.len);
+    put_digits(c->req + L.t.conn_off, i, CONN_DIGITS);
   }
   int64_t start = now_us();
   L.stop_send_us = start + o->duration_ms * 1000;

@@ -2,6 +2,10 @@
  * non-blocking sockets driven by one epoll loop (one request in flight per
  * connection, no pipelining), POSTing CloudEvents of a fixed size with
  * unique ids and a configurable number of distinct `subject` ordering keys.
+ * Ids are PREFIX-CCCC-SSSSSSSSSS (connection, global sequence number) and
+ * the subject of sequence S is key-(S mod keys): two events of one key sent
+ * on one connection are causally ordered (the second is written after the
+ * first's answer), which is what a FIFO-per-key check can rely on.
  * Measures each request from its first byte written to its last response
  * byte read. Always stops by itself: after `count` requests or `duration_ms`,
  * whichever comes first, then waits at most `drain_ms` for the answers still
@@ -24,7 +28,7 @@ typedef struct ceb_bench_load_opts {
   int event_size;        /* bytes per event (see ceb_bench_load.c) */
   int keys;              /* distinct subject values, 1 .. 999999 */
   int binary;            /* 1: binary mode (ce-* headers), 0: structured */
-  const char *id_prefix; /* ids are PREFIX-0000000000; unique per run */
+  const char *id_prefix; /* unique per run; no '#', '@' or '%' */
   const char *source;    /* CloudEvents source */
   const char *type;      /* CloudEvents type */
 } ceb_bench_load_opts;

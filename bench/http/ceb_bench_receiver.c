@@ -11,9 +11,9 @@
 
 struct ceb_bench_receiver {
   struct MHD_Daemon *d;
-  int port, keys;
+  int port, keys, conns;
   pthread_mutex_t lock;
-  long *last; /* per key: latest sequence number seen, -1 none */
+  long *last; /* per (key, connection): latest sequence number, -1 none */
   ceb_bench_rx_counts n;
 };
 
@@ -23,29 +23,47 @@ static int64_t now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* id "PREFIX-CONN-SEQ": the last two '-'-separated fields are numbers. */
+static int parse_id(const char *id, long *conn, long *seq) {
+  const char *d2 = id ? strrchr(id, '-') : NULL;
+  if (!d2 || d2 == id)
+    return -1;
+  const char *d1 = d2 - 1;
+  while (d1 > id && *d1 != '-')
+    d1--;
+  char *e1, *e2;
+  *conn = strtol(d1 + 1, &e1, 10);
+  *seq = strtol(d2 + 1, &e2, 10);
+  return *d1 == '-' && e1 == d2 && *e2 == '\0' && *conn >= 0 && *seq >= 0
+             ? 0
+             : -1;
+}
+
 static void record(ceb_bench_receiver *rx, const char *id, const char *subj) {
-  const char *dash = id ? strrchr(id, '-') : NULL;
-  char *end = NULL;
-  long seq = dash ? strtol(dash + 1, &end, 10) : -1;
-  long key = -1;
+  long conn = -1, seq = -1, key = -1;
   if (subj && !strncmp(subj, "key-", 4))
     key = strtol(subj + 4, NULL, 10);
-  int ok = dash && end && *end == '\0' && seq >= 0 && key >= 0 &&
+  int ok = parse_id(id, &conn, &seq) == 0 && conn < rx->conns && key >= 0 &&
            key < rx->keys;
   pthread_mutex_lock(&rx->lock);
   int64_t t = now_us();
   if (!rx->n.first_us)
     rx->n.first_us = t;
   rx->n.last_us = t;
+  long *last = ok ? &rx->last[key * rx->conns + conn] : NULL;
   if (!ok)
     rx->n.unparsable++;
-  else if (seq > rx->last[key]) {
-    rx->last[key] = seq;
+  else if (seq > *last) {
+    *last = seq;
     rx->n.delivered++;
-  } else if (seq == rx->last[key])
+  } else if (seq == *last)
     rx->n.duplicates++;
-  else
-    rx->n.disorder++;
+  else if (!rx->n.disorder++) {
+    rx->n.bad_key = key;
+    rx->n.bad_conn = conn;
+    rx->n.bad_seq = seq;
+    rx->n.bad_last = *last;
+  }
   pthread_mutex_unlock(&rx->lock);
 }
 
@@ -80,16 +98,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   return r;
 }
 
-ceb_bench_receiver *ceb_bench_receiver_start(int keys, int threads) {
+ceb_bench_receiver *ceb_bench_receiver_start(int keys, int conns,
+                                             int threads) {
   ceb_bench_receiver *rx = calloc(1, sizeof *rx);
-  if (!rx || keys < 1)
+  if (!rx || keys < 1 || conns < 1 || (long)keys * conns > 16L << 20)
     goto fail;
   rx->keys = keys;
-  rx->last = malloc(sizeof *rx->last * (size_t)keys);
+  rx->conns = conns;
+  size_t pairs = (size_t)keys * (size_t)conns;
+  rx->last = malloc(sizeof *rx->last * pairs);
   if (!rx->last)
     goto fail;
   pthread_mutex_init(&rx->lock, NULL);
-  for (int i = 0; i < keys; i++)
+  for (size_t i = 0; i < pairs; i++)
     rx->last[i] = -1;
   struct sockaddr_in sa = {.sin_family = AF_INET};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
