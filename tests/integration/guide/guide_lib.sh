@@ -3,7 +3,9 @@
 # Sourced with $work set; processes started with start_bg are killed on exit.
 bg_pids=()
 cleanup() {
-  for p in "${bg_pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${bg_pids[@]}"; do
+    kill -9 "$p" 2>/dev/null && { wait "$p" 2>/dev/null || true; }
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT

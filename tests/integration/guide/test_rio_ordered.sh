@@ -29,27 +29,14 @@ bridge=$last_pid
 in=$(port_of "$work/in.port") status=$(port_of "$work/status.port")
 admin=$(port_of "$work/admin.port")
 
-# post ID INSTITUTION [EXTRA-DATA]: one update, as the guide shows it.
-post() {
-  local code
-  code=$(curl -s -o "$work/post.out" -w '%{http_code}' \
-    "http://127.0.0.1:$in/events" \
-    -H 'Content-Type: application/cloudevents+json' \
-    -H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" \
-    -d '{"specversion":"1.0","id":"'"$1"'",
-         "source":"urn:nld:oin:00000001234567890000:systeem:eduhub",
-         "type":"nl.surf.eduhub.rio.upsert","subject":"programs/'"$1"'",
-         "time":"2026-01-15T10:00:00Z","schachome":"'"$2"'",
-         "datacontenttype":"application/json",
-         "data":{"resource":"programs/'"$1"'"'"${3:-}"'}}')
-  [ "$code" = 202 ] || fail "POST $1 answered $code: $(cat "$work/post.out")"
-}
-post a1 uva.nl ',"simulate":"unavailable-once"'
-post b1 hva.nl
-post a2 uva.nl
-post b2 hva.nl ',"simulate":"invalid"'
-post a3 uva.nl
-post b3 hva.nl
+# The guide's own commands: its post() block, on the ephemeral port.
+awk '/^    post\(\) \{/{on=1} on{line=$0; sub(/^    /, "", line); print line}
+     on && /^    post b3 hva.nl/{on=0}' "$src/docs/integration-guide.md" |
+  sed "s|127.0.0.1:8080|127.0.0.1:$in|" >"$work/post.sh"
+[ "$(grep -c '^post ' "$work/post.sh")" = 6 ] || fail "guide post block not found"
+bash "$work/post.sh" >"$work/post.out" 2>&1 || fail "guide post block failed"
+[ "$(grep -c '^202$' "$work/post.out")" = 6 ] ||
+  fail "guide posts not all 202: $(cat "$work/post.out")"
 
 # A missing Idempotency-Key is refused (idempotency = required).
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$in/events" \

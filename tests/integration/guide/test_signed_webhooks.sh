@@ -37,17 +37,14 @@ start_bg "$work/bridge.log" "$bin/cebridge" run -c "$c"
 bridge=$last_pid
 in=$(port_of "$work/in.port")
 
-code=$(curl -s -o "$work/post.out" -w '%{http_code}' \
-  "http://127.0.0.1:$in/events" \
-  -H 'Content-Type: application/cloudevents+json' \
-  -d '{"specversion":"1.0","id":"sip-843e9ba4",
-       "source":"urn:nld:oin:00000001234567890000:systeem:archief",
-       "type":"nl.example.archief.sip.archived",
-       "subject":"843e9ba457593d0edf69a24baa0babf3",
-       "time":"2026-01-15T20:26:10Z","datacontenttype":"application/json",
-       "data":{"correlation_id":"843e9ba457593d0edf69a24baa0babf3",
-               "outcome":"success","pid":"kdleipkyuj"}}')
-[ "$code" = 202 ] || fail "POST answered $code: $(cat "$work/post.out")"
+# The guide's own POST command, on the ephemeral port.
+awk '/^    curl -si http:\/\/127.0.0.1:8080\/events/{on=1}
+     on{line=$0; sub(/^    /, "", line); print line}
+     on && /}}.$/{on=0}' "$src/docs/integration-guide.md" |
+  sed "s|127.0.0.1:8080|127.0.0.1:$in|" >"$work/post.sh"
+grep -q '"id":"sip-843e9ba4"' "$work/post.sh" || fail "guide POST not found"
+bash "$work/post.sh" >"$work/post.out" 2>&1 || fail "guide POST failed"
+grep -q "^HTTP/1.1 202" "$work/post.out" || fail "POST: $(cat "$work/post.out")"
 
 # First attempt at once: the receiver answers 503; the event waits for the
 # second step of the schedule (5s).
