@@ -112,6 +112,18 @@ keys = {json.loads(l)["key"] for l in open(sys.argv[1]) if '"b2"' in l}
 assert len(keys) == 1, keys
 PY
 
+# The operator guide's backup, taken while the bridge runs, is a complete
+# store: the CLI reads the dead letter and the status from the copy.
+if command -v sqlite3 >/dev/null; then
+  sqlite3 "$work/var/store.db" ".backup $work/backup.db" || fail "backup"
+  [ "$(sqlite3 "$work/backup.db" 'PRAGMA integrity_check')" = ok ] ||
+    fail "backup integrity"
+  "$bin/cebridge" dlq list --store "$work/backup.db" | grep -q " b2 " ||
+    fail "backup lacks the dead letter"
+  "$bin/cebridge" status a3 --store "$work/backup.db" | grep -q " done " ||
+    fail "backup lacks the status of a3"
+fi
+
 curl -sf "http://127.0.0.1:$admin/metrics" >"$work/metrics"
 grep -q '^cebridge_events_dead_total{route="institutions-to-rio",reason="rejected"}' \
   "$work/metrics" || fail "metrics"
