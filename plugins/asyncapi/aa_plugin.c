@@ -64,7 +64,8 @@ typedef struct aa_state {
   pthread_mutex_t sync_lock; /* one sync at a time (thread vs on demand) */
   etag_entry *etags;         /* under sync_lock */
   size_t netags;
-  char *known_max; /* highest version offered so far */
+  char *known_max;  /* highest version seen held so far */
+  json_t *pass_new; /* versions stored as new in the running sync */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int stop;
@@ -121,6 +122,36 @@ static char *fetch_ref(void *arg, const char *uri, size_t *len, char *err,
     return NULL;
   }
   return aa_file_read(uri, fc->st->http.max_size, len, err, errlen);
+}
+
+/* *max = the higher of *max and v (copied). */
+static void raise_max(char **max, const char *v) {
+  if (*max && ceb_version_cmp(v, *max) <= 0) return;
+  char *copy = strdup(v);
+  if (!copy) return;
+  free(*max);
+  *max = copy;
+}
+
+/* After a pass: versions stored as new that are above every version held
+ * before (including those the register already had) are announced. */
+static void announce_new(aa_state *st) {
+  char *held = st->known_max ? strdup(st->known_max) : NULL;
+  size_t i;
+  json_t *v;
+  json_array_foreach(st->pass_new, i, v) {
+    const char *ver = json_string_value(v);
+    if (!held || ceb_version_cmp(ver, held) > 0) {
+      LOG(st, CEB_LOG_INFO,
+          "new version %s of %s available; pins do not change until you "
+          "change them",
+          ver, st->name);
+      metric(st, "contracts_new_versions_total");
+    }
+    raise_max(&st->known_max, ver);
+  }
+  free(held);
+  json_array_clear(st->pass_new);
 }
 
 /* Parses, bundles and offers one document. 0 or -1 (logged). */
@@ -181,22 +212,13 @@ static int offer(aa_state *st, const char *text, size_t len, const char *base,
       LOG(st, CEB_LOG_INFO,
           "stored %s@%s from %s (%zu referenced documents bundled)", st->name,
           ver, provenance, bs.documents);
-      if (!st->known_max || ceb_version_cmp(ver, st->known_max) > 0) {
-        LOG(st, CEB_LOG_INFO,
-            "new version %s of %s available; pins do not "
-            "change until you change them",
-            ver, st->name);
-        metric(st, "contracts_new_versions_total");
-      }
+      json_array_append_new(st->pass_new, json_string(ver));
     } else {
       LOG(st, CEB_LOG_DEBUG, "%s@%s unchanged", st->name, ver);
-    }
-    if (!st->known_max || ceb_version_cmp(ver, st->known_max) > 0) {
-      free(st->known_max);
-      st->known_max = ver;
-      ver = NULL;
+      raise_max(&st->known_max, ver);
     }
   } else if (rc == CEB_ECONFLICT) {
+    raise_max(&st->known_max, ver);
     LOG(st, CEB_LOG_ERROR,
         "%s@%s from %s differs from the document held under that version: "
         "flagged as a conflict, the held document stays",
@@ -358,6 +380,7 @@ static int sync_now(aa_state *st) {
   int rc = st->file  ? sync_file(st)
            : st->url ? sync_url(st, st->url)
                      : sync_registry(st);
+  announce_new(st);
   pthread_mutex_unlock(&st->sync_lock);
   if (rc != 0)
     metric(st, "contracts_sync_failures_total");
@@ -407,6 +430,7 @@ static void aa_destroy(void *state) {
     free(st->etags[i].url);
   free(st->etags);
   free(st->known_max);
+  json_decref(st->pass_new);
   free(st->name);
   pthread_mutex_destroy(&st->sync_lock);
   pthread_mutex_destroy(&st->lock);
@@ -429,6 +453,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   st->host = host;
   st->inst = inst;
   st->name = strdup(info->name);
+  st->pass_new = json_array();
   st->url = ceb_config_str(cfg, "url");
   st->file = ceb_config_str(cfg, "file");
   st->reg_url = ceb_config_str(cfg, "registry.url");
@@ -448,7 +473,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   pthread_cond_init(&st->cond, &ca);
   pthread_condattr_destroy(&ca);
   int sources = !!st->url + !!st->file + !!st->reg_url;
-  const char *why = !st->name      ? "out of memory"
+  const char *why = !st->name || !st->pass_new ? "out of memory"
                     : sources != 1 ? "set exactly one of url, file and "
                                      "registry.url"
                                    : NULL;
@@ -457,7 +482,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
       !st->http.allow_http)
     why = "plain http needs allow_insecure_http = true";
   if (why) {
-    int rc = st->name ? CEB_ECONFIG : CEB_ENOMEM;
+    int rc = st->name && st->pass_new ? CEB_ECONFIG : CEB_ENOMEM;
     CEB_LOG(host, inst, CEB_LOG_ERROR, "%s", why);
     aa_destroy(st);
     return rc;

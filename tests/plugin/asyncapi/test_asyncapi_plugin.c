@@ -149,6 +149,13 @@ int main(void) {
   CHECK_INT(g_plugin->sync(st, NULL), CEB_OK);
   CHECK_STR(g_last_version, "2.0.0");
   CHECK(metric("contracts_new_versions_total") == before + 1);
+  /* A patch of an older line is stored but not announced as new. */
+  aa_stub_set_version(reg, "edu", "enrol", "1.0.1",
+                      AA_DOC_HEAD("1.0.1", "Enrolment"));
+  int stored = puts_of(0);
+  CHECK_INT(g_plugin->sync(st, NULL), CEB_OK);
+  CHECK_INT(puts_of(0), stored + 1);
+  CHECK(metric("contracts_new_versions_total") == before + 1);
   CHECK_INT(g_plugin->drain(st, ceb_test_now_ms() + 1000), CEB_OK);
   g_plugin->destroy(st);
   ceb_config_free(cfg);
