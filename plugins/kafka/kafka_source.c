@@ -611,6 +611,7 @@ static ceb_event *decode(const rd_kafka_message_t *m, char *reason,
   }
   ceb_violations v;
   if (ceb_event_validate(ev, NULL, &v) > 0) {
+    snprintf(reason, rsz, "validation: not a valid CloudEvent");
     for (size_t i = 0; i < v.count; i++)
       if (v.items[i].severity == CEB_SEV_ERROR) {
         snprintf(reason, rsz, "validation: %s: %s", v.items[i].code,
