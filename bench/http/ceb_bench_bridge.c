@@ -13,8 +13,7 @@
 int ceb_bench_bridge_init(ceb_bench_bridge *b, const char *tag) {
   memset(b, 0, sizeof *b);
   b->dir = ceb_test_tmpdir(tag);
-  if (!b->dir)
-    return -1;
+  if (!b->dir) return -1;
   char conf[600];
   snprintf(conf, sizeof conf, "%s/conf", b->dir);
   return mkdir(conf, 0700) == 0 ? 0 : -1;
@@ -41,19 +40,16 @@ int ceb_bench_bridge_port(ceb_bench_bridge *b, const char *name,
   snprintf(path, sizeof path, "%s/%s", b->dir, name);
   int port = ceb_test_wait_port_file(path, timeout_ms);
   if (port <= 0)
-    fprintf(stderr, "bench: no port in %s (see %s)\n", path,
-            b->proc.log_path);
+    fprintf(stderr, "bench: no port in %s (see %s)\n", path, b->proc.log_path);
   return port > 0 ? port : -1;
 }
 
 long ceb_bench_bridge_status_kb(const ceb_bench_bridge *b, const char *key) {
-  if (b->proc.pid <= 0)
-    return -1;
+  if (b->proc.pid <= 0) return -1;
   char path[64], line[256];
   snprintf(path, sizeof path, "/proc/%d/status", (int)b->proc.pid);
   FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
+  if (!f) return -1;
   size_t kl = strlen(key);
   long kb = -1;
   while (fgets(line, sizeof line, f))
@@ -66,16 +62,16 @@ long ceb_bench_bridge_status_kb(const ceb_bench_bridge *b, const char *key) {
 }
 
 double ceb_bench_bridge_cpu_s(const ceb_bench_bridge *b) {
-  if (b->proc.pid <= 0)
-    return -1;
+  if (b->proc.pid <= 0) return -1;
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)b->proc.pid);
   char *text = ceb_test_read_file(path, NULL);
   /* fields after "(comm)": state is field 3, utime 14, stime 15 */
   char *p = text ? strrchr(text, ')') : NULL;
   unsigned long ut = 0, st = 0;
-  int n = p ? sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-                            "%lu %lu",
+  int n = p ? sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                     "%lu %lu",
                      &ut, &st)
             : 0;
   free(text);
@@ -93,8 +89,7 @@ static void *sampler_main(void *arg) {
   /* bounded by rss_stop; each round is one /proc read and a 50 ms nap */
   while (!__atomic_load_n(&b->stop_sampling, __ATOMIC_ACQUIRE)) {
     long kb = ceb_bench_bridge_status_kb(b, "VmRSS");
-    if (kb > b->rss_max_kb)
-      b->rss_max_kb = kb;
+    if (kb > b->rss_max_kb) b->rss_max_kb = kb;
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -104,15 +99,13 @@ static void *sampler_main(void *arg) {
 int ceb_bench_bridge_rss_start(ceb_bench_bridge *b) {
   b->stop_sampling = 0;
   b->rss_max_kb = 0;
-  if (pthread_create(&b->sampler, NULL, sampler_main, b))
-    return -1;
+  if (pthread_create(&b->sampler, NULL, sampler_main, b)) return -1;
   b->sampling = 1;
   return 0;
 }
 
 void ceb_bench_bridge_rss_stop(ceb_bench_bridge *b) {
-  if (!b->sampling)
-    return;
+  if (!b->sampling) return;
   __atomic_store_n(&b->stop_sampling, 1, __ATOMIC_RELEASE);
   pthread_join(b->sampler, NULL);
   b->sampling = 0;
@@ -126,8 +119,7 @@ int ceb_bench_bridge_stop(ceb_bench_bridge *b, int64_t timeout_ms) {
 }
 
 void ceb_bench_bridge_free(ceb_bench_bridge *b, int keep) {
-  if (b->proc.pid > 0)
-    ceb_bench_bridge_stop(b, 30000);
+  if (b->proc.pid > 0) ceb_bench_bridge_stop(b, 30000);
   ceb_bench_bridge_rss_stop(b);
   if (b->dir) {
     if (keep)

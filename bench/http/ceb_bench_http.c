@@ -39,17 +39,17 @@
 #define TYPE "nl.edu.bench.created"
 
 typedef struct params {
-  int conns;       /* load connections */
-  int64_t dur_ms;  /* accept: load duration */
-  long events;     /* webhook: events preloaded */
-  int size;        /* event size */
-  int keys;        /* distinct subjects */
-  int binary;      /* binary mode requests */
-  const char *sink;/* accept: testsink | pull */
-  long group_max;  /* accept: store.group_max, 0 = default */
-  int sink_conns;  /* webhook: http sink max_connections */
-  int inflight;    /* webhook: route max_inflight */
-  int throttle;    /* accept: sink limited to 1/s (ingest without delivery) */
+  int conns;        /* load connections */
+  int64_t dur_ms;   /* accept: load duration */
+  long events;      /* webhook: events preloaded */
+  int size;         /* event size */
+  int keys;         /* distinct subjects */
+  int binary;       /* binary mode requests */
+  const char *sink; /* accept: testsink | pull */
+  long group_max;   /* accept: store.group_max, 0 = default */
+  int sink_conns;   /* webhook: http sink max_connections */
+  int inflight;     /* webhook: route max_inflight */
+  int throttle;     /* accept: sink limited to 1/s (ingest without delivery) */
 } params;
 
 typedef struct row {
@@ -76,15 +76,12 @@ static double self_cpu_s(void) {
 
 static void id_prefix(char *buf, size_t n, const char *tag) {
   static int seq;
-  snprintf(buf, n, "%s%dx%ldx%d", tag, (int)getpid(), (long)time(NULL),
-           seq++);
+  snprintf(buf, n, "%s%dx%ldx%d", tag, (int)getpid(), (long)time(NULL), seq++);
 }
 
-static void conf_bridge(char *buf, size_t n, const char *dir,
-                        long group_max) {
+static void conf_bridge(char *buf, size_t n, const char *dir, long group_max) {
   char gm[64] = "";
-  if (group_max)
-    snprintf(gm, sizeof gm, "store.group_max = %ld\n", group_max);
+  if (group_max) snprintf(gm, sizeof gm, "store.group_max = %ld\n", group_max);
   snprintf(buf, n,
            "[bridge]\nstore = %s/store.db\nplugin_dir = %s\n"
            "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
@@ -108,15 +105,13 @@ static double metric_sum(int admin_port, const char *name) {
   double sum = -1;
   size_t nl = strlen(name);
   for (char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' '))
-      continue;
+    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' ')) continue;
     char *sp = strchr(p, ' ');
     if (p[nl] == '{') {
       char *close = strchr(p, '}');
       sp = close ? strchr(close, ' ') : NULL;
     }
-    if (sp)
-      sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
+    if (sp) sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
   }
   free(body);
   return sum;
@@ -139,8 +134,7 @@ static void load_opts(ceb_bench_load_opts *o, const params *p, int port,
 
 static int run_accept(const params *p, const char *label) {
   ceb_bench_bridge b;
-  if (ceb_bench_bridge_init(&b, "bench-http") < 0)
-    return 1;
+  if (ceb_bench_bridge_init(&b, "bench-http") < 0) return 1;
   char text[4096], part[1024];
   conf_bridge(text, sizeof text, b.dir, p->group_max);
   if (!strcmp(p->sink, "pull"))
@@ -149,8 +143,9 @@ static int run_accept(const params *p, const char *label) {
              "port_file = %s/pull.port\nauth = none\nqueue.max = 100000000\n",
              b.dir);
   else
-    snprintf(part, sizeof part, "\n[sink partner]\nplugin = testsink\n"
-                                "mode = ack\n");
+    snprintf(part, sizeof part,
+             "\n[sink partner]\nplugin = testsink\n"
+             "mode = ack\n");
   if (p->throttle)
     strncat(part, "rate_limit = 1/s\nrate_limit.burst = 1\n",
             sizeof part - strlen(part) - 1);
@@ -165,8 +160,7 @@ static int run_accept(const params *p, const char *label) {
     goto out;
   int port = ceb_bench_bridge_port(&b, "http.port", 20000);
   int admin = ceb_bench_bridge_port(&b, "admin.port", 20000);
-  if (port < 0 || admin < 0)
-    goto out;
+  if (port < 0 || admin < 0) goto out;
   char prefix[64];
   id_prefix(prefix, sizeof prefix, "a");
   ceb_bench_load_opts o;
@@ -195,10 +189,9 @@ static int run_accept(const params *p, const char *label) {
          label, b.rss_max_kb, hwm, acc, del, cpu, good ? cpu * 1e6 / good : 0,
          own, lavg);
   int stopped = ceb_bench_bridge_stop(&b, 60000);
-  ok = good == r.sent && r.sent > 0 && !r.transport_errors &&
-       !r.timeouts && acc == (double)good && stopped == 0;
-  if (stopped != 0)
-    fprintf(stderr, "bench: bridge exit status %d\n", stopped);
+  ok = good == r.sent && r.sent > 0 && !r.transport_errors && !r.timeouts &&
+       acc == (double)good && stopped == 0;
+  if (stopped != 0) fprintf(stderr, "bench: bridge exit status %d\n", stopped);
   if (g_nrows < 8) {
     row *w = &g_rows[g_nrows++];
     snprintf(w->name, sizeof w->name, "%s", label);
@@ -250,8 +243,7 @@ static int rx_done(void *arg) {
 
 static int run_webhook(const params *p, const char *label) {
   ceb_bench_receiver *rx = ceb_bench_receiver_start(p->keys, p->conns, 2);
-  if (!rx)
-    return 1;
+  if (!rx) return 1;
   ceb_bench_bridge b;
   int ok = 0;
   if (ceb_bench_bridge_init(&b, "bench-http") < 0) {
@@ -263,8 +255,7 @@ static int run_webhook(const params *p, const char *label) {
       ceb_bench_bridge_start(&b) < 0)
     goto out;
   int port = ceb_bench_bridge_port(&b, "http.port", 20000);
-  if (port < 0)
-    goto out;
+  if (port < 0) goto out;
   char prefix[64], err[256];
   id_prefix(prefix, sizeof prefix, "w");
   ceb_bench_load_opts o;
@@ -289,15 +280,13 @@ static int run_webhook(const params *p, const char *label) {
   }
   /* phase 2: the same store, the limit lifted */
   ceb_bench_receiver_reset(rx);
-  if (sink_conf(&b, p, ceb_bench_receiver_port(rx), 0) < 0)
-    goto out;
+  if (sink_conf(&b, p, ceb_bench_receiver_port(rx), 0) < 0) goto out;
   char portfile[600];
   snprintf(portfile, sizeof portfile, "%s/http.port", b.dir);
   unlink(portfile);
   double lavg = ceb_bench_loadavg(), own0 = self_cpu_s();
   int64_t t0 = ceb_test_now_ms();
-  if (ceb_bench_bridge_start(&b) < 0)
-    goto out;
+  if (ceb_bench_bridge_start(&b) < 0) goto out;
   ceb_bench_bridge_rss_start(&b);
   wait_rx w = {rx, accepted - pre.delivered};
   /* bounded: at least 1,000 events/s or give up */
@@ -326,10 +315,10 @@ static int run_webhook(const params *p, const char *label) {
          "%.2f\n",
          label, accepted, p->keys, pre.delivered, n.delivered, span, rate,
          n.first_us ? (n.first_us / 1000 - t0) / 1e3 : 0.0, n.duplicates,
-         n.disorder + pre.disorder, n.unparsable + pre.unparsable,
-         b.rss_max_kb, hwm, cpu, own, lavg);
-  ok = st2 == 0 && n.delivered + pre.delivered == accepted &&
-       !n.disorder && !pre.disorder && !n.unparsable && !pre.unparsable;
+         n.disorder + pre.disorder, n.unparsable + pre.unparsable, b.rss_max_kb,
+         hwm, cpu, own, lavg);
+  ok = st2 == 0 && n.delivered + pre.delivered == accepted && !n.disorder &&
+       !pre.disorder && !n.unparsable && !pre.unparsable;
   if (g_nrows < 8) {
     row *wr = &g_rows[g_nrows++];
     snprintf(wr->name, sizeof wr->name, "%s", label);
@@ -361,13 +350,13 @@ static void print_table(void) {
     row *w = &g_rows[i];
     printf("| %s | %ld | %.0f |", w->name, w->events, w->rate);
     if (w->lat.max >= 0)
-      printf(" %.2f | %.2f | %.2f | %.2f |", w->lat.p50 / 1e3,
-             w->lat.p90 / 1e3, w->lat.p99 / 1e3, w->lat.max / 1e3);
+      printf(" %.2f | %.2f | %.2f | %.2f |", w->lat.p50 / 1e3, w->lat.p90 / 1e3,
+             w->lat.p99 / 1e3, w->lat.max / 1e3);
     else
       printf(" – | – | – | – |");
-    printf(" %.1f | %.1f | %.0f | %.0f | %.1f | %s |\n",
-           w->rss_max_kb / 1024.0, w->hwm_kb / 1024.0, w->bridge_us_ev,
-           w->own_us_ev, w->loadavg, w->ok ? "yes" : "NO");
+    printf(" %.1f | %.1f | %.0f | %.0f | %.1f | %s |\n", w->rss_max_kb / 1024.0,
+           w->hwm_kb / 1024.0, w->bridge_us_ev, w->own_us_ev, w->loadavg,
+           w->ok ? "yes" : "NO");
   }
 }
 
@@ -382,21 +371,20 @@ static int run_groupcommit(params p) {
 }
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: ceb_bench_http accept|groupcommit|webhook|all|smoke "
-          "[options]\n"
-          "  -c CONNS    load connections (64)\n"
-          "  -d SECONDS  accept: load duration (10)\n"
-          "  -n EVENTS   webhook: events preloaded (100000)\n"
-          "  -s BYTES    event size (1024)\n"
-          "  -k KEYS     distinct subjects (1000)\n"
-          "  -b          binary mode requests (default structured)\n"
-          "  -S SINK     accept: testsink | pull (testsink)\n"
-          "  -g N        accept: store.group_max (bridge default)\n"
-          "  -w CONNS    webhook: http sink max_connections (64)\n"
-          "  -i N        webhook: route max_inflight (1024)\n"
-          "  -T          accept: sink rate_limit 1/s (ingest without "
-          "deliveries)\n");
+  fprintf(stderr, "usage: ceb_bench_http accept|groupcommit|webhook|all|smoke "
+                  "[options]\n"
+                  "  -c CONNS    load connections (64)\n"
+                  "  -d SECONDS  accept: load duration (10)\n"
+                  "  -n EVENTS   webhook: events preloaded (100000)\n"
+                  "  -s BYTES    event size (1024)\n"
+                  "  -k KEYS     distinct subjects (1000)\n"
+                  "  -b          binary mode requests (default structured)\n"
+                  "  -S SINK     accept: testsink | pull (testsink)\n"
+                  "  -g N        accept: store.group_max (bridge default)\n"
+                  "  -w CONNS    webhook: http sink max_connections (64)\n"
+                  "  -i N        webhook: route max_inflight (1024)\n"
+                  "  -T          accept: sink rate_limit 1/s (ingest without "
+                  "deliveries)\n");
 }
 
 int main(int argc, char **argv) {
@@ -455,9 +443,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (p.conns < 1 || p.conns > 4096 || p.dur_ms < 100 ||
-      p.dur_ms > 3600000 || p.events < 1 || p.events > 10000000 ||
-      p.size < 256 || p.size > 65536 || p.keys < 1 || p.keys > 999999 ||
+  if (p.conns < 1 || p.conns > 4096 || p.dur_ms < 100 || p.dur_ms > 3600000 ||
+      p.events < 1 || p.events > 10000000 || p.size < 256 || p.size > 65536 ||
+      p.keys < 1 || p.keys > 999999 ||
       (strcmp(p.sink, "testsink") && strcmp(p.sink, "pull")) ||
       p.group_max < 0 || p.group_max > 100000 || p.sink_conns < 1 ||
       p.sink_conns > 1024 || p.inflight < 1 || p.inflight > 100000) {
@@ -498,8 +486,7 @@ int main(int argc, char **argv) {
     usage();
     rc = 2;
   }
-  if (g_nrows > 1)
-    print_table();
+  if (g_nrows > 1) print_table();
   curl_global_cleanup();
   return rc;
 }

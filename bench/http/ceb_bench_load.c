@@ -1,8 +1,10 @@
 /* Raw sockets rather than libcurl: on a 2-core machine the generator shares
- * the CPU with the bridge, and a pre-built request whose id and subject
- * digits are patched in place costs one write() and one or two read()s per
- * event, where a curl easy handle re-added to a multi handle per request
- * costs several times that (see RESULTS.md).
+ * the CPU with the bridge, so every microsecond it spends is taken from the
+ * system under test. A pre-built request whose connection, id and subject
+ * digits are patched in place costs one send() and one or two recv()s per
+ * event (about 16 us of CPU per request at 64 connections, RESULTS.md);
+ * libcurl's per-transfer work (re-adding an easy handle, header callbacks,
+ * multi bookkeeping) is extra cost with no benefit for a fixed request.
  *
  * Event size: in structured mode the request body (the event as JSON) is
  * exactly event_size bytes; in binary mode the attribute values plus the
@@ -92,14 +94,12 @@ static int tmpl_build(tmpl *t, const ceb_bench_load_opts *o, char *err,
   if (o->binary) {
     /* attribute values + data; data is {"pad":"xxx"} (10 bytes + pad) */
     fixed = 3 + (long)strlen(id) + (long)strlen(o->source) +
-            (long)strlen(o->type) + (long)strlen(subj) +
-            (long)strlen(k_time) + 10;
+            (long)strlen(o->type) + (long)strlen(subj) + (long)strlen(k_time) +
+            10;
     padn = o->event_size - fixed;
-    if (padn < 0)
-      goto too_small;
+    if (padn < 0) goto too_small;
     pad = make_pad(padn);
-    if (!pad || asprintf(&body, "{\"pad\":\"%s\"}", pad) < 0)
-      goto nomem;
+    if (!pad || asprintf(&body, "{\"pad\":\"%s\"}", pad) < 0) goto nomem;
     n = asprintf(&head,
                  "POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                  "ce-specversion: 1.0\r\nce-id: %s\r\nce-source: %s\r\n"
@@ -115,8 +115,7 @@ static int tmpl_build(tmpl *t, const ceb_bench_load_opts *o, char *err,
         "\"datacontenttype\":\"application/json\",\"data\":{\"pad\":\"%s\"}}";
     fixed = snprintf(NULL, 0, fmt, id, o->source, o->type, subj, k_time, "");
     padn = o->event_size - fixed;
-    if (padn < 0)
-      goto too_small;
+    if (padn < 0) goto too_small;
     pad = make_pad(padn);
     if (!pad ||
         asprintf(&body, fmt, id, o->source, o->type, subj, k_time, pad) < 0)
@@ -127,10 +126,8 @@ static int tmpl_build(tmpl *t, const ceb_bench_load_opts *o, char *err,
                  "Content-Length: %zu\r\n\r\n",
                  o->path, o->port, strlen(body));
   }
-  if (n < 0)
-    goto nomem;
-  if (asprintf(&t->text, "%s%s", head, body) < 0)
-    goto nomem;
+  if (n < 0) goto nomem;
+  if (asprintf(&t->text, "%s%s", head, body) < 0) goto nomem;
   t->len = strlen(t->text);
   char *ip = strstr(t->text, k_id_ph), *kp = strstr(t->text, k_key_ph);
   char *cp = strstr(t->text, k_conn_ph);
@@ -185,8 +182,7 @@ static int conn_watch(load *L, conn *c, int op, uint32_t events) {
 /* Starts a non-blocking connect; C_CONNECTING until writable. */
 static int conn_open(load *L, conn *c) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
+  if (fd < 0) return -1;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -209,18 +205,14 @@ static int conn_open(load *L, conn *c) {
 }
 
 static void conn_fail(load *L, conn *c) {
-  if (c->st == C_WRITING || c->st == C_READING)
-    L->r->transport_errors++;
+  if (c->st == C_WRITING || c->st == C_READING) L->r->transport_errors++;
   conn_close(L, c);
 }
 
 static int may_send(load *L) {
-  if (L->stopping)
-    return 0;
-  if (L->o->count && L->next_seq >= L->o->count)
-    return 0;
-  if (L->o->duration_ms && now_us() >= L->stop_send_us)
-    return 0;
+  if (L->stopping) return 0;
+  if (L->o->count && L->next_seq >= L->o->count) return 0;
+  if (L->o->duration_ms && now_us() >= L->stop_send_us) return 0;
   return 1;
 }
 
@@ -239,16 +231,14 @@ static void conn_next(load *L, conn *c) {
   c->rlen = 0;
   c->st = C_WRITING;
   c->start_us = now_us();
-  if (!L->t0)
-    L->t0 = c->start_us;
+  if (!L->t0) L->t0 = c->start_us;
   L->r->sent++;
   conn_flush(L, c);
 }
 
 static void conn_flush(load *L, conn *c) {
   while (c->wpos < L->t.len) {
-    ssize_t w = send(c->fd, c->req + c->wpos, L->t.len - c->wpos,
-                     MSG_NOSIGNAL);
+    ssize_t w = send(c->fd, c->req + c->wpos, L->t.len - c->wpos, MSG_NOSIGNAL);
     if (w > 0) {
       c->wpos += (size_t)w;
     } else if (w < 0 && errno == EAGAIN) {
@@ -270,8 +260,7 @@ static const char *head_value(const char *h, size_t n, const char *name) {
   size_t nl = strlen(name);
   for (const char *p = h; p && p < h + n;) {
     const char *eol = memmem(p, (size_t)(h + n - p), "\r\n", 2);
-    if (!eol)
-      return NULL;
+    if (!eol) return NULL;
     if ((size_t)(eol - p) > nl && p[nl] == ':' && !strncasecmp(p, name, nl)) {
       p += nl + 1;
       while (*p == ' ' || *p == '\t')
@@ -289,17 +278,13 @@ static long chunked_len(const char *b, size_t n) {
   size_t pos = 0;
   for (int guard = 0; guard < 100000; guard++) {
     const char *eol = memmem(b + pos, n - pos, "\r\n", 2);
-    if (!eol)
-      return 0;
+    if (!eol) return 0;
     char *end;
     unsigned long sz = strtoul(b + pos, &end, 16);
-    if (end == b + pos)
-      return -1;
+    if (end == b + pos) return -1;
     pos = (size_t)(eol - b) + 2;
-    if (sz == 0)
-      return n - pos >= 2 ? (long)pos + 2 : 0;
-    if (n - pos < sz + 2)
-      return 0;
+    if (sz == 0) return n - pos >= 2 ? (long)pos + 2 : 0;
+    if (n - pos < sz + 2) return 0;
     pos += sz + 2;
   }
   return -1;
@@ -309,8 +294,7 @@ static long chunked_len(const char *b, size_t n) {
  * -1 malformed. eof: the peer closed (ends a body without a length). */
 static int resp_parse(conn *c, int eof, int *status, int *close_after) {
   const char *end = memmem(c->rbuf, c->rlen, "\r\n\r\n", 4);
-  if (!end)
-    return c->rlen >= RBUF_MAX ? -1 : 0;
+  if (!end) return c->rlen >= RBUF_MAX ? -1 : 0;
   size_t hl = (size_t)(end - c->rbuf) + 4;
   int st;
   if (c->rlen < 12 || strncmp(c->rbuf, "HTTP/1.", 7) ||
@@ -324,16 +308,14 @@ static int resp_parse(conn *c, int eof, int *status, int *close_after) {
       !(cn && !strncasecmp(cn, "keep-alive", 10)))
     *close_after = 1;
   *status = st;
-  if (st == 204 || st == 304 || st < 200)
-    return 1;
+  if (st == 204 || st == 304 || st < 200) return 1;
   if (te && !strncasecmp(te, "chunked", 7)) {
     long bl = chunked_len(c->rbuf + hl, c->rlen - hl);
     return bl < 0 ? -1 : bl > 0 ? 1 : 0;
   }
   if (cl) {
     long want = atol(cl);
-    if (want < 0)
-      return -1;
+    if (want < 0) return -1;
     return c->rlen - hl >= (size_t)want ? 1 : 0;
   }
   *close_after = 1;
@@ -344,8 +326,7 @@ static int record_latency(load *L, int64_t us) {
   if (L->nlat == L->caplat) {
     size_t cap = L->caplat ? L->caplat * 2 : 65536;
     uint32_t *n = realloc(L->lat, cap * sizeof *n);
-    if (!n)
-      return -1;
+    if (!n) return -1;
     L->lat = n;
     L->caplat = cap;
   }
@@ -367,14 +348,12 @@ static void conn_readable(load *L, conn *c) {
     }
     ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
     int eof = n == 0;
-    if (n < 0 && errno == EINTR)
-      continue;
+    if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN) {
       conn_fail(L, c);
       return;
     }
-    if (n > 0)
-      c->rlen += (size_t)n;
+    if (n > 0) c->rlen += (size_t)n;
     if (c->st != C_READING) {
       /* unsolicited bytes or a close while idle: drop the connection */
       if (n != 0 && !(n < 0 && errno == EAGAIN))
@@ -429,10 +408,8 @@ static void conn_event(load *L, conn *c, uint32_t ev) {
     conn_next(L, c);
     return;
   }
-  if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP))
-    conn_readable(L, c);
-  if (c->fd >= 0 && c->st == C_WRITING && (ev & EPOLLOUT))
-    conn_flush(L, c);
+  if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP)) conn_readable(L, c);
+  if (c->fd >= 0 && c->st == C_WRITING && (ev & EPOLLOUT)) conn_flush(L, c);
 }
 
 /* ---- the run ---- */
@@ -443,8 +420,7 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 static void percentiles(load *L) {
-  if (!L->nlat)
-    return;
+  if (!L->nlat) return;
   qsort(L->lat, L->nlat, sizeof *L->lat, cmp_u32);
   size_t n = L->nlat;
   L->r->lat.p50 = L->lat[(n - 1) * 50 / 100];
@@ -453,8 +429,7 @@ static void percentiles(load *L) {
   L->r->lat.max = L->lat[n - 1];
 }
 
-static int check_opts(const ceb_bench_load_opts *o, char *err,
-                      size_t errlen) {
+static int check_opts(const ceb_bench_load_opts *o, char *err, size_t errlen) {
   const char *bad = NULL;
   if (o->port < 1 || o->port > 65535)
     bad = "port must be 1..65535";
@@ -473,20 +448,17 @@ static int check_opts(const ceb_bench_load_opts *o, char *err,
            strlen(o->id_prefix) > 64 || !o->source || !o->type)
     bad = "path (starting with /), id_prefix (<= 64), source and type are "
           "required";
-  if (bad)
-    snprintf(err, errlen, "%s", bad);
+  if (bad) snprintf(err, errlen, "%s", bad);
   return bad ? -1 : 0;
 }
 
 int ceb_bench_load_run(const ceb_bench_load_opts *o, ceb_bench_load_result *r,
                        char *err, size_t errlen) {
   memset(r, 0, sizeof *r);
-  if (check_opts(o, err, errlen) < 0)
-    return -1;
+  if (check_opts(o, err, errlen) < 0) return -1;
   load L = {.o = o, .r = r, .ep = -1};
   int rc = -1;
-  if (tmpl_build(&L.t, o, err, errlen) < 0)
-    return -1;
+  if (tmpl_build(&L.t, o, err, errlen) < 0) return -1;
   L.ep = epoll_create1(EPOLL_CLOEXEC);
   L.c = calloc((size_t)o->connections, sizeof *L.c);
   if (L.ep < 0 || !L.c) {
@@ -522,13 +494,10 @@ int ceb_bench_load_run(const ceb_bench_load_opts *o, ceb_bench_load_result *r,
       }
       active += L.c[i].st != C_IDLE;
     }
-    if (!active)
-      break; /* nothing outstanding and nothing more to send */
+    if (!active) break; /* nothing outstanding and nothing more to send */
     int64_t now = now_us();
-    if (!hard_stop && !may_send(&L))
-      hard_stop = now + drain_us;
-    if (hard_stop && now >= hard_stop)
-      break;
+    if (!hard_stop && !may_send(&L)) hard_stop = now + drain_us;
+    if (hard_stop && now >= hard_stop) break;
     int n = epoll_wait(L.ep, evs, 256, 50);
     if (n < 0 && errno != EINTR) {
       snprintf(err, errlen, "epoll_wait: %s", strerror(errno));
@@ -538,24 +507,21 @@ int ceb_bench_load_run(const ceb_bench_load_opts *o, ceb_bench_load_result *r,
       conn_event(&L, evs[i].data.ptr, evs[i].events);
   }
   for (int i = 0; i < o->connections; i++)
-    if (L.c[i].st == C_WRITING || L.c[i].st == C_READING)
-      r->timeouts++;
+    if (L.c[i].st == C_WRITING || L.c[i].st == C_READING) r->timeouts++;
   r->elapsed_s = L.t0 && L.t_last > L.t0 ? (L.t_last - L.t0) / 1e6 : 0;
   percentiles(&L);
   rc = 0;
 out:
   if (L.c)
     for (int i = 0; i < o->connections; i++) {
-      if (L.c[i].fd >= 0)
-        close(L.c[i].fd);
+      if (L.c[i].fd >= 0) close(L.c[i].fd);
       free(L.c[i].req);
       free(L.c[i].rbuf);
     }
   free(L.c);
   free(L.lat);
   free(L.t.text);
-  if (L.ep >= 0)
-    close(L.ep);
+  if (L.ep >= 0) close(L.ep);
   return rc;
 }
 
@@ -573,8 +539,7 @@ void ceb_bench_load_print(const char *label, const ceb_bench_load_result *r) {
          label, r->sent, ok, r->elapsed_s,
          r->elapsed_s > 0 ? ok / r->elapsed_s : 0, r->lat.p50 / 1000.0,
          r->lat.p90 / 1000.0, r->lat.p99 / 1000.0, r->lat.max / 1000.0);
-  if (ok == r->sent && !r->transport_errors && !r->timeouts)
-    return;
+  if (ok == r->sent && !r->transport_errors && !r->timeouts) return;
   printf("%s: errors:", label);
   for (int s = 100; s < 600; s++)
     if (r->status[s] && (s < 200 || s >= 300))

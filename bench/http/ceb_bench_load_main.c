@@ -61,8 +61,7 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (!o.count && !o.duration_ms)
-    o.duration_ms = 10000;
+  if (!o.count && !o.duration_ms) o.duration_ms = 10000;
   signal(SIGPIPE, SIG_IGN);
   ceb_bench_load_result r;
   char err[256];

@@ -5,8 +5,9 @@
  * key where the load made the order defined: per (key, sending connection)
  * the sequence numbers never go backwards (a redelivery of the latest one is
  * counted as a duplicate). Events of one key sent concurrently on different
- * connections have no defined order, so none is asserted between them. Callbacks run on libmicrohttpd's threads; the counters are
- * read through ceb_bench_receiver_snapshot from any thread. */
+ * connections have no defined order, so none is asserted between them.
+ * Callbacks run on libmicrohttpd's threads; the counters are read through
+ * ceb_bench_receiver_snapshot from any thread. */
 #ifndef CEB_BENCH_RECEIVER_H
 #define CEB_BENCH_RECEIVER_H
 
@@ -15,10 +16,10 @@
 typedef struct ceb_bench_receiver ceb_bench_receiver;
 
 typedef struct ceb_bench_rx_counts {
-  long delivered;  /* first deliveries of an event */
-  long duplicates; /* redeliveries of a key's latest event */
-  long disorder;   /* an event older than its key's latest one */
-  long unparsable; /* requests without a bench ce-id / ce-subject */
+  long delivered;            /* first deliveries of an event */
+  long duplicates;           /* redeliveries of a key's latest event */
+  long disorder;             /* an event older than its key's latest one */
+  long unparsable;           /* requests without a bench ce-id / ce-subject */
   int64_t first_us, last_us; /* CLOCK_MONOTONIC of the first / last one */
   /* the first disorder: key, connection, event seq, the pair's latest */
   long bad_key, bad_conn, bad_seq, bad_last;
@@ -27,8 +28,7 @@ typedef struct ceb_bench_rx_counts {
 /* Starts the receiver for `keys` ordering keys and `conns` load connections
  * (keys * conns <= 16M) on `threads` threads; NULL on failure (reason on
  * stderr). */
-ceb_bench_receiver *ceb_bench_receiver_start(int keys, int conns,
-                                             int threads);
+ceb_bench_receiver *ceb_bench_receiver_start(int keys, int conns, int threads);
 int ceb_bench_receiver_port(const ceb_bench_receiver *rx);
 /* Zeroes the counters; keeps the order state, so a later phase is still
  * checked against what earlier phases delivered. */
