@@ -1,15 +1,42 @@
 #include "contracts/ceb_contracts_cmd.h"
 
 #include <ceb/codec.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bridge/ceb_bridge.h"
 #include "contracts/ceb_contracts.h"
 #include "contracts/ceb_semver.h"
 #include "runtime/ceb_runtime.h"
+
+/* <dir of the store>/data/contracts-<name> (as core/bridge names it),
+ * created; "" when it cannot be. */
+static void instance_dir(const ceb_conf *conf, const char *name, char *buf,
+                         size_t size) {
+  const char *store = ceb_config_str(ceb_conf_bridge(conf), "store");
+  char dir[PATH_MAX / 2];
+  snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
+  char *slash = strrchr(dir, '/');
+  if (slash)
+    *slash = '\0';
+  else
+    snprintf(dir, sizeof dir, ".");
+  if (snprintf(buf, size, "%s/data/contracts-%s", dir, name) >= (int)size) {
+    buf[0] = '\0';
+    return;
+  }
+  for (char *p = buf + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(buf, 0750);
+      *p = '/';
+    }
+  if (mkdir(buf, 0750) != 0 && errno != EEXIST) buf[0] = '\0';
+}
 
 int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
   ceb_bridge_opts o = {.config_dir = config_dir};
@@ -44,7 +71,12 @@ int ceb_contracts_cmd_sync(const char *config_dir, const char *name) {
     if (inst->role != CEB_ROLE_CONTRACTS ||
         (name && strcmp(name, inst->name) != 0))
       continue;
-    ceb_instance_info info = {sizeof info, inst->name, inst->role, NULL};
+    /* The directory the running bridge gives the instance, so both share
+     * the plugin's files (its ETag cache). */
+    char data_dir[PATH_MAX];
+    instance_dir(ceb_bridge_conf(b), inst->name, data_dir, sizeof data_dir);
+    ceb_instance_info info = {sizeof info, inst->name, inst->role,
+                              data_dir[0] ? data_dir : NULL};
     void *state = NULL;
     int st =
         inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg, &state);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "aa_doc.h"
 #include "aa_fetch.h"
@@ -50,13 +51,16 @@ static const ceb_config_spec k_spec[] = {
 
 typedef struct etag_entry {
   char *url;
-  char etag[256];
+  char etag[256]; /* "" until a response carried one */
+  char *doc;      /* the bundled document that ETag gave */
+  char *version;
 } etag_entry;
 
 typedef struct aa_state {
   const ceb_host *host;
   ceb_instance *inst;
   char *name;
+  char *data_dir; /* ETag cache; NULL: memory only */
   const char *url, *file, *reg_url, *reg_group, *reg_artifact;
   int64_t interval_ms;
   aa_http_opts http;
@@ -79,6 +83,8 @@ static void metric(aa_state *st, const char *name) {
   st->host->metric(st->inst, CEB_METRIC_COUNTER, name, NULL, 1);
 }
 
+static void cache_load(aa_state *st, etag_entry *e);
+
 static etag_entry *etag_of(aa_state *st, const char *url) {
   for (size_t i = 0; i < st->netags; i++)
     if (strcmp(st->etags[i].url, url) == 0) return &st->etags[i];
@@ -86,10 +92,11 @@ static etag_entry *etag_of(aa_state *st, const char *url) {
   if (!n) return NULL;
   st->etags = n;
   etag_entry *e = &st->etags[st->netags];
+  memset(e, 0, sizeof *e);
   e->url = strdup(url);
-  e->etag[0] = '\0';
   if (!e->url) return NULL;
   st->netags++;
+  cache_load(st, e);
   return e;
 }
 
@@ -154,9 +161,11 @@ static void announce_new(aa_state *st) {
   json_array_clear(st->pass_new);
 }
 
-/* Parses, bundles and offers one document. 0 or -1 (logged). */
-static int offer(aa_state *st, const char *text, size_t len, const char *base,
-                 const char *provenance) {
+/* Parses and bundles one document into *out (sorted-key JSON, malloc'd)
+ * and *version (malloc'd). 0 or -1 (logged). */
+static int bundle_text(aa_state *st, const char *text, size_t len,
+                       const char *base, const char *provenance, char **out,
+                       char **version, size_t *ndocs) {
   char err[512] = "";
   json_t *doc = aa_parse(text, len, err, sizeof err);
   if (!doc) {
@@ -171,52 +180,56 @@ static int offer(aa_state *st, const char *text, size_t len, const char *base,
     json_decref(doc);
     return -1;
   }
+  *ndocs = bs.documents;
+  json_t *info_version =
+      json_object_get(json_object_get(doc, "info"), "version");
   const char *aa = json_string_value(json_object_get(doc, "asyncapi"));
-  const char *version = json_string_value(
-      json_object_get(json_object_get(doc, "info"), "version"));
-  if (aa && json_is_number(
-                json_object_get(json_object_get(doc, "info"), "version"))) {
+  const char *ver = json_string_value(info_version);
+  if (aa && json_is_number(info_version)) {
     LOG(st, CEB_LOG_ERROR,
-        "%s: info.version is a number; quote it in the "
-        "YAML (version: '1.0') so it stays a version string",
+        "%s: info.version is a number; quote it in the YAML (version: "
+        "'1.0') so it stays a version string",
         provenance);
     json_decref(doc);
     return -1;
   }
-  if (!aa || !version || (aa[0] != '2' && aa[0] != '3')) {
+  if (!aa || !ver || (aa[0] != '2' && aa[0] != '3')) {
     LOG(st, CEB_LOG_ERROR, "%s: not an AsyncAPI 2.x/3.x document (%s)",
         provenance,
-        !aa        ? "no asyncapi field"
-        : !version ? "no info.version"
-                   : aa);
+        !aa    ? "no asyncapi field"
+        : !ver ? "no info.version"
+               : aa);
     json_decref(doc);
     return -1;
   }
   /* Sorted keys: the same document always gives the same bytes (and
    * sha256), whatever order a registry serves it in. */
-  char *out = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
-  char *ver = strdup(version);
+  *out = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+  *version = strdup(ver);
   json_decref(doc);
-  if (!out || !ver) {
-    free(out);
-    free(ver);
+  if (!*out || !*version) {
+    free(*out);
+    free(*version);
     LOG(st, CEB_LOG_ERROR, "out of memory");
     return -1;
   }
-  int rc = st->host->contract_put(st->inst, st->name, ver, out, strlen(out),
+  return 0;
+}
+
+/* Offers a bundled document to the register. 0 (stored, identical copy
+ * held, or conflict flagged) or -1 (logged). */
+static int put_doc(aa_state *st, const char *ver, const char *doc,
+                   const char *provenance, size_t ndocs) {
+  int rc = st->host->contract_put(st->inst, st->name, ver, doc, strlen(doc),
                                   provenance);
-  free(out);
-  int result = 0;
-  if (rc == CEB_OK || rc == CEB_EDUPLICATE) {
-    if (rc == CEB_OK) {
-      LOG(st, CEB_LOG_INFO,
-          "stored %s@%s from %s (%zu referenced documents bundled)", st->name,
-          ver, provenance, bs.documents);
-      json_array_append_new(st->pass_new, json_string(ver));
-    } else {
-      LOG(st, CEB_LOG_DEBUG, "%s@%s unchanged", st->name, ver);
-      raise_max(&st->known_max, ver);
-    }
+  if (rc == CEB_OK) {
+    LOG(st, CEB_LOG_INFO,
+        "stored %s@%s from %s (%zu referenced documents bundled)", st->name,
+        ver, provenance, ndocs);
+    json_array_append_new(st->pass_new, json_string(ver));
+  } else if (rc == CEB_EDUPLICATE) {
+    LOG(st, CEB_LOG_DEBUG, "%s@%s unchanged", st->name, ver);
+    raise_max(&st->known_max, ver);
   } else if (rc == CEB_ECONFLICT) {
     raise_max(&st->known_max, ver);
     LOG(st, CEB_LOG_ERROR,
@@ -227,43 +240,112 @@ static int offer(aa_state *st, const char *text, size_t len, const char *base,
   } else {
     LOG(st, CEB_LOG_ERROR, "storing %s@%s failed: %s", st->name, ver,
         ceb_strerror(rc));
-    result = -1;
-  }
-  free(ver);
-  return result;
-}
-
-/* GETs url conditionally; *body NULL with 0 means unchanged (304). */
-static int get_conditional(aa_state *st, const char *url, aa_http_result *r,
-                           char **etag_slot) {
-  char err[512] = "";
-  etag_entry *e = etag_of(st, url);
-  if (aa_http_get(url, e ? e->etag : NULL, &st->http, r, err, sizeof err) !=
-      0) {
-    LOG(st, CEB_LOG_ERROR, "fetching failed: %s", err);
     return -1;
   }
-  if (r->status == 304) return 0;
-  if (!r->body) {
-    LOG(st, CEB_LOG_ERROR, "fetching %s failed: HTTP %ld", url, r->status);
-    return -1;
-  }
-  *etag_slot = e ? e->etag : NULL;
   return 0;
 }
 
-static int sync_url(aa_state *st, const char *url) {
-  aa_http_result r;
-  char *slot = NULL;
-  if (get_conditional(st, url, &r, &slot) != 0) return -1;
-  if (!r.body) {
-    LOG(st, CEB_LOG_DEBUG, "%s not modified", url);
-    return 0;
+static int offer(aa_state *st, const char *text, size_t len, const char *base,
+                 const char *provenance) {
+  char *doc = NULL, *ver = NULL;
+  size_t ndocs = 0;
+  if (bundle_text(st, text, len, base, provenance, &doc, &ver, &ndocs) != 0)
+    return -1;
+  int rc = put_doc(st, ver, doc, provenance, ndocs);
+  free(doc);
+  free(ver);
+  return rc;
+}
+
+/* ---- the ETag cache: per URL the last ETag with the document it gave,
+ * in memory and, when the instance has a data directory, in
+ * <data_dir>/etag-<hash>.json so that `cebridge contracts sync` runs and
+ * restarts send If-None-Match too. A 304 re-offers the cached document, so
+ * a register that lost it gets it back. */
+
+static unsigned long long fnv1a(const char *s) {
+  unsigned long long h = 1469598103934665603ULL;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return h;
+}
+
+static void cache_path(aa_state *st, const char *url, char *buf, size_t size) {
+  snprintf(buf, size, "%s/etag-%016llx.json", st->data_dir, fnv1a(url));
+}
+
+static void cache_load(aa_state *st, etag_entry *e) {
+  if (!st->data_dir) return;
+  char path[4096];
+  cache_path(st, e->url, path, sizeof path);
+  json_t *j = json_load_file(path, 0, NULL);
+  const char *url = json_string_value(json_object_get(j, "url"));
+  const char *etag = json_string_value(json_object_get(j, "etag"));
+  const char *ver = json_string_value(json_object_get(j, "version"));
+  const char *doc = json_string_value(json_object_get(j, "document"));
+  if (url && etag && ver && doc && strcmp(url, e->url) == 0 &&
+      strlen(etag) < sizeof e->etag) {
+    e->version = strdup(ver);
+    e->doc = strdup(doc);
+    if (e->version && e->doc) snprintf(e->etag, sizeof e->etag, "%s", etag);
   }
-  int rc = offer(st, r.body, r.len, url, url);
-  if (rc == 0 && slot) /* remember it only once the document was taken */
-    snprintf(slot, 256, "%s", r.etag);
+  json_decref(j);
+}
+
+static void cache_store(aa_state *st, etag_entry *e) {
+  if (!st->data_dir) return;
+  char path[4096], tmp[4200];
+  cache_path(st, e->url, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "url", e->url, "etag", e->etag,
+                        "version", e->version, "document", e->doc);
+  /* Written aside and renamed: a crash leaves the old entry or the new. */
+  if (!j || json_dump_file(j, tmp, JSON_COMPACT) != 0 ||
+      rename(tmp, path) != 0) {
+    LOG(st, CEB_LOG_WARN, "cannot write the ETag cache %s: %s", path,
+        strerror(errno));
+    unlink(tmp);
+  }
+  json_decref(j);
+}
+
+static int sync_url(aa_state *st, const char *url) {
+  char err[512] = "";
+  etag_entry *e = etag_of(st, url);
+  if (!e) {
+    LOG(st, CEB_LOG_ERROR, "out of memory");
+    return -1;
+  }
+  aa_http_result r;
+  if (aa_http_get(url, e->etag, &st->http, &r, err, sizeof err) != 0) {
+    LOG(st, CEB_LOG_ERROR, "fetching failed: %s", err);
+    return -1;
+  }
+  if (r.status == 304 && e->doc) {
+    LOG(st, CEB_LOG_DEBUG, "%s not modified", url);
+    return put_doc(st, e->version, e->doc, url, 0);
+  }
+  if (!r.body) {
+    LOG(st, CEB_LOG_ERROR, "fetching %s failed: HTTP %ld", url, r.status);
+    return -1;
+  }
+  char *doc = NULL, *ver = NULL;
+  size_t ndocs = 0;
+  int rc = bundle_text(st, r.body, r.len, url, url, &doc, &ver, &ndocs);
   free(r.body);
+  if (rc == 0) rc = put_doc(st, ver, doc, url, ndocs);
+  /* Remember it only once the document was taken (or flagged). */
+  if (rc == 0 && r.etag[0]) {
+    free(e->doc);
+    free(e->version);
+    e->doc = doc;
+    e->version = ver;
+    snprintf(e->etag, sizeof e->etag, "%s", r.etag);
+    cache_store(st, e);
+  } else {
+    free(doc);
+    free(ver);
+  }
   return rc;
 }
 
@@ -426,8 +508,12 @@ static void aa_destroy(void *state) {
   aa_state *st = state;
   if (!st) return;
   stop_thread(st);
-  for (size_t i = 0; i < st->netags; i++)
+  for (size_t i = 0; i < st->netags; i++) {
     free(st->etags[i].url);
+    free(st->etags[i].doc);
+    free(st->etags[i].version);
+  }
+  free(st->data_dir);
   free(st->etags);
   free(st->known_max);
   json_decref(st->pass_new);
@@ -453,6 +539,7 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   st->host = host;
   st->inst = inst;
   st->name = strdup(info->name);
+  if (info->data_dir && *info->data_dir) st->data_dir = strdup(info->data_dir);
   st->pass_new = json_array();
   st->url = ceb_config_str(cfg, "url");
   st->file = ceb_config_str(cfg, "file");

@@ -133,7 +133,9 @@ int main(void) {
   size_t n304 = aa_stub_count(reg, 304);
   CHECK_INT(g_plugin->sync(st, "enrol"), CEB_OK);
   CHECK_INT(aa_stub_count(reg, 304), n304 + 2); /* both unchanged */
-  CHECK_INT(puts_of(0) + puts_of(1) + puts_of(2), 2);
+  /* a 304 re-offers the cached document: an identical copy */
+  CHECK_INT(puts_of(0), 2);
+  CHECK_INT(puts_of(1), 2);
   CHECK_INT(g_plugin->sync(st, "other"), CEB_ENOTFOUND);
 
   /* Upstream edits 1.0.0 in place: conflict, counted; the held document
@@ -201,7 +203,7 @@ int main(void) {
   wait_304 w = {reg, n304b + 2};
   CHECK(ceb_test_wait(got_304s, &w, 10000));
   /* 1.1.0 is held already (from the registry): an identical copy */
-  CHECK_INT(puts_of(1), 1);
+  CHECK(puts_of(1) >= 3);
   CHECK_INT(puts_of(0) + puts_of(2) + puts_of(3), 0);
   CHECK_INT(aa_stub_count(reg, 200), n200 + 1);
   CHECK_INT(g_plugin->drain(st, ceb_test_now_ms() + 1000), CEB_OK);
@@ -235,6 +237,33 @@ int main(void) {
   ceb_config_free(cfg);
   ceb_test_rmtree(dir);
   free(dir);
+
+  /* The ETag cache in the data directory outlives the instance: a new
+   * instance sends If-None-Match at once, and on 304 offers the cached
+   * document, so an empty register (a new store) still gets it. */
+  char *cache = ceb_test_tmpdir("asyncapi-cache");
+  const char *kv_c[] = {"url", url, "allow_insecure_http", "true", "interval",
+                        "0",   NULL};
+  cfg = make_cfg("enrol", kv_c);
+  ceb_instance_info ci = {sizeof ci, "enrol", CEB_ROLE_CONTRACTS, cache};
+  CHECK_INT(g_plugin->init(&g_host, &g_fake->inst, &ci, cfg, &st), CEB_OK);
+  CHECK_INT(g_plugin->sync(st, NULL), CEB_OK); /* 200: cache written */
+  g_plugin->destroy(st);
+  ceb_fake_host_free(g_fake);
+  g_fake = ceb_fake_host_new("enrol", CEB_ROLE_CONTRACTS);
+  g_host = g_fake->host;
+  g_host.contract_put = record_put;
+  reset_puts();
+  size_t c304 = aa_stub_count(reg, 304);
+  CHECK_INT(g_plugin->init(&g_host, &g_fake->inst, &ci, cfg, &st), CEB_OK);
+  CHECK_INT(g_plugin->sync(st, NULL), CEB_OK);
+  CHECK_INT(aa_stub_count(reg, 304), c304 + 1);
+  CHECK_INT(puts_of(0), 1);
+  CHECK_STR(g_last_version, "1.1.0");
+  g_plugin->destroy(st);
+  ceb_config_free(cfg);
+  ceb_test_rmtree(cache);
+  free(cache);
 
   aa_stub_stop(reg);
   ceb_fake_host_free(g_fake);
