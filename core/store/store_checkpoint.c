@@ -14,20 +14,38 @@
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen);
 
-#define CKPT_PAGES 1000         /* signal the checkpointer at this WAL size */
-#define CKPT_INLINE_PAGES 50000 /* the checkpointer is behind: help inline */
+#define CKPT_PAGES 1000 /* signal the checkpointer at this WAL size */
+/* Under sustained ingest a PASSIVE checkpoint never catches the WAL's end,
+ * so the WAL is never reset; past this size the committer checkpoints
+ * inline before its next transaction (no writer runs then, so it
+ * completes) to bound the WAL. */
+#define CKPT_INLINE_PAGES (4 * CKPT_PAGES)
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
+  (void)db;
+  (void)name;
   ceb_store *st = arg;
-  if (pages >= CKPT_INLINE_PAGES) {
-    sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-  } else if (pages >= CKPT_PAGES) {
+  st->wal_pages = pages; /* committer thread only */
+  if (pages >= CKPT_PAGES) {
     pthread_mutex_lock(&st->ckpt_lock);
     st->ckpt_pending = 1;
     pthread_cond_signal(&st->ckpt_cond);
     pthread_mutex_unlock(&st->ckpt_lock);
   }
   return SQLITE_OK;
+}
+
+void cebs_checkpoint_if_big(ceb_store *st) {
+  if (st->wal_pages < CKPT_INLINE_PAGES) return;
+  /* RESTART between transactions: backfills what the background left and
+   * makes the next commit write the WAL from the top again. */
+  pthread_mutex_lock(&st->ckpt_run); /* SQLite runs one at a time */
+  int rc = sqlite3_wal_checkpoint_v2(st->wdb, NULL, SQLITE_CHECKPOINT_RESTART,
+                                     NULL, NULL);
+  pthread_mutex_unlock(&st->ckpt_run);
+  if (rc != SQLITE_OK)
+    ceb_log_warn("store: inline checkpoint: %s", sqlite3_errmsg(st->wdb));
+  st->wal_pages = 0;
 }
 
 static void *checkpointer_main(void *arg) {
@@ -43,8 +61,10 @@ static void *checkpointer_main(void *arg) {
     }
     st->ckpt_pending = 0;
     pthread_mutex_unlock(&st->ckpt_lock);
+    pthread_mutex_lock(&st->ckpt_run);
     int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE,
                                        NULL, NULL);
+    pthread_mutex_unlock(&st->ckpt_run);
     if (rc != SQLITE_OK && rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
       ceb_log_warn("store: background checkpoint: %s", sqlite3_errmsg(st->cdb));
     pthread_mutex_lock(&st->ckpt_lock);
@@ -57,6 +77,7 @@ int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
                             char *err, size_t errlen) {
   pthread_mutex_init(&st->ckpt_lock, NULL);
   pthread_cond_init(&st->ckpt_cond, NULL);
+  pthread_mutex_init(&st->ckpt_run, NULL);
   int rc = cebs_open_conn(path, 0, sync_full, &st->cdb, err, errlen);
   if (rc != CEB_OK) return rc;
   sqlite3_wal_hook(st->wdb, wal_hook, st); /* replaces auto-checkpoint */

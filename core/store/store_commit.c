@@ -140,6 +140,7 @@ static int step_cached(sqlite3 *db, const char *sql) {
 }
 
 static void run_group(ceb_store *st, store_op *group) {
+  cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
   size_t n = 0, bounded = 0;
   for (store_op *op = group; op; op = op->next) {

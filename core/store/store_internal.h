@@ -43,6 +43,8 @@ struct ceb_store {
   int ckpt_started, ckpt_pending, ckpt_stop;
   pthread_mutex_t ckpt_lock;
   pthread_cond_t ckpt_cond;
+  pthread_mutex_t ckpt_run; /* held while any checkpoint runs */
+  int wal_pages;            /* WAL size after the last commit (committer) */
 };
 
 /* Starts / stops the background checkpointer (moves WAL checkpoints off
@@ -50,6 +52,9 @@ struct ceb_store {
 int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
                             char *err, size_t errlen);
 void cebs_checkpointer_stop(ceb_store *st);
+/* Committer, between transactions: checkpoints inline when the background
+ * checkpointer could not keep the WAL small. */
+void cebs_checkpoint_if_big(ceb_store *st);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);
