@@ -3,7 +3,9 @@
  * partitionkey -> kafka sink -> topic "out". Every record arrives once, in
  * order per key, keyed by its partitionkey; the source's offsets are
  * committed; SIGTERM drains and exits 0. A malformed record on "in" goes to
- * the source's DLQ topic and does not stop the flow. */
+ * the source's DLQ topic and does not stop the flow. Then the bridge is
+ * killed (SIGKILL) mid-flow and restarted on the same store: every record
+ * still arrives (at least once). */
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,13 +21,14 @@
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
 #define N 60
 #define KEYS 6
+#define M 3000 /* records of the crash phase */
 
 static pid_t start_bridge(const char *dir) {
   char log[512];
   snprintf(log, sizeof log, "%s/bridge.log", dir);
   pid_t pid = fork();
   if (pid == 0) {
-    FILE *f = freopen(log, "w", stderr);
+    FILE *f = freopen(log, "a", stderr);
     (void)f;
     char confdir[512];
     snprintf(confdir, sizeof confdir, "%s/conf", dir);
@@ -112,6 +115,29 @@ static int rm_entry(const char *path, const struct stat *st, int flag,
   return remove(path);
 }
 
+/* Like produce() without waiting for each acknowledgement. */
+static int produce_async(rd_kafka_t *pr, int i) {
+  char id[32], key[32], data[64];
+  snprintf(id, sizeof id, "e2e-%d", i);
+  snprintf(key, sizeof key, "key-%d", i % KEYS);
+  snprintf(data, sizeof data, "{\"seq\":%d}", i);
+  rd_kafka_headers_t *h = rd_kafka_headers_new(6);
+  rd_kafka_header_add(h, "ce_specversion", -1, "1.0", -1);
+  rd_kafka_header_add(h, "ce_id", -1, id, -1);
+  rd_kafka_header_add(h, "ce_source", -1, SRC, -1);
+  rd_kafka_header_add(h, "ce_type", -1, "nl.edu.e2e", -1);
+  rd_kafka_header_add(h, "ce_time", -1, "2026-11-22T18:00:00Z", -1);
+  rd_kafka_header_add(h, "content-type", -1, "application/json", -1);
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      pr, RD_KAFKA_V_TOPIC("in"), RD_KAFKA_V_PARTITION(i % 2),
+      RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(data, strlen(data)),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
+      RD_KAFKA_V_END);
+  if (e) rd_kafka_headers_destroy(h);
+  rd_kafka_poll(pr, 0);
+  return e ? -1 : 0;
+}
+
 typedef struct committed_arg {
   const char *bootstrap;
   int64_t want;
@@ -127,6 +153,53 @@ static int committed_sum_is(void *arg) {
     sum += o;
   }
   return sum == a->want;
+}
+
+/* Reads "out" until every crash-phase record (ids N..N+M-1) was seen at
+ * least once or the deadline passes; returns how many distinct ones. */
+static int read_crash_ids(rd_kafka_t *r, int *seen, int want,
+                          int64_t timeout_ms) {
+  int distinct = 0;
+  for (int i = 0; i < M; i++)
+    distinct += seen[i] > 0;
+  int64_t until = ceb_test_now_ms() + timeout_ms;
+  while (distinct < want && ceb_test_now_ms() < until) {
+    rd_kafka_message_t *batch[64];
+    size_t n = ktest_read(r, batch, 64, 200);
+    for (size_t i = 0; i < n; i++) {
+      char *id = ktest_header(batch[i], "ce_id");
+      int seq = id && !strncmp(id, "e2e-", 4) ? atoi(id + 4) - N : -1;
+      if (seq >= 0 && seq < M && seen[seq]++ == 0) distinct++;
+      free(id);
+      rd_kafka_message_destroy(batch[i]);
+    }
+  }
+  return distinct;
+}
+
+static void crash_phase(ktest_mock *m, const char *dir, rd_kafka_t *pr) {
+  rd_kafka_t *r = ktest_reader(m->bootstrap, "out", 2);
+  for (int i = N; i < N + M; i++)
+    CHECK_INT(produce_async(pr, i), 0);
+  CHECK_INT(rd_kafka_flush(pr, 30000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  pid_t bridge = start_bridge(dir);
+  static int seen[M];
+  /* Kill it once part of the batch is through, mid-flow. */
+  CHECK(read_crash_ids(r, seen, M / 5, 60000) >= M / 5);
+  kill(bridge, SIGKILL);
+  waitpid(bridge, NULL, 0);
+  int before = 0;
+  for (int i = 0; i < M; i++)
+    before += seen[i] > 0;
+  fprintf(stderr, "killed the bridge with %d of %d records seen\n", before, M);
+  bridge = start_bridge(dir);
+  CHECK_INT(read_crash_ids(r, seen, M, 90000), M);
+  for (int i = 0; i < M; i++)
+    CHECK_MSG(seen[i] >= 1, "e2e-%d lost across the crash", N + i);
+  committed_arg ca = {m->bootstrap, N + 1 + M};
+  CHECK(ceb_test_wait(committed_sum_is, &ca, 30000));
+  CHECK_INT(stop_bridge(bridge), 0);
+  ktest_reader_close(r);
 }
 
 int main(void) {
@@ -199,6 +272,8 @@ int main(void) {
   committed_arg ca = {m.bootstrap, N + 1};
   CHECK(ceb_test_wait(committed_sum_is, &ca, 30000));
   CHECK_INT(stop_bridge(bridge), 0);
+
+  crash_phase(&m, dir, pr);
 
   rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
