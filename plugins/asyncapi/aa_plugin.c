@@ -54,6 +54,7 @@ typedef struct etag_entry {
   char etag[256]; /* "" until a response carried one */
   char *doc;      /* the bundled document that ETag gave */
   char *version;
+  int conflict; /* the register refused doc as a conflict */
 } etag_entry;
 
 typedef struct aa_state {
@@ -219,9 +220,10 @@ static int bundle_text(aa_state *st, const char *text, size_t len,
 /* Offers a bundled document to the register. 0 (stored, identical copy
  * held, or conflict flagged) or -1 (logged). */
 static int put_doc(aa_state *st, const char *ver, const char *doc,
-                   const char *provenance, size_t ndocs) {
+                   const char *provenance, size_t ndocs, int *conflict) {
   int rc = st->host->contract_put(st->inst, st->name, ver, doc, strlen(doc),
                                   provenance);
+  if (conflict) *conflict = rc == CEB_ECONFLICT;
   if (rc == CEB_OK) {
     LOG(st, CEB_LOG_INFO,
         "stored %s@%s from %s (%zu referenced documents bundled)", st->name,
@@ -251,7 +253,7 @@ static int offer(aa_state *st, const char *text, size_t len, const char *base,
   size_t ndocs = 0;
   if (bundle_text(st, text, len, base, provenance, &doc, &ver, &ndocs) != 0)
     return -1;
-  int rc = put_doc(st, ver, doc, provenance, ndocs);
+  int rc = put_doc(st, ver, doc, provenance, ndocs, NULL);
   free(doc);
   free(ver);
   return rc;
@@ -287,6 +289,7 @@ static void cache_load(aa_state *st, etag_entry *e) {
       strlen(etag) < sizeof e->etag) {
     e->version = strdup(ver);
     e->doc = strdup(doc);
+    e->conflict = json_is_true(json_object_get(j, "conflict"));
     if (e->version && e->doc) snprintf(e->etag, sizeof e->etag, "%s", etag);
   }
   json_decref(j);
@@ -297,8 +300,9 @@ static void cache_store(aa_state *st, etag_entry *e) {
   char path[4096], tmp[4200];
   cache_path(st, e->url, path, sizeof path);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "url", e->url, "etag", e->etag,
-                        "version", e->version, "document", e->doc);
+  json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:b}", "url", e->url, "etag", e->etag,
+                        "version", e->version, "document", e->doc, "conflict",
+                        e->conflict);
   /* Written aside and renamed: a crash leaves the old entry or the new. */
   if (!j || json_dump_file(j, tmp, JSON_COMPACT) != 0 ||
       rename(tmp, path) != 0) {
@@ -322,8 +326,11 @@ static int sync_url(aa_state *st, const char *url) {
     return -1;
   }
   if (r.status == 304 && e->doc) {
-    LOG(st, CEB_LOG_DEBUG, "%s not modified", url);
-    return put_doc(st, e->version, e->doc, url, 0);
+    /* A conflict was reported when the document arrived; the same
+     * document again is not a new one. */
+    LOG(st, CEB_LOG_DEBUG, "%s not modified%s", url,
+        e->conflict ? " (still conflicting with the held version)" : "");
+    return e->conflict ? 0 : put_doc(st, e->version, e->doc, url, 0, NULL);
   }
   if (!r.body) {
     LOG(st, CEB_LOG_ERROR, "fetching %s failed: HTTP %ld", url, r.status);
@@ -333,13 +340,15 @@ static int sync_url(aa_state *st, const char *url) {
   size_t ndocs = 0;
   int rc = bundle_text(st, r.body, r.len, url, url, &doc, &ver, &ndocs);
   free(r.body);
-  if (rc == 0) rc = put_doc(st, ver, doc, url, ndocs);
+  int conflict = 0;
+  if (rc == 0) rc = put_doc(st, ver, doc, url, ndocs, &conflict);
   /* Remember it only once the document was taken (or flagged). */
   if (rc == 0 && r.etag[0]) {
     free(e->doc);
     free(e->version);
     e->doc = doc;
     e->version = ver;
+    e->conflict = conflict;
     snprintf(e->etag, sizeof e->etag, "%s", r.etag);
     cache_store(st, e);
   } else {

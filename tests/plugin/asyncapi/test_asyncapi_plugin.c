@@ -84,9 +84,10 @@ typedef struct wait_304 {
   size_t want;
 } wait_304;
 
+/* Two 304s answered and the puts they led to made. */
 static int got_304s(void *arg) {
   wait_304 *w = arg;
-  return aa_stub_count(w->reg, 304) >= w->want;
+  return aa_stub_count(w->reg, 304) >= w->want && puts_of(1) >= 3;
 }
 
 int main(void) {
@@ -141,6 +142,10 @@ int main(void) {
   /* Upstream edits 1.0.0 in place: conflict, counted; the held document
    * stays (the fake register keeps the first one). */
   aa_stub_set_version(reg, "edu", "enrol", "1.0.0", AA_DOC_V100_CHANGED);
+  CHECK_INT(g_plugin->sync(st, NULL), CEB_OK);
+  CHECK_INT(puts_of(2), 1);
+  CHECK(metric("contracts_conflicts_total") == 1);
+  /* Unchanged since (304): the conflict is not reported again. */
   CHECK_INT(g_plugin->sync(st, NULL), CEB_OK);
   CHECK_INT(puts_of(2), 1);
   CHECK(metric("contracts_conflicts_total") == 1);
