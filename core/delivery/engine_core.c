@@ -228,7 +228,10 @@ void cebe_dctx_free(dctx *c) {
   free(c);
 }
 
-/* Stable across retries and restarts: receivers dedupe on it. */
+/* Stable across retries and restarts: receivers dedupe on it. Shaped as a
+ * UUID version 4 (the Edukoppeling profile asks for one in Idempotency-Key):
+ * 122 bits of sha256(source, id, route) with the version and variant bits
+ * set, so the same (event, route) always gets the same key. */
 static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
   const char *src = ceb_event_get(ev, "source"), *id = ceb_event_get(ev, "id");
   EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -240,8 +243,15 @@ static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
       EVP_DigestUpdate(md, id ? id : "", strlen(id ? id : "") + 1) &&
       EVP_DigestUpdate(md, route, strlen(route)) &&
       EVP_DigestFinal_ex(md, h, &hl)) {
-    for (unsigned i = 0; i < 16 && i < hl; i++)
-      snprintf(out + 2 * i, 3, "%02x", h[i]);
+    h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 */
+    h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    size_t o = 0;
+    for (unsigned i = 0; i < 16 && i < hl; i++) {
+      if (i == 4 || i == 6 || i == 8 || i == 10)
+        out[o++] = '-';
+      snprintf(out + o, 3, "%02x", h[i]);
+      o += 2;
+    }
   }
   EVP_MD_CTX_free(md);
 }

@@ -35,7 +35,10 @@ int main(void) {
   CHECK(testsink_get(out, 0, &seen));
   CHECK_STR(seen.route, "main");
   CHECK_INT(seen.attempt, 1);
-  CHECK_INT(strlen(seen.idem_key), 32);
+  /* Idempotency-Key: a UUID v4 shape derived from (source, id, route) */
+  CHECK_INT(strlen(seen.idem_key), 36);
+  CHECK(seen.idem_key[8] == '-' && seen.idem_key[14] == '4' &&
+        seen.idem_key[23] == '-');
 
   /* A duplicate (same source and id) is accepted but not delivered again. */
   ceb_event *dup = harness_event("e2", "nl.edu.y", NULL);
