@@ -299,11 +299,12 @@ static void cache_store(aa_state *st, etag_entry *e) {
   if (!st->data_dir) return;
   char path[4096], tmp[4200];
   cache_path(st, e->url, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
   json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:b}", "url", e->url, "etag", e->etag,
                         "version", e->version, "document", e->doc, "conflict",
                         e->conflict);
-  /* Written aside and renamed: a crash leaves the old entry or the new. */
+  /* Written aside (per process: run and contracts sync may share the
+   * directory) and renamed: a crash leaves the old entry or the new. */
   if (!j || json_dump_file(j, tmp, JSON_COMPACT) != 0 ||
       rename(tmp, path) != 0) {
     LOG(st, CEB_LOG_WARN, "cannot write the ETag cache %s: %s", path,
