@@ -247,8 +247,7 @@ static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
     h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     size_t o = 0;
     for (unsigned i = 0; i < 16 && i < hl; i++) {
-      if (i == 4 || i == 6 || i == 8 || i == 10)
-        out[o++] = '-';
+      if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
       snprintf(out + o, 3, "%02x", h[i]);
       o += 2;
     }
@@ -426,8 +425,11 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
     pthread_cond_broadcast(&e->idle);
     dctx copy = *c;
     pthread_mutex_unlock(&e->lock);
-    ceb_log_warn("engine: route %s: attempt %u timed out", rt->cfg.name,
-                 copy.attempt);
+    ceb_log_ctx ctx = {.event_id = ceb_event_get(copy.ev, "id"),
+                       .route = rt->cfg.name};
+    ceb_log_write(CEB_LOG_WARN, "engine", &ctx,
+                  "attempt %u timed out; retried per the route's policy",
+                  copy.attempt);
     ceb_settle_info info = {.struct_size = sizeof info,
                             .outcome = CEB_RETRY,
                             .retry_after_ms = -1,

@@ -62,11 +62,14 @@ static void outcome_done(void *arg, int status) {
       snprintf(labels, sizeof labels, "%s,reason=\"%s\"", rt->labels,
                op->dead_reason);
       cebe_metric_add(e, "cebridge_events_dead_total", labels, 1);
-      ceb_log_warn("engine: route %s: event %s dead-lettered (%s after %u "
-                   "attempts, last %s); DLQ id %lld",
-                   rt->cfg.name, op->ev ? ceb_event_get(op->ev, "id") : "?",
-                   op->dead_reason, op->attempt, op->reason ? op->reason : "-",
-                   (long long)op->r.dlq_id);
+      ceb_log_ctx ctx = {.event_id =
+                             op->ev ? ceb_event_get(op->ev, "id") : NULL,
+                         .route = rt->cfg.name};
+      ceb_log_write(CEB_LOG_WARN, "engine", &ctx,
+                    "dead-lettered (%s after %u attempts, last %s); DLQ id "
+                    "%lld",
+                    op->dead_reason, op->attempt, op->reason ? op->reason : "-",
+                    (long long)op->r.dlq_id);
       if (rt->cfg.dlq_sink >= 0 && op->dead_json) {
         ceb_event *dl = NULL;
         if (ceb_json_decode(op->dead_json, strlen(op->dead_json), &dl, NULL) ==
