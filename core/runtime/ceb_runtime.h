@@ -86,7 +86,8 @@ struct ceb_store *ceb_runtime_store(ceb_runtime *rt);
 
 /* The host clock now. */
 int64_t ceb_runtime_now(ceb_runtime *rt);
-/* Wakes the delivery engine (tests call it after moving their clock). */
+/* Wakes the delivery engine and the sweeper (tests call it after moving
+ * their clock). */
 void ceb_runtime_kick(ceb_runtime *rt);
 
 /* Status of an event by id (and source, may be NULL): see

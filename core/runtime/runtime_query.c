@@ -14,6 +14,10 @@ int64_t ceb_runtime_now(ceb_runtime *rt) {
 }
 void ceb_runtime_kick(ceb_runtime *rt) {
   ceb_engine_kick(rt->engine);
+  /* the sweeper also runs on the host clock */
+  pthread_mutex_lock(&rt->sweep_lock);
+  pthread_cond_signal(&rt->sweep_cond);
+  pthread_mutex_unlock(&rt->sweep_lock);
 }
 
 json_t *ceb_runtime_event_status(ceb_runtime *rt, const char *id,

@@ -9,9 +9,18 @@ static const char *k_conf = "[source in]\nplugin = testsource\n"
                             "[sink out]\nplugin = testsink\n"
                             "[route r]\nfrom = in\nto = out\n";
 
+static int swept(void *arg) {
+  harness *h = arg;
+  json_t *st = ceb_runtime_event_status(h->rt, "x1", NULL);
+  int gone = st && json_array_size(st) == 0;
+  json_decref(st);
+  return gone;
+}
+
 int main(void) {
   harness h;
-  if (harness_open(&h, "host", "idempotency.ttl = 1h", k_conf) != 0)
+  if (harness_open(&h, "host", "idempotency.ttl = 1h\nretention = 1h",
+                   k_conf) != 0)
     return ceb_test_done("integration_core_host");
   testsource *src = harness_source(&h, "in");
   const ceb_host *host = testsource_host(src);
@@ -103,6 +112,14 @@ int main(void) {
   ceb_settle_info info = {.struct_size = sizeof info, .outcome = CEB_ACK};
   host->settle(sink, &bogus, &info);
   CHECK(harness_wait_state(&h, "x1", "r", "done"));
+
+  /* Retention (1 h here): the sweeper removes the settled event after it,
+   * not before. */
+  char buf[32];
+  harness_advance(&h, 3600 * 1000 - 1000);
+  CHECK_STR(harness_state(&h, "x1", "r", buf, sizeof buf), "done");
+  harness_advance(&h, 2000);
+  CHECK(ceb_test_wait(swept, &h, 10000));
   harness_close(&h);
   return ceb_test_done("integration_core_host");
 }
