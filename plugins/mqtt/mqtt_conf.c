@@ -11,8 +11,9 @@ int mqtt_conf_load(const ceb_host *host, ceb_instance *inst,
                    const ceb_config *cfg, mqtt_conf *out) {
   memset(out, 0, sizeof *out);
   const char *broker = ceb_config_str(cfg, "broker");
-  if (!broker || ceb_parse_address(broker, out->host, sizeof out->host,
-                                   &out->port) != CEB_OK ||
+  if (!broker ||
+      ceb_parse_address(broker, out->host, sizeof out->host, &out->port) !=
+          CEB_OK ||
       out->port <= 0 || !out->host[0]) {
     CEB_LOG(host, inst, CEB_LOG_ERROR,
             "broker: \"%s\" is not host:port with a non-zero port",

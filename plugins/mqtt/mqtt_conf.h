@@ -31,30 +31,82 @@ int mqtt_conf_load(const ceb_host *host, ceb_instance *inst,
 
 /* The config keys both roles accept, for the spec arrays. */
 #define MQTT_SPEC_COMMON                                                       \
-  {"broker", CEB_CFG_ADDRESS, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,              \
-   "MQTT broker host:port."},                                                  \
-      {"mqtt_version", CEB_CFG_ENUM, 0, "5", 0, 0, "5|3.1.1",                  \
+  {"broker", CEB_CFG_ADDRESS,         CEB_CFG_REQUIRED, NULL, 0, 0,            \
+   NULL,     "MQTT broker host:port."},                                        \
+      {"mqtt_version",                                                         \
+       CEB_CFG_ENUM,                                                           \
+       0,                                                                      \
+       "5",                                                                    \
+       0,                                                                      \
+       0,                                                                      \
+       "5|3.1.1",                                                              \
        "MQTT protocol version; 3.1.1 carries structured-mode events only."},   \
-      {"username", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,                        \
-       "User name for broker authentication."},                                \
-      {"password", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,           \
+      {"username", CEB_CFG_STRING,                                             \
+       0,          NULL,                                                       \
+       0,          0,                                                          \
+       NULL,       "User name for broker authentication."},                    \
+      {"password",                                                             \
+       CEB_CFG_STRING,                                                         \
+       CEB_CFG_SECRET,                                                         \
+       NULL,                                                                   \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
        "Password for broker authentication; ${ENV} or file:/path."},           \
-      {"tls", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,                            \
-       "Connect with TLS (implied by any tls.* file)."},                       \
-      {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,                       \
+      {"tls", CEB_CFG_BOOL,                                                    \
+       0,     "false",                                                         \
+       0,     0,                                                               \
+       NULL,  "Connect with TLS (implied by any tls.* file)."},                \
+      {"tls.ca_file",                                                          \
+       CEB_CFG_PATH,                                                           \
+       0,                                                                      \
+       NULL,                                                                   \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
        "CA bundle that signs the broker certificate (default: system "         \
        "store)."},                                                             \
-      {"tls.client_cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,                   \
+      {"tls.client_cert",                                                      \
+       CEB_CFG_PATH,                                                           \
+       0,                                                                      \
+       NULL,                                                                   \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
        "Client certificate (PEM) for mutual TLS."},                            \
-      {"tls.client_key", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,                    \
+      {"tls.client_key",                                                       \
+       CEB_CFG_PATH,                                                           \
+       0,                                                                      \
+       NULL,                                                                   \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
        "Private key (PEM) of tls.client_cert."},                               \
-      {"tls.verify", CEB_CFG_BOOL, 0, "true", 0, 0, NULL,                      \
+      {"tls.verify",                                                           \
+       CEB_CFG_BOOL,                                                           \
+       0,                                                                      \
+       "true",                                                                 \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
        "Verify the broker certificate chain and host name."},                  \
-      {"keepalive", CEB_CFG_DURATION, 0, "30s", 1000, 65535000, NULL,          \
-       "MQTT keep-alive interval."},                                           \
-      {"connect_timeout", CEB_CFG_DURATION, 0, "10s", 1000, 600000, NULL,      \
+      {"keepalive", CEB_CFG_DURATION, 0,    "30s",                             \
+       1000,        65535000,         NULL, "MQTT keep-alive interval."},      \
+      {"connect_timeout",                                                      \
+       CEB_CFG_DURATION,                                                       \
+       0,                                                                      \
+       "10s",                                                                  \
+       1000,                                                                   \
+       600000,                                                                 \
+       NULL,                                                                   \
        "How long one connection attempt may take."},                           \
-      {"reconnect.min", CEB_CFG_DURATION, 0, "1s", 1000, 3600000, NULL,        \
+      {"reconnect.min",                                                        \
+       CEB_CFG_DURATION,                                                       \
+       0,                                                                      \
+       "1s",                                                                   \
+       1000,                                                                   \
+       3600000,                                                                \
+       NULL,                                                                   \
        "First delay before reconnecting after a lost connection."},            \
   {                                                                            \
     "reconnect.max", CEB_CFG_DURATION, 0, "60s", 1000, 86400000, NULL,         \

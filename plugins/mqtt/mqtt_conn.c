@@ -36,20 +36,17 @@ static void mark_connected(mqtt_conn *c, const char *how) {
   c->connecting = 0;
   c->ever_connected = 1;
   c->backoff_ms = 0;
-  if (!was)
-    c->connects++;
+  if (!was) c->connects++;
   unsigned long n = c->connects;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (was)
-    return;
+  if (was) return;
   gauge(c, 1);
   CEB_LOG(c->host, c->inst, CEB_LOG_INFO,
           "connected to %s:%d as \"%s\" (MQTT %s, %s, connection #%lu)",
           c->conf->host, c->conf->port, c->client_id,
           c->conf->version == 5 ? "5" : "3.1.1", how, n);
-  if (c->ops.connected)
-    c->ops.connected(c->arg);
+  if (c->ops.connected) c->ops.connected(c->arg);
 }
 
 static void on_connected(void *ctx, char *cause) {
@@ -77,8 +74,7 @@ static void connect_failed(mqtt_conn *c, int code, int reason,
   int64_t min = (int64_t)c->conf->reconnect_min_s * 1000;
   int64_t max = (int64_t)c->conf->reconnect_max_s * 1000;
   c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : min;
-  if (c->backoff_ms > max)
-    c->backoff_ms = max;
+  if (c->backoff_ms > max) c->backoff_ms = max;
   c->next_attempt_ms = mqtt_now_ms(c) + c->backoff_ms;
   int64_t wait = c->backoff_ms;
   pthread_cond_broadcast(&c->cond);
@@ -93,8 +89,8 @@ static void connect_failed(mqtt_conn *c, int code, int reason,
   else
     CEB_LOG(c->host, c->inst, CEB_LOG_WARN,
             "connect to %s:%d failed: %s (code %d); retrying in %lld ms",
-            c->conf->host, c->conf->port,
-            msg ? msg : MQTTAsync_strerror(code), code, (long long)wait);
+            c->conf->host, c->conf->port, msg ? msg : MQTTAsync_strerror(code),
+            code, (long long)wait);
 }
 
 static void on_connect_fail(void *ctx, MQTTAsync_failureData *r) {
@@ -102,8 +98,13 @@ static void on_connect_fail(void *ctx, MQTTAsync_failureData *r) {
 }
 
 static void on_connect_fail5(void *ctx, MQTTAsync_failureData5 *r) {
-  connect_failed(ctx, r ? r->code : 0, r ? (int)r->reasonCode : 0,
-                 r ? r->message : NULL);
+  int reason = r ? (int)r->reasonCode : 0;
+  /* paho reports a refusing CONNACK's reason code in `code`. */
+  if (!reason && r && r->code >= 0x80 && r->code <= 0xff) reason = r->code;
+  connect_failed(ctx, r ? r->code : 0, reason,
+                 reason ? NULL
+                 : r    ? r->message
+                        : NULL);
 }
 
 static void on_lost(void *ctx, char *cause) {
@@ -114,15 +115,13 @@ static void on_lost(void *ctx, char *cause) {
   int stopping = c->stopping;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (!was)
-    return;
+  if (!was) return;
   gauge(c, 0);
   CEB_LOG(c->host, c->inst, stopping ? CEB_LOG_INFO : CEB_LOG_WARN,
           "connection to %s:%d lost: %s%s", c->conf->host, c->conf->port,
           cause && *cause ? cause : "socket closed",
           stopping ? "" : "; reconnecting");
-  if (c->ops.lost)
-    c->ops.lost(c->arg);
+  if (c->ops.lost) c->ops.lost(c->arg);
 }
 
 /* MQTT 5: the broker sent DISCONNECT with a reason code. */
@@ -142,8 +141,7 @@ static void on_disconnected(void *ctx, MQTTProperties *props,
 static int on_message(void *ctx, char *topic, int topic_len,
                       MQTTAsync_message *m) {
   mqtt_conn *c = ctx;
-  if (c->ops.message)
-    return c->ops.message(c->arg, topic, topic_len, m);
+  if (c->ops.message) return c->ops.message(c->arg, topic, topic_len, m);
   MQTTAsync_freeMessage(&m); /* a publisher subscribes to nothing */
   MQTTAsync_free(topic);
   return 1;
@@ -171,15 +169,12 @@ static void do_connect(mqtt_conn *c) {
   o.automaticReconnect = 1;
   o.minRetryInterval = f->reconnect_min_s;
   o.maxRetryInterval = f->reconnect_max_s;
-  if (c->opts.max_inflight > 0)
-    o.maxInflight = c->opts.max_inflight;
+  if (c->opts.max_inflight > 0) o.maxInflight = c->opts.max_inflight;
   o.username = f->username;
   o.password = f->password;
-  if (c->opts.paho_tls)
-    o.ssl = &c->ssl;
+  if (c->opts.paho_tls) o.ssl = &c->ssl;
   int rc = MQTTAsync_connect(c->h, &o);
-  if (rc != MQTTASYNC_SUCCESS)
-    connect_failed(c, rc, 0, MQTTAsync_strerror(rc));
+  if (rc != MQTTASYNC_SUCCESS) connect_failed(c, rc, 0, MQTTAsync_strerror(rc));
 }
 
 static void *supervisor(void *arg) {
@@ -195,11 +190,9 @@ static void *supervisor(void *arg) {
       continue;
     }
     pthread_mutex_unlock(&c->lock);
-    if (c->ops.tick)
-      c->ops.tick(c->arg);
+    if (c->ops.tick) c->ops.tick(c->arg);
     pthread_mutex_lock(&c->lock);
-    if (c->stopping)
-      break;
+    if (c->stopping) break;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 50L * 1000 * 1000;
@@ -269,15 +262,13 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
    * (and so notices a dead broker) when one is set. */
   MQTTAsync_setCallbacks(c->h, c, on_lost, on_message, NULL);
   MQTTAsync_setConnected(c->h, c, on_connected);
-  if (conf->version == 5)
-    MQTTAsync_setDisconnected(c->h, c, on_disconnected);
+  if (conf->version == 5) MQTTAsync_setDisconnected(c->h, c, on_disconnected);
   return CEB_OK;
 }
 
 int mqtt_conn_start(mqtt_conn *c) {
   gauge(c, 0);
-  if (pthread_create(&c->thread, NULL, supervisor, c) != 0)
-    return CEB_ENOMEM;
+  if (pthread_create(&c->thread, NULL, supervisor, c) != 0) return CEB_ENOMEM;
   c->thread_started = 1;
   return CEB_OK;
 }
@@ -309,8 +300,7 @@ void mqtt_conn_disconnect(mqtt_conn *c, int timeout_ms) {
   int up = c->connected;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (!c->h)
-    return;
+  if (!c->h) return;
   if (up) {
     MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer;
     d.timeout = timeout_ms;
@@ -325,8 +315,7 @@ void mqtt_conn_disconnect(mqtt_conn *c, int timeout_ms) {
       ts.tv_nsec = (long)(ns % 1000000000);
       pthread_mutex_lock(&c->lock);
       while (c->connected)
-        if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
-          break;
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT) break;
       pthread_mutex_unlock(&c->lock);
     }
   }
@@ -338,11 +327,9 @@ void mqtt_conn_destroy(mqtt_conn *c) {
   c->stopping = 1;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
-  if (c->thread_started)
-    pthread_join(c->thread, NULL);
+  if (c->thread_started) pthread_join(c->thread, NULL);
   c->thread_started = 0;
-  if (c->h)
-    MQTTAsync_destroy(&c->h);
+  if (c->h) MQTTAsync_destroy(&c->h);
   MQTTProperties_free(&c->props);
   free(c->uri);
   free(c->client_id);

@@ -16,20 +16,20 @@
 #include "mqtt_conf.h"
 
 typedef struct mqtt_conn_ops {
-  void (*connected)(void *arg);    /* after every successful (re)connect */
-  void (*lost)(void *arg);         /* the connection went away */
-  void (*tick)(void *arg);         /* about every 50 ms */
+  void (*connected)(void *arg); /* after every successful (re)connect */
+  void (*lost)(void *arg);      /* the connection went away */
+  void (*tick)(void *arg);      /* about every 50 ms */
   /* Called with arg (not the conn); NULL for a publisher. */
   MQTTAsync_messageArrived *message;
 } mqtt_conn_ops;
 
 typedef struct mqtt_conn_opts {
-  const char *uri;       /* "tcp://h:p" or "ssl://h:p" (copied) */
-  int paho_tls;          /* paho does TLS itself (sink) */
-  int clean;             /* clean start / clean session */
+  const char *uri;          /* "tcp://h:p" or "ssl://h:p" (copied) */
+  int paho_tls;             /* paho does TLS itself (sink) */
+  int clean;                /* clean start / clean session */
   int64_t session_expiry_s; /* MQTT 5, with clean == 0 */
-  int receive_max;       /* MQTT 5 Receive Maximum, 0: broker default */
-  int max_inflight;      /* paho in-flight and buffered messages */
+  int receive_max;          /* MQTT 5 Receive Maximum, 0: broker default */
+  int max_inflight;         /* paho in-flight and buffered messages */
 } mqtt_conn_opts;
 
 typedef struct mqtt_conn {

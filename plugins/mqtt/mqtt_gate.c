@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,7 +21,6 @@
 #include <unistd.h>
 
 #define PKT_PUBACK 4
-#define PKT_PUBREC 5
 #define MAX_PREREL 4096
 #define MAX_FRAME (256u * 1024 * 1024) /* MQTT's own limit */
 
@@ -77,21 +77,18 @@ static void wake(mqtt_gate *g) {
 static void ssl_log(mqtt_gate *g, const char *what) {
   char buf[256] = "";
   unsigned long e = ERR_get_error();
-  if (e)
-    ERR_error_string_n(e, buf, sizeof buf);
+  if (e) ERR_error_string_n(e, buf, sizeof buf);
   ERR_clear_error();
-  CEB_LOG(g->host, g->inst, CEB_LOG_WARN, "TLS to %s:%d: %s%s%s",
-          g->conf->host, g->conf->port, what, buf[0] ? ": " : "", buf);
+  CEB_LOG(g->host, g->inst, CEB_LOG_WARN, "TLS to %s:%d: %s%s%s", g->conf->host,
+          g->conf->port, what, buf[0] ? ": " : "", buf);
 }
 
 static int send_all(int fd, const void *buf, size_t len) {
   const char *p = buf;
   while (len) {
     ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return -1;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
     p += n;
     len -= (size_t)n;
   }
@@ -99,14 +96,20 @@ static int send_all(int fd, const void *buf, size_t len) {
 }
 
 static int broker_write(mqtt_gate *g, const void *buf, size_t len) {
-  if (!g->ssl)
-    return send_all(g->bfd, buf, len);
+  if (!g->ssl) return send_all(g->bfd, buf, len);
+  /* The TLS socket is non-blocking (see connect_broker): wait for it. */
   while (len) {
     int n = SSL_write(g->ssl, buf, (int)len);
-    if (n <= 0)
+    if (n > 0) {
+      buf = (const char *)buf + n;
+      len -= (size_t)n;
+      continue;
+    }
+    int e = SSL_get_error(g->ssl, n);
+    struct pollfd p = {g->bfd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, 0};
+    if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) ||
+        poll(&p, 1, 30000) != 1)
       return -1;
-    buf = (const char *)buf + n;
-    len -= (size_t)n;
   }
   return 0;
 }
@@ -119,20 +122,25 @@ static void update_shared(mqtt_gate *g, size_t acked_now, int bump_gen) {
   g->nheld = g->htail - g->hhead;
   g->nready = ready;
   g->acked += acked_now;
-  if (bump_gen)
-    g->gen++;
+  if (bump_gen) g->gen++;
   pthread_mutex_unlock(&g->lock);
 }
 
 static void close_pair(mqtt_gate *g) {
+  size_t ready = 0;
+  for (size_t i = g->hhead; i < g->htail; i++)
+    ready += g->held[i].ready != 0;
+  if (g->htail > g->hhead)
+    CEB_LOG(g->host, g->inst, CEB_LOG_INFO,
+            "relay closed with %zu acknowledgement(s) unsent (%zu durable, "
+            "first packet id %d): the broker redelivers them",
+            g->htail - g->hhead, ready, g->held[g->hhead].packet_id);
   if (g->ssl) {
     SSL_free(g->ssl);
     g->ssl = NULL;
   }
-  if (g->bfd >= 0)
-    close(g->bfd);
-  if (g->cfd >= 0)
-    close(g->cfd);
+  if (g->bfd >= 0) close(g->bfd);
+  if (g->cfd >= 0) close(g->cfd);
   g->bfd = g->cfd = -1;
   for (size_t i = g->hhead; i < g->htail; i++)
     free(g->held[i].big);
@@ -155,8 +163,7 @@ static int connect_broker(mqtt_gate *g) {
   int fd = -1, err = 0;
   for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0)
-      continue;
+    if (fd < 0) continue;
     if (connect(fd, a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS) {
       err = errno;
       close(fd);
@@ -185,14 +192,21 @@ static int connect_broker(mqtt_gate *g) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   g->bfd = fd;
-  if (!g->ctx)
-    return 0;
+  if (!g->ctx) return 0;
   struct timeval tv = {g->conf->connect_timeout_s, 0}, zero = {0, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  /* An IP literal is checked against IP SANs and sent without SNI (RFC
+   * 6066); a name against DNS SANs, with SNI. */
+  unsigned char ip[16];
+  int is_ip = inet_pton(AF_INET, g->conf->host, ip) == 1 ||
+              inet_pton(AF_INET6, g->conf->host, ip) == 1;
   if (!(g->ssl = SSL_new(g->ctx)) || SSL_set_fd(g->ssl, fd) != 1 ||
-      SSL_set_tlsext_host_name(g->ssl, g->conf->host) != 1 ||
-      (g->conf->tls_verify && SSL_set1_host(g->ssl, g->conf->host) != 1)) {
+      (!is_ip && SSL_set_tlsext_host_name(g->ssl, g->conf->host) != 1) ||
+      (g->conf->tls_verify &&
+       (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(g->ssl),
+                                              g->conf->host) != 1
+              : SSL_set1_host(g->ssl, g->conf->host) != 1))) {
     ssl_log(g, "setup failed");
     return -1;
   }
@@ -208,13 +222,15 @@ static int connect_broker(mqtt_gate *g) {
   }
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof zero);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
+  /* Readable is not "application data ready" with TLS (a TLS 1.3 session
+   * ticket is a record too): a blocking SSL_read would hang the relay. */
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   return 0;
 }
 
 static void accept_client(mqtt_gate *g) {
   int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC);
-  if (fd < 0)
-    return;
+  if (fd < 0) return;
   if (g->cfd >= 0)
     close_pair(g); /* paho reconnected: the old pair is dead to it */
   int one = 1;
@@ -256,8 +272,7 @@ static int flush_ready(mqtt_gate *g) {
     g->held[keep++] = *h;
   }
   g->htail = keep;
-  if (g->hhead == g->htail)
-    g->hhead = g->htail = 0;
+  if (g->hhead == g->htail) g->hhead = g->htail = 0;
   update_shared(g, sent, 0);
   return rc;
 }
@@ -272,8 +287,7 @@ static int hold(mqtt_gate *g, const unsigned char *frame, size_t len, int id) {
     } else {
       size_t cap = g->hcap ? g->hcap * 2 : 64;
       held_ack *n = realloc(g->held, cap * sizeof *n);
-      if (!n)
-        return -1;
+      if (!n) return -1;
       g->held = n;
       g->hcap = cap;
     }
@@ -285,8 +299,7 @@ static int hold(mqtt_gate *g, const unsigned char *frame, size_t len, int id) {
   if (len <= sizeof h->frame) {
     memcpy(h->frame, frame, len);
   } else {
-    if (!(h->big = malloc(len)))
-      return -1;
+    if (!(h->big = malloc(len))) return -1;
     memcpy(h->big, frame, len);
   }
   h->ready = prerel_take(g, id);
@@ -302,25 +315,19 @@ static int pump_client(mqtt_gate *g) {
     const unsigned char *p = g->cbuf + off;
     size_t rl = 0, mult = 1, i = 1;
     for (;; i++) {
-      if (i > 4)
-        return -1; /* malformed remaining length */
-      if (off + i >= g->clen)
-        goto partial;
+      if (i > 4) return -1; /* malformed remaining length */
+      if (off + i >= g->clen) goto partial;
       rl += (size_t)(p[i] & 0x7f) * mult;
       mult *= 128;
-      if (!(p[i] & 0x80))
-        break;
+      if (!(p[i] & 0x80)) break;
     }
     size_t hl = i + 1, total = hl + rl;
-    if (total > MAX_FRAME)
-      return -1;
-    if (g->clen - off < total)
-      break;
+    if (total > MAX_FRAME) return -1;
+    if (g->clen - off < total) break;
     int type = p[0] >> 4;
-    int gated = type == PKT_PUBACK || (type == PKT_PUBREC && g->conf->version == 5);
+    int gated = type == PKT_PUBACK;
     if (gated && rl >= 2) {
-      if (hold(g, p, total, (p[hl] << 8) | p[hl + 1]) != 0)
-        return -1;
+      if (hold(g, p, total, (p[hl] << 8) | p[hl + 1]) != 0) return -1;
     } else if (broker_write(g, p, total) != 0) {
       return -1;
     }
@@ -338,16 +345,13 @@ static int read_client(mqtt_gate *g) {
   if (g->ccap - g->clen < 16384) {
     size_t cap = g->ccap ? g->ccap * 2 : 65536;
     unsigned char *n = realloc(g->cbuf, cap);
-    if (!n)
-      return -1;
+    if (!n) return -1;
     g->cbuf = n;
     g->ccap = cap;
   }
   ssize_t n = recv(g->cfd, g->cbuf + g->clen, g->ccap - g->clen, 0);
-  if (n < 0 && errno == EINTR)
-    return 0;
-  if (n <= 0)
-    return -1;
+  if (n < 0 && errno == EINTR) return 0;
+  if (n <= 0) return -1;
   g->clen += (size_t)n;
   return pump_client(g);
 }
@@ -360,20 +364,16 @@ static int read_broker(mqtt_gate *g) {
       int r = SSL_read(g->ssl, buf, sizeof buf);
       if (r <= 0) {
         int e = SSL_get_error(g->ssl, r);
-        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
-          return 0;
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
         return -1;
       }
       n = r;
     } else {
       n = recv(g->bfd, buf, sizeof buf, 0);
-      if (n < 0 && errno == EINTR)
-        return 0;
-      if (n <= 0)
-        return -1;
+      if (n < 0 && errno == EINTR) return 0;
+      if (n <= 0) return -1;
     }
-    if (send_all(g->cfd, buf, (size_t)n) != 0)
-      return -1;
+    if (send_all(g->cfd, buf, (size_t)n) != 0) return -1;
   } while (g->ssl && SSL_pending(g->ssl) > 0);
   return 0;
 }
@@ -413,8 +413,7 @@ static void apply_taken(mqtt_gate *g, release *rel, size_t nrel, uint64_t gen,
     return;
   }
   for (size_t i = 0; g->cfd >= 0 && i < nrel; i++) {
-    if (rel[i].gen != gen)
-      continue;
+    if (rel[i].gen != gen) continue;
     int found = 0;
     for (size_t j = g->hhead; j < g->htail && !found; j++)
       if (g->held[j].packet_id == rel[i].packet_id && !g->held[j].ready)
@@ -428,8 +427,7 @@ static void apply_taken(mqtt_gate *g, release *rel, size_t nrel, uint64_t gen,
     }
   }
   free(rel);
-  if (g->cfd >= 0 && flush_ready(g) != 0)
-    close_pair(g);
+  if (g->cfd >= 0 && flush_ready(g) != 0) close_pair(g);
 }
 
 static void *relay(void *arg) {
@@ -439,16 +437,16 @@ static void *relay(void *arg) {
   sigaddset(&pipe, SIGPIPE); /* SSL_write must fail with EPIPE, not kill */
   pthread_sigmask(SIG_BLOCK, &pipe, NULL);
   for (;;) {
-    struct pollfd p[4] = {{g->lfd, POLLIN, 0}, {g->wfd, POLLIN, 0},
-                          {g->cfd, POLLIN, 0}, {g->bfd, POLLIN, 0}};
+    struct pollfd p[4] = {{g->lfd, POLLIN, 0},
+                          {g->wfd, POLLIN, 0},
+                          {g->cfd, POLLIN, 0},
+                          {g->bfd, POLLIN, 0}};
     int n = g->cfd >= 0 ? 4 : 2;
-    if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR)
-      break;
+    if (poll(p, (nfds_t)n, -1) < 0 && errno != EINTR) break;
     pthread_mutex_lock(&g->lock);
     int stop = g->stop;
     pthread_mutex_unlock(&g->lock);
-    if (stop)
-      break;
+    if (stop) break;
     if (p[1].revents) {
       uint64_t v;
       ssize_t r = read(g->wfd, &v, sizeof v);
@@ -459,18 +457,15 @@ static void *relay(void *arg) {
       close_pair(g);
     if (n == 4 && g->cfd >= 0 && p[2].revents && read_client(g) != 0)
       close_pair(g);
-    if (p[0].revents)
-      accept_client(g);
+    if (p[0].revents) accept_client(g);
   }
-  if (g->cfd >= 0)
-    close_pair(g);
+  if (g->cfd >= 0) close_pair(g);
   return NULL;
 }
 
 static int make_ctx(mqtt_gate *g) {
   const mqtt_conf *f = g->conf;
-  if (!(g->ctx = SSL_CTX_new(TLS_client_method())))
-    return -1;
+  if (!(g->ctx = SSL_CTX_new(TLS_client_method()))) return -1;
   SSL_CTX_set_min_proto_version(g->ctx, TLS1_2_VERSION);
   SSL_CTX_set_verify(g->ctx, f->tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
                      NULL);
@@ -494,8 +489,7 @@ int mqtt_gate_new(const ceb_host *host, ceb_instance *inst,
                   const mqtt_conf *conf, mqtt_gate **out) {
   *out = NULL;
   mqtt_gate *g = calloc(1, sizeof *g);
-  if (!g)
-    return CEB_ENOMEM;
+  if (!g) return CEB_ENOMEM;
   g->host = host;
   g->inst = inst;
   g->conf = conf;
@@ -562,8 +556,7 @@ void mqtt_gate_release(mqtt_gate *g, uint64_t gen, int packet_id) {
 
 void mqtt_gate_reset(mqtt_gate *g, const char *why) {
   pthread_mutex_lock(&g->lock);
-  if (!g->reset_why)
-    g->reset_why = strdup(why ? why : "reset");
+  if (!g->reset_why) g->reset_why = strdup(why ? why : "reset");
   pthread_mutex_unlock(&g->lock);
   wake(g);
 }
@@ -589,21 +582,17 @@ int mqtt_gate_flush(mqtt_gate *g, int64_t timeout_ms) {
   wake(g);
   for (int64_t waited = 0;; waited += 5) {
     pthread_mutex_lock(&g->lock);
-    int done =
-        g->nrel == 0 && g->nready == 0 && !g->reset_why && !g->applying;
+    int done = g->nrel == 0 && g->nready == 0 && !g->reset_why && !g->applying;
     pthread_mutex_unlock(&g->lock);
-    if (done)
-      return 0;
-    if (waited >= timeout_ms)
-      return -1;
+    if (done) return 0;
+    if (waited >= timeout_ms) return -1;
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
 }
 
 void mqtt_gate_free(mqtt_gate *g) {
-  if (!g)
-    return;
+  if (!g) return;
   if (g->thread_started) {
     pthread_mutex_lock(&g->lock);
     g->stop = 1;
@@ -611,12 +600,9 @@ void mqtt_gate_free(mqtt_gate *g) {
     wake(g);
     pthread_join(g->thread, NULL);
   }
-  if (g->lfd >= 0)
-    close(g->lfd);
-  if (g->wfd >= 0)
-    close(g->wfd);
-  if (g->ctx)
-    SSL_CTX_free(g->ctx);
+  if (g->lfd >= 0) close(g->lfd);
+  if (g->wfd >= 0) close(g->wfd);
+  if (g->ctx) SSL_CTX_free(g->ctx);
   free(g->cbuf);
   free(g->held);
   free(g->rel);

@@ -1,6 +1,6 @@
 /* The ack gate: a loopback relay between paho and the broker that holds the
- * source's acknowledgements (PUBACK, and PUBREC for MQTT 5 QoS 2) until the
- * host has made the message durable.
+ * source's acknowledgements (PUBACK; the source subscribes at QoS 1) until
+ * the host has made the message durable.
  *
  * Why: paho.mqtt.c acknowledges an incoming QoS 1 PUBLISH on the wire before
  * it calls messageArrived (MQTTProtocol_handlePublishes sends PUBACK first),

@@ -1,7 +1,7 @@
 /* The mqtt plugin: a CloudEvents source and sink over MQTT 5 and 3.1.1
  * (CloudEvents MQTT protocol binding), on paho MQTTAsync. */
-#include "mqtt_conf.h"
 #include "mqtt_plugin.h"
+#include "mqtt_conf.h"
 
 #define DAY_MS (86400LL * 1000)
 
@@ -13,9 +13,9 @@ const ceb_config_spec mqtt_spec_source[] = {
     {"topics", CEB_CFG_LIST, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
      "Topic filters to subscribe to (wildcards + and # allowed)."},
     {"qos", CEB_CFG_INT, 0, "1", 1, 2, NULL,
-     "Subscription QoS (1 or 2; QoS 2 needs MQTT 5)."},
-    {"session_expiry", CEB_CFG_DURATION, 0, "1d", 1000, 4294967294000LL,
-     NULL,
+     "Subscription QoS; only 1 is accepted (2 is refused with the reason: "
+     "redeliveries are deduped by the bridge instead)."},
+    {"session_expiry", CEB_CFG_DURATION, 0, "1d", 1000, 4294967294000LL, NULL,
      "MQTT 5 session expiry: how long the broker keeps the session and "
      "queues messages while the bridge is away."},
     {"dlq_topic", CEB_CFG_STRING, 0, "cebridge/dlq", 0, 0, NULL,
@@ -43,8 +43,7 @@ const ceb_config_spec mqtt_spec_sink[] = {
 static int plugin_init(const ceb_host *host, ceb_instance *inst,
                        const ceb_instance_info *info, const ceb_config *cfg,
                        void **state) {
-  if (!host || !info || !cfg || !state)
-    return CEB_EINVAL;
+  if (!host || !info || !cfg || !state) return CEB_EINVAL;
   if (info->role == CEB_ROLE_SOURCE)
     return mqtt_source_init(host, inst, info, cfg, state);
   if (info->role == CEB_ROLE_SINK)
@@ -70,8 +69,7 @@ static int plugin_drain(void *state, int64_t deadline_ms) {
 }
 
 static void plugin_destroy(void *state) {
-  if (!state)
-    return;
+  if (!state) return;
   if (role_of(state) == CEB_ROLE_SOURCE)
     mqtt_source_destroy(state);
   else
@@ -79,8 +77,7 @@ static void plugin_destroy(void *state) {
 }
 
 static int plugin_deliver(void *state, ceb_delivery *d) {
-  if (role_of(state) != CEB_ROLE_SINK)
-    return CEB_EUNSUPPORTED;
+  if (role_of(state) != CEB_ROLE_SINK) return CEB_EUNSUPPORTED;
   return mqtt_sink_deliver(state, d);
 }
 

@@ -37,8 +37,8 @@ typedef struct mqtt_sink {
 
 static void settle(mqtt_sink *s, ceb_delivery *d, ceb_outcome outcome,
                    int status_code, const char *reason, const char *detail) {
-  ceb_settle_info info = {sizeof info, outcome, -1, status_code, reason,
-                          detail, 0};
+  ceb_settle_info info = {sizeof info, outcome, -1, status_code,
+                          reason,      detail,  0};
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_published_total",
                   outcome == CEB_ACK     ? "result=\"ack\""
                   : outcome == CEB_RETRY ? "result=\"retry\""
@@ -52,8 +52,7 @@ static void unlink_msg(mqtt_sink *s, sink_msg *m) {
     m->prev->next = m->next;
   else
     s->msgs = m->next;
-  if (m->next)
-    m->next->prev = m->prev;
+  if (m->next) m->next->prev = m->prev;
 }
 
 /* Ends a record from paho's callback: settles it unless a connection loss
@@ -64,22 +63,20 @@ static void finish(sink_msg *m, ceb_outcome outcome, int code,
   pthread_mutex_lock(&s->lock);
   ceb_delivery *d = m->d;
   m->d = NULL;
-  if (d)
-    s->inflight--;
+  if (d) s->inflight--;
   unlink_msg(s, m);
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
   free(m);
-  if (d)
-    settle(s, d, outcome, code, reason, detail);
+  if (d) settle(s, d, outcome, code, reason, detail);
 }
 
 /* PUBACK reason codes that no retry can fix. */
 static int permanent_reason(int rc) {
   switch (rc) {
-  case MQTTREASONCODE_NOT_AUTHORIZED:        /* 0x87 */
-  case MQTTREASONCODE_TOPIC_NAME_INVALID:    /* 0x90 */
-  case MQTTREASONCODE_PACKET_TOO_LARGE:      /* 0x95 */
+  case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87 */
+  case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
+  case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95 */
   case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
     return 1;
   default:
@@ -100,8 +97,7 @@ static void on_sent5(void *ctx, MQTTAsync_successData5 *r) {
 static void on_failed(void *ctx, MQTTAsync_failureData *r) {
   char detail[256];
   snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
-           r && r->message ? r->message
-                           : MQTTAsync_strerror(r ? r->code : -1),
+           r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1),
            r ? r->code : -1);
   finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
 }
@@ -118,8 +114,7 @@ static void on_failed5(void *ctx, MQTTAsync_failureData5 *r) {
     return;
   }
   snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
-           r && r->message ? r->message
-                           : MQTTAsync_strerror(r ? r->code : -1),
+           r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1),
            r ? r->code : -1);
   finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
 }
@@ -143,8 +138,7 @@ static void settle_all(mqtt_sink *s, const char *reason, const char *detail,
     }
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
-    if (!d)
-      return;
+    if (!d) return;
     settle(s, d, CEB_RETRY, 0, reason, detail);
   }
 }
@@ -162,8 +156,7 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
                    const ceb_instance_info *info, const ceb_config *cfg,
                    void **state) {
   mqtt_sink *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->role = CEB_ROLE_SINK;
   s->host = host;
   s->inst = inst;
@@ -213,13 +206,11 @@ int mqtt_sink_start(void *state) {
   int rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->client_id,
                           &o, &ops, s);
   s->conn_ready = 1; /* destroy cleans up a half-made client too */
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   return mqtt_conn_start(&s->conn);
 }
 
-static int add_props(MQTTProperties *mp, const ceb_headers *h,
-                     const char *ct) {
+static int add_props(MQTTProperties *mp, const ceb_headers *h, const char *ct) {
   if (ct && mqtt_props_add(mp, MQTTPROPERTY_CODE_CONTENT_TYPE, ct, strlen(ct),
                            NULL, 0) != 0)
     return -1;
@@ -233,24 +224,21 @@ static int add_props(MQTTProperties *mp, const ceb_headers *h,
 
 int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   mqtt_sink *s = state;
-  if (!d || !d->event)
-    return CEB_EINVAL;
+  if (!d || !d->event) return CEB_EINVAL;
   pthread_mutex_lock(&s->lock);
   int draining = s->draining;
   int full = s->inflight >= (size_t)s->max_inflight;
   pthread_mutex_unlock(&s->lock);
-  if (draining)
-    return CEB_ESHUTDOWN;
-  if (full)
-    return CEB_EBUSY;
+  if (draining) return CEB_ESHUTDOWN;
+  if (full) return CEB_EBUSY;
   if (!s->conn_ready || !mqtt_conn_is_connected(&s->conn)) {
     settle(s, d, CEB_RETRY, 0, "mqtt.disconnected",
            "not connected to the broker");
     return CEB_OK;
   }
   const char *why = NULL;
-  char *topic = d->topic ? strdup(d->topic)
-                         : mqtt_topic_expand(s->topic, d->event, &why);
+  char *topic =
+      d->topic ? strdup(d->topic) : mqtt_topic_expand(s->topic, d->event, &why);
   if (!topic || !mqtt_topic_valid(topic)) {
     free(topic);
     settle(s, d, CEB_REJECT, 0, "mqtt.topic_invalid",
@@ -284,8 +272,7 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   m->d = d;
   pthread_mutex_lock(&s->lock);
   m->next = s->msgs;
-  if (s->msgs)
-    s->msgs->prev = m;
+  if (s->msgs) s->msgs->prev = m;
   s->msgs = m;
   s->inflight++;
   pthread_mutex_unlock(&s->lock);
@@ -333,17 +320,14 @@ int mqtt_sink_drain(void *state, int64_t deadline_ms) {
   size_t left = s->inflight;
   pthread_mutex_unlock(&s->lock);
   if (left)
-    settle_all(s, "shutdown", "the sink drained before the acknowledgement",
-               0);
-  if (s->conn_ready)
-    mqtt_conn_disconnect(&s->conn, 1000);
+    settle_all(s, "shutdown", "the sink drained before the acknowledgement", 0);
+  if (s->conn_ready) mqtt_conn_disconnect(&s->conn, 1000);
   return left ? CEB_ETIMEOUT : CEB_OK;
 }
 
 void mqtt_sink_destroy(void *state) {
   mqtt_sink *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   if (s->conn_ready) {
     mqtt_conn_disconnect(&s->conn, 1000);
     mqtt_conn_destroy(&s->conn); /* no paho callback after this */

@@ -1,6 +1,6 @@
 /* The MQTT source: subscribes with a persistent session and submits each
- * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK, or PUBREC for
- * MQTT 5 QoS 2) is held by the ack gate (mqtt_gate.h) until the host's
+ * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK: the subscription
+ * is QoS 1) is held by the ack gate (mqtt_gate.h) until the host's
  * submit callback reports the event durable; malformed messages are
  * republished raw to dlq_topic and acknowledged once that publish is. */
 #include <pthread.h>
@@ -57,19 +57,16 @@ typedef struct mqtt_source {
   size_t nbacklog;
 } mqtt_source;
 
-static src_ack *ack_new(mqtt_source *s, uint64_t gen, int packet_id,
-                        int dlq) {
+static src_ack *ack_new(mqtt_source *s, uint64_t gen, int packet_id, int dlq) {
   src_ack *a = calloc(1, sizeof *a);
-  if (!a)
-    return NULL;
+  if (!a) return NULL;
   a->s = s;
   a->gen = gen;
   a->packet_id = packet_id;
   a->dlq = dlq;
   pthread_mutex_lock(&s->lock);
   a->next = s->acks;
-  if (s->acks)
-    s->acks->prev = a;
+  if (s->acks) s->acks->prev = a;
   s->acks = a;
   if (dlq)
     s->pending_dlq++;
@@ -87,8 +84,7 @@ static void ack_drop(src_ack *a) {
     a->prev->next = a->next;
   else
     s->acks = a->next;
-  if (a->next)
-    a->next->prev = a->prev;
+  if (a->next) a->next->prev = a->prev;
   if (a->dlq)
     s->pending_dlq--;
   else
@@ -144,8 +140,8 @@ static void dead_letter(mqtt_source *s, const char *topic,
   CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
           "malformed message on \"%s\" dead-lettered to \"%s\": %s", topic,
           s->dlq_topic, reason);
-  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_dead_lettered_total",
-                  NULL, 1);
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_dead_lettered_total", NULL,
+                  1);
   MQTTAsync_message m = MQTTAsync_message_initializer;
   m.payload = in->payload;
   m.payloadlen = in->payloadlen;
@@ -179,8 +175,7 @@ static void dead_letter(mqtt_source *s, const char *topic,
   }
   int rc = MQTTAsync_sendMessage(s->conn.h, s->dlq_topic, &m, &ro);
   MQTTProperties_free(&m.properties);
-  if (rc != MQTTASYNC_SUCCESS)
-    ack_done(a, 0, "dead-letter publish not queued");
+  if (rc != MQTTASYNC_SUCCESS) ack_done(a, 0, "dead-letter publish not queued");
 }
 
 static int stopping(mqtt_source *s) {
@@ -225,8 +220,7 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
     return 0;
   }
   ack_drop(a);
-  if (rc == CEB_EBUSY)
-    return 1;
+  if (rc == CEB_EBUSY) return 1;
   if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
     char reason[320];
     if (rc == CEB_EVALIDATION && hv.count)
@@ -239,8 +233,7 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
     CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
             "submit failed (%s): message left for redelivery",
             ceb_strerror(rc));
-    if (!stopping(s))
-      mqtt_gate_reset(s->gate, "submit refused");
+    if (!stopping(s)) mqtt_gate_reset(s->gate, "submit refused");
   }
   /* ESHUTDOWN: the host is draining; the acknowledgement stays held and the
    * disconnect that follows returns the message to the broker. */
@@ -262,8 +255,7 @@ static void pump(mqtt_source *s) {
   while (s->backlog && !s->stopping) {
     backlog_item *b = s->backlog;
     s->backlog = b->next;
-    if (!s->backlog)
-      s->backlog_tail = NULL;
+    if (!s->backlog) s->backlog_tail = NULL;
     s->nbacklog--;
     pthread_mutex_unlock(&s->lock);
     b->next = NULL;
@@ -272,8 +264,7 @@ static void pump(mqtt_source *s) {
     if (busy) {
       b->next = s->backlog;
       s->backlog = b;
-      if (!s->backlog_tail)
-        s->backlog_tail = b;
+      if (!s->backlog_tail) s->backlog_tail = b;
       s->nbacklog++;
       if (!s->paused)
         CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
@@ -296,8 +287,7 @@ static void on_tick(void *arg) {
   pthread_mutex_lock(&s->lock);
   int waiting = s->backlog != NULL && !s->stopping;
   pthread_mutex_unlock(&s->lock);
-  if (waiting && s->host->accepting(s->inst))
-    pump(s);
+  if (waiting && s->host->accepting(s->inst)) pump(s);
 }
 
 /* Decodes and validates one message; valid events join the backlog (which
@@ -308,8 +298,7 @@ static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
   int packet_id = m->qos > 0 ? m->msgid : 0;
   if (strcmp(topic, s->dlq_topic) == 0) {
     /* Our own dead letters (a wildcard covers dlq_topic): not events. */
-    if (packet_id)
-      mqtt_gate_release(s->gate, gen, packet_id);
+    if (packet_id) mqtt_gate_release(s->gate, gen, packet_id);
     MQTTAsync_freeMessage(&m);
     return;
   }
@@ -387,8 +376,7 @@ static int on_message(void *ctx, char *topic, int topic_len,
   mqtt_source *s = ctx;
   uint64_t gen = mqtt_gate_generation(s->gate);
   char *t = topic_len > 0 ? strndup(topic, (size_t)topic_len) : NULL;
-  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_received_total", NULL,
-                  1);
+  s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_received_total", NULL, 1);
   /* While stopping nothing is submitted: unacknowledged, it comes back. */
   if (!stopping(s))
     consume(s, t ? t : topic, m, gen);
@@ -411,12 +399,10 @@ static void on_sub_ok(void *ctx, MQTTAsync_successData *r) {
   mqtt_source *s = ctx;
   int ok = 1;
   /* MQTT 3.1.1 SUBACK: 0x80 refuses a filter. */
-  if (s->ntopics == 1 && r && r->alt.qos == 0x80)
-    ok = 0;
+  if (s->ntopics == 1 && r && r->alt.qos == 0x80) ok = 0;
   for (size_t i = 0; s->ntopics > 1 && r && r->alt.qosList && i < s->ntopics;
        i++)
-    if (r->alt.qosList[i] == 0x80)
-      ok = 0;
+    if (r->alt.qosList[i] == 0x80) ok = 0;
   if (!ok)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "the broker refused a subscription (SUBACK 0x80)");
@@ -434,8 +420,7 @@ static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
   /* paho fills the array only for more than one filter; one filter's code
    * is in reasonCode. */
   int n = r ? r->alt.sub.reasonCodeCount : 0;
-  if (n <= 1)
-    n = 0;
+  if (n <= 1) n = 0;
   for (int i = 0; i < n && r->alt.sub.reasonCodes; i++)
     if (r->alt.sub.reasonCodes[i] >= 0x80)
       CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
@@ -448,8 +433,8 @@ static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
     ok &= r->alt.sub.reasonCodes[i] < 0x80;
   if (n == 0 && r && r->reasonCode >= 0x80) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "subscription refused: reason 0x%02x (%s)",
-            (unsigned)r->reasonCode, MQTTReasonCode_toString(r->reasonCode));
+            "subscription refused: reason 0x%02x (%s)", (unsigned)r->reasonCode,
+            MQTTReasonCode_toString(r->reasonCode));
     ok = 0;
   }
   subscribed(s, ok);
@@ -459,8 +444,8 @@ static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
   mqtt_source *s = ctx;
   if (r && r->reasonCode >= 0x80)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "subscription refused: reason 0x%02x (%s)",
-            (unsigned)r->reasonCode, MQTTReasonCode_toString(r->reasonCode));
+            "subscription refused: reason 0x%02x (%s)", (unsigned)r->reasonCode,
+            MQTTReasonCode_toString(r->reasonCode));
   else /* the connection went; the next connect subscribes again */
     CEB_LOG(s->host, s->inst, CEB_LOG_WARN, "subscribe not completed: %s",
             r && r->message ? r->message
@@ -489,8 +474,8 @@ static void on_connected(void *arg) {
     ro.onSuccess = on_sub_ok;
     ro.onFailure = on_sub_fail;
   }
-  int rc = MQTTAsync_subscribeMany(s->conn.h, (int)n,
-                                   (char *const *)s->topics, qos, &ro);
+  int rc = MQTTAsync_subscribeMany(s->conn.h, (int)n, (char *const *)s->topics,
+                                   qos, &ro);
   if (rc != MQTTASYNC_SUCCESS)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe not sent: %s",
             MQTTAsync_strerror(rc));
@@ -501,16 +486,14 @@ int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
                      void **state) {
   (void)info;
   mqtt_source *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->role = CEB_ROLE_SOURCE;
   s->host = host;
   s->inst = inst;
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   int rc = mqtt_conf_load(host, inst, cfg, &s->conf);
-  if (rc != CEB_OK)
-    goto fail;
+  if (rc != CEB_OK) goto fail;
   rc = CEB_ECONFIG;
   if (!s->conf.client_id || !*s->conf.client_id) {
     CEB_LOG(host, inst, CEB_LOG_ERROR,
@@ -530,12 +513,15 @@ int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
       goto fail;
     }
   s->qos = (int)ceb_config_int(cfg, "qos", 1);
-  if (s->qos == 2 && s->conf.version == 4) {
-    /* paho delivers a 3.1.1 QoS 2 message only after the broker's PUBREL,
-     * i.e. after our PUBREC handed ownership over: no ack-after-durable. */
+  if (s->qos != 1) {
+    /* paho keeps inbound QoS 2 state and does not hand a redelivered QoS 2
+     * message to the application again, yet the broker waits for the PUBREC
+     * the gate held: the message would be stuck. QoS 1 plus the host's
+     * dedupe on (source, id) gives the same effect. */
     CEB_LOG(host, inst, CEB_LOG_ERROR,
-            "qos = 2 needs mqtt_version = 5 (with 3.1.1 the message would be "
-            "acknowledged before it is durable); use qos = 1");
+            "qos = %d is not supported by the source: use qos = 1 (the "
+            "bridge dedupes redeliveries, which gives QoS 2's effect)",
+            s->qos);
     goto fail;
   }
   s->dlq_topic = ceb_config_str(cfg, "dlq_topic");
@@ -558,18 +544,16 @@ fail:
 int mqtt_source_start(void *state) {
   mqtt_source *s = state;
   int rc = mqtt_gate_new(s->host, s->inst, &s->conf, &s->gate);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   char uri[64];
   snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
-  mqtt_conn_opts o = {uri, 0, 0, s->session_expiry_s, s->max_inflight,
-                      s->max_inflight};
+  mqtt_conn_opts o = {
+      uri, 0, 0, s->session_expiry_s, s->max_inflight, s->max_inflight};
   mqtt_conn_ops ops = {on_connected, on_lost, on_tick, on_message};
   rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
                       &o, &ops, s);
   s->conn_ready = 1;
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   CEB_LOG(s->host, s->inst, CEB_LOG_INFO,
           "subscribing %zu filter(s) at QoS %d on %s:%d, acknowledging only "
           "after durable submit",
@@ -603,17 +587,14 @@ int mqtt_source_drain(void *state, int64_t deadline_ms) {
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
   int rc = wait_quiet(s, deadline_ms, 1);
-  if (s->gate)
-    mqtt_gate_flush(s->gate, deadline_ms - s->host->now_ms(s->inst));
-  if (s->conn_ready)
-    mqtt_conn_disconnect(&s->conn, 1000);
+  if (s->gate) mqtt_gate_flush(s->gate, deadline_ms - s->host->now_ms(s->inst));
+  if (s->conn_ready) mqtt_conn_disconnect(&s->conn, 1000);
   return rc;
 }
 
 void mqtt_source_destroy(void *state) {
   mqtt_source *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   pthread_mutex_lock(&s->lock);
   s->stopping = 1;
   pthread_cond_broadcast(&s->cond);
@@ -626,14 +607,12 @@ void mqtt_source_destroy(void *state) {
   pthread_mutex_lock(&s->lock);
   for (src_ack *a = s->acks, *next; a; a = next) {
     next = a->next;
-    if (!a->dlq)
-      continue;
+    if (!a->dlq) continue;
     if (a->prev)
       a->prev->next = a->next;
     else
       s->acks = a->next;
-    if (a->next)
-      a->next->prev = a->prev;
+    if (a->next) a->next->prev = a->prev;
     s->pending_dlq--;
     free(a);
   }

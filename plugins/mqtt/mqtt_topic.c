@@ -7,13 +7,14 @@
  * from dropping the connection over a bad PUBLISH. */
 static int utf8_valid(const unsigned char *s) {
   while (*s) {
-    size_t n = *s < 0x80 ? 1 : (*s >> 5) == 6 ? 2 : (*s >> 4) == 14 ? 3
-                              : (*s >> 3) == 30 ? 4 : 0;
-    if (!n)
-      return 0;
+    size_t n = *s < 0x80         ? 1
+               : (*s >> 5) == 6  ? 2
+               : (*s >> 4) == 14 ? 3
+               : (*s >> 3) == 30 ? 4
+                                 : 0;
+    if (!n) return 0;
     for (size_t i = 1; i < n; i++)
-      if ((s[i] & 0xc0) != 0x80)
-        return 0;
+      if ((s[i] & 0xc0) != 0x80) return 0;
     s += n;
   }
   return 1;
@@ -27,16 +28,13 @@ int mqtt_topic_valid(const char *name) {
 
 int mqtt_filter_valid(const char *f) {
   size_t len = f ? strlen(f) : 0;
-  if (!len || len > 65535 || !utf8_valid((const unsigned char *)f))
-    return 0;
+  if (!len || len > 65535 || !utf8_valid((const unsigned char *)f)) return 0;
   /* Wildcards occupy whole levels; # only as the last level. */
   for (size_t i = 0; i < len; i++) {
     int starts = i == 0 || f[i - 1] == '/';
     int ends = i + 1 == len || f[i + 1] == '/';
-    if (f[i] == '+' && (!starts || !ends))
-      return 0;
-    if (f[i] == '#' && (!starts || i + 1 != len))
-      return 0;
+    if (f[i] == '+' && (!starts || !ends)) return 0;
+    if (f[i] == '#' && (!starts || i + 1 != len)) return 0;
   }
   return 1;
 }

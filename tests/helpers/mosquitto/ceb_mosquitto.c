@@ -26,8 +26,7 @@ extern char **environ;
  * the race for it; the caller retries. */
 static int free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return -1;
+  if (fd < 0) return -1;
   struct sockaddr_in a = {.sin_family = AF_INET,
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t len = sizeof a;
@@ -41,8 +40,7 @@ static int free_port(void) {
 
 static int port_open(int port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return 0;
+  if (fd < 0) return 0;
   struct sockaddr_in a = {.sin_family = AF_INET,
                           .sin_port = htons((uint16_t)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -53,21 +51,17 @@ static int port_open(int port) {
 
 static int run_wait(char *const argv[]) {
   pid_t pid;
-  if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0)
-    return -1;
+  if (posix_spawn(&pid, argv[0], NULL, NULL, argv, environ) != 0) return -1;
   int st;
-  if (waitpid(pid, &st, 0) < 0)
-    return -1;
+  if (waitpid(pid, &st, 0) < 0) return -1;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 static int write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
-  if (!f)
-    return -1;
+  if (!f) return -1;
   int rc = fputs(text, f) < 0 ? -1 : 0;
-  if (fclose(f) != 0)
-    rc = -1;
+  if (fclose(f) != 0) rc = -1;
   return rc;
 }
 
@@ -91,12 +85,10 @@ static int write_config(ceb_mosq *m, const ceb_mosq_opts *o) {
     n += snprintf(buf + n, sizeof buf - (size_t)n, "allow_anonymous true\n");
   }
   if (o && o->acl)
-    n += snprintf(buf + n, sizeof buf - (size_t)n, "acl_file %s/acl\n",
-                  m->dir);
+    n += snprintf(buf + n, sizeof buf - (size_t)n, "acl_file %s/acl\n", m->dir);
   if (o && o->extra)
     n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\n", o->extra);
-  if (n >= (int)sizeof buf)
-    return -1;
+  if (n >= (int)sizeof buf) return -1;
   snprintf(path, sizeof path, "%s/mosquitto.conf", m->dir);
   return write_file(path, buf);
 }
@@ -105,17 +97,19 @@ static int write_aux(ceb_mosq *m, const ceb_mosq_opts *o) {
   char path[512];
   if (o && o->acl) {
     snprintf(path, sizeof path, "%s/acl", m->dir);
-    if (write_file(path, o->acl) != 0)
-      return -1;
+    if (write_file(path, o->acl) != 0) return -1;
     chmod(path, 0600);
   }
   if (o && o->username) {
     snprintf(path, sizeof path, "%s/passwd", m->dir);
-    if (write_file(path, "") != 0)
-      return -1;
+    if (write_file(path, "") != 0) return -1;
     chmod(path, 0600);
-    char *argv[] = {MOSQUITTO_PASSWD_BIN, "-b", path, (char *)o->username,
-                    (char *)(o->password ? o->password : ""), NULL};
+    char *argv[] = {MOSQUITTO_PASSWD_BIN,
+                    "-b",
+                    path,
+                    (char *)o->username,
+                    (char *)(o->password ? o->password : ""),
+                    NULL};
     if (run_wait(argv) != 0) {
       fprintf(stderr, "mosquitto helper: mosquitto_passwd failed\n");
       return -1;
@@ -136,8 +130,7 @@ static int spawn_and_wait(ceb_mosq *m) {
    * test runner's pipes open. */
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY,
-                                   0);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out,
                                    O_WRONLY | O_CREAT | O_APPEND, 0600);
   posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
@@ -156,8 +149,7 @@ static int spawn_and_wait(ceb_mosq *m) {
       m->pid = 0;
       return 0;
     }
-    if (port_open(m->port))
-      return 1;
+    if (port_open(m->port)) return 1;
     struct timespec ts = {0, 5 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -183,16 +175,12 @@ ceb_mosq *ceb_mosq_start(const ceb_mosq_opts *opts) {
   }
   for (int attempt = 0; attempt < 8; attempt++) {
     int port = free_port();
-    if (port <= 0)
-      break;
+    if (port <= 0) break;
     set_port(m, port);
-    if (write_config(m, opts) != 0)
-      break;
+    if (write_config(m, opts) != 0) break;
     int rc = spawn_and_wait(m);
-    if (rc == 1)
-      return m;
-    if (rc < 0)
-      break;
+    if (rc == 1) return m;
+    if (rc < 0) break;
   }
   fprintf(stderr, "mosquitto helper: could not start a broker (log in %s)\n",
           m->dir);
@@ -201,8 +189,7 @@ ceb_mosq *ceb_mosq_start(const ceb_mosq_opts *opts) {
 }
 
 static int stop_with(ceb_mosq *m, int sig) {
-  if (!m || !m->pid)
-    return -1;
+  if (!m || !m->pid) return -1;
   kill(m->pid, sig);
   int st;
   pid_t r;
@@ -221,16 +208,13 @@ int ceb_mosq_kill(ceb_mosq *m) {
 }
 
 int ceb_mosq_restart(ceb_mosq *m) {
-  if (!m || m->pid)
-    return -1;
+  if (!m || m->pid) return -1;
   /* Same port: clients reconnect to where the broker was. The port was
    * released a moment ago, so losing it is unlikely; retry briefly. */
   for (int attempt = 0; attempt < 20; attempt++) {
     int rc = spawn_and_wait(m);
-    if (rc == 1)
-      return 0;
-    if (rc < 0)
-      return -1;
+    if (rc == 1) return 0;
+    if (rc < 0) return -1;
     struct timespec ts = {0, 50 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -243,13 +227,10 @@ static void remove_tree(const char *dir) {
 }
 
 void ceb_mosq_free(ceb_mosq *m) {
-  if (!m)
-    return;
-  if (m->pid)
-    ceb_mosq_stop(m);
+  if (!m) return;
+  if (m->pid) ceb_mosq_stop(m);
   if (m->dir) {
-    if (!getenv("CEB_KEEP_TMP"))
-      remove_tree(m->dir);
+    if (!getenv("CEB_KEEP_TMP")) remove_tree(m->dir);
     free(m->dir);
   }
   free(m);

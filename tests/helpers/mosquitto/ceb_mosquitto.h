@@ -13,19 +13,19 @@
 #include <sys/types.h>
 
 typedef struct ceb_mosq_opts {
-  int persistence;        /* keep sessions and queued messages across restarts */
-  const char *username;   /* non-NULL: require this user (password file) */
+  int persistence;      /* keep sessions and queued messages across restarts */
+  const char *username; /* non-NULL: require this user (password file) */
   const char *password;
-  const char *acl;        /* non-NULL: acl_file contents */
-  const char *extra;      /* non-NULL: appended to mosquitto.conf verbatim */
+  const char *acl;   /* non-NULL: acl_file contents */
+  const char *extra; /* non-NULL: appended to mosquitto.conf verbatim */
 } ceb_mosq_opts;
 
 typedef struct ceb_mosq {
-  pid_t pid;        /* 0 while stopped */
+  pid_t pid; /* 0 while stopped */
   int port;
-  char *dir;        /* temp dir: config, persistence, log (owned) */
-  char url[64];     /* "tcp://127.0.0.1:PORT" */
-  char addr[64];    /* "127.0.0.1:PORT" */
+  char *dir;     /* temp dir: config, persistence, log (owned) */
+  char url[64];  /* "tcp://127.0.0.1:PORT" */
+  char addr[64]; /* "127.0.0.1:PORT" */
 } ceb_mosq;
 
 /* Starts a broker on a free port (retrying on a port collision) and waits

@@ -65,8 +65,7 @@ static int on_message(void *ctx, char *topic, int topic_len,
       c->cap = cap;
     }
   }
-  if (c->nmsgs < c->cap)
-    c->msgs[c->nmsgs++] = msg;
+  if (c->nmsgs < c->cap) c->msgs[c->nmsgs++] = msg;
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
   return 1;
@@ -122,8 +121,7 @@ static int op_wait(ceb_mqtt_client *c, int timeout_ms) {
   }
   pthread_mutex_lock(&c->lock);
   while (!c->op_done)
-    if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != 0)
-      break;
+    if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != 0) break;
   int ok = c->op_done && c->op_ok;
   pthread_mutex_unlock(&c->lock);
   return ok ? 0 : -1;
@@ -143,8 +141,7 @@ static void set_callbacks(ceb_mqtt_client *c, MQTTAsync_responseOptions *ro) {
 ceb_mqtt_client *ceb_mqtt_client_new(const char *url, const char *client_id,
                                      int version) {
   ceb_mqtt_client *c = calloc(1, sizeof *c);
-  if (!c)
-    return NULL;
+  if (!c) return NULL;
   c->version = version;
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
@@ -182,8 +179,7 @@ ceb_mqtt_client *ceb_mqtt_client_new(const char *url, const char *client_id,
 }
 
 void ceb_mqtt_client_free(ceb_mqtt_client *c) {
-  if (!c)
-    return;
+  if (!c) return;
   if (c->h) {
     if (MQTTAsync_isConnected(c->h)) {
       MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer;
@@ -192,8 +188,7 @@ void ceb_mqtt_client_free(ceb_mqtt_client *c) {
       d.context = c;
       d.onSuccess = on_ok;
       d.onFailure = on_fail;
-      if (MQTTAsync_disconnect(c->h, &d) == MQTTASYNC_SUCCESS)
-        op_wait(c, 2000);
+      if (MQTTAsync_disconnect(c->h, &d) == MQTTASYNC_SUCCESS) op_wait(c, 2000);
     }
     MQTTAsync_destroy(&c->h);
   }
@@ -217,8 +212,7 @@ void ceb_mqtt_client_free(ceb_mqtt_client *c) {
 int ceb_mqtt_subscribe(ceb_mqtt_client *c, const char *filter, int qos) {
   MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
   set_callbacks(c, &ro);
-  if (c->version == 5)
-    ro.onSuccess5 = on_sub_ok5;
+  if (c->version == 5) ro.onSuccess5 = on_sub_ok5;
   op_begin(c);
   if (MQTTAsync_subscribe(c->h, filter, qos, &ro) != MQTTASYNC_SUCCESS)
     return -1;
@@ -251,16 +245,15 @@ int ceb_mqtt_publish(ceb_mqtt_client *c, const char *topic, const void *payload,
       add_string_prop(&m.properties, MQTTPROPERTY_CODE_CONTENT_TYPE,
                       content_type, NULL);
     for (size_t i = 0; props && props[i] && props[i + 1]; i += 2)
-      add_string_prop(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
-                      props[i], props[i + 1]);
+      add_string_prop(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY, props[i],
+                      props[i + 1]);
   }
   MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
   set_callbacks(c, &ro);
   op_begin(c);
   int rc = MQTTAsync_sendMessage(c->h, topic, &m, &ro);
   MQTTProperties_free(&m.properties);
-  if (rc != MQTTASYNC_SUCCESS)
-    return -1;
+  if (rc != MQTTASYNC_SUCCESS) return -1;
   return op_wait(c, 10000);
 }
 
@@ -275,8 +268,7 @@ size_t ceb_mqtt_wait(ceb_mqtt_client *c, size_t n, int timeout_ms) {
   }
   pthread_mutex_lock(&c->lock);
   while (c->nmsgs < n)
-    if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != 0)
-      break;
+    if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != 0) break;
   size_t got = c->nmsgs;
   pthread_mutex_unlock(&c->lock);
   return got;
@@ -298,7 +290,6 @@ const ceb_mqtt_msg *ceb_mqtt_get(ceb_mqtt_client *c, size_t i) {
 
 const char *ceb_mqtt_msg_prop(const ceb_mqtt_msg *msg, const char *name) {
   for (size_t i = 0; msg && i < msg->nprops; i++)
-    if (strcmp(msg->props[i].name, name) == 0)
-      return msg->props[i].value;
+    if (strcmp(msg->props[i].name, name) == 0) return msg->props[i].value;
   return NULL;
 }

@@ -19,11 +19,9 @@ typedef struct node_proc {
 
 static int node_start(node_proc *n, const char *url, int expected) {
   int fds[2];
-  if (pipe(fds) != 0)
-    return -1;
+  if (pipe(fds) != 0) return -1;
   n->pid = fork();
-  if (n->pid < 0)
-    return -1;
+  if (n->pid < 0) return -1;
   if (n->pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
     close(fds[0]);
@@ -42,18 +40,15 @@ static int node_start(node_proc *n, const char *url, int expected) {
 
 /* One line from interop.js; NULL at EOF (it exits after 30 s at most). */
 static char *node_line(node_proc *n, char *buf, size_t size) {
-  if (!fgets(buf, (int)size, n->out))
-    return NULL;
+  if (!fgets(buf, (int)size, n->out)) return NULL;
   buf[strcspn(buf, "\n")] = 0;
   return buf;
 }
 
 static int node_wait(node_proc *n) {
   int st = 0;
-  if (n->out)
-    fclose(n->out);
-  if (n->pid > 0 && waitpid(n->pid, &st, 0) != n->pid)
-    return -1;
+  if (n->out) fclose(n->out);
+  if (n->pid > 0 && waitpid(n->pid, &st, 0) != n->pid) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -73,8 +68,7 @@ static void check_consumed(mtest_inst *src) {
         ceb_event_unref(e);
     }
     CHECK_MSG(ev != NULL, "event %s not consumed", id);
-    if (!ev)
-      continue;
+    if (!ev) continue;
     CHECK_STR(ceb_event_get(ev, "specversion"), "1.0");
     CHECK_STR(ceb_event_get(ev, "type"), "nl.edu.interop.created");
     CHECK_STR(ceb_event_get(ev, "source"),
@@ -91,8 +85,9 @@ static void check_consumed(mtest_inst *src) {
 static int start_sink(mtest_inst *t, ceb_mosq *b, const char *mode) {
   char id[64];
   snprintf(id, sizeof id, "interop-sink-%s", mode);
-  const char *kv[] = {"broker", b->addr, "topic", "interop/out/${type}",
-                      "mode", mode, "client_id", id, NULL};
+  const char *kv[] = {"broker", b->addr, "topic",     "interop/out/${type}",
+                      "mode",   mode,    "client_id", id,
+                      NULL};
   if (mtest_init(t, CEB_ROLE_SINK, kv) != CEB_OK || mtest_start(t) != CEB_OK)
     return -1;
   return mtest_wait_connected(t, 10000) ? 0 : -1;
@@ -114,8 +109,7 @@ static void check_received(const char *line) {
   json_error_t e;
   json_t *j = json_loads(line, 0, &e);
   CHECK_MSG(j != NULL, "not JSON: %s", line);
-  if (!j)
-    return;
+  if (!j) return;
   const char *topic = json_string_value(json_object_get(j, "topic"));
   const char *ct = json_string_value(json_object_get(j, "contentType"));
   const char *payload = json_string_value(json_object_get(j, "payload"));
@@ -125,8 +119,7 @@ static void check_received(const char *line) {
     CHECK_STR(ct, "application/json");
     CHECK_STR(json_string_value(json_object_get(up, "id")), "out-bin");
     CHECK_STR(json_string_value(json_object_get(up, "specversion")), "1.0");
-    CHECK_STR(json_string_value(json_object_get(up, "subject")),
-              "student 42");
+    CHECK_STR(json_string_value(json_object_get(up, "subject")), "student 42");
     CHECK_STR(payload, "{\"naam\":\"Jan\",\"jaar\":2026}");
   } else if (topic && strcmp(topic, "interop/out/nl.edu.struct") == 0) {
     CHECK_STR(ct, "application/cloudevents+json");
@@ -147,9 +140,8 @@ int main(void) {
   signal(SIGPIPE, SIG_IGN);
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
-  if (!b)
-    return ceb_test_done("test_mqtt_interop");
-  const char *skv[] = {"broker", b->addr, "client_id", "interop-src",
+  if (!b) return ceb_test_done("test_mqtt_interop");
+  const char *skv[] = {"broker", b->addr,        "client_id", "interop-src",
                        "topics", "interop/in/#", NULL};
   mtest_inst src, bin, st;
   CHECK_INT(mtest_init(&src, CEB_ROLE_SOURCE, skv), CEB_OK);
@@ -170,8 +162,7 @@ int main(void) {
   for (int i = 0; i < 2; i++) {
     l = node_line(&n, line, sizeof line);
     CHECK_MSG(l != NULL, "interop.js printed %d of 2 messages", i);
-    if (l)
-      check_received(l);
+    if (l) check_received(l);
   }
   CHECK_INT(node_wait(&n), 0);
 

@@ -19,12 +19,10 @@ int mtest_init(mtest_inst *t, uint32_t role, const char *const *kv) {
   ceb_plugin_query_fn q =
       (ceb_plugin_query_fn)dlsym(t->dl, CEB_PLUGIN_QUERY_SYMBOL);
   t->p = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
-  if (!t->p)
-    return CEB_EABI;
+  if (!t->p) return CEB_EABI;
   t->fake = ceb_fake_host_new("test", role);
   t->cfg = ceb_config_new("test");
-  if (!t->fake || !t->cfg)
-    return CEB_ENOMEM;
+  if (!t->fake || !t->cfg) return CEB_ENOMEM;
   ceb_config_put(t->cfg, "plugin", "mqtt", "test.conf", 1);
   for (int i = 0; kv[i]; i += 2)
     ceb_config_put(t->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
@@ -47,15 +45,11 @@ int mtest_drain(mtest_inst *t, int64_t ms) {
 }
 
 void mtest_free(mtest_inst *t) {
-  if (t->state)
-    t->p->destroy(t->state);
+  if (t->state) t->p->destroy(t->state);
   t->state = NULL;
-  if (t->cfg)
-    ceb_config_free(t->cfg);
-  if (t->fake)
-    ceb_fake_host_free(t->fake);
-  if (t->dl)
-    dlclose(t->dl);
+  if (t->cfg) ceb_config_free(t->cfg);
+  if (t->fake) ceb_fake_host_free(t->fake);
+  if (t->dl) dlclose(t->dl);
   memset(t, 0, sizeof *t);
 }
 
@@ -84,8 +78,7 @@ int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
   char *ct = NULL, *payload = NULL;
   size_t len = 0;
   int rc = ceb_mqtt_encode(ev, version, mode, &h, &ct, &payload, &len);
-  if (rc != CEB_OK)
-    return rc;
+  if (rc != CEB_OK) return rc;
   const char *props[66];
   size_t n = 0;
   for (size_t i = 0; i < h.count && n < 64; i++) {
@@ -93,9 +86,8 @@ int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
     props[n++] = h.items[i].value;
   }
   props[n] = NULL;
-  rc = ceb_mqtt_publish(c, topic, payload, len, 1, ct, props) == 0
-           ? CEB_OK
-           : CEB_EIO;
+  rc = ceb_mqtt_publish(c, topic, payload, len, 1, ct, props) == 0 ? CEB_OK
+                                                                   : CEB_EIO;
   ceb_headers_clear(&h);
   ceb_free(ct);
   ceb_free(payload);
@@ -127,8 +119,7 @@ ceb_event *mtest_event(const char *id, const char *type) {
 }
 
 int mtest_event_equal(const ceb_event *a, const ceb_event *b) {
-  if (!a || !b || ceb_event_attr_count(a) != ceb_event_attr_count(b))
-    return 0;
+  if (!a || !b || ceb_event_attr_count(a) != ceb_event_attr_count(b)) return 0;
   for (size_t i = 0; i < ceb_event_attr_count(a); i++) {
     const char *n, *v;
     ceb_attr_type ty;
@@ -159,7 +150,6 @@ ceb_event *mtest_decode(const ceb_mqtt_msg *m, int version) {
   int rc = ceb_mqtt_decode(version, &h, m->content_type, m->payload, m->len,
                            &ev, &err);
   ceb_headers_clear(&h);
-  if (rc != CEB_OK)
-    fprintf(stderr, "decode: %s: %s\n", err.code, err.message);
+  if (rc != CEB_OK) fprintf(stderr, "decode: %s: %s\n", err.code, err.message);
   return ev;
 }

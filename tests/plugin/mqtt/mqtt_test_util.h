@@ -36,7 +36,8 @@ int mtest_wait_connected(mtest_inst *t, int64_t timeout_ms);
 int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
                      int64_t timeout_ms);
 /* A source instance is subscribed (its SUBACK arrived). */
-#define mtest_wait_subscribed(t) mtest_wait_gauge((t), "mqtt_subscribed", 1, 10000)
+#define mtest_wait_subscribed(t)                                               \
+  mtest_wait_gauge((t), "mqtt_subscribed", 1, 10000)
 
 /* Publishes ev with the MQTT binding (version 5 or 4, mode) through c. */
 int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
@@ -44,8 +45,6 @@ int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
 
 /* A valid event with id, type and a JSON data body. Unref it. */
 ceb_event *mtest_event(const char *id, const char *type);
-
-
 
 /* 1 when a and b have the same attributes (names and values) and data. */
 int mtest_event_equal(const ceb_event *a, const ceb_event *b);

@@ -9,8 +9,7 @@
 #include "mqtt_test_util.h"
 
 static int settle_outcome(mtest_inst *t, size_t i, ceb_fake_settle *s) {
-  if (!ceb_fake_wait_settles(t->fake, i + 1, 10000))
-    return -1;
+  if (!ceb_fake_wait_settles(t->fake, i + 1, 10000)) return -1;
   ceb_fake_settle_get(t->fake, i, s);
   return (int)s->info.outcome;
 }
@@ -19,13 +18,13 @@ static void run(ceb_mosq *b, int version, const char *mode) {
   fprintf(stderr, "-- sink MQTT %d %s\n", version, mode);
   ceb_mqtt_client *sub = ceb_mqtt_client_new(b->url, "reader", version);
   CHECK(sub != NULL);
-  if (!sub)
-    return;
+  if (!sub) return;
   CHECK_INT(ceb_mqtt_subscribe(sub, "edu/#", 1), 0);
   CHECK_INT(ceb_mqtt_subscribe(sub, "dlq/#", 1), 0);
-  const char *kv[] = {"broker", b->addr, "mqtt_version",
-                      version == 5 ? "5" : "3.1.1", "topic", "edu/${type}",
-                      "mode", mode, NULL};
+  const char *kv[] = {
+      "broker", b->addr,       "mqtt_version", version == 5 ? "5" : "3.1.1",
+      "topic",  "edu/${type}", "mode",         mode,
+      NULL};
   mtest_inst t;
   CHECK_INT(mtest_init(&t, CEB_ROLE_SINK, kv), CEB_OK);
   CHECK_INT(mtest_start(&t), CEB_OK);
@@ -89,15 +88,14 @@ static void run(ceb_mosq *b, int version, const char *mode) {
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
-  if (!b)
-    return ceb_test_done("test_mqtt_sink");
+  if (!b) return ceb_test_done("test_mqtt_sink");
   run(b, 5, "binary");
   run(b, 5, "structured");
   run(b, 4, "structured");
 
   /* 3.1.1 has no properties: binary mode is a config error. */
   const char *kv[] = {"broker", b->addr, "mqtt_version", "3.1.1", "topic",
-                      "edu/x", "mode", "binary", NULL};
+                      "edu/x",  "mode",  "binary",       NULL};
   mtest_inst t;
   CHECK_INT(mtest_init(&t, CEB_ROLE_SINK, kv), CEB_ECONFIG);
   mtest_free(&t);

@@ -18,9 +18,16 @@ static void check_event(mtest_inst *t, size_t i, const ceb_event *want) {
 static void run(ceb_mosq *b, int version) {
   fprintf(stderr, "-- source MQTT %d\n", version);
   const char *ver = version == 5 ? "5" : "3.1.1";
-  const char *kv[] = {"broker", b->addr, "mqtt_version", ver, "client_id",
-                      version == 5 ? "src-v5" : "src-v4", "topics",
-                      "edu/+/events, other/#", "dlq_topic", "cebridge/dlq",
+  const char *kv[] = {"broker",
+                      b->addr,
+                      "mqtt_version",
+                      ver,
+                      "client_id",
+                      version == 5 ? "src-v5" : "src-v4",
+                      "topics",
+                      "edu/+/events, other/#",
+                      "dlq_topic",
+                      "cebridge/dlq",
                       NULL};
   mtest_inst t;
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, kv), CEB_OK);
@@ -30,8 +37,7 @@ static void run(ceb_mosq *b, int version) {
   ceb_mqtt_client *pub = ceb_mqtt_client_new(b->url, "writer", version);
   ceb_mqtt_client *dlq = ceb_mqtt_client_new(b->url, "dlq-reader", version);
   CHECK(pub && dlq);
-  if (!pub || !dlq)
-    goto out;
+  if (!pub || !dlq) goto out;
   CHECK_INT(ceb_mqtt_subscribe(dlq, "cebridge/dlq", 1), 0);
 
   size_t n = 0;
@@ -45,19 +51,18 @@ static void run(ceb_mosq *b, int version) {
     CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
     check_event(&t, n - 1, e1);
   }
-  CHECK_INT(mtest_publish_event(pub, "other/a/b", e2, version,
-                                CEB_MODE_STRUCTURED),
-            CEB_OK);
+  CHECK_INT(
+      mtest_publish_event(pub, "other/a/b", e2, version, CEB_MODE_STRUCTURED),
+      CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
   check_event(&t, n - 1, e2);
 
   /* Not a CloudEvent: dead-lettered raw, with the reason and the topic. */
   static const char junk[] = "{\"specversion\": 1.0, \"id\": [1]}";
   const char *props[] = {"trace", "abc", NULL};
-  CHECK_INT(ceb_mqtt_publish(pub, "edu/x/events", junk, sizeof junk - 1, 1,
-                             version == 5 ? "application/cloudevents+json"
-                                          : NULL,
-                             props),
+  CHECK_INT(ceb_mqtt_publish(
+                pub, "edu/x/events", junk, sizeof junk - 1, 1,
+                version == 5 ? "application/cloudevents+json" : NULL, props),
             0);
   CHECK_INT(ceb_mqtt_wait(dlq, 1, 10000), 1);
   const ceb_mqtt_msg *m = ceb_mqtt_get(dlq, 0);
@@ -81,8 +86,7 @@ static void run(ceb_mosq *b, int version) {
     CHECK_INT(ceb_mqtt_wait(dlq, 2, 10000), 2);
     m = ceb_mqtt_get(dlq, 1);
     CHECK(m && strcmp(m->topic, "cebridge/dlq") == 0);
-    if (m)
-      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/y/events");
+    if (m) CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/y/events");
   }
   /* ...and the next message still flows. */
   ceb_event *e3 = mtest_event("src-3", "nl.edu.x");
@@ -98,9 +102,9 @@ static void run(ceb_mosq *b, int version) {
                                 CEB_MODE_STRUCTURED),
             CEB_OK);
   ceb_event *e4 = mtest_event("src-4", "nl.edu.y");
-  CHECK_INT(mtest_publish_event(pub, "other/4", e4, version,
-                                CEB_MODE_STRUCTURED),
-            CEB_OK);
+  CHECK_INT(
+      mtest_publish_event(pub, "other/4", e4, version, CEB_MODE_STRUCTURED),
+      CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, ++n, 10000));
   check_event(&t, n - 1, e4);
   CHECK_INT(ceb_fake_event_count(t.fake), n);
@@ -118,8 +122,7 @@ out:
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
-  if (!b)
-    return ceb_test_done("test_mqtt_source");
+  if (!b) return ceb_test_done("test_mqtt_source");
   run(b, 5);
   run(b, 4);
 
@@ -128,12 +131,13 @@ int main(void) {
   mtest_inst t;
   CHECK(mtest_init(&t, CEB_ROLE_SOURCE, no_id) != CEB_OK);
   mtest_free(&t);
-  const char *bad_filter[] = {"broker", b->addr, "client_id", "x", "topics",
-                              "a/#/b", NULL};
+  const char *bad_filter[] = {"broker", b->addr, "client_id", "x",
+                              "topics", "a/#/b", NULL};
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, bad_filter), CEB_ECONFIG);
   mtest_free(&t);
-  const char *qos2_v4[] = {"broker", b->addr, "client_id", "x", "topics",
-                           "a/#", "qos", "2", "mqtt_version", "3.1.1", NULL};
+  const char *qos2_v4[] = {"broker",       b->addr, "client_id", "x",
+                           "topics",       "a/#",   "qos",       "2",
+                           "mqtt_version", "3.1.1", NULL};
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, qos2_v4), CEB_ECONFIG);
   mtest_free(&t);
   ceb_mosq_free(b);

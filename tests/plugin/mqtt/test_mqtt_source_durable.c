@@ -25,27 +25,23 @@ static const char *kv_for(ceb_mosq *b, const char **kv) {
 static int start_source(mtest_inst *t, ceb_mosq *b, ceb_fake_submit_mode mode) {
   const char *kv[10];
   kv_for(b, kv);
-  if (mtest_init(t, CEB_ROLE_SOURCE, kv) != CEB_OK)
-    return -1;
+  if (mtest_init(t, CEB_ROLE_SOURCE, kv) != CEB_OK) return -1;
   t->fake->mode = mode;
-  if (mtest_start(t) != CEB_OK || !mtest_wait_subscribed(t))
-    return -1;
+  if (mtest_start(t) != CEB_OK || !mtest_wait_subscribed(t)) return -1;
   return 0;
 }
 
 static void check_id(mtest_inst *t, size_t i, const char *id) {
   ceb_event *ev = ceb_fake_event(t->fake, i);
   CHECK(ev != NULL);
-  if (ev)
-    CHECK_STR(ceb_event_get(ev, "id"), id);
+  if (ev) CHECK_STR(ceb_event_get(ev, "id"), id);
   ceb_event_unref(ev);
 }
 
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
-  if (!b)
-    return ceb_test_done("test_mqtt_source_durable");
+  if (!b) return ceb_test_done("test_mqtt_source_durable");
   ceb_mqtt_client *pub = ceb_mqtt_client_new(b->url, "writer", 5);
   CHECK(pub != NULL);
 
