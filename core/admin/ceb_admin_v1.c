@@ -124,7 +124,7 @@ static int dlq_filter_from(struct MHD_Connection *c, ceb_dlq_filter *f,
   return 0;
 }
 
-static int dlq_action(struct ceb_bridge *b, ceb_store *st,
+static int dlq_action(struct ceb_bridge *b,
                       struct MHD_Connection *c, int replay) {
   ceb_dlq_filter f;
   const char *bad = NULL;
@@ -142,14 +142,20 @@ static int dlq_action(struct ceb_bridge *b, ceb_store *st,
   json_t *replayed = NULL;
   if (replay) {
     replayed = json_array();
-    st_rc = ceb_store_dlq_replay(st, &f, ceb_bridge_now_ms(b), dry, &count,
-                                 replayed);
+    /* Through the runtime, so that the engine picks the work up now. */
+    st_rc = ceb_runtime_dlq_replay(ceb_bridge_runtime(b), &f, dry, &count,
+                                   replayed);
   } else {
     if (!dry && !truthy(arg(c, "confirm")))
       return ceb_admin_problem(c, 409, "confirmation_required",
                                "purge deletes dead letters for good: add "
                                "confirm=true (or dry_run=true to count)");
-    st_rc = ceb_store_dlq_purge(st, &f, dry, &count);
+    st_rc = ceb_runtime_dlq_purge(ceb_bridge_runtime(b), &f, dry, &count);
+  }
+  if (st_rc == CEB_ENOTFOUND) {
+    json_decref(replayed);
+    return ceb_admin_problem(c, 404, "unknown_route",
+                             "no such route in the running configuration");
   }
   if (st_rc != CEB_OK) {
     json_decref(replayed);
@@ -171,8 +177,27 @@ int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   int post = strcmp(method, "POST") == 0;
 
-  if (strcmp(path, "/routes") == 0 && get)
-    return ceb_admin_reply_json(c, 200, routes_json(b, st));
+  if (strcmp(path, "/routes") == 0 && get) {
+    /* Config and store figures, plus the engine's live view of each route:
+     * attempts in flight, the limit, and the sink's circuit state. */
+    json_t *routes = routes_json(b, st), *live = ceb_runtime_routes(rt);
+    size_t i, k;
+    json_t *r, *e;
+    json_array_foreach(routes, i, r) {
+      const char *name = json_string_value(json_object_get(r, "name"));
+      json_array_foreach(live, k, e) {
+        const char *en = json_string_value(json_object_get(e, "route"));
+        if (!name || !en || strcmp(name, en) != 0)
+          continue;
+        const char *keys[] = {"inflight", "max_inflight", "circuit", "sink"};
+        for (size_t n = 0; n < sizeof keys / sizeof keys[0]; n++)
+          if (json_object_get(e, keys[n]))
+            json_object_set(r, keys[n], json_object_get(e, keys[n]));
+      }
+    }
+    json_decref(live);
+    return ceb_admin_reply_json(c, 200, routes);
+  }
 
   const char *ev = "/events/";
   if (strncmp(path, ev, strlen(ev)) == 0 && get) {
@@ -210,9 +235,9 @@ int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
              : ceb_admin_problem(c, 500, "store_error", "DLQ query failed");
   }
   if (strcmp(path, "/dlq/replay") == 0 && post)
-    return dlq_action(b, st, c, 1);
+    return dlq_action(b, c, 1);
   if (strcmp(path, "/dlq/purge") == 0 && post)
-    return dlq_action(b, st, c, 0);
+    return dlq_action(b, c, 0);
   if (strncmp(path, "/dlq/", 5) == 0 && get) {
     int64_t id;
     if (ceb_parse_int(path + 5, &id) != CEB_OK || id <= 0)
