@@ -8,7 +8,7 @@
  * 2.0.0 appears: `contracts list` reports it, the running bridge keeps its
  * pin, and `contracts diff` calls out the BREAKING changes. `contracts
  * check` judges an event file; a pin resolving to nothing stops the bridge
- * from starting. */
+ * from starting, unless the route says contract.mode = warn. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -280,6 +280,21 @@ int main(void) {
   CHECK_INT(cli(&out, "check", "enrol@2.0.0", bad, NULL), 1);
   CHECK_MSG(contains(out, "institution"), "check: %s", out ? out : "");
   free(out);
+
+  /* Warn mode: a pin resolving to nothing is logged, the bridge starts and
+   * the route's events pass. */
+  write_conf(rport, "enrol@^9\ncontract.mode = warn");
+  pid = start_bridge();
+  port = ceb_test_wait_port_file(portfile, 30000);
+  CHECK(port > 0);
+  body = NULL;
+  CHECK_INT(post(port, "c-5", "nl.edu.enrolled", "{}", &body), 202);
+  free(body);
+  CHECK_INT(wait_exit(pid, SIGTERM, 30000), 0);
+  text = ceb_test_read_file(log, NULL);
+  CHECK_MSG(contains(text, "contract.mode = warn"), "bridge log: %s",
+            text ? text : "");
+  free(text);
 
   aa_stub_stop(reg);
   ceb_test_rmtree(g_dir);
