@@ -16,11 +16,17 @@ PKGS=(build-essential cmake pkg-config git
       libjansson-dev libsqlite3-dev sqlite3 libinih-dev libmicrohttpd-dev
       libpcre2-dev libyaml-dev libcurl4-openssl-dev libssl-dev libjwt-dev
       librdkafka-dev libpaho-mqtt-dev libsystemd-dev libgnutls28-dev
-      mosquitto curl clang libclang-rt-14-dev nodejs npm python3)
+      mosquitto curl clang libclang-rt-14-dev)
+# Tools that may come from elsewhere than Debian (a Node.js or Python build
+# already on PATH): installed from Debian only when the command is missing.
+TOOLS=("node:nodejs" "npm:npm" "python3:python3")
 
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+for t in "${TOOLS[@]}"; do
+  command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
