@@ -14,7 +14,7 @@ struct ceb_mqtt_client {
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int op_done, op_ok;
-  ceb_mqtt_msg *msgs;
+  ceb_mqtt_msg **msgs; /* each message stays put while the array grows */
   size_t nmsgs, cap;
 };
 
@@ -56,16 +56,30 @@ static int on_message(void *ctx, char *topic, int topic_len,
   }
   MQTTAsync_freeMessage(&m);
   MQTTAsync_free(topic);
+  ceb_mqtt_msg *heap = malloc(sizeof *heap);
+  if (heap) *heap = msg;
   pthread_mutex_lock(&c->lock);
   if (c->nmsgs == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 16;
-    ceb_mqtt_msg *nm = realloc(c->msgs, cap * sizeof *nm);
+    ceb_mqtt_msg **nm = realloc(c->msgs, cap * sizeof *nm);
     if (nm) {
       c->msgs = nm;
       c->cap = cap;
     }
   }
-  if (c->nmsgs < c->cap) c->msgs[c->nmsgs++] = msg;
+  if (heap && c->nmsgs < c->cap) {
+    c->msgs[c->nmsgs++] = heap;
+  } else { /* out of memory: the test will miss it and say so */
+    free(msg.topic);
+    free(msg.payload);
+    free(msg.content_type);
+    for (size_t j = 0; j < msg.nprops; j++) {
+      free(msg.props[j].name);
+      free(msg.props[j].value);
+    }
+    free(msg.props);
+    free(heap);
+  }
   pthread_cond_broadcast(&c->cond);
   pthread_mutex_unlock(&c->lock);
   return 1;
@@ -193,7 +207,7 @@ void ceb_mqtt_client_free(ceb_mqtt_client *c) {
     MQTTAsync_destroy(&c->h);
   }
   for (size_t i = 0; i < c->nmsgs; i++) {
-    ceb_mqtt_msg *m = &c->msgs[i];
+    ceb_mqtt_msg *m = c->msgs[i];
     free(m->topic);
     free(m->payload);
     free(m->content_type);
@@ -202,6 +216,7 @@ void ceb_mqtt_client_free(ceb_mqtt_client *c) {
       free(m->props[j].value);
     }
     free(m->props);
+    free(m);
   }
   free(c->msgs);
   pthread_mutex_destroy(&c->lock);
@@ -283,7 +298,7 @@ size_t ceb_mqtt_count(ceb_mqtt_client *c) {
 
 const ceb_mqtt_msg *ceb_mqtt_get(ceb_mqtt_client *c, size_t i) {
   pthread_mutex_lock(&c->lock);
-  const ceb_mqtt_msg *m = i < c->nmsgs ? &c->msgs[i] : NULL;
+  const ceb_mqtt_msg *m = i < c->nmsgs ? c->msgs[i] : NULL;
   pthread_mutex_unlock(&c->lock);
   return m;
 }
