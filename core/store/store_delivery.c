@@ -25,15 +25,16 @@ void ceb_claims_free(ceb_claim *c, size_t count) {
 }
 
 /* A row is due when no older row of the same key on the route is unsettled:
- * that is what keeps FIFO per key across retries and restarts. */
+ * that is what keeps FIFO per key across retries and restarts. The schema's
+ * triggers keep exactly those rows (pending or retrying heads, and unordered
+ * rows) in delivery_ready, so the claim reads only the rows it returns. */
 static const char SQL_CLAIM_SELECT[] =
-    "SELECT d.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at FROM delivery d JOIN journal j ON j.seq = d.seq"
-    " WHERE d.route = ?1 AND d.state IN (0, 2) AND d.next_at <= ?2"
-    " AND (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p"
-    "  WHERE p.route = d.route AND p.order_key = d.order_key"
-    "  AND p.state < 3 AND p.seq < d.seq))"
-    " ORDER BY d.next_at, d.seq LIMIT ?3";
+    "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
+    " d.first_at FROM delivery_ready r CROSS JOIN delivery d"
+    " CROSS JOIN journal j"
+    " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
+    " AND d.route = r.route AND j.seq = r.seq"
+    " ORDER BY r.next_at, r.seq LIMIT ?3";
 static const char SQL_CLAIM_UPDATE[] =
     "UPDATE delivery SET state = 1, attempts = attempts + 1, last_at = ?3,"
     " first_at = COALESCE(first_at, ?3) WHERE seq = ?1 AND route = ?2";

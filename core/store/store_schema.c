@@ -96,6 +96,90 @@ static const char *const k_migrations[] = {
     " PRIMARY KEY (name, version));",
     /* 2: oldest open delivery per route in O(log n) (admin, gauges) */
     "CREATE INDEX delivery_open_seq ON delivery(route, seq) WHERE state < 3;",
+    /* 3: the claimable set, kept by triggers in the writing transaction so
+     * that a claim reads only what it can take: a delivery is in
+     * delivery_ready iff it is pending or retrying and, when it has an
+     * order key, no older delivery of its (route, key) is unsettled (the
+     * head of the key's FIFO). Without it the claim walked every due row
+     * and tested each against its key's older rows: the whole backlog
+     * whenever the window could not be filled. */
+    /* derived data only: rebuilt from scratch if a partial copy exists */
+    "DROP TRIGGER IF EXISTS delivery_fixed;"
+    "DROP TRIGGER IF EXISTS delivery_ready_ins_nokey;"
+    "DROP TRIGGER IF EXISTS delivery_ready_ins_key;"
+    "DROP TRIGGER IF EXISTS delivery_ready_upd_nokey;"
+    "DROP TRIGGER IF EXISTS delivery_ready_upd_key;"
+    "DROP TRIGGER IF EXISTS delivery_ready_del;"
+    "DROP TABLE IF EXISTS delivery_ready;"
+    "CREATE TABLE delivery_ready ("
+    " route TEXT NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " next_at INTEGER NOT NULL,"
+    " order_key TEXT,"
+    " PRIMARY KEY (route, seq)) WITHOUT ROWID;"
+    "CREATE INDEX delivery_ready_due ON delivery_ready(route, next_at, seq);"
+    "CREATE INDEX delivery_ready_key ON delivery_ready(route, order_key)"
+    " WHERE order_key IS NOT NULL;"
+    /* the triggers below rely on these never changing */
+    "CREATE TRIGGER delivery_fixed BEFORE UPDATE OF seq, route, order_key"
+    " ON delivery WHEN NEW.seq IS NOT OLD.seq OR NEW.route IS NOT OLD.route"
+    " OR NEW.order_key IS NOT OLD.order_key BEGIN"
+    " SELECT RAISE(ABORT, 'delivery seq, route and order_key are fixed');"
+    " END;"
+    "CREATE TRIGGER delivery_ready_ins_nokey AFTER INSERT ON delivery"
+    " WHEN NEW.order_key IS NULL AND NEW.state IN (0, 2) BEGIN"
+    " INSERT INTO delivery_ready (route, seq, next_at, order_key)"
+    "  VALUES (NEW.route, NEW.seq, NEW.next_at, NULL);"
+    " END;"
+    /* a new open row is the key's head only when no older one is open; if
+     * it is older than the current head (never on ingest: seq grows) that
+     * head stops being claimable */
+    "CREATE TRIGGER delivery_ready_ins_key AFTER INSERT ON delivery"
+    " WHEN NEW.order_key IS NOT NULL AND NEW.state < 3 BEGIN"
+    " DELETE FROM delivery_ready WHERE route = NEW.route"
+    "  AND order_key = NEW.order_key AND seq > NEW.seq;"
+    " INSERT OR IGNORE INTO delivery_ready (route, seq, next_at, order_key)"
+    "  SELECT h.route, h.seq, h.next_at, h.order_key FROM (SELECT route,"
+    "  seq, next_at, order_key, state FROM delivery WHERE route = NEW.route"
+    "  AND order_key = NEW.order_key AND state < 3 ORDER BY seq LIMIT 1) h"
+    "  WHERE h.state IN (0, 2);"
+    " END;"
+    /* claim (-> in progress), outcome (-> retrying/done/dead), recovery and
+     * replay (-> pending): recompute the row, and for a keyed row its key's
+     * head (settling a head promotes the next row of the key) */
+    "CREATE TRIGGER delivery_ready_upd_nokey AFTER UPDATE OF state, next_at"
+    " ON delivery WHEN NEW.order_key IS NULL BEGIN"
+    " DELETE FROM delivery_ready WHERE route = NEW.route AND seq = NEW.seq;"
+    " INSERT INTO delivery_ready (route, seq, next_at, order_key)"
+    "  SELECT NEW.route, NEW.seq, NEW.next_at, NULL"
+    "  WHERE NEW.state IN (0, 2);"
+    " END;"
+    "CREATE TRIGGER delivery_ready_upd_key AFTER UPDATE OF state, next_at"
+    " ON delivery WHEN NEW.order_key IS NOT NULL BEGIN"
+    " DELETE FROM delivery_ready WHERE route = NEW.route"
+    "  AND order_key = NEW.order_key;"
+    " INSERT INTO delivery_ready (route, seq, next_at, order_key)"
+    "  SELECT h.route, h.seq, h.next_at, h.order_key FROM (SELECT route,"
+    "  seq, next_at, order_key, state FROM delivery WHERE route = NEW.route"
+    "  AND order_key = NEW.order_key AND state < 3 ORDER BY seq LIMIT 1) h"
+    "  WHERE h.state IN (0, 2);"
+    " END;"
+    /* only open rows can be ready or block others (the sweep deletes
+     * settled rows and skips this) */
+    "CREATE TRIGGER delivery_ready_del AFTER DELETE ON delivery"
+    " WHEN OLD.state < 3 BEGIN"
+    " DELETE FROM delivery_ready WHERE route = OLD.route AND seq = OLD.seq;"
+    " INSERT OR IGNORE INTO delivery_ready (route, seq, next_at, order_key)"
+    "  SELECT h.route, h.seq, h.next_at, h.order_key FROM (SELECT route,"
+    "  seq, next_at, order_key, state FROM delivery WHERE route = OLD.route"
+    "  AND order_key = OLD.order_key AND state < 3 ORDER BY seq LIMIT 1) h"
+    "  WHERE OLD.order_key IS NOT NULL AND h.state IN (0, 2);"
+    " END;"
+    "INSERT INTO delivery_ready (route, seq, next_at, order_key)"
+    " SELECT route, seq, next_at, order_key FROM delivery d"
+    " WHERE state IN (0, 2) AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
+    " FROM delivery p WHERE p.route = d.route AND p.order_key = d.order_key"
+    " AND p.state < 3 AND p.seq < d.seq));",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
