@@ -79,6 +79,34 @@ int ceb_proc_stop(ceb_proc *p, int sig, int64_t timeout_ms) {
   }
 }
 
+pid_t ceb_test_bridge_start(const char *confdir, const char *log_path) {
+  char bin[1024];
+  snprintf(bin, sizeof bin, "%s/cebridge", CEB_TEST_BIN_DIR);
+  unlink(log_path);
+  char *argv[] = {bin, "run", "-c", (char *)confdir, NULL};
+  ceb_proc p;
+  return ceb_proc_start(&p, argv, log_path) == 0 ? p.pid : -1;
+}
+
+int ceb_test_pid_stop(pid_t pid, int sig, int64_t timeout_ms) {
+  if (pid <= 0)
+    return -1;
+  if (sig)
+    kill(pid, sig);
+  int64_t end = ceb_test_now_ms() + timeout_ms;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (ceb_test_now_ms() > end) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int ceb_test_write_file(const char *dir, const char *name, const char *text) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);

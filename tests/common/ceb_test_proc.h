@@ -22,6 +22,14 @@ int ceb_proc_stop(ceb_proc *p, int sig, int64_t timeout_ms);
 /* 1 while the child runs. */
 int ceb_proc_alive(ceb_proc *p);
 
+/* Starts `cebridge run -c confdir` (the built binary) with stdout and stderr
+ * written to log_path (truncated). Returns the child's pid, or -1. */
+pid_t ceb_test_bridge_start(const char *confdir, const char *log_path);
+/* Sends sig (0: none) to pid and waits up to timeout_ms for it to exit;
+ * kills it with SIGKILL past that. Returns the exit status, or -1 when it
+ * was killed by a signal or had to be killed. */
+int ceb_test_pid_stop(pid_t pid, int sig, int64_t timeout_ms);
+
 /* Writes text to dir/name (creating it). 0 on success. */
 int ceb_test_write_file(const char *dir, const char *name, const char *text);
 /* Waits until path exists with a positive integer in it; returns it or -1. */

@@ -108,28 +108,11 @@ static pid_t start_bridge(void) {
   snprintf(log, sizeof log, "%s/bridge.log", g_dir);
   snprintf(port, sizeof port, "%s/port", g_dir);
   unlink(port);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log, "w", stderr) || !freopen(log, "a", stdout)) _exit(126);
-    execl(BIN, "cebridge", "run", "-c", conf, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
+  return ceb_test_bridge_start(conf, log);
 }
 
 static int wait_exit(pid_t pid, int sig, int64_t timeout_ms) {
-  if (sig) kill(pid, sig);
-  int64_t until = ceb_test_now_ms() + timeout_ms;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ceb_test_pid_stop(pid, sig, timeout_ms);
 }
 
 static int post(int port, const char *id, const char *type, const char *data,

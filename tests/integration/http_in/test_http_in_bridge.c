@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ceb_test_proc.h"
 #include "hin_harness.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
@@ -102,33 +103,14 @@ static int has_id(void *arg) {
 /* ---- bridge process ---- */
 
 static pid_t start_bridge(const char *dir) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    char log[512], conf[512];
-    snprintf(log, sizeof log, "%s/bridge.log", dir);
-    snprintf(conf, sizeof conf, "%s/conf", dir);
-    if (!freopen(log, "w", stderr)) _exit(126);
-    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
-          (char *)NULL);
-    perror("exec cebridge");
-    _exit(127);
-  }
-  return pid;
+  char log[512], conf[512];
+  snprintf(log, sizeof log, "%s/bridge.log", dir);
+  snprintf(conf, sizeof conf, "%s/conf", dir);
+  return ceb_test_bridge_start(conf, log);
 }
 
 static int stop_bridge(pid_t pid) {
-  kill(pid, SIGTERM);
-  int64_t until = ceb_test_now_ms() + 30000;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ceb_test_pid_stop(pid, SIGTERM, 30000);
 }
 
 typedef struct port_wait {

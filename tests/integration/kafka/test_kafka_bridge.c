@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ceb_test.h"
+#include "ceb_test_proc.h"
 #include "kafka_test_util.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
@@ -24,35 +25,14 @@
 #define M 3000 /* records of the crash phase */
 
 static pid_t start_bridge(const char *dir) {
-  char log[512];
+  char log[512], conf[512];
   snprintf(log, sizeof log, "%s/bridge.log", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE *f = freopen(log, "a", stderr);
-    (void)f;
-    char confdir[512];
-    snprintf(confdir, sizeof confdir, "%s/conf", dir);
-    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", confdir,
-          (char *)NULL);
-    perror("exec cebridge");
-    _exit(127);
-  }
-  return pid;
+  snprintf(conf, sizeof conf, "%s/conf", dir);
+  return ceb_test_bridge_start(conf, log);
 }
 
 static int stop_bridge(pid_t pid) {
-  kill(pid, SIGTERM);
-  int64_t until = ceb_test_now_ms() + 30000;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ceb_test_pid_stop(pid, SIGTERM, 30000);
 }
 
 static void write_conf(const char *dir, const char *bootstrap) {

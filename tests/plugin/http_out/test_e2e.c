@@ -20,6 +20,7 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
+#include "ceb_test_proc.h"
 #include "http_webhook_sig.h"
 #include "rx_server.h"
 
@@ -53,34 +54,14 @@ static void respond(void *arg, const rx_request *req, size_t index,
 }
 
 static pid_t start_bridge(const char *dir) {
-  char log[512], confdir[512];
-  snprintf(log, sizeof(log), "%s/bridge.log", dir);
-  snprintf(confdir, sizeof(confdir), "%s/conf", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE *f = freopen(log, "w", stderr);
-    (void)f;
-    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", confdir,
-          (char *)NULL);
-    perror("exec cebridge");
-    _exit(127);
-  }
-  return pid;
+  char log[512], conf[512];
+  snprintf(log, sizeof log, "%s/bridge.log", dir);
+  snprintf(conf, sizeof conf, "%s/conf", dir);
+  return ceb_test_bridge_start(conf, log);
 }
 
 static int stop_bridge(pid_t pid) {
-  kill(pid, SIGTERM);
-  int64_t until = ceb_test_now_ms() + 30000;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return ceb_test_pid_stop(pid, SIGTERM, 30000);
 }
 
 static void write_conf(const char *dir, int rx_port) {
