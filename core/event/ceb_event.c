@@ -20,6 +20,10 @@ struct ceb_event {
   unsigned char *data; /* NUL-terminated copy, NULL when kind is NONE */
   size_t data_len;
   ceb_data_kind kind;
+  /* JSON data that this library serialised from a parsed value: known to
+   * be one valid compact JSON value, so validation and encoding need not
+   * parse it again. Cleared by every ceb_event_set_data. */
+  int json_trusted;
 };
 
 typedef struct context_attr {
@@ -112,6 +116,7 @@ ceb_event *ceb_event_clone(const ceb_event *ev) {
   if (ev->kind != CEB_DATA_NONE &&
       ceb_event_set_data(c, ev->data, ev->data_len, ev->kind) != CEB_OK)
     goto fail;
+  c->json_trusted = ev->json_trusted;
   return c;
 fail:
   ceb_event_unref(c);
@@ -213,7 +218,22 @@ int ceb_event_set_data(ceb_event *ev, const void *data, size_t len,
   ev->data = copy;
   ev->data_len = kind != CEB_DATA_NONE ? len : 0;
   ev->kind = kind;
+  ev->json_trusted = 0;
   return CEB_OK;
+}
+
+int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len) {
+  if (!ev || !text) return CEB_EINVAL;
+  free(ev->data);
+  ev->data = (unsigned char *)text;
+  ev->data_len = len;
+  ev->kind = CEB_DATA_JSON;
+  ev->json_trusted = 1;
+  return CEB_OK;
+}
+
+int cebi_event_json_trusted(const ceb_event *ev) {
+  return ev && ev->kind == CEB_DATA_JSON && ev->json_trusted;
 }
 
 const void *ceb_event_data(const ceb_event *ev, size_t *len) {

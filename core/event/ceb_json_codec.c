@@ -107,10 +107,7 @@ static int decode_data(ceb_event *ev, json_t *data, json_t *b64,
     char *text;
     size_t n;
     rc = cebi_json_dump(data, &text, &n);
-    if (rc == CEB_OK) {
-      rc = ceb_event_set_data(ev, text, n, CEB_DATA_JSON);
-      free(text);
-    }
+    if (rc == CEB_OK) rc = cebi_event_take_json_data(ev, text, n);
   }
   return rc == CEB_OK ? rc : cebi_fail(err, rc, "ce.nomem", "out of memory");
 }
@@ -181,7 +178,8 @@ static json_t *attr_value(const char *value, ceb_attr_type type, int ctx) {
   return json_string(value);
 }
 
-static int encode_data(const ceb_event *ev, json_t *obj) {
+static int encode_data(const ceb_event *ev, json_t *obj, int with_data) {
+  if (!with_data) return CEB_OK;
   size_t len;
   const char *data = ceb_event_data(ev, &len);
   json_t *v = NULL;
@@ -208,7 +206,7 @@ static int encode_data(const ceb_event *ev, json_t *obj) {
   return json_object_set_new(obj, key, v) == 0 ? CEB_OK : CEB_ENOMEM;
 }
 
-json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
+static json_t *encode_object(const ceb_event *ev, int *status, int with_data) {
   json_t *obj = json_object();
   if (!obj) {
     *status = CEB_ENOMEM;
@@ -227,7 +225,7 @@ json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
       return NULL;
     }
   }
-  int rc = encode_data(ev, obj);
+  int rc = encode_data(ev, obj, with_data);
   if (rc != CEB_OK) {
     json_decref(obj);
     *status = rc;
@@ -237,9 +235,52 @@ json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
   return obj;
 }
 
+json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
+  return encode_object(ev, status, 1);
+}
+
+/* Trusted JSON data is written as is after the attributes: the same bytes
+ * a parse and dump would give (it came from cebi_json_dump, and "data" is
+ * the last member either way), without the parse and the copy. */
+static int encode_spliced(const ceb_event *ev, char **out, size_t *out_len) {
+  int rc;
+  json_t *obj = encode_object(ev, &rc, 0);
+  if (!obj) return rc;
+  char *attrs;
+  size_t n;
+  rc = cebi_json_dump(obj, &attrs, &n);
+  json_decref(obj);
+  if (rc != CEB_OK) return rc;
+  size_t dlen;
+  const char *data = ceb_event_data(ev, &dlen);
+  /* attrs is "{...}": drop its '}', add [","] "\"data\":" data "}" */
+  int comma = n > 2;
+  size_t total = n - 1 + (size_t)comma + 7 + dlen + 1;
+  char *buf = realloc(attrs, total + 1);
+  if (!buf) {
+    free(attrs);
+    return CEB_ENOMEM;
+  }
+  char *p = buf + n - 1;
+  if (comma) *p++ = ',';
+  memcpy(p, "\"data\":", 7);
+  p += 7;
+  memcpy(p, data, dlen);
+  p += dlen;
+  *p++ = '}';
+  *p = '\0';
+  *out = buf;
+  if (out_len) *out_len = total;
+  return CEB_OK;
+}
+
 int ceb_json_encode(const ceb_event *ev, char **out, size_t *out_len) {
   if (!ev || !out) return CEB_EINVAL;
   *out = NULL;
+  /* an attribute named "data" (invalid, but representable) is overwritten
+   * by the data member in the object path; splicing would duplicate it */
+  if (cebi_event_json_trusted(ev) && !ceb_event_get(ev, "data"))
+    return encode_spliced(ev, out, out_len);
   int rc;
   json_t *obj = cebi_json_encode_object(ev, &rc);
   if (!obj) return rc;

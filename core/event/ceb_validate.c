@@ -238,7 +238,7 @@ static void check_data(ctx *c, const ceb_event *ev) {
   size_t len;
   const char *data = ceb_event_data(ev, &len);
   ceb_data_kind kind = ceb_event_data_kind(ev);
-  if (kind == CEB_DATA_JSON) {
+  if (kind == CEB_DATA_JSON && !cebi_event_json_trusted(ev)) {
     json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
     if (!j)
       add(c, SEV_ERROR, "ce.data.json", "",
