@@ -425,8 +425,9 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
     pthread_cond_broadcast(&e->idle);
     dctx copy = *c;
     pthread_mutex_unlock(&e->lock);
-    ceb_log_ctx ctx = {.event_id = ceb_event_get(copy.ev, "id"),
-                       .route = rt->cfg.name};
+    ceb_log_ctx ctx = {.route = rt->cfg.name};
+    char trace[33];
+    ceb_log_ctx_event(&ctx, copy.ev, trace);
     ceb_log_write(CEB_LOG_WARN, "engine", &ctx,
                   "attempt %u timed out; retried per the route's policy",
                   copy.attempt);

@@ -62,9 +62,9 @@ static void outcome_done(void *arg, int status) {
       snprintf(labels, sizeof labels, "%s,reason=\"%s\"", rt->labels,
                op->dead_reason);
       cebe_metric_add(e, "cebridge_events_dead_total", labels, 1);
-      ceb_log_ctx ctx = {.event_id =
-                             op->ev ? ceb_event_get(op->ev, "id") : NULL,
-                         .route = rt->cfg.name};
+      ceb_log_ctx ctx = {.route = rt->cfg.name};
+      char trace[33];
+      ceb_log_ctx_event(&ctx, op->ev, trace);
       ceb_log_write(CEB_LOG_WARN, "engine", &ctx,
                     "dead-lettered (%s after %u attempts, last %s); DLQ id "
                     "%lld",

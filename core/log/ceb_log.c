@@ -128,3 +128,11 @@ const char *ceb_log_trace_id(const char *tp, char *buf) {
     return NULL;
   return buf;
 }
+
+void ceb_log_ctx_event(ceb_log_ctx *ctx, const ceb_event *ev,
+                       char trace_buf[33]) {
+  if (!ev)
+    return;
+  ctx->event_id = ceb_event_get(ev, "id");
+  ctx->trace_id = ceb_log_trace_id(ceb_event_get(ev, "traceparent"), trace_buf);
+}

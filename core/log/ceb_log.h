@@ -48,4 +48,10 @@ void ceb_log_vwrite(ceb_log_level level, const char *component,
  * bytes); returns buf, or NULL when traceparent is malformed. */
 const char *ceb_log_trace_id(const char *traceparent, char *buf);
 
+/* Sets ctx->event_id from ev and ctx->trace_id from its traceparent
+ * extension (CloudEvents distributed tracing) when that is well formed;
+ * trace_buf (33 bytes) holds the trace id. ev may be NULL. */
+void ceb_log_ctx_event(ceb_log_ctx *ctx, const ceb_event *ev,
+                       char trace_buf[33]);
+
 #endif
