@@ -60,6 +60,14 @@ static void on_connect_ok(void *ctx, MQTTAsync_successData *r) {
 
 static void on_connect_ok5(void *ctx, MQTTAsync_successData5 *r) {
   mqtt_conn *c = ctx;
+  int rm = 65535; /* MQTT 5: absent means 65535 */
+  if (r && MQTTProperties_hasProperty(&r->properties,
+                                      MQTTPROPERTY_CODE_RECEIVE_MAXIMUM))
+    rm = MQTTProperties_getNumericValue(&r->properties,
+                                        MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
+  pthread_mutex_lock(&c->lock);
+  c->server_receive_max = rm > 0 ? rm : 65535;
+  pthread_mutex_unlock(&c->lock);
   if (r && r->alt.connect.sessionPresent)
     CEB_LOG(c->host, c->inst, CEB_LOG_DEBUG, "broker resumed the session");
   mark_connected(ctx, "connect");
@@ -271,6 +279,14 @@ int mqtt_conn_start(mqtt_conn *c) {
   if (pthread_create(&c->thread, NULL, supervisor, c) != 0) return CEB_ENOMEM;
   c->thread_started = 1;
   return CEB_OK;
+}
+
+int mqtt_conn_publish_window(mqtt_conn *c) {
+  pthread_mutex_lock(&c->lock);
+  int rm = c->server_receive_max;
+  pthread_mutex_unlock(&c->lock);
+  if (c->conf->version != 5 || rm <= 0) return 65535;
+  return rm > 1 ? rm - 1 : 1;
 }
 
 int mqtt_conn_is_connected(mqtt_conn *c) {

@@ -55,6 +55,7 @@ typedef struct mqtt_conn {
   int64_t next_attempt_ms;
   int64_t backoff_ms;
   unsigned long connects; /* successful connects, for tests and logs */
+  int server_receive_max; /* MQTT 5 CONNACK Receive Maximum */
 } mqtt_conn;
 
 /* Creates the paho client. client_id is copied. CEB_OK or < 0 logged. */
@@ -66,6 +67,9 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
 int mqtt_conn_start(mqtt_conn *c);
 /* 1 while a session is up. Any thread. */
 int mqtt_conn_is_connected(mqtt_conn *c);
+/* How many QoS 1/2 publishes may await completion without filling paho's
+ * window: one below the broker's MQTT 5 Receive Maximum. Any thread. */
+int mqtt_conn_publish_window(mqtt_conn *c);
 /* Sends DISCONNECT (waiting up to timeout_ms) and stops reconnecting. */
 void mqtt_conn_disconnect(mqtt_conn *c, int timeout_ms);
 /* Stops the supervisor and frees the client; no callback after return. */
