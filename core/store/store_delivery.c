@@ -25,9 +25,10 @@ void ceb_claims_free(ceb_claim *c, size_t count) {
 }
 
 /* A row is due when no older row of the same key on the route is unsettled:
- * that is what keeps FIFO per key across retries and restarts. The schema's
- * triggers keep exactly those rows (pending or retrying heads, and unordered
- * rows) in delivery_ready, so the claim reads only the rows it returns. */
+ * that is what keeps FIFO per key across retries and restarts. Exactly
+ * those rows (pending or retrying heads, and unordered rows) are kept in
+ * delivery_ready (store_ready.c), so the claim reads only the rows it
+ * returns. */
 static const char SQL_CLAIM_SELECT[] =
     "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
     " d.first_at FROM delivery_ready r CROSS JOIN delivery d"
@@ -87,6 +88,8 @@ static int claim_run(sqlite3 *db, void *arg) {
       ceb_log_error("store: claim update: %s", sqlite3_errmsg(db));
       return CEB_EIO;
     }
+    int rrc = cebs_ready_taken(db, a->route, a->out[i].seq);
+    if (rrc != CEB_OK) return rrc;
   }
   sqlite3_reset(u);
   return CEB_OK;
@@ -214,7 +217,9 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   }
   if (sqlite3_changes(db) == 0)
     return CEB_ECONFLICT; /* not in progress: nothing to settle */
-  if (r->state == CEB_DS_RETRYING) return CEB_OK;
+  /* retrying: claimable again at next_at; settled: the key's next row is */
+  rc = cebs_ready_changed(db, r->route, r->seq);
+  if (rc != CEB_OK || r->state == CEB_DS_RETRYING) return rc;
   sqlite3_stmt *j = cebs_stmt(db, SQL_SETTLE_JOURNAL);
   if (!j) return CEB_EIO;
   sqlite3_bind_int64(j, 1, r->seq);
@@ -252,12 +257,41 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   return rc == SQLITE_DONE ? CEB_OK : CEB_EIO;
 }
 
+/* In-progress rows were claimed as heads (or unordered): back to pending
+ * they are claimable again unless a replay queued an older row meanwhile,
+ * which cebs_ready_changed works out per row. */
 static int recover_run(sqlite3 *db, void *arg) {
   int *n = arg;
-  if (cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") != CEB_OK)
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT seq, route FROM delivery WHERE state = 1",
+                         -1, &s, NULL) != SQLITE_OK) {
+    ceb_log_error("store: recover: %s", sqlite3_errmsg(db));
     return CEB_EIO;
+  }
+  json_t *rows = json_array();
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+    json_array_append_new(
+        rows, json_pack("[Is]", (json_int_t)sqlite3_column_int64(s, 0),
+                        (const char *)sqlite3_column_text(s, 1)));
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE || !rows ||
+      cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") !=
+          CEB_OK) {
+    json_decref(rows);
+    return CEB_EIO;
+  }
   *n = sqlite3_changes(db);
-  return CEB_OK;
+  size_t i;
+  json_t *row;
+  rc = CEB_OK;
+  json_array_foreach(rows, i, row) {
+    rc = cebs_ready_changed(db, json_string_value(json_array_get(row, 1)),
+                            json_integer_value(json_array_get(row, 0)));
+    if (rc != CEB_OK) break;
+  }
+  json_decref(rows);
+  return rc;
 }
 
 int ceb_store_recover(ceb_store *st) {

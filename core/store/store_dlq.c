@@ -193,6 +193,9 @@ static int replay_run(sqlite3 *db, void *arg) {
       rc = CEB_EIO;
       break;
     }
+    /* pending again: claimable, or the new head of its key */
+    rc = cebs_ready_changed(db, route, seq);
+    if (rc != CEB_OK) break;
   }
   json_decref(rows);
 out:

@@ -75,6 +75,9 @@ int ceb_store_ingest_run(sqlite3 *db, void *arg) {
         ceb_log_error("store: delivery insert: %s", sqlite3_errmsg(db));
         return CEB_EIO;
       }
+      int rrc =
+          cebs_ready_added(db, rt->route, e->seq, rt->first_at, rt->order_key);
+      if (rrc != CEB_OK) return rrc;
     }
   }
   sqlite3_reset(j);

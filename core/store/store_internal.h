@@ -56,6 +56,16 @@ void cebs_checkpointer_stop(ceb_store *st);
  * checkpointer could not keep the WAL small. */
 void cebs_checkpoint_if_big(ceb_store *st);
 
+/* The claimable set (store_ready.c), kept in the transaction that changes a
+ * delivery; committer only. A delivery row was just inserted: */
+int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
+                     int64_t next_at, const char *key);
+/* A claimable row was claimed (now in progress): */
+int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq);
+/* Any other change of a row's state or next_at (outcome, replay,
+ * recovery): recomputes the row and, for a keyed row, its key's head. */
+int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq);
+
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);
 

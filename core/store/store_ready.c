@@ -1,0 +1,143 @@
+/* The claimable set (delivery_ready, schema 3): a delivery is in it iff it
+ * is pending or retrying and, when it has an order key, no older delivery
+ * of its (route, key) is unsettled. The claim reads only this set; the
+ * writers below keep it in the transaction that changes a delivery.
+ *
+ * Kept by code, not triggers: a trigger that writes makes every INSERT and
+ * UPDATE of delivery open a statement journal, which copied each touched
+ * page and cost more than the claim it saved (bench/README.md). */
+#include <stdlib.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/store_internal.h"
+
+static const char SQL_OLDER_OPEN[] =
+    "SELECT 1 FROM delivery WHERE route = ?1 AND order_key = ?2"
+    " AND state < 3 AND seq < ?3";
+static const char SQL_INSERT[] =
+    "INSERT OR IGNORE INTO delivery_ready (route, seq, next_at, order_key)"
+    " VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_ROW[] = "SELECT order_key, state, next_at FROM delivery"
+                              " WHERE seq = ?1 AND route = ?2";
+static const char SQL_DEL_ROW[] =
+    "DELETE FROM delivery_ready WHERE route = ?1 AND seq = ?2";
+static const char SQL_DEL_KEY[] =
+    "DELETE FROM delivery_ready WHERE route = ?1 AND order_key = ?2";
+static const char SQL_HEAD[] =
+    "SELECT seq, state, next_at FROM delivery WHERE route = ?1"
+    " AND order_key = ?2 AND state < 3 ORDER BY seq LIMIT 1";
+
+static int step_done(sqlite3 *db, sqlite3_stmt *s, const char *what) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc == SQLITE_DONE) return CEB_OK;
+  ceb_log_error("store: ready %s: %s", what, sqlite3_errmsg(db));
+  return CEB_EIO;
+}
+
+static int insert(sqlite3 *db, const char *route, int64_t seq, int64_t next_at,
+                  const char *key) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_INSERT);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, seq);
+  sqlite3_bind_int64(s, 3, next_at);
+  cebs_bind_text(s, 4, key);
+  int rc = step_done(db, s, "insert");
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
+int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
+                     int64_t next_at, const char *key) {
+  if (key) {
+    sqlite3_stmt *s = cebs_stmt(db, SQL_OLDER_OPEN);
+    if (!s) return CEB_EIO;
+    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, seq);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_ROW) return CEB_OK; /* queued behind an older one */
+    if (rc != SQLITE_DONE) {
+      ceb_log_error("store: ready lookup: %s", sqlite3_errmsg(db));
+      return CEB_EIO;
+    }
+  }
+  return insert(db, route, seq, next_at, key);
+}
+
+int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_DEL_ROW);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, seq);
+  int rc = step_done(db, s, "delete");
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
+/* Recomputes a key's entry: its head, when pending or retrying. */
+static int refresh_key(sqlite3 *db, const char *route, const char *key) {
+  sqlite3_stmt *d = cebs_stmt(db, SQL_DEL_KEY);
+  sqlite3_stmt *h = cebs_stmt(db, SQL_HEAD);
+  if (!d || !h) return CEB_EIO;
+  sqlite3_bind_text(d, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_text(d, 2, key, -1, SQLITE_STATIC);
+  int rc = step_done(db, d, "delete key");
+  sqlite3_clear_bindings(d);
+  if (rc != CEB_OK) return rc;
+  sqlite3_bind_text(h, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_text(h, 2, key, -1, SQLITE_STATIC);
+  int src = sqlite3_step(h);
+  int64_t seq = 0, next_at = 0;
+  int state = -1;
+  if (src == SQLITE_ROW) {
+    seq = sqlite3_column_int64(h, 0);
+    state = sqlite3_column_int(h, 1);
+    next_at = sqlite3_column_int64(h, 2);
+  }
+  sqlite3_reset(h);
+  sqlite3_clear_bindings(h);
+  if (src != SQLITE_ROW && src != SQLITE_DONE) {
+    ceb_log_error("store: ready head: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
+    return insert(db, route, seq, next_at, key);
+  return CEB_OK;
+}
+
+int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_ROW);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_int64(s, 1, seq);
+  sqlite3_bind_text(s, 2, route, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    if (rc == SQLITE_DONE) return cebs_ready_taken(db, route, seq);
+    ceb_log_error("store: ready row: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  char *key = cebs_col_dup(s, 0);
+  int state = sqlite3_column_int(s, 1);
+  int64_t next_at = sqlite3_column_int64(s, 2);
+  int has_key = sqlite3_column_type(s, 0) != SQLITE_NULL;
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (has_key && !key) return CEB_ENOMEM;
+  if (has_key) {
+    rc = refresh_key(db, route, key);
+    free(key);
+    return rc;
+  }
+  rc = cebs_ready_taken(db, route, seq);
+  if (rc == CEB_OK && (state == CEB_DS_PENDING || state == CEB_DS_RETRYING))
+    rc = insert(db, route, seq, next_at, NULL);
+  return rc;
+}
