@@ -289,6 +289,13 @@ int mqtt_conn_publish_window(mqtt_conn *c) {
   return rm > 1 ? rm - 1 : 1;
 }
 
+int mqtt_conn_ever_connected(mqtt_conn *c) {
+  pthread_mutex_lock(&c->lock);
+  int ever = c->ever_connected;
+  pthread_mutex_unlock(&c->lock);
+  return ever;
+}
+
 int mqtt_conn_is_connected(mqtt_conn *c) {
   pthread_mutex_lock(&c->lock);
   int up = c->connected;

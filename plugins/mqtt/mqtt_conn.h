@@ -70,6 +70,8 @@ int mqtt_conn_is_connected(mqtt_conn *c);
 /* How many QoS 1/2 publishes may await completion without filling paho's
  * window: one below the broker's MQTT 5 Receive Maximum. Any thread. */
 int mqtt_conn_publish_window(mqtt_conn *c);
+/* 1 once a first connection succeeded. Any thread. */
+int mqtt_conn_ever_connected(mqtt_conn *c);
 /* Sends DISCONNECT (waiting up to timeout_ms) and stops reconnecting. */
 void mqtt_conn_disconnect(mqtt_conn *c, int timeout_ms);
 /* Stops the supervisor and frees the client; no callback after return. */

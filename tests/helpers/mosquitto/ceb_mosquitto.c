@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -128,17 +129,24 @@ static int spawn_and_wait(ceb_mosq *m) {
   snprintf(out, sizeof out, "%s/stderr.log", m->dir);
   /* Own output file: a broker outliving a crashed test must not hold the
    * test runner's pipes open. */
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out,
-                                   O_WRONLY | O_CREAT | O_APPEND, 0600);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  int src = posix_spawn(&m->pid, MOSQUITTO_BIN, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (src != 0) {
-    fprintf(stderr, "mosquitto helper: cannot spawn %s: %s\n", MOSQUITTO_BIN,
-            strerror(errno));
+  pid_t parent = getpid();
+  m->pid = fork();
+  if (m->pid == 0) {
+    /* Die with the test, even when it crashes or ctest kills it on a
+     * timeout: an orphaned broker would keep its port and files. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    int in = open("/dev/null", O_RDONLY);
+    int o = open(out, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (in < 0 || o < 0) _exit(126);
+    dup2(in, STDIN_FILENO);
+    dup2(o, STDOUT_FILENO);
+    dup2(o, STDERR_FILENO);
+    execv(MOSQUITTO_BIN, argv);
+    _exit(127);
+  }
+  if (m->pid < 0) {
+    fprintf(stderr, "mosquitto helper: cannot fork: %s\n", strerror(errno));
     m->pid = 0;
     return -1;
   }
