@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ceb_test.h"
+#include "ceb_test_proc.h"
 
 #define EVENTS 2000
 #define KEYS 8
@@ -82,13 +83,14 @@ int main(void) {
   snprintf(path, sizeof path, "%s/bridge.conf", g_conf);
   FILE *f = fopen(path, "w");
   fprintf(f,
-          "[bridge]\nstore = %s/store.db\nadmin.listen = off\n"
+          "[bridge]\nstore = %s/store.db\nadmin.listen = 127.0.0.1:0\n"
+          "admin.port_file = %s/admin.port\n"
           "log.level = warn\nprofile = warn\n"
           "[source gen]\nplugin = testsource\ncount = %d\nkeys = %d\n"
           "record = %s/acked.txt\n"
           "[sink out]\nplugin = testsink\nrecord = %s/delivered.txt\n"
           "[route r]\nfrom = gen\nto = out\norder_by = partitionkey\n",
-          g_dir, EVENTS, KEYS, g_dir, g_dir);
+          g_dir, g_dir, EVENTS, KEYS, g_dir, g_dir);
   fclose(f);
 
   unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
@@ -106,7 +108,13 @@ int main(void) {
     waitpid(pid, &status, 0);
     CHECK(WIFSIGNALED(status) || WIFEXITED(status));
   }
+  /* The last run is stopped with SIGTERM only once it is up (its admin API
+   * wrote its port): a signal before main() runs would kill it outright. */
+  char port_path[700];
+  snprintf(port_path, sizeof port_path, "%s/admin.port", g_dir);
+  unlink(port_path);
   pid_t pid = spawn();
+  CHECK(ceb_test_wait_port_file(port_path, 30000) > 0);
   CHECK(ceb_test_wait(all_delivered, NULL, 90000));
   kill(pid, SIGTERM);
   int status = 0;
