@@ -16,6 +16,7 @@
 
 #define CLAIM_MAX 64
 #define MAX_SLEEP_MS 1000 /* re-read the clock at least this often */
+#define RESYNC_MS 2000    /* idle routes look at the store this often */
 
 int64_t cebe_now(ceb_engine *e) {
   if (e->clock) return e->clock(e->clock_arg);
@@ -444,14 +445,47 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
   return next;
 }
 
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Work another process put into the store (`cebridge dlq replay` beside a
+ * running bridge) does not pass through ceb_engine_added: every RESYNC_MS
+ * of real time, each idle route of worker w counts its open deliveries in
+ * the store once. A count only replaces an open figure still at 0, so work
+ * this process added meanwhile is not counted twice. Lock held on entry and
+ * exit; released around the store reads. */
+static void resync_idle_routes_locked(ceb_engine *e, unsigned w,
+                                      int64_t *next_resync) {
+  int64_t mono = mono_ms();
+  if (mono < *next_resync)
+    return;
+  *next_resync = mono + RESYNC_MS;
+  for (size_t r = 0; r < e->nroutes && !e->stopping; r++) {
+    if (e->routes[r].worker != w || e->routes[r].open != 0)
+      continue;
+    pthread_mutex_unlock(&e->lock);
+    int64_t n = ceb_store_count_open(e->store, e->routes[r].cfg.name);
+    pthread_mutex_lock(&e->lock);
+    if (n > 0 && e->routes[r].open == 0) {
+      e->routes[r].open = n;
+      e->open_total += n;
+    }
+  }
+}
+
 void *cebe_worker_main(void *arg) {
   worker_arg *wa = arg;
   ceb_engine *e = wa->e;
   unsigned w = wa->index;
   free(wa);
+  int64_t next_resync = 0;
   pthread_mutex_lock(&e->lock);
   while (!e->stopping) {
     uint64_t gen = e->gen;
+    resync_idle_routes_locked(e, w, &next_resync);
     int64_t now = cebe_now(e);
     int64_t next = expire_locked(e, w, now);
     int progress = 0;
