@@ -108,7 +108,7 @@ static void ingest_done(void *arg, int status) {
 
 /* Validation of one event; CEB_OK or the refusal status. */
 static int check_event(ceb_runtime *rt, ceb_instance *inst, const ceb_event *ev,
-                       ceb_violations *v) {
+                       const ceb_submit_opts *opts, ceb_violations *v) {
   rt_inst *d = inst->runtime_data;
   size_t size = ceb_event_size(ev);
   if (size > rt->max_event_size) {
@@ -124,11 +124,19 @@ static int check_event(ceb_runtime *rt, ceb_instance *inst, const ceb_event *ev,
                           .nlgov = d->profile,
                           .max_size = rt->max_event_size};
   if (ceb_event_validate(ev, &vo, v) > 0) return CEB_EVALIDATION;
-  if (v->warnings && ceb_log_enabled(CEB_LOG_WARN))
-    ceb_log_write(CEB_LOG_WARN, inst->component, NULL,
+  if (v->warnings && ceb_log_enabled(CEB_LOG_WARN)) {
+    /* The log line carries the event id, the client and the trace id of
+     * the request (traceparent header) or of the event's extension. */
+    ceb_log_ctx ctx = {.client = opts ? opts->client : NULL};
+    char trace[33];
+    ceb_log_ctx_event(&ctx, ev, trace);
+    if (opts && opts->traceparent)
+      ctx.trace_id = ceb_log_trace_id(opts->traceparent, trace);
+    ceb_log_write(CEB_LOG_WARN, inst->component, &ctx,
                   "event %s: %zu profile warning(s), first: %s (%s)",
                   ceb_event_get(ev, "id") ? ceb_event_get(ev, "id") : "?",
                   v->warnings, v->items[0].code, v->items[0].message);
+  }
   return CEB_OK;
 }
 
@@ -174,7 +182,7 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
   size_t nr = 0;
   for (size_t i = 0; i < count; i++) {
     if (!events[i]) return CEB_EINVAL;
-    int rc = check_event(rt, inst, events[i], v);
+    int rc = check_event(rt, inst, events[i], opts, v);
     for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
       if (!ceb_route_matches(rt->routes[r], inst->name, events[i])) continue;
       nr++;

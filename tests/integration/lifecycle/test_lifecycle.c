@@ -51,6 +51,14 @@ static int log_has_refusal(void *path) {
   return seen;
 }
 
+static int log_has_trace(void *path) {
+  char *l = ceb_test_read_file(path, NULL);
+  int seen = l && strstr(l, "event=a-1") &&
+             strstr(l, "trace=4bf92f3577b34da6a3ce929d0e0e4736");
+  free(l);
+  return seen;
+}
+
 static const char *k_conf_fmt =
     "[bridge]\nstore = %s/store.db\nplugin_dir = %s\nadmin.listen = off\n"
     "log.format = text\n\n"
@@ -67,7 +75,10 @@ static int post(int port, const char *id) {
            "{\"specversion\":\"1.0\",\"id\":\"%s\",\"source\":\"urn:nld:oin:"
            "00000001234567890000:systeem:t\",\"type\":\"nl.edu.t.created\"}",
            id);
-  const char *h[] = {"Content-Type: application/cloudevents+json", NULL};
+  const char *h[] = {
+      "Content-Type: application/cloudevents+json",
+      "traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      NULL};
   return ceb_test_http("POST", url, h, body, strlen(body), NULL);
 }
 
@@ -101,6 +112,10 @@ int main(void) {
   int port = ceb_test_wait_port_file(portf, 10000);
   CHECK(port > 0);
   CHECK_INT(post(port, "a-1"), 202);
+  /* The event has no time: the profile warning names event, and the trace
+   * id of the request's traceparent. */
+  CHECK_MSG(ceb_test_wait(log_has_trace, log, 10000),
+            "no log line with the event id and trace id");
 
   /* A broken config on SIGHUP is refused; the bridge keeps serving. */
   CHECK_INT(ceb_test_write_file(conf, "50-broken.conf",
