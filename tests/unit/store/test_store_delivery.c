@@ -104,6 +104,7 @@ int main(void) {
    * with their attempt count kept. */
   CHECK_INT(ceb_store_recover(st), 2);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE state=1"), 0);
+  CHECK_INT(fixture_ready_mismatch(st), 0);
   CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq="
                             "4"),
             1);

@@ -73,6 +73,7 @@ int main(void) {
   f = (ceb_dlq_filter){.id = d1};
   json_t *which = json_array();
   CHECK_INT(ceb_store_dlq_replay(st, &f, 5000, 0, &count, which), 0);
+  CHECK_INT(fixture_ready_mismatch(st), 0); /* right after a replay too */
   CHECK_INT(count, 1);
   CHECK_INT(json_array_size(which), 1);
   json_decref(which);
