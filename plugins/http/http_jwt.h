@@ -36,4 +36,26 @@ typedef struct http_jwt_result {
 int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
                     const char *token, int64_t now_ms, http_jwt_result *res);
 
+/* The OAuth2 bearer-token keys, shared by every listener that verifies
+ * tokens with http_jwt (the intermediary and the pull plugin); MS() must be
+ * defined as milliseconds-from-seconds where this is expanded. */
+#define HTTP_OAUTH2_SPEC_ENTRIES \
+    {"oauth2.jwks_url", CEB_CFG_URL, 0, NULL, 0, 0, NULL, \
+     "The issuer's JWKS endpoint."}, \
+    {"oauth2.jwks_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL, \
+     "A JWKS file instead of jwks_url (offline, tests); reread on an " \
+     "unknown kid."}, \
+    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400), NULL, \
+     "Least time between two JWKS refreshes caused by unknown kids."}, \
+    {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \
+     "Required iss claim."}, \
+    {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \
+     "Required aud claim (the token's aud may be a string or an array)."}, \
+    {"oauth2.scope", CEB_CFG_LIST, 0, NULL, 0, 0, NULL, \
+     "Scopes the token must all carry (claim scope or scp)."}, \
+    {"oauth2.leeway", CEB_CFG_DURATION, 0, "60s", 0, MS(3600), NULL, \
+     "Clock skew allowed on exp and nbf."}, \
+    {"oauth2.client_claim", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \
+     "Claim naming the client; default client_id, then sub."},
+
 #endif

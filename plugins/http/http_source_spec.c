@@ -1,4 +1,5 @@
 /* Config keys of [source NAME] with plugin = http. */
+#include "http_jwt.h"
 #include "http_source.h"
 
 #define MS(x) ((int64_t)(x)*1000)
@@ -35,23 +36,7 @@ const ceb_config_spec http_source_spec[] = {
      "Retry-After sent with 503 (draining, backpressure)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
      "Client authentication: OAuth2 bearer JWT, or none (loopback only)."},
-    {"oauth2.jwks_url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
-     "The issuer's JWKS endpoint."},
-    {"oauth2.jwks_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
-     "A JWKS file instead of jwks_url (offline, tests); reread on an "
-     "unknown kid."},
-    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400), NULL,
-     "Least time between two JWKS refreshes caused by unknown kids."},
-    {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Required iss claim."},
-    {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Required aud claim (the token's aud may be a string or an array)."},
-    {"oauth2.scope", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
-     "Scopes the token must all carry (claim scope or scp)."},
-    {"oauth2.leeway", CEB_CFG_DURATION, 0, "60s", 0, MS(3600), NULL,
-     "Clock skew allowed on exp and nbf."},
-    {"oauth2.client_claim", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Claim naming the client; default client_id, then sub."},
+    HTTP_OAUTH2_SPEC_ENTRIES
     {"clients.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
      "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
      "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "

@@ -41,22 +41,7 @@ static const ceb_config_spec pull_spec[] = {
      "(backpressure to the route)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
      "Consumer authentication; none is allowed on a loopback listener only."},
-    {"oauth2.jwks_url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
-     "The issuer's JWKS URL (keys for bearer tokens)."},
-    {"oauth2.jwks_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
-     "A local JWKS file instead of a URL."},
-    {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400),
-     NULL, "Least time between JWKS refreshes on an unknown kid."},
-    {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Required iss claim."},
-    {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Required aud claim."},
-    {"oauth2.scope", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
-     "Scopes a consumer token must carry."},
-    {"oauth2.leeway", CEB_CFG_DURATION, 0, "60s", 0, MS(3600), NULL,
-     "Clock skew allowed on exp and nbf."},
-    {"oauth2.client_claim", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Claim naming the client (default client_id, then sub)."},
+    HTTP_OAUTH2_SPEC_ENTRIES
     CEB_CONFIG_SPEC_END};
 
 typedef struct pull_state {
