@@ -71,9 +71,12 @@ static int write_config(ceb_mosq *m, const ceb_mosq_opts *o) {
   int n = snprintf(buf, sizeof buf,
                    "listener %d 127.0.0.1\n"
                    "log_dest file %s/mosquitto.log\n"
-                   "log_type all\n"
+                   "%s"
                    "max_queued_messages 100000\n",
-                   m->port, m->dir);
+                   m->port, m->dir,
+                   o && o->quiet_log
+                       ? "log_type error\nlog_type warning\nlog_type notice\n"
+                       : "log_type all\n");
   if (getuid() == 0) /* mosquitto drops root to "mosquitto" otherwise */
     n += snprintf(buf + n, sizeof buf - (size_t)n, "user root\n");
   if (o && o->persistence)

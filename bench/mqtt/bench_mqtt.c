@@ -1,0 +1,519 @@
+/* MQTT end-to-end benchmarks through the real `cebridge run` binary, a real
+ * mosquitto (tests/helpers/mosquitto, quiet log) and, for Kafka, the
+ * librdkafka mock cluster (ceb-kafka-mock); everything on 127.0.0.1, each run
+ * in a fresh temp dir:
+ *
+ *   bench_mqtt http2mqtt [-n EVENTS] [-c CONNECTIONS] [-s BYTES] [-k KEYS]
+ *     C connections POST structured CloudEvents of about S bytes to the http
+ *     source (auth none) as fast as the 202s come back; the route (ordered
+ *     by partitionkey) delivers to an mqtt sink (MQTT 5, binary mode, QoS 1)
+ *     on topic bench/out; a paho subscriber reads everything back.
+ *   bench_mqtt mqtt2kafka [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE]
+ *     a paho publisher sends N binary-mode MQTT 5 CloudEvents at QoS 1 to
+ *     bench/in (in-flight window one below the broker's Receive Maximum,
+ *     paced to RATE events/s when given); the mqtt source (persistent
+ *     session, acknowledging only after the durable submit) -> route ->
+ *     kafka sink on the mock cluster; the topic is read back concurrently.
+ *   bench_mqtt mqtt2http [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE]
+ *     the same source, delivered by the http sink to a local libmicrohttpd
+ *     receiver (204): separates the MQTT source's cost from the Kafka sink's.
+ *
+ * Every event carries id mb-STREAM-SEQ, partitionkey key-K and benchsent (the
+ * bench's CLOCK_MONOTONIC in us when it was sent): the far end counts first
+ * deliveries, duplicates and disorder per (key, stream) and the end-to-end
+ * latency (mqtt_bench_track.h). One summary line per run ("bench mqtt ...")
+ * with rates, latency p50/p99, the bridge's CPU per event (user + system of
+ * all its threads over the run / events) and RSS, and the load average.
+ *
+ * Exit status: 0 when every event arrived exactly in order per key and the
+ * bridge stopped cleanly; 1 otherwise (the temp dir is kept); 2 usage or set
+ * up failure. No timing is ever asserted. Bounded: every wait has a
+ * deadline. */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "ceb_bench_bridge.h"
+#include "ceb_mosquitto.h"
+#include "ceb_test.h"
+#include "kafka_test_util.h"
+#include "mqtt_bench_http.h"
+#include "mqtt_bench_paho.h"
+#include "mqtt_bench_track.h"
+
+#define SRC "urn:nld:oin:00000001234567890000:systeem:bench"
+#define TYPE "nl.edu.bench.created"
+
+typedef struct params {
+  long events;
+  int conns, size, keys;
+  double rate;
+} params;
+
+/* ---- shared pieces ---- */
+
+static double proc_cpu_s(pid_t pid) {
+  ceb_bench_bridge b;
+  memset(&b, 0, sizeof b);
+  b.proc.pid = pid;
+  return ceb_bench_bridge_cpu_s(&b);
+}
+
+static double self_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* A metric from the admin /metrics page summed over its label sets; -1 when
+ * the page or the metric is missing. */
+static double metric_sum(int admin_port, const char *name) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin_port);
+  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) {
+    free(body);
+    return -1;
+  }
+  double sum = -1;
+  size_t nl = strlen(name);
+  for (char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' ')) continue;
+    char *sp = strchr(p, ' ');
+    if (p[nl] == '{') {
+      char *close = strchr(p, '}');
+      sp = close ? strchr(close, ' ') : NULL;
+    }
+    if (sp) sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
+  }
+  free(body);
+  return sum;
+}
+
+static void conf_bridge(char *buf, size_t n, const char *dir) {
+  snprintf(buf, n,
+           "[bridge]\nstore = %s/store.db\nplugin_dir = %s\n"
+           "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
+           "log.format = text\nlog.level = warn\nprofile = warn\n"
+           "drain_timeout = 10s\n",
+           dir, CEB_PLUGIN_PATH, dir);
+}
+
+static ceb_mosq *broker_start(void) {
+  /* no queue limit: the bench decides how much waits in the broker */
+  ceb_mosq_opts mo = {.quiet_log = 1,
+                      .extra = "max_queued_messages 0\nmax_queued_bytes 0"};
+  ceb_mosq *m = ceb_mosq_start(&mo);
+  if (!m) fprintf(stderr, "bench mqtt: mosquitto did not start\n");
+  return m;
+}
+
+/* Waits until the drained counts stop changing or everything arrived. */
+static void wait_delivered(mb_track *t, long want, int64_t idle_ms,
+                           int64_t max_ms) {
+  int64_t until = ceb_test_now_ms() + max_ms, idle_since = ceb_test_now_ms();
+  long last = -1;
+  while (ceb_test_now_ms() < until) {
+    mb_counts c;
+    mb_track_snapshot(t, &c);
+    long seen = c.delivered + c.duplicates + c.disorder + c.unparsable;
+    if (c.delivered >= want) return;
+    if (seen != last) {
+      last = seen;
+      idle_since = ceb_test_now_ms();
+    } else if (ceb_test_now_ms() - idle_since > idle_ms) {
+      return;
+    }
+    usleep(20000);
+  }
+}
+
+typedef struct outcome {
+  mb_counts c;
+  int64_t lat[3]; /* e2e p50, p99, max (us) */
+  double cpu_s, mosq_cpu_s, own_cpu_s, loadavg;
+  long rss_kb;
+  int stopped;
+} outcome;
+
+static void collect(mb_track *t, outcome *o) {
+  mb_track_snapshot(t, &o->c);
+  const double ps[3] = {50, 99, 100};
+  if (mb_track_latency(t, ps, o->lat, 3) < 0) memset(o->lat, 0, sizeof o->lat);
+}
+
+static int judge(const outcome *o, long want) {
+  int ok = o->c.delivered == want && o->c.disorder == 0 &&
+           o->c.unparsable == 0 && o->stopped == 0;
+  if (o->c.disorder)
+    fprintf(stderr,
+            "bench mqtt: DISORDER: key-%ld from stream %ld: seq %ld after "
+            "%ld\n",
+            o->c.bad_key, o->c.bad_stream, o->c.bad_seq, o->c.bad_last);
+  if (o->c.delivered != want)
+    fprintf(stderr, "bench mqtt: LOST: %ld of %ld events arrived\n",
+            o->c.delivered, want);
+  if (o->stopped != 0)
+    fprintf(stderr, "bench mqtt: bridge exit status %d\n", o->stopped);
+  return ok;
+}
+
+static void print_far_end(const char *label, const outcome *o, int64_t t0) {
+  double span = (double)(o->c.last_us - t0) / 1e6;
+  printf("%s: delivered %ld (duplicates %ld, out of order %ld, unparsable "
+         "%ld), %.0f ev/s end to end (%.2f s); e2e latency p50 %.1f ms p99 "
+         "%.1f ms max %.1f ms\n",
+         label, o->c.delivered, o->c.duplicates, o->c.disorder,
+         o->c.unparsable, span > 0 ? (double)o->c.delivered / span : 0, span,
+         (double)o->lat[0] / 1000.0, (double)o->lat[1] / 1000.0,
+         (double)o->lat[2] / 1000.0);
+  long n = o->c.delivered ? o->c.delivered : 1;
+  printf("%s: CPU us/event bridge %.0f, mosquitto %.0f, bench %.0f; bridge "
+         "RSS max %ld kB; load average before %.2f\n",
+         label, o->cpu_s * 1e6 / (double)n, o->mosq_cpu_s * 1e6 / (double)n,
+         o->own_cpu_s * 1e6 / (double)n, o->rss_kb, o->loadavg);
+}
+
+/* ---- http2mqtt ---- */
+
+static int http2mqtt(const params *p) {
+  char label[160];
+  snprintf(label, sizeof label,
+           "bench mqtt http2mqtt (%ld events, %d conns, %d B, %d keys)",
+           p->events, p->conns, p->size, p->keys);
+  ceb_mosq *m = broker_start();
+  if (!m) return 2;
+  int rc = 2;
+  mb_track *t = mb_track_new(p->keys, p->conns, p->events);
+  mb_mqtt *sub = NULL;
+  ceb_bench_bridge b;
+  if (ceb_bench_bridge_init(&b, "bench-mqtt") < 0 || !t) goto out_nobridge;
+  sub = mb_sub_start(m->url, "bench-reader", "bench/out", t);
+  if (!sub) goto out;
+  char text[4096], part[1024];
+  conf_bridge(text, sizeof text, b.dir);
+  snprintf(part, sizeof part,
+           "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
+           "port_file = %s/http.port\nauth = none\n"
+           "max_connections_per_ip = 4096\n"
+           "\n[sink bus]\nplugin = mqtt\nbroker = %s\nclient_id = bench-sink\n"
+           "topic = bench/out\nmode = binary\nqos = 1\n"
+           "\n[route out]\nfrom = intermediary\nto = bus\n"
+           "order_by = partitionkey\n",
+           b.dir, m->addr);
+  strncat(text, part, sizeof text - strlen(text) - 1);
+  if (ceb_bench_bridge_conf(&b, "00-bench.conf", text) < 0 ||
+      ceb_bench_bridge_start(&b) < 0)
+    goto out;
+  int port = ceb_bench_bridge_port(&b, "http.port", 20000);
+  int admin = ceb_bench_bridge_port(&b, "admin.port", 20000);
+  if (port < 0 || admin < 0) goto out;
+  outcome o;
+  memset(&o, 0, sizeof o);
+  o.loadavg = ceb_bench_loadavg();
+  double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
+         own0 = self_cpu_s();
+  ceb_bench_bridge_rss_start(&b);
+  mb_http_opts ho = {.port = port,
+                     .conns = p->conns,
+                     .count = p->events,
+                     .size = p->size,
+                     .keys = p->keys,
+                     .source = SRC,
+                     .type = TYPE};
+  mb_http_result hr;
+  char err[256];
+  int64_t t0 = mb_now_us();
+  if (mb_http_run(&ho, &hr, err, sizeof err) < 0) {
+    fprintf(stderr, "bench mqtt: load: %s\n", err);
+    goto out;
+  }
+  wait_delivered(t, hr.accepted, 30000, 600000);
+  ceb_bench_bridge_rss_stop(&b);
+  o.cpu_s = ceb_bench_bridge_cpu_s(&b) - cpu0;
+  o.mosq_cpu_s = proc_cpu_s(m->pid) - mq0;
+  o.own_cpu_s = self_cpu_s() - own0;
+  o.rss_kb = b.rss_max_kb;
+  collect(t, &o);
+  o.stopped = ceb_bench_bridge_stop(&b, 60000);
+  printf("%s: accepted %.0f ev/s (202: %ld, other: %ld, errors: %ld) in "
+         "%.2f s; accept latency p50 %.1f ms p99 %.1f ms max %.1f ms\n",
+         label, hr.elapsed_s > 0 ? (double)hr.accepted / hr.elapsed_s : 0,
+         hr.accepted, hr.other, hr.errors, hr.elapsed_s,
+         (double)hr.p50 / 1000.0, (double)hr.p99 / 1000.0,
+         (double)hr.max / 1000.0);
+  print_far_end(label, &o, t0);
+  rc = judge(&o, p->events) && hr.accepted == p->events ? 0 : 1;
+out:
+  mb_mqtt_stop(sub);
+  ceb_bench_bridge_free(&b, rc != 0);
+out_nobridge:
+  mb_track_free(t);
+  ceb_mosq_free(m);
+  return rc;
+}
+
+/* ---- the far ends of mqtt2kafka / mqtt2http ---- */
+
+typedef struct kafka_far {
+  rd_kafka_t *reader;
+  mb_track *t;
+  long want;
+  atomic_int stop;
+  pthread_t thread;
+} kafka_far;
+
+/* Reads the output topic while the run goes on: the mock cluster keeps only
+ * about 5 MiB per partition. */
+static void *kafka_read(void *arg) {
+  kafka_far *k = arg;
+  int64_t until = ceb_test_now_ms() + 900000;
+  while (!atomic_load(&k->stop) && ceb_test_now_ms() < until) {
+    rd_kafka_message_t *batch[512];
+    size_t n = ktest_read(k->reader, batch, 512, 100);
+    for (size_t i = 0; i < n; i++) {
+      char *id = ktest_header(batch[i], "ce_id");
+      char *key = ktest_header(batch[i], "ce_partitionkey");
+      char *sent = ktest_header(batch[i], "ce_benchsent");
+      mb_track_record(k->t, id, -1, key, -1, sent, -1);
+      free(id);
+      free(key);
+      free(sent);
+      rd_kafka_message_destroy(batch[i]);
+    }
+  }
+  return NULL;
+}
+
+static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c,
+                               const char *url, const char *method,
+                               const char *version, const char *data,
+                               size_t *size, void **ctx) {
+  (void)url;
+  (void)method;
+  (void)version;
+  (void)data;
+  if (!*ctx) {
+    *ctx = cls;
+    return MHD_YES;
+  }
+  if (*size) {
+    *size = 0;
+    return MHD_YES;
+  }
+  mb_track_record(cls,
+                  MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-id"), -1,
+                  MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                              "ce-partitionkey"),
+                  -1,
+                  MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                              "ce-benchsent"),
+                  -1);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
+  MHD_destroy_response(resp);
+  return r;
+}
+
+/* Polls the admin API until the mqtt source holds its subscription (what
+ * the publisher sends before that would be lost: no session yet). */
+static int wait_subscribed(int admin, int64_t timeout_ms) {
+  int64_t until = ceb_test_now_ms() + timeout_ms;
+  while (ceb_test_now_ms() < until) {
+    if (metric_sum(admin, "cebridge_mqtt_subscribed") >= 1) return 0;
+    usleep(20000);
+  }
+  fprintf(stderr, "bench mqtt: the bridge's source never subscribed\n");
+  return -1;
+}
+
+static int mqtt2x(const params *p, int to_kafka) {
+  char label[160];
+  snprintf(label, sizeof label,
+           "bench mqtt %s (%ld events, %d B, %d keys, rate %s)",
+           to_kafka ? "mqtt2kafka" : "mqtt2http", p->events, p->size, p->keys,
+           p->rate > 0 ? "paced" : "max");
+  if (p->rate > 0)
+    snprintf(label + strlen(label) - 6, sizeof label - strlen(label) + 6,
+             "%.0f/s)", p->rate);
+  ceb_mosq *m = broker_start();
+  if (!m) return 2;
+  int rc = 2, mock_up = 0;
+  ktest_mock km;
+  kafka_far kf;
+  memset(&kf, 0, sizeof kf);
+  struct MHD_Daemon *d = NULL;
+  mb_mqtt *pub = NULL;
+  mb_track *t = mb_track_new(p->keys, 1, p->events);
+  ceb_bench_bridge b;
+  if (ceb_bench_bridge_init(&b, "bench-mqtt") < 0 || !t) goto out;
+  char sink[1024];
+  if (to_kafka) {
+    const char *topics[] = {"bench.out:16", NULL};
+    if (ktest_mock_start(&km, topics)) goto out;
+    mock_up = 1;
+    snprintf(sink, sizeof sink,
+             "\n[sink internal]\nplugin = kafka\nbrokers = %s\n"
+             "topic = bench.out\n",
+             km.bootstrap);
+  } else {
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0,
+                         NULL, NULL, on_hook, t, MHD_OPTION_THREAD_POOL_SIZE, 2,
+                         MHD_OPTION_CONNECTION_LIMIT, 1024,
+                         MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+    const union MHD_DaemonInfo *di =
+        d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
+    if (!di) goto out;
+    snprintf(sink, sizeof sink,
+             "\n[sink internal]\nplugin = http\n"
+             "url = http://127.0.0.1:%d/hook\nallow_insecure_http = true\n"
+             "max_connections = 64\n",
+             (int)di->port);
+  }
+  char text[4096], part[2048];
+  conf_bridge(text, sizeof text, b.dir);
+  snprintf(part, sizeof part,
+           "\n[source bus]\nplugin = mqtt\nbroker = %s\n"
+           "client_id = bench-source\ntopics = bench/in\nqos = 1\n"
+           "dlq_topic = bench/dlq\n%s"
+           "\n[route in]\nfrom = bus\nto = internal\norder_by = partitionkey\n"
+           "max_inflight = 1024\n",
+           m->addr, sink);
+  strncat(text, part, sizeof text - strlen(text) - 1);
+  if (ceb_bench_bridge_conf(&b, "00-bench.conf", text) < 0 ||
+      ceb_bench_bridge_start(&b) < 0)
+    goto out;
+  int admin = ceb_bench_bridge_port(&b, "admin.port", 20000);
+  if (admin < 0 || wait_subscribed(admin, 20000) < 0) goto out;
+  if (to_kafka) {
+    kf.reader = ktest_reader(km.bootstrap, "bench.out", 16);
+    kf.t = t;
+    kf.want = p->events;
+    if (!kf.reader || pthread_create(&kf.thread, NULL, kafka_read, &kf)) {
+      ktest_reader_close(kf.reader);
+      kf.reader = NULL;
+      goto out;
+    }
+  }
+  pub = mb_pub_start(m->url, "bench-writer");
+  if (!pub) goto out;
+  outcome o;
+  memset(&o, 0, sizeof o);
+  o.loadavg = ceb_bench_loadavg();
+  double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
+         own0 = self_cpu_s();
+  ceb_bench_bridge_rss_start(&b);
+  mb_pub_opts po = {.topic = "bench/in",
+                    .count = p->events,
+                    .keys = p->keys,
+                    .size = p->size,
+                    .rate = p->rate,
+                    .source = SRC,
+                    .type = TYPE};
+  mb_pub_result pr;
+  int64_t t0 = mb_now_us();
+  mb_pub_run(pub, &po, &pr);
+  wait_delivered(t, pr.acked, 30000, 600000);
+  ceb_bench_bridge_rss_stop(&b);
+  o.cpu_s = ceb_bench_bridge_cpu_s(&b) - cpu0;
+  o.mosq_cpu_s = proc_cpu_s(m->pid) - mq0;
+  o.own_cpu_s = self_cpu_s() - own0;
+  o.rss_kb = b.rss_max_kb;
+  collect(t, &o);
+  o.stopped = ceb_bench_bridge_stop(&b, 60000);
+  printf("%s: published %ld, PUBACKed %ld, failed %ld; %.0f ev/s into the "
+         "broker (window %d, %.2f s)\n",
+         label, pr.sent, pr.acked, pr.failed,
+         pr.elapsed_s > 0 ? (double)pr.acked / pr.elapsed_s : 0, pr.window,
+         pr.elapsed_s);
+  print_far_end(label, &o, t0);
+  rc = judge(&o, p->events) && pr.acked == p->events ? 0 : 1;
+out:
+  if (kf.reader) {
+    atomic_store(&kf.stop, 1);
+    pthread_join(kf.thread, NULL);
+    ktest_reader_close(kf.reader);
+  }
+  mb_mqtt_stop(pub);
+  ceb_bench_bridge_free(&b, rc != 0);
+  if (d) MHD_stop_daemon(d);
+  if (mock_up) ktest_mock_stop(&km);
+  mb_track_free(t);
+  ceb_mosq_free(m);
+  return rc;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
+          "[-k KEYS]\n"
+          "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
+          "[-s BYTES] [-r EVENTS_PER_S]\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage();
+    return 2;
+  }
+  const char *mode = argv[1];
+  params p = {.events = 100000, .conns = 64, .size = 1024, .keys = 1000};
+  int opt;
+  optind = 2;
+  while ((opt = getopt(argc, argv, "n:c:s:k:r:")) != -1) {
+    switch (opt) {
+    case 'n':
+      p.events = atol(optarg);
+      break;
+    case 'c':
+      p.conns = atoi(optarg);
+      break;
+    case 's':
+      p.size = atoi(optarg);
+      break;
+    case 'k':
+      p.keys = atoi(optarg);
+      break;
+    case 'r':
+      p.rate = atof(optarg);
+      break;
+    default:
+      usage();
+      return 2;
+    }
+  }
+  if (optind != argc || p.events < 1 || p.events > 10000000 || p.conns < 1 ||
+      p.conns > 1024 || p.size < 0 || p.size > 7000 || p.keys < 1 ||
+      p.keys > 100000 || p.rate < 0 || p.rate > 1e6) {
+    usage();
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int rc;
+  if (!strcmp(mode, "http2mqtt"))
+    rc = http2mqtt(&p);
+  else if (!strcmp(mode, "mqtt2kafka"))
+    rc = mqtt2x(&p, 1);
+  else if (!strcmp(mode, "mqtt2http"))
+    rc = mqtt2x(&p, 0);
+  else {
+    usage();
+    rc = 2;
+  }
+  curl_global_cleanup();
+  return rc;
+}

@@ -1,0 +1,52 @@
+/* The bench's own MQTT 5 clients on paho MQTTAsync (the library the plugin
+ * uses), on a broker at 127.0.0.1:
+ *
+ * - a subscriber that feeds every binary-mode bench event it receives (user
+ *   properties id, partitionkey, benchsent) to an mb_track, without keeping
+ *   the messages (the test client of tests/helpers/mosquitto keeps them all);
+ * - a publisher that sends bench events (binary mode, QoS 1) keeping its
+ *   in-flight window one below the broker's Receive Maximum (paho 1.3 stalls
+ *   when the window is full, see plugins/mqtt/README.md), optionally paced
+ *   to a rate.
+ *
+ * Threading: start/stop/publish on one bench thread; the subscriber records
+ * on paho's thread. */
+#ifndef MQTT_BENCH_PAHO_H
+#define MQTT_BENCH_PAHO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mqtt_bench_track.h"
+
+typedef struct mb_mqtt mb_mqtt;
+
+/* Connects (clean start, Receive Maximum 1000) and subscribes to filter at
+ * QoS 1. NULL on failure (reason on stderr). */
+mb_mqtt *mb_sub_start(const char *url, const char *client_id,
+                      const char *filter, mb_track *t);
+/* Connects a publisher (clean start). NULL on failure. */
+mb_mqtt *mb_pub_start(const char *url, const char *client_id);
+/* Disconnects and frees. NULL is ignored. */
+void mb_mqtt_stop(mb_mqtt *c);
+
+typedef struct mb_pub_opts {
+  const char *topic;
+  long count;
+  int keys; /* event i has partitionkey key-(i mod keys), id mb-0-i */
+  int size; /* attribute values + data, about this many bytes */
+  double rate; /* events/s, 0: as fast as the window allows */
+  const char *source, *type;
+} mb_pub_opts;
+
+typedef struct mb_pub_result {
+  long sent, acked, failed;
+  double elapsed_s; /* first publish -> last PUBACK */
+  int window;       /* in-flight publishes allowed */
+} mb_pub_result;
+
+/* Publishes and waits for every PUBACK (at most 120 s after the last send).
+ * 0, or -1 when the client could not publish at all. */
+int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r);
+
+#endif
