@@ -334,8 +334,9 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
     dctx *c = calloc(1, sizeof *c);
     ceb_event *ev = NULL;
     ceb_error err;
-    if (c && ceb_json_decode(cl->event_json, strlen(cl->event_json), &ev,
-                             &err) == CEB_OK) {
+    /* the journal holds what ceb_json_encode wrote at ingest */
+    if (c && ceb_json_decode_trusted(cl->event_json, strlen(cl->event_json),
+                                     &ev, &err) == CEB_OK) {
       c->kind = DCTX_ROUTE;
       c->route = r;
       c->sink = rt->cfg.sink;

@@ -20,8 +20,8 @@ struct ceb_event {
   unsigned char *data; /* NUL-terminated copy, NULL when kind is NONE */
   size_t data_len;
   ceb_data_kind kind;
-  /* JSON data that this library serialised from a parsed value: known to
-   * be one valid compact JSON value, so validation and encoding need not
+  /* JSON data that this library serialised or cut from parsed input:
+   * known to be one valid JSON value, so validation and encoding need not
    * parse it again. Cleared by every ceb_event_set_data. */
   int json_trusted;
 };
@@ -40,9 +40,20 @@ static const context_attr k_context[] = {
 };
 #define CONTEXT_COUNT (sizeof k_context / sizeof k_context[0])
 
+/* Called on every attribute lookup and comparison: the first letter picks
+ * the one or few candidates to compare. */
 static size_t context_rank(const char *name) {
-  for (size_t i = 0; i < CONTEXT_COUNT; i++)
-    if (strcmp(k_context[i].name, name) == 0) return i;
+  size_t first, last;
+  switch (name[0]) {
+  case 's': first = 0, last = 6; break; /* specversion .. subject */
+  case 'i': first = last = 1; break;
+  case 't': first = 3, last = 7; break;
+  case 'd': first = 4, last = 5; break;
+  default: return CONTEXT_COUNT;
+  }
+  for (size_t i = first; i <= last; i++)
+    if (k_context[i].name[0] == name[0] && strcmp(k_context[i].name, name) == 0)
+      return i;
   return CONTEXT_COUNT;
 }
 

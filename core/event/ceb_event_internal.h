@@ -64,14 +64,27 @@ struct json_t *cebi_json_encode_object(const ceb_event *ev, int *status);
  */
 int cebi_json_dump(struct json_t *value, char **out, size_t *out_len);
 
-/* Sets JSON data from text that cebi_json_dump produced (one valid compact
- * JSON value, NUL-terminated at len), taking ownership of text, and marks
- * it trusted: validation and the JSON encoder then use the text as is
+/* Sets JSON data from text known to be one valid JSON value (dumped by
+ * cebi_json_dump, or a value jansson accepted, cut from the input),
+ * NUL-terminated at len, taking ownership of text, and marks it trusted: validation and the JSON encoder then use the text as is
  * instead of parsing it again. Any later ceb_event_set_data clears the
  * mark; clones keep it. */
 int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len);
 /* 1 when ev holds trusted JSON data (see above). */
 int cebi_event_json_trusted(const ceb_event *ev);
+
+/* Where the top-level "data" member is in a JSON object text: the value's
+ * bytes [value_start, value_end) and the bytes [cut_start, cut_end) whose
+ * removal leaves the object without it (the member and one comma). */
+typedef struct cebi_json_split {
+  size_t value_start, value_end;
+  size_t cut_start, cut_end;
+} cebi_json_split;
+/* 1 when s (n bytes) is an object with exactly one "data" member that the
+ * scanner could delimit; 0 otherwise (no data, an escaped key, malformed or
+ * too deep text): then parse the whole text. Delimits only; validating the
+ * pieces is the caller's job. */
+int cebi_json_split_data(const char *s, size_t n, cebi_json_split *out);
 
 /* Copies len bytes into a new NUL-terminated malloc'd buffer. */
 char *cebi_memdup(const void *p, size_t len);

@@ -146,12 +146,58 @@ int cebi_json_decode_object(json_t *obj, ceb_event **out, ceb_error *err) {
   return CEB_OK;
 }
 
-int ceb_json_decode(const char *buf, size_t len, ceb_event **out,
-                    ceb_error *err) {
+/* The fast path: the attributes without the data member go through jansson,
+ * the data value (an object or array) is copied as it is. Returns CEB_OK,
+ * or -1 when the text does not suit it; then the caller parses the whole
+ * text, which also gives the error message for malformed input. */
+static int decode_split(const char *buf, size_t len, int trusted,
+                        ceb_event **out, ceb_error *err) {
+  cebi_json_split sp;
+  if (!cebi_json_split_data(buf, len, &sp)) return -1;
+  char c = buf[sp.value_start];
+  if (c != '{' && c != '[') return -1; /* strings may be text data */
+  size_t dlen = sp.value_end - sp.value_start;
+  if (!trusted) {
+    json_t *data = json_loadb(buf + sp.value_start, dlen, JSON_LOAD_FLAGS, NULL);
+    if (!data) return -1;
+    json_decref(data);
+  }
+  size_t alen = len - (sp.cut_end - sp.cut_start);
+  char *attrs = malloc(alen + 1);
+  if (!attrs) return cebi_fail(err, CEB_ENOMEM, "ce.nomem", "out of memory");
+  memcpy(attrs, buf, sp.cut_start);
+  memcpy(attrs + sp.cut_start, buf + sp.cut_end, len - sp.cut_end);
+  attrs[alen] = '\0';
+  json_t *obj = json_loadb(attrs, alen, JSON_LOAD_FLAGS, NULL);
+  free(attrs);
+  if (!obj) return -1;
+  int rc = CEB_EINVAL;
+  if (!json_object_get(obj, "data_base64")) /* both: the full path says so */
+    rc = cebi_json_decode_object(obj, out, err);
+  json_decref(obj);
+  if (rc == CEB_EINVAL && !*out) return -1;
+  if (rc != CEB_OK) return rc;
+  char *text = cebi_memdup(buf + sp.value_start, dlen);
+  if (!text || cebi_event_take_json_data(*out, text, dlen) != CEB_OK) {
+    free(text);
+    ceb_event_unref(*out);
+    *out = NULL;
+    return cebi_fail(err, CEB_ENOMEM, "ce.nomem", "out of memory");
+  }
+  return CEB_OK;
+}
+
+static int decode_text(const char *buf, size_t len, int trusted,
+                       ceb_event **out, ceb_error *err) {
   ceb_error_clear(err);
   if (!out || (!buf && len))
     return cebi_fail(err, CEB_EINVAL, "ce.arg", "invalid argument");
   *out = NULL;
+  if (buf) {
+    int rc = decode_split(buf, len, trusted, out, err);
+    if (rc != -1) return rc;
+    ceb_error_clear(err);
+  }
   json_error_t jerr;
   json_t *obj = json_loadb(buf ? buf : "", len, JSON_LOAD_FLAGS, &jerr);
   if (!obj)
@@ -161,6 +207,16 @@ int ceb_json_decode(const char *buf, size_t len, ceb_event **out,
   int rc = cebi_json_decode_object(obj, out, err);
   json_decref(obj);
   return rc;
+}
+
+int ceb_json_decode(const char *buf, size_t len, ceb_event **out,
+                    ceb_error *err) {
+  return decode_text(buf, len, 0, out, err);
+}
+
+int ceb_json_decode_trusted(const char *buf, size_t len, ceb_event **out,
+                            ceb_error *err) {
+  return decode_text(buf, len, 1, out, err);
 }
 
 static json_t *attr_value(const char *value, ceb_attr_type type, int ctx) {
@@ -239,9 +295,9 @@ json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
   return encode_object(ev, status, 1);
 }
 
-/* Trusted JSON data is written as is after the attributes: the same bytes
- * a parse and dump would give (it came from cebi_json_dump, and "data" is
- * the last member either way), without the parse and the copy. */
+/* Trusted JSON data is written as is after the attributes (it is known to
+ * be one valid JSON value, and "data" is the last member either way),
+ * without a parse and a dump. */
 static int encode_spliced(const ceb_event *ev, char **out, size_t *out_len) {
   int rc;
   json_t *obj = encode_object(ev, &rc, 0);

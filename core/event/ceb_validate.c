@@ -363,7 +363,10 @@ static void check_nlgov(ctx *c, const ceb_event *ev) {
 size_t ceb_event_validate(const ceb_event *ev, const ceb_validate_opts *opts,
                           ceb_violations *out) {
   if (!out) return 1;
-  memset(out, 0, sizeof *out);
+  /* items past count are never read: clearing all 32 (8 KiB) per event
+   * showed in profiles */
+  out->count = out->errors = out->warnings = 0;
+  out->truncated = 0;
   ctx c = {out, CEB_PROFILE_OFF};
   size_t max_size = DEFAULT_MAX_SIZE;
   if (opts && opts->struct_size >= sizeof *opts) {

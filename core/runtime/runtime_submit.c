@@ -112,8 +112,10 @@ static int check_event(ceb_runtime *rt, ceb_instance *inst, const ceb_event *ev,
   rt_inst *d = inst->runtime_data;
   size_t size = ceb_event_size(ev);
   if (size > rt->max_event_size) {
-    memset(v, 0, sizeof *v);
     v->count = v->errors = 1;
+    v->warnings = 0;
+    v->truncated = 0;
+    v->items[0].attribute[0] = '\0';
     v->items[0].code = "event.too_large";
     v->items[0].severity = CEB_SEV_ERROR;
     snprintf(v->items[0].message, sizeof v->items[0].message,

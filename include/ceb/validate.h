@@ -49,8 +49,9 @@ typedef struct ceb_validate_opts {
   size_t max_size;         /* ceb_event_size() limit; 0 = 65536 (profile default) */
 } ceb_validate_opts;
 
-/* Validates ev. opts NULL means CloudEvents only, 64 KiB limit. Resets *out
- * and fills it. Returns the number of errors (0 = valid). */
+/* Validates ev. opts NULL means CloudEvents only, 64 KiB limit. Resets the
+ * counts of *out and fills items[0..count) (later items are not touched).
+ * Returns the number of errors (0 = valid). */
 size_t ceb_event_validate(const ceb_event *ev, const ceb_validate_opts *opts,
                           ceb_violations *out);
 

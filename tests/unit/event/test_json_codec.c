@@ -31,9 +31,11 @@ static void expect_fail(const char *json, const char *code) {
 
 static void test_decode_kinds(void) {
   size_t len;
-  ceb_event *ev = decode("{" MIN ",\"data\":{\"a\": [1, 2.5, \"x\"]}}");
+  /* object or array data keeps the sender's bytes (spacing, number
+   * spelling): it is cut from the input, not re-serialised */
+  ceb_event *ev = decode("{" MIN ",\"data\":{\"a\": [1, 2.50, \"x\"]}}");
   CHECK_INT(ceb_event_data_kind(ev), CEB_DATA_JSON);
-  CHECK_STR(ceb_event_data(ev, &len), "{\"a\":[1,2.5,\"x\"]}");
+  CHECK_STR(ceb_event_data(ev, &len), "{\"a\": [1, 2.50, \"x\"]}");
   ceb_event_unref(ev);
 
   ev = decode("{" MIN ",\"datacontenttype\":\"text/xml\",\"data\":\"<a/>\"}");
@@ -75,6 +77,53 @@ static void test_decode_extensions(void) {
   ev = decode("{" MIN ",\"MyExt\":\"v\"}");
   CHECK_STR(ceb_event_get(ev, "MyExt"), "v");
   ceb_event_unref(ev);
+}
+
+/* The data member is cut from the text rather than parsed and dumped:
+ * wherever it stands, with whatever spacing, and anything the cut cannot
+ * vouch for still gets jansson's verdict. */
+static void test_decode_data_cut(void) {
+  size_t len;
+  const char *where[] = {
+      "{\"data\" : [ {\"k\":\"}]\\\"\"} ] ," MIN "}",
+      "{" MIN ",\"data\":[{\"k\":\"}]\\\"\"}],\"subject\":\"s\"}",
+      "{" MIN ",\n  \"data\":\t[{\"k\":\"}]\\\"\"}]\n}\n"};
+  const char *want[] = {"[ {\"k\":\"}]\\\"\"} ]", "[{\"k\":\"}]\\\"\"}]",
+                        "[{\"k\":\"}]\\\"\"}]"};
+  for (size_t i = 0; i < 3; i++) {
+    ceb_event *ev = decode(where[i]);
+    CHECK_INT(ceb_event_data_kind(ev), CEB_DATA_JSON);
+    CHECK_STR(ceb_event_data(ev, &len), want[i]);
+    CHECK_STR(ceb_event_get(ev, "id"), "1");
+    /* encoding splices the kept bytes; decoding that again is the same */
+    char *out;
+    CHECK_INT(ceb_json_encode(ev, &out, &len), CEB_OK);
+    ceb_event *back = NULL;
+    CHECK_INT(ceb_json_decode_trusted(out, len, &back, NULL), CEB_OK);
+    CHECK_STR(ceb_event_data(back, &len), want[i]);
+    CHECK_STR(ceb_event_get(back, "type"), "t");
+    ceb_free(out);
+    ceb_event_unref(back);
+    ceb_event_unref(ev);
+  }
+  /* an escaped key spelling "data" is still the data member */
+  ceb_event *ev = decode("{" MIN ",\"d\\u0061ta\":{\"a\":1}}");
+  CHECK_INT(ceb_event_data_kind(ev), CEB_DATA_JSON);
+  CHECK_STR(ceb_event_data(ev, &len), "{\"a\":1}");
+  CHECK(ceb_event_get(ev, "data") == NULL);
+  ceb_event_unref(ev);
+  /* malformed data, duplicate keys inside or outside it, trailing bytes */
+  expect_fail("{" MIN ",\"data\":{\"a\":1,}}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{\"a\":[1}]}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{\"a\":1,\"a\":2}}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{},\"data\":{}}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{}} x", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{}", "ce.json.malformed");
+  expect_fail("{" MIN " \"data\":{}}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"data\":{\"s\":\"\xff\"}}", "ce.json.malformed");
+  expect_fail("{" MIN ",\"x\":{\"a\":1},\"data\":{}}", "ce.attr.type");
+  expect_fail("{" MIN ",\"data\":{},\"data_base64\":\"YQ==\"}",
+              "ce.data.both");
 }
 
 static void test_decode_errors(void) {
@@ -216,6 +265,7 @@ static void test_batch(void) {
 int main(void) {
   test_decode_kinds();
   test_decode_extensions();
+  test_decode_data_cut();
   test_decode_errors();
   test_encode();
   test_batch();
