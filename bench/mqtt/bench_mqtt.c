@@ -57,7 +57,17 @@ typedef struct params {
   long events;
   int conns, size, keys;
   double rate;
+  int inflight; /* the mqtt source's / sink's max_inflight; 0: default */
 } params;
+
+/* "max_inflight = N\n" for the mqtt section, or "" for its default. */
+static const char *inflight_line(const params *p, char *buf, size_t n) {
+  if (p->inflight > 0)
+    snprintf(buf, n, "max_inflight = %d\n", p->inflight);
+  else
+    buf[0] = '\0';
+  return buf;
+}
 
 /* ---- shared pieces ---- */
 
@@ -111,7 +121,7 @@ static void conf_bridge(char *buf, size_t n, const char *dir) {
 static ceb_mosq *broker_start(void) {
   /* no queue limit: the bench decides how much waits in the broker */
   ceb_mosq_opts mo = {.quiet_log = 1,
-                      .extra = "max_queued_messages 0\nmax_queued_bytes 0"};
+                      .extra = getenv("MB_EXTRA") ? getenv("MB_EXTRA") : "max_queued_messages 0\nmax_queued_bytes 0"};
   ceb_mosq *m = ceb_mosq_start(&mo);
   if (!m) fprintf(stderr, "bench mqtt: mosquitto did not start\n");
   return m;
@@ -199,17 +209,20 @@ static int http2mqtt(const params *p) {
   if (ceb_bench_bridge_init(&b, "bench-mqtt") < 0 || !t) goto out_nobridge;
   sub = mb_sub_start(m->url, "bench-reader", "bench/out", t);
   if (!sub) goto out;
-  char text[4096], part[1024];
+  char text[4096], part[1024], il[64];
   conf_bridge(text, sizeof text, b.dir);
   snprintf(part, sizeof part,
            "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
            "port_file = %s/http.port\nauth = none\n"
            "max_connections_per_ip = 4096\n"
            "\n[sink bus]\nplugin = mqtt\nbroker = %s\nclient_id = bench-sink\n"
-           "topic = bench/out\nmode = binary\nqos = 1\n"
+           "topic = bench/out\nmode = binary\nqos = 1\n%s"
            "\n[route out]\nfrom = intermediary\nto = bus\n"
-           "order_by = partitionkey\n",
-           b.dir, m->addr);
+           "order_by = partitionkey\nmax_inflight = %d\n",
+           b.dir, m->addr, inflight_line(p, il, sizeof il),
+           /* no more than the sink takes: beyond it deliver says EBUSY,
+            * which the engine retries with backoff */
+           p->inflight ? p->inflight : 64);
   strncat(text, part, sizeof text - strlen(text) - 1);
   if (ceb_bench_bridge_conf(&b, "00-bench.conf", text) < 0 ||
       ceb_bench_bridge_start(&b) < 0)
@@ -383,15 +396,15 @@ static int mqtt2x(const params *p, int to_kafka) {
              "max_connections = 64\n",
              (int)di->port);
   }
-  char text[4096], part[2048];
+  char text[4096], part[2048], il[64];
   conf_bridge(text, sizeof text, b.dir);
   snprintf(part, sizeof part,
            "\n[source bus]\nplugin = mqtt\nbroker = %s\n"
            "client_id = bench-source\ntopics = bench/in\nqos = 1\n"
-           "dlq_topic = bench/dlq\n%s"
+           "dlq_topic = bench/dlq\n%s%s"
            "\n[route in]\nfrom = bus\nto = internal\norder_by = partitionkey\n"
            "max_inflight = 1024\n",
-           m->addr, sink);
+           m->addr, inflight_line(p, il, sizeof il), sink);
   strncat(text, part, sizeof text - strlen(text) - 1);
   if (ceb_bench_bridge_conf(&b, "00-bench.conf", text) < 0 ||
       ceb_bench_bridge_start(&b) < 0)
@@ -459,9 +472,9 @@ out:
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
-          "[-k KEYS]\n"
+          "[-k KEYS] [-i SINK_INFLIGHT]\n"
           "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
-          "[-s BYTES] [-r EVENTS_PER_S]\n");
+          "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT]\n");
 }
 
 int main(int argc, char **argv) {
@@ -473,7 +486,7 @@ int main(int argc, char **argv) {
   params p = {.events = 100000, .conns = 64, .size = 1024, .keys = 1000};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:r:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:")) != -1) {
     switch (opt) {
     case 'n':
       p.events = atol(optarg);
@@ -490,6 +503,9 @@ int main(int argc, char **argv) {
     case 'r':
       p.rate = atof(optarg);
       break;
+    case 'i':
+      p.inflight = atoi(optarg);
+      break;
     default:
       usage();
       return 2;
@@ -497,7 +513,8 @@ int main(int argc, char **argv) {
   }
   if (optind != argc || p.events < 1 || p.events > 10000000 || p.conns < 1 ||
       p.conns > 1024 || p.size < 0 || p.size > 7000 || p.keys < 1 ||
-      p.keys > 100000 || p.rate < 0 || p.rate > 1e6) {
+      p.keys > 100000 || p.rate < 0 || p.rate > 1e6 || p.inflight < 0 ||
+      p.inflight > 65535) {
     usage();
     return 2;
   }

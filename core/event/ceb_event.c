@@ -10,6 +10,7 @@ typedef struct ceb_attr {
   char *name;
   char *value;
   ceb_attr_type type;
+  size_t rank; /* context_rank(name), kept: lookups compare ranks first */
 } ceb_attr;
 
 struct ceb_event {
@@ -67,18 +68,17 @@ ceb_attr_type ceb_attr_context_type(const char *name) {
 }
 
 /* Order: context attributes by rank, then extensions by name. */
-static int attr_cmp(const char *a, const char *b) {
-  size_t ra = context_rank(a), rb = context_rank(b);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  return ra < CONTEXT_COUNT ? 0 : strcmp(a, b);
+static int attr_cmp(const ceb_attr *a, size_t rank, const char *name) {
+  if (a->rank != rank) return a->rank < rank ? -1 : 1;
+  return rank < CONTEXT_COUNT ? 0 : strcmp(a->name, name);
 }
 
 /* Index of name, or -(insertion point) - 1. */
 static long attr_find(const ceb_event *ev, const char *name) {
-  size_t lo = 0, hi = ev->count;
+  size_t lo = 0, hi = ev->count, rank = context_rank(name);
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = attr_cmp(ev->attrs[mid].name, name);
+    int c = attr_cmp(&ev->attrs[mid], rank, name);
     if (c == 0) return (long)mid;
     if (c < 0)
       lo = mid + 1;
@@ -181,7 +181,7 @@ int ceb_event_set_typed(ceb_event *ev, const char *name, ceb_attr_type type,
   size_t pos = (size_t)(-at - 1);
   memmove(&ev->attrs[pos + 1], &ev->attrs[pos],
           (ev->count - pos) * sizeof ev->attrs[0]);
-  ev->attrs[pos] = (ceb_attr){n, v, type};
+  ev->attrs[pos] = (ceb_attr){n, v, type, context_rank(n)};
   ev->count++;
   return CEB_OK;
 }

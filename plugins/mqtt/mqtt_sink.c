@@ -10,6 +10,19 @@
 #include "mqtt_conn.h"
 #include "mqtt_plugin.h"
 
+/* A PUBLISH's MQTT 5 properties as one plain array pointing into the
+ * encoded user properties and content type, which it owns. paho's
+ * MQTTAsync_sendMessage copies the properties anyway; building them with
+ * MQTTProperties_add made a second copy on paho's tracked heap: two
+ * allocations per property and their frees, per message (bench/mqtt/README.md
+ * has the profile). */
+typedef struct sink_props {
+  ceb_headers user; /* the event's attributes */
+  char *ct;         /* content type (ceb_free), or NULL */
+  MQTTProperty *array;
+  int count, length; /* length: encoded bytes, as MQTTProperties keeps it */
+} sink_props;
+
 typedef struct sink_msg {
   struct sink_msg *prev, *next; /* every record */
   struct sink_msg *qnext;       /* the send queue */
@@ -20,7 +33,7 @@ typedef struct sink_msg {
   char *topic;
   char *payload;
   size_t len;
-  MQTTProperties props;
+  sink_props props;
 } sink_msg;
 
 typedef struct mqtt_sink {
@@ -46,10 +59,49 @@ typedef struct mqtt_sink {
 
 static void pump(mqtt_sink *s);
 
+static void props_clear(sink_props *p) {
+  ceb_headers_clear(&p->user);
+  ceb_free(p->ct);
+  free(p->array);
+  memset(p, 0, sizeof *p);
+}
+
+/* Points the property array at p->user and p->ct. CEB_OK or CEB_ENOMEM;
+ * CEB_ETOOLARGE when a string does not fit MQTT's 16-bit lengths. */
+static int props_build(sink_props *p) {
+  size_t n = p->user.count + (p->ct ? 1 : 0);
+  if (!n) return CEB_OK;
+  p->array = calloc(n, sizeof *p->array);
+  if (!p->array) return CEB_ENOMEM;
+  int i = 0;
+  if (p->ct) {
+    size_t l = strlen(p->ct);
+    if (l > 65535) return CEB_ETOOLARGE;
+    p->array[i].identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
+    p->array[i].value.data.data = p->ct;
+    p->array[i].value.data.len = (int)l;
+    p->length += 1 + 2 + (int)l;
+    i++;
+  }
+  for (size_t k = 0; k < p->user.count; k++, i++) {
+    const ceb_header *h = &p->user.items[k];
+    size_t nl = strlen(h->name);
+    if (nl > 65535 || h->value_len > 65535) return CEB_ETOOLARGE;
+    p->array[i].identifier = MQTTPROPERTY_CODE_USER_PROPERTY;
+    p->array[i].value.data.data = h->name;
+    p->array[i].value.data.len = (int)nl;
+    p->array[i].value.value.data = h->value;
+    p->array[i].value.value.len = (int)h->value_len;
+    p->length += 1 + 2 + (int)nl + 2 + (int)h->value_len;
+  }
+  p->count = i;
+  return CEB_OK;
+}
+
 static void free_prepared(sink_msg *m) {
   free(m->topic);
   ceb_free(m->payload);
-  MQTTProperties_free(&m->props);
+  props_clear(&m->props);
   m->topic = m->payload = NULL;
 }
 
@@ -251,18 +303,6 @@ int mqtt_sink_start(void *state) {
   return mqtt_conn_start(&s->conn);
 }
 
-static int add_props(MQTTProperties *mp, const ceb_headers *h, const char *ct) {
-  if (ct && mqtt_props_add(mp, MQTTPROPERTY_CODE_CONTENT_TYPE, ct, strlen(ct),
-                           NULL, 0) != 0)
-    return -1;
-  for (size_t i = 0; i < h->count; i++)
-    if (mqtt_props_add(mp, MQTTPROPERTY_CODE_USER_PROPERTY, h->items[i].name,
-                       strlen(h->items[i].name), h->items[i].value,
-                       h->items[i].value_len) != 0)
-      return -1;
-  return 0;
-}
-
 /* Hands queued publishes to paho while fewer than the window are pending.
  * paho 1.3 stalls up to a second once its own window (the broker's MQTT 5
  * Receive Maximum, 20 on mosquitto) is full (eclipse-paho/paho.mqtt.c#1252:
@@ -287,17 +327,20 @@ static void pump(mqtt_sink *s) {
     /* Take the prepared data out: paho may complete (and free m) before
      * sendMessage returns. */
     char *topic = m->topic, *payload = m->payload;
-    MQTTProperties props = m->props, none = MQTTProperties_initializer;
+    sink_props props = m->props;
     size_t len = m->len;
     m->topic = m->payload = NULL;
-    m->props = none;
+    memset(&m->props, 0, sizeof m->props);
     pthread_mutex_unlock(&s->lock);
     MQTTAsync_message msg = MQTTAsync_message_initializer;
     msg.payload = payload ? payload : "";
     msg.payloadlen = (int)len;
     msg.qos = s->qos;
     msg.retained = 0;
-    msg.properties = props;
+    /* paho copies them (MQTTProperties_copy); ours stay our memory */
+    msg.properties.count = msg.properties.max_count = props.count;
+    msg.properties.length = props.length;
+    msg.properties.array = props.array;
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.context = m;
     if (s->conf.version == 5) {
@@ -310,7 +353,7 @@ static void pump(mqtt_sink *s) {
     int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
     free(topic);
     ceb_free(payload);
-    MQTTProperties_free(&props);
+    props_clear(&props);
     if (prc != MQTTASYNC_SUCCESS) {
       /* Not queued: paho will not call back for m. */
       char detail[160];
@@ -349,15 +392,13 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
            why ? why : "invalid topic override");
     return CEB_OK;
   }
-  ceb_headers h = {0};
-  char *ct = NULL, *payload = NULL;
+  sink_props props = {0};
+  char *payload = NULL;
   size_t len = 0;
-  int rc = ceb_mqtt_encode(d->event, s->conf.version, s->mode, &h, &ct,
-                           &payload, &len);
-  MQTTAsync_message msg = MQTTAsync_message_initializer;
-  if (rc == CEB_OK && s->conf.version == 5 &&
-      add_props(&msg.properties, &h, ct) != 0)
-    rc = CEB_ENOMEM;
+  int rc = ceb_mqtt_encode(d->event, s->conf.version, s->mode, &props.user,
+                           &props.ct, &payload, &len);
+  if (rc == CEB_OK && s->conf.version == 5) rc = props_build(&props);
+  if (rc == CEB_ENOMEM) goto out; /* the engine retries */
   if (rc != CEB_OK || len > 268435455u) {
     settle(s, d, CEB_REJECT, 0, "mqtt.encode",
            rc != CEB_OK ? ceb_strerror(rc) : "event too large for MQTT");
@@ -374,10 +415,9 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   m->topic = topic;
   m->payload = payload;
   m->len = len;
-  m->props = msg.properties;
+  m->props = props;
   topic = payload = NULL;
-  MQTTProperties none = MQTTProperties_initializer;
-  msg.properties = none;
+  memset(&props, 0, sizeof props);
   pthread_mutex_lock(&s->lock);
   m->next = s->msgs;
   if (s->msgs) s->msgs->prev = m;
@@ -392,9 +432,7 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   pump(s);
   rc = CEB_OK;
 out:
-  MQTTProperties_free(&msg.properties);
-  ceb_headers_clear(&h);
-  ceb_free(ct);
+  props_clear(&props);
   ceb_free(payload);
   free(topic);
   return rc;
