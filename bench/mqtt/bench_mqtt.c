@@ -109,13 +109,16 @@ static double metric_sum(int admin_port, const char *name) {
   return sum;
 }
 
+/* MB_PLUGIN_DIR overrides the plugin directory: A/B runs of two builds of
+ * one plugin against the same bench and bridge. */
 static void conf_bridge(char *buf, size_t n, const char *dir) {
+  const char *pdir = getenv("MB_PLUGIN_DIR");
   snprintf(buf, n,
            "[bridge]\nstore = %s/store.db\nplugin_dir = %s\n"
            "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
            "log.format = text\nlog.level = warn\nprofile = warn\n"
            "drain_timeout = 10s\n",
-           dir, CEB_PLUGIN_PATH, dir);
+           dir, pdir && *pdir ? pdir : CEB_PLUGIN_PATH, dir);
 }
 
 static ceb_mosq *broker_start(void) {

@@ -202,15 +202,18 @@ static void on_pub_fail(void *ctx, MQTTAsync_failureData5 *r) {
   pub_done(ctx, 0);
 }
 
+/* Properties as a plain array on the stack: paho copies them in
+ * sendMessage, so building them with MQTTProperties_add (allocations on
+ * paho's tracked heap) would only add publisher CPU taken from the bridge. */
 static void add_user(MQTTProperties *ps, const char *name, const char *value) {
-  MQTTProperty p;
-  memset(&p, 0, sizeof p);
-  p.identifier = MQTTPROPERTY_CODE_USER_PROPERTY;
-  p.value.data.data = (char *)name;
-  p.value.data.len = (int)strlen(name);
-  p.value.value.data = (char *)value;
-  p.value.value.len = (int)strlen(value);
-  MQTTProperties_add(ps, &p);
+  MQTTProperty *p = &ps->array[ps->count++];
+  memset(p, 0, sizeof *p);
+  p->identifier = MQTTPROPERTY_CODE_USER_PROPERTY;
+  p->value.data.data = (char *)name;
+  p->value.data.len = (int)strlen(name);
+  p->value.value.data = (char *)value;
+  p->value.value.len = (int)strlen(value);
+  ps->length += 5 + p->value.data.len + p->value.value.len;
 }
 
 static void sleep_until_us(int64_t t) {
@@ -260,9 +263,12 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
     last_send = mb_now_us();
     snprintf(stamp, sizeof stamp, "%lld", (long long)last_send);
     MQTTAsync_message m = MQTTAsync_message_initializer;
+    MQTTProperty arr[8];
     m.payload = payload;
     m.payloadlen = plen;
     m.qos = 1;
+    m.properties.array = arr;
+    m.properties.max_count = 8;
     add_user(&m.properties, "specversion", fixed_attrs[0]);
     add_user(&m.properties, "id", id);
     add_user(&m.properties, "source", o->source);
@@ -270,18 +276,17 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
     add_user(&m.properties, "time", fixed_attrs[3]);
     add_user(&m.properties, "partitionkey", key);
     add_user(&m.properties, "benchsent", stamp);
-    MQTTProperty ct;
-    memset(&ct, 0, sizeof ct);
-    ct.identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-    ct.value.data.data = "application/json";
-    ct.value.data.len = 16;
-    MQTTProperties_add(&m.properties, &ct);
+    MQTTProperty *ct = &arr[m.properties.count++];
+    memset(ct, 0, sizeof *ct);
+    ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
+    ct->value.data.data = "application/json";
+    ct->value.data.len = 16;
+    m.properties.length += 3 + 16;
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = on_pub_ok;
     ro.onFailure5 = on_pub_fail;
     ro.context = c;
     int rc = MQTTAsync_sendMessage(c->h, o->topic, &m, &ro);
-    MQTTProperties_free(&m.properties);
     if (rc != MQTTASYNC_SUCCESS) {
       pub_done(c, 0);
       fprintf(stderr, "bench mqtt: publish not queued: %s\n",

@@ -161,16 +161,38 @@ int main(void) {
   CHECK_INT(ceb_mqtt_publish(pub, "in/junk", junk, sizeof junk - 1, 1,
                              "application/cloudevents+json", NULL),
             0);
+  /* Decodes, but is no valid CloudEvent (no source, no type): the bridge's
+   * validation refuses it and the source dead-letters it with the reason. */
+  const char *bad[] = {"specversion", "1.0", "id", "bad-1", NULL};
+  CHECK_INT(ceb_mqtt_publish(pub, "in/bad", "{}", 2, 1, "application/json",
+                             bad),
+            0);
   for (int i = N / 2; i < N; i++)
     CHECK_INT(publish(pub, "e2e", i), CEB_OK);
   all_wait w = {reader, "e2e", N};
   CHECK(ceb_test_wait(all_seen, &w, 30000));
-  CHECK_INT(ceb_mqtt_wait(dlq, 1, 10000), 1);
-  const ceb_mqtt_msg *m = ceb_mqtt_get(dlq, 0);
-  if (m) {
-    CHECK_STR(m->payload, junk);
-    CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "in/junk");
+  CHECK_INT(ceb_mqtt_wait(dlq, 2, 10000), 2);
+  const ceb_mqtt_msg *m = NULL;
+  int junk_seen = 0, bad_seen = 0;
+  for (size_t i = 0; i < ceb_mqtt_count(dlq); i++) {
+    m = ceb_mqtt_get(dlq, i);
+    const char *from = m ? ceb_mqtt_msg_prop(m, "ceb_dlq_topic") : NULL;
+    const char *reason = m ? ceb_mqtt_msg_prop(m, "ceb_dlq_reason") : NULL;
+    if (from && !strcmp(from, "in/junk")) {
+      junk_seen++;
+      CHECK_STR(m->payload, junk);
+    } else if (from && !strcmp(from, "in/bad")) {
+      bad_seen++;
+      CHECK_STR(m->payload, "{}");
+      CHECK_STR(ceb_mqtt_msg_prop(m, "id"), "bad-1");
+      /* the host's violation, e.g. "ce.required: ..." */
+      CHECK(reason && strstr(reason, "ce."));
+      fprintf(stderr, "dead-letter reason (host validation): %s\n",
+              reason ? reason : "");
+    }
   }
+  CHECK_INT(junk_seen, 1);
+  CHECK_INT(bad_seen, 1);
   /* Attributes survive the whole way. */
   for (size_t i = 0; i < ceb_mqtt_count(reader); i++) {
     m = ceb_mqtt_get(reader, i);

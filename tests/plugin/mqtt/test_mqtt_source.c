@@ -77,16 +77,31 @@ static void run(ceb_mosq *b, int version) {
       CHECK_STR(m->content_type, "application/cloudevents+json");
     }
   }
-  /* A binary message missing required attributes fails validation. */
+  /* A binary message missing required attributes decodes; the host's
+   * validation refuses it (the fake host stands in for that refusal: the
+   * real one is in tests/integration/mqtt) and the source dead-letters it
+   * raw, acknowledged only after the dead letter is. */
   if (version == 5) {
     const char *bad[] = {"specversion", "1.0", "id", "x", NULL};
+    pthread_mutex_lock(&t.fake->lock);
+    t.fake->mode = CEB_FAKE_REFUSE;
+    t.fake->refuse_status = CEB_EVALIDATION;
+    pthread_mutex_unlock(&t.fake->lock);
     CHECK_INT(ceb_mqtt_publish(pub, "edu/y/events", "{}", 2, 1,
                                "application/json", bad),
               0);
     CHECK_INT(ceb_mqtt_wait(dlq, 2, 10000), 2);
     m = ceb_mqtt_get(dlq, 1);
     CHECK(m && strcmp(m->topic, "cebridge/dlq") == 0);
-    if (m) CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/y/events");
+    if (m) {
+      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "edu/y/events");
+      CHECK_STR(m->payload, "{}");
+      const char *reason = ceb_mqtt_msg_prop(m, "ceb_dlq_reason");
+      CHECK(reason && strstr(reason, "EVALIDATION"));
+    }
+    pthread_mutex_lock(&t.fake->lock);
+    t.fake->mode = CEB_FAKE_COMMIT_NOW;
+    pthread_mutex_unlock(&t.fake->lock);
   }
   /* ...and the next message still flows. */
   ceb_event *e3 = mtest_event("src-3", "nl.edu.x");
