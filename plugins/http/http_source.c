@@ -1,6 +1,7 @@
-/* The intermediary's lifecycle: config, libmicrohttpd daemon, drain. */
+/* The intermediary's lifecycle: config, listeners, drain. */
 #include "http_source_int.h"
 
+#include "http_listen.h"
 #include "http_in_util.h"
 
 #include <netdb.h>
@@ -290,9 +291,6 @@ int http_source_start(void *state) {
 #define OPT(o, v, p)                                                           \
   opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
   OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s); /* first: MHD wants it so */
-  OPT(MHD_OPTION_SOCK_ADDR, 0, &ss);
-  if (s->threads > 1) /* 1: the internal epoll thread alone */
-    OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
   OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_conn, NULL);
   OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_conn_per_ip, NULL);
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
@@ -305,29 +303,19 @@ int http_source_start(void *state) {
   }
   OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-  s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, http_source_handle, s,
-                               MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
-  if (!s->daemon) {
-    LOG(s, CEB_LOG_ERROR,
-        "cannot listen on %s:%d (address in use, "
-        "permissions or TLS material)",
-        s->listen_host, s->listen_port);
-    return CEB_EIO;
-  }
-  const union MHD_DaemonInfo *di =
-      MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-  s->bound_port = di ? di->port : s->listen_port;
-  LOG(s, CEB_LOG_INFO, "listening on %s%s%s:%d%s (%s)", v6 ? "[" : "",
-      s->listen_host, v6 ? "]" : "", s->bound_port, s->path,
+  st = http_listen_start(s, &ss, flags, opts);
+  if (st != CEB_OK) return st;
+  LOG(s, CEB_LOG_INFO, "listening on %s%s%s:%d%s (%s, %u thread(s))",
+      v6 ? "[" : "", s->listen_host, v6 ? "]" : "", s->bound_port, s->path,
       s->tls_cert ? (s->tls_ca ? "https, client certificates" : "https")
-                  : "http");
+                  : "http",
+      s->ndaemons);
   if (s->port_file) {
     char text[16];
     snprintf(text, sizeof text, "%d\n", s->bound_port);
     if (http_file_write(s->port_file, text) != CEB_OK) {
       LOG(s, CEB_LOG_ERROR, "cannot write port_file %s", s->port_file);
-      MHD_stop_daemon(s->daemon);
-      s->daemon = NULL;
+      http_listen_stop(s);
       return CEB_EIO;
     }
   }
@@ -355,10 +343,9 @@ int http_source_drain(void *state, int64_t deadline_ms) {
         "drain deadline passed with %zu request(s) waiting "
         "for durability",
         left);
-  if (s->daemon) {
+  if (s->ndaemons) {
     http_source_resume_all(s);
-    MHD_stop_daemon(s->daemon);
-    s->daemon = NULL;
+    http_listen_stop(s);
   }
   return left ? CEB_ETIMEOUT : CEB_OK;
 }
@@ -366,10 +353,8 @@ int http_source_drain(void *state, int64_t deadline_ms) {
 void http_source_destroy(void *state) {
   http_source *s = state;
   if (!s) return;
-  if (s->daemon) {
-    http_source_resume_all(s);
-    MHD_stop_daemon(s->daemon);
-  }
+  if (s->ndaemons) http_source_resume_all(s);
+  http_listen_stop(s);
   http_jwks_free(s->jwks);
   http_ratelimit_free(s->ratelimit);
   http_webhook_keys_free(s->wh_keys);

@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#define HTTP_LISTEN_MAX 64 /* the `threads` key's maximum */
+
 typedef enum http_idem_mode {
   HTTP_IDEM_OFF = 0,
   HTTP_IDEM_OPTIONAL = 1,
@@ -60,7 +62,9 @@ typedef struct http_source {
   int64_t wh_tolerance_ms;
 
   /* runtime */
-  struct MHD_Daemon *daemon;
+  struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_listen.c */
+  unsigned ndaemons;
+  struct http_conns *conns; /* open connections, across the daemons */
   int bound_port;
   atomic_int draining;
   pthread_mutex_t lock;
@@ -69,6 +73,7 @@ typedef struct http_source {
   int stopping;   /* no more suspending: the daemon is about to stop */
   struct http_req *suspended; /* suspended requests (intrusive list) */
 } http_source;
+typedef struct http_conns http_conns;
 
 /* Resumes every suspended connection and forbids new suspensions, so that
  * MHD_stop_daemon (which refuses suspended connections) can run. The

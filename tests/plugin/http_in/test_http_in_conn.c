@@ -1,7 +1,10 @@
 /* Connection-level protection of the intermediary with raw sockets:
  * a slow sender (slowloris) is cut off after connection_timeout, the
- * per-IP connection limit refuses the connection over it, and an oversized
- * request head is refused without reaching the handler. */
+ * per-IP connection limit refuses the connection over it (also when the
+ * connections land on different listener threads), an oversized request
+ * head is refused without reaching the handler, and a second intermediary
+ * cannot start on a port that is taken, though the first listens with
+ * SO_REUSEPORT. */
 #include "hin_harness.h"
 
 #include <arpa/inet.h>
@@ -9,7 +12,9 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -77,6 +82,82 @@ static void test_per_ip_limit(hin_env *e) {
   close(b);
 }
 
+/* Sends a request on fd and waits for the status line: the connection is
+ * then known to the intermediary (counted against the limits). */
+static int served(int fd) {
+  /* an accepted event: the answer (202) keeps the connection open */
+  static const char body[] = "{\"specversion\":\"1.0\",\"id\":\"conn\","
+                             "\"source\":\"urn:t\",\"type\":\"nl.edu.t\"}";
+  char req[512];
+  snprintf(req, sizeof req,
+           "POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+           "Content-Type: application/cloudevents+json\r\n"
+           "Content-Length: %zu\r\n\r\n%s",
+           sizeof body - 1, body);
+  if (send(fd, req, strlen(req), 0) != (ssize_t)strlen(req))
+    return 0;
+  char buf[512];
+  size_t have = 0;
+  int64_t until = ceb_test_now_ms() + 10000;
+  while (ceb_test_now_ms() < until && have < 12) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0)
+      continue;
+    ssize_t k = recv(fd, buf + have, sizeof buf - have, 0);
+    if (k <= 0)
+      return 0;
+    have += (size_t)k;
+  }
+  return have >= 12 && memcmp(buf, "HTTP/1.1 202", 12) == 0;
+}
+
+/* threads=4: four listeners share the port; the per-IP limit (2) holds
+ * across them, and a closed connection frees its place. */
+static void test_limits_across_listeners(hin_env *e) {
+  int fds[2];
+  for (int i = 0; i < 2; i++) {
+    fds[i] = connect_to(e->port);
+    CHECK(fds[i] >= 0 && served(fds[i]));
+  }
+  char got[64];
+  /* several tries: each may land on any listener */
+  for (int i = 0; i < 8; i++) {
+    int c = connect_to(e->port);
+    CHECK_MSG(c < 0 || wait_closed(c, 5000, got, sizeof got),
+              "connection %d over the per-IP limit was served", i + 3);
+    if (c >= 0)
+      close(c);
+  }
+  close(fds[0]);
+  /* the place is freed once the intermediary saw the close */
+  int ok = 0;
+  int64_t until = ceb_test_now_ms() + 10000;
+  while (!ok && ceb_test_now_ms() < until) {
+    int c = connect_to(e->port);
+    ok = c >= 0 && served(c);
+    if (c >= 0)
+      close(c);
+  }
+  CHECK_MSG(ok, "no connection served after one of two was closed");
+  close(fds[1]);
+}
+
+static void test_port_taken(hin_env *e) {
+  char listen[64];
+  snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", e->port);
+  const char *const cfg[] = {"auth=none", listen, "threads=2", NULL};
+  int st = 0;
+  hin_env *second = hin_start(cfg, &st);
+  CHECK_MSG(second == NULL, "a second intermediary started on port %d",
+            e->port);
+  if (second)
+    hin_stop(second);
+  int c = connect_to(e->port); /* the first still serves */
+  CHECK(c >= 0 && served(c));
+  if (c >= 0)
+    close(c);
+}
+
 static void test_big_head(hin_env *e) {
   size_t n = 96 * 1024;
   char *hdr = malloc(n + 32);
@@ -116,6 +197,15 @@ int main(void) {
                           "\"urn:t\",\"type\":\"nl.edu.t\"}");
     CHECK_INT(r.status, 202);
     hin_resp_free(&r);
+    hin_stop(e);
+  }
+  static const char *const cfg4[] = {"auth=none", "max_connections_per_ip=2",
+                                     "threads=4", NULL};
+  e = hin_start(cfg4, NULL);
+  CHECK(e != NULL);
+  if (e) {
+    test_limits_across_listeners(e);
+    test_port_taken(e);
     hin_stop(e);
   }
   curl_global_cleanup();
