@@ -30,6 +30,7 @@
  * up failure. No timing is ever asserted. Bounded: every wait has a
  * deadline. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -58,6 +59,7 @@ typedef struct params {
   int conns, size, keys;
   double rate;
   int inflight; /* the mqtt source's / sink's max_inflight; 0: default */
+  int preload;  /* http2mqtt: load first, then deliver (see http2mqtt) */
 } params;
 
 /* "max_inflight = N\n" for the mqtt section, or "" for its default. */
@@ -83,6 +85,82 @@ static double self_cpu_s(void) {
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* CPU by thread name (/proc/PID/task/TID/comm): where a pipeline's serial
+ * stage is. Threads that ended before the second snapshot are not counted. */
+#define MAX_THREADS 256
+typedef struct thread_cpu {
+  int n;
+  long tid[MAX_THREADS];
+  char name[MAX_THREADS][20];
+  double cpu_s[MAX_THREADS];
+} thread_cpu;
+
+static void thread_snapshot(pid_t pid, thread_cpu *t) {
+  t->n = 0;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return;
+  long hz = sysconf(_SC_CLK_TCK);
+  struct dirent *e;
+  while ((e = readdir(d)) && t->n < MAX_THREADS) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char p2[384];
+    snprintf(p2, sizeof p2, "%s/%s/comm", path, e->d_name);
+    char *comm = ceb_test_read_file(p2, NULL);
+    snprintf(p2, sizeof p2, "%s/%s/stat", path, e->d_name);
+    char *stat = ceb_test_read_file(p2, NULL);
+    char *rp = stat ? strrchr(stat, ')') : NULL;
+    unsigned long ut = 0, st = 0;
+    if (comm && rp &&
+        sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &ut, &st) == 2) {
+      comm[strcspn(comm, "\n")] = '\0';
+      t->tid[t->n] = atol(e->d_name);
+      snprintf(t->name[t->n], sizeof t->name[0], "%s", comm);
+      t->cpu_s[t->n] = (double)(ut + st) / (double)hz;
+      t->n++;
+    }
+    free(comm);
+    free(stat);
+  }
+  closedir(d);
+}
+
+/* Prints "name us/event" per thread name, busiest first (threads of one
+ * name summed, with their count). */
+static void thread_report(const char *label, const thread_cpu *a,
+                          const thread_cpu *b, long events) {
+  char names[MAX_THREADS][20];
+  double us[MAX_THREADS];
+  int cnt[MAX_THREADS], n = 0;
+  for (int i = 0; i < b->n; i++) {
+    double before = 0;
+    for (int j = 0; j < a->n; j++)
+      if (a->tid[j] == b->tid[i]) before = a->cpu_s[j];
+    double d = b->cpu_s[i] - before;
+    int k = 0;
+    while (k < n && strcmp(names[k], b->name[i])) k++;
+    if (k == n) {
+      snprintf(names[n], sizeof names[0], "%s", b->name[i]);
+      us[n] = 0;
+      cnt[n++] = 0;
+    }
+    us[k] += d * 1e6 / (double)(events ? events : 1);
+    cnt[k]++;
+  }
+  printf("%s: bridge CPU us/event by thread:", label);
+  for (int shown = 0; shown < n; shown++) {
+    int best = -1;
+    for (int k = 0; k < n; k++)
+      if (cnt[k] >= 0 && (best < 0 || us[k] > us[best])) best = k;
+    if (best < 0 || us[best] < 1) break;
+    printf(" %s%s %.0f", names[best], cnt[best] > 1 ? "(xN)" : "", us[best]);
+    cnt[best] = -1;
+  }
+  printf("\n");
 }
 
 /* A metric from the admin /metrics page summed over its label sets; -1 when
@@ -198,11 +276,44 @@ static void print_far_end(const char *label, const outcome *o, int64_t t0) {
 
 /* ---- http2mqtt ---- */
 
+/* The bridge's config for http2mqtt; throttled: the sink delivers at most
+ * one event a second (the preload phase). */
+static int h2m_conf(ceb_bench_bridge *b, const ceb_mosq *m, const params *p,
+                    int throttled) {
+  char text[4096], part[1024], il[64];
+  conf_bridge(text, sizeof text, b->dir);
+  snprintf(part, sizeof part,
+           "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
+           "port_file = %s/http.port\nauth = none\n"
+           "max_connections_per_ip = 4096\n"
+           "\n[sink bus]\nplugin = mqtt\nbroker = %s\nclient_id = bench-sink\n"
+           "topic = bench/out\nmode = binary\nqos = 1\n%s%s"
+           "\n[route out]\nfrom = intermediary\nto = bus\n"
+           "order_by = partitionkey\nmax_inflight = %d\n",
+           b->dir, m->addr, inflight_line(p, il, sizeof il),
+           throttled ? "rate_limit = 1/s\nrate_limit.burst = 1\n" : "",
+           /* no more than the sink takes: beyond it deliver says EBUSY,
+            * which the engine retries with backoff */
+           p->inflight ? p->inflight : 64);
+  strncat(text, part, sizeof text - strlen(text) - 1);
+  char path[700];
+  snprintf(path, sizeof path, "%s/http.port", b->dir);
+  unlink(path); /* a restart must not find the last run's ports */
+  snprintf(path, sizeof path, "%s/admin.port", b->dir);
+  unlink(path);
+  return ceb_bench_bridge_conf(b, "00-bench.conf", text);
+}
+
+/* With p->preload, the load runs against a throttled sink (events wait in
+ * the store), then the bridge restarts with the sink open: the second phase
+ * measures the MQTT sink's delivery alone, without ingest competing for the
+ * CPU (like bench/http's webhook scenario). */
 static int http2mqtt(const params *p) {
   char label[160];
   snprintf(label, sizeof label,
-           "bench mqtt http2mqtt (%ld events, %d conns, %d B, %d keys)",
-           p->events, p->conns, p->size, p->keys);
+           "bench mqtt http2mqtt%s (%ld events, %d conns, %d B, %d keys)",
+           p->preload ? " preload" : "", p->events, p->conns, p->size,
+           p->keys);
   ceb_mosq *m = broker_start();
   if (!m) return 2;
   int rc = 2;
@@ -212,23 +323,7 @@ static int http2mqtt(const params *p) {
   if (ceb_bench_bridge_init(&b, "bench-mqtt") < 0 || !t) goto out_nobridge;
   sub = mb_sub_start(m->url, "bench-reader", "bench/out", t);
   if (!sub) goto out;
-  char text[4096], part[1024], il[64];
-  conf_bridge(text, sizeof text, b.dir);
-  snprintf(part, sizeof part,
-           "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
-           "port_file = %s/http.port\nauth = none\n"
-           "max_connections_per_ip = 4096\n"
-           "\n[sink bus]\nplugin = mqtt\nbroker = %s\nclient_id = bench-sink\n"
-           "topic = bench/out\nmode = binary\nqos = 1\n%s"
-           "\n[route out]\nfrom = intermediary\nto = bus\n"
-           "order_by = partitionkey\nmax_inflight = %d\n",
-           b.dir, m->addr, inflight_line(p, il, sizeof il),
-           /* no more than the sink takes: beyond it deliver says EBUSY,
-            * which the engine retries with backoff */
-           p->inflight ? p->inflight : 64);
-  strncat(text, part, sizeof text - strlen(text) - 1);
-  if (ceb_bench_bridge_conf(&b, "00-bench.conf", text) < 0 ||
-      ceb_bench_bridge_start(&b) < 0)
+  if (h2m_conf(&b, m, p, p->preload) < 0 || ceb_bench_bridge_start(&b) < 0)
     goto out;
   int port = ceb_bench_bridge_port(&b, "http.port", 20000);
   int admin = ceb_bench_bridge_port(&b, "admin.port", 20000);
@@ -238,6 +333,8 @@ static int http2mqtt(const params *p) {
   o.loadavg = ceb_bench_loadavg();
   double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
          own0 = self_cpu_s();
+  static thread_cpu th0, th1;
+  thread_snapshot(b.proc.pid, &th0);
   ceb_bench_bridge_rss_start(&b);
   mb_http_opts ho = {.port = port,
                      .conns = p->conns,
@@ -253,7 +350,37 @@ static int http2mqtt(const params *p) {
     fprintf(stderr, "bench mqtt: load: %s\n", err);
     goto out;
   }
+  printf("%s: accepted %.0f ev/s (202: %ld, other: %ld, errors: %ld) in "
+         "%.2f s; accept latency p50 %.1f ms p99 %.1f ms max %.1f ms\n",
+         label, hr.elapsed_s > 0 ? (double)hr.accepted / hr.elapsed_s : 0,
+         hr.accepted, hr.other, hr.errors, hr.elapsed_s,
+         (double)hr.p50 / 1000.0, (double)hr.p99 / 1000.0,
+         (double)hr.max / 1000.0);
+  mb_counts before;
+  memset(&before, 0, sizeof before);
+  if (p->preload) {
+    /* phase 2: restart with the sink open */
+    ceb_bench_bridge_rss_stop(&b);
+    int st = ceb_bench_bridge_stop(&b, 60000);
+    mb_track_snapshot(t, &before);
+    if (st != 0) {
+      fprintf(stderr, "bench mqtt: preload bridge exit status %d\n", st);
+      rc = 1;
+      goto out;
+    }
+    o.loadavg = ceb_bench_loadavg();
+    if (h2m_conf(&b, m, p, 0) < 0 || ceb_bench_bridge_start(&b) < 0 ||
+        ceb_bench_bridge_port(&b, "admin.port", 20000) < 0)
+      goto out;
+    t0 = mb_now_us();
+    cpu0 = ceb_bench_bridge_cpu_s(&b);
+    mq0 = proc_cpu_s(m->pid);
+    own0 = self_cpu_s();
+    thread_snapshot(b.proc.pid, &th0);
+    ceb_bench_bridge_rss_start(&b);
+  }
   wait_delivered(t, hr.accepted, 30000, 600000);
+  thread_snapshot(b.proc.pid, &th1);
   ceb_bench_bridge_rss_stop(&b);
   o.cpu_s = ceb_bench_bridge_cpu_s(&b) - cpu0;
   o.mosq_cpu_s = proc_cpu_s(m->pid) - mq0;
@@ -261,13 +388,22 @@ static int http2mqtt(const params *p) {
   o.rss_kb = b.rss_max_kb;
   collect(t, &o);
   o.stopped = ceb_bench_bridge_stop(&b, 60000);
-  printf("%s: accepted %.0f ev/s (202: %ld, other: %ld, errors: %ld) in "
-         "%.2f s; accept latency p50 %.1f ms p99 %.1f ms max %.1f ms\n",
-         label, hr.elapsed_s > 0 ? (double)hr.accepted / hr.elapsed_s : 0,
-         hr.accepted, hr.other, hr.errors, hr.elapsed_s,
-         (double)hr.p50 / 1000.0, (double)hr.p99 / 1000.0,
-         (double)hr.max / 1000.0);
-  print_far_end(label, &o, t0);
+  long measured = o.c.delivered - before.delivered;
+  if (p->preload) {
+    double span = (double)(o.c.last_us - t0) / 1e6;
+    long n = measured > 0 ? measured : 1;
+    printf("%s: after the restart delivered %ld (before it %ld; duplicates "
+           "%ld, out of order %ld, unparsable %ld) at %.0f ev/s (%.2f s from "
+           "the restart); CPU us/event bridge %.0f, mosquitto %.0f, bench "
+           "%.0f; bridge RSS max %ld kB; load average before %.2f\n",
+           label, measured, before.delivered, o.c.duplicates, o.c.disorder,
+           o.c.unparsable, span > 0 ? (double)measured / span : 0, span,
+           o.cpu_s * 1e6 / (double)n, o.mosq_cpu_s * 1e6 / (double)n,
+           o.own_cpu_s * 1e6 / (double)n, o.rss_kb, o.loadavg);
+  } else {
+    print_far_end(label, &o, t0);
+  }
+  thread_report(label, &th0, &th1, measured);
   rc = judge(&o, p->events) && hr.accepted == p->events ? 0 : 1;
 out:
   mb_mqtt_stop(sub);
@@ -431,6 +567,8 @@ static int mqtt2x(const params *p, int to_kafka) {
   o.loadavg = ceb_bench_loadavg();
   double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
          own0 = self_cpu_s();
+  static thread_cpu th0, th1;
+  thread_snapshot(b.proc.pid, &th0);
   ceb_bench_bridge_rss_start(&b);
   mb_pub_opts po = {.topic = "bench/in",
                     .count = p->events,
@@ -443,6 +581,7 @@ static int mqtt2x(const params *p, int to_kafka) {
   int64_t t0 = mb_now_us();
   mb_pub_run(pub, &po, &pr);
   wait_delivered(t, pr.acked, 30000, 600000);
+  thread_snapshot(b.proc.pid, &th1);
   ceb_bench_bridge_rss_stop(&b);
   o.cpu_s = ceb_bench_bridge_cpu_s(&b) - cpu0;
   o.mosq_cpu_s = proc_cpu_s(m->pid) - mq0;
@@ -456,6 +595,7 @@ static int mqtt2x(const params *p, int to_kafka) {
          pr.elapsed_s > 0 ? (double)pr.acked / pr.elapsed_s : 0, pr.window,
          pr.elapsed_s);
   print_far_end(label, &o, t0);
+  thread_report(label, &th0, &th1, o.c.delivered);
   rc = judge(&o, p->events) && pr.acked == p->events ? 0 : 1;
 out:
   if (kf.reader) {
@@ -475,7 +615,7 @@ out:
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
-          "[-k KEYS] [-i SINK_INFLIGHT]\n"
+          "[-k KEYS] [-i SINK_INFLIGHT] [-P]\n"
           "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
           "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT]\n");
 }
@@ -489,7 +629,7 @@ int main(int argc, char **argv) {
   params p = {.events = 100000, .conns = 64, .size = 1024, .keys = 1000};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:P")) != -1) {
     switch (opt) {
     case 'n':
       p.events = atol(optarg);
@@ -508,6 +648,9 @@ int main(int argc, char **argv) {
       break;
     case 'i':
       p.inflight = atoi(optarg);
+      break;
+    case 'P':
+      p.preload = 1;
       break;
     default:
       usage();

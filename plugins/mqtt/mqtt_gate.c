@@ -518,6 +518,7 @@ int mqtt_gate_new(const ceb_host *host, ceb_instance *inst,
     return CEB_ENOMEM;
   }
   g->thread_started = 1;
+  pthread_setname_np(g->thread, "mqtt-ack-gate");
   *out = g;
   return CEB_OK;
 }
