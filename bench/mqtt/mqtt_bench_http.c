@@ -54,13 +54,14 @@ int mb_http_key(int conn, long n, int conns, int keys) {
 static int fmt_body(char *buf, size_t cap, const mb_http_opts *o, int conn,
                     long seq, int key, int64_t sent, const char *pad) {
   return snprintf(buf, cap,
-                  "{\"specversion\":\"1.0\",\"id\":\"mb-%d-%ld\","
+                  "{\"specversion\":\"1.0\",\"id\":\"%s-%d-%ld\","
                   "\"source\":\"%s\",\"type\":\"%s\","
                   "\"time\":\"2026-11-22T18:00:00Z\","
                   "\"partitionkey\":\"key-%d\",\"benchsent\":\"%lld\","
                   "\"datacontenttype\":\"application/json\","
                   "\"data\":{\"pad\":\"%s\"}}",
-                  conn, seq, o->source, o->type, key, (long long)sent, pad);
+                  o->id_prefix ? o->id_prefix : "mb", conn, seq, o->source,
+                  o->type, key, (long long)sent, pad);
 }
 
 /* Formats and starts the next request of c. */

@@ -1,7 +1,7 @@
 /* HTTP load for http2mqtt: `conns` keep-alive connections on raw
  * non-blocking sockets in one epoll loop, one request in flight each, POSTing
  * structured CloudEvents of about `size` bytes to 127.0.0.1:port/events.
- * Every event is a bench event (mqtt_bench_track.h): id mb-CONN-SEQ,
+ * Every event is a bench event (mqtt_bench_track.h): id PREFIX-CONN-SEQ,
  * partitionkey key-K, benchsent = the time its request is written. Each key
  * is sent by one connection only when keys >= conns (connection c sends keys
  * c, c + conns, ...), so FIFO per key is fully defined; with fewer keys each
@@ -22,6 +22,7 @@ typedef struct mb_http_opts {
   int size; /* target event size in bytes */
   int keys;
   const char *source, *type;
+  const char *id_prefix; /* NULL: "mb" */
 } mb_http_opts;
 
 typedef struct mb_http_result {

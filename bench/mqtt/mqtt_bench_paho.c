@@ -3,6 +3,7 @@
 #include <MQTTAsync.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 struct mb_mqtt {
   MQTTAsync h;
-  mb_track *track; /* subscriber only */
+  mb_track *_Atomic track; /* subscriber only */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int op_done, op_ok;
@@ -87,11 +88,12 @@ static int on_message(void *ctx, char *topic, int topic_len,
                       MQTTAsync_message *m) {
   (void)topic_len;
   mb_mqtt *c = ctx;
-  if (c->track) {
+  mb_track *t = atomic_load(&c->track);
+  if (t) {
     const MQTTProperty *id = user_prop(&m->properties, "id");
     const MQTTProperty *key = user_prop(&m->properties, "partitionkey");
     const MQTTProperty *sent = user_prop(&m->properties, "benchsent");
-    mb_track_record(c->track, id ? id->value.value.data : NULL,
+    mb_track_record(t, id ? id->value.value.data : NULL,
                     id ? id->value.value.len : 0,
                     key ? key->value.value.data : NULL,
                     key ? key->value.value.len : 0,
@@ -145,7 +147,7 @@ mb_mqtt *mb_sub_start(const char *url, const char *client_id,
                       const char *filter, mb_track *t) {
   mb_mqtt *c = client_new(url, client_id, 1000);
   if (!c) return NULL;
-  c->track = t;
+  atomic_store(&c->track, t);
   MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
   ro.onSuccess5 = on_sub_ok;
   ro.onFailure5 = on_fail;
@@ -157,6 +159,10 @@ mb_mqtt *mb_sub_start(const char *url, const char *client_id,
     return NULL;
   }
   return c;
+}
+
+void mb_sub_set_track(mb_mqtt *c, mb_track *t) {
+  atomic_store(&c->track, t);
 }
 
 mb_mqtt *mb_pub_start(const char *url, const char *client_id) {
@@ -228,6 +234,7 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
   memset(r, 0, sizeof *r);
   pthread_mutex_lock(&c->lock);
   int window = c->receive_max > 1 ? c->receive_max - 1 : 1;
+  long acked0 = c->acked, failed0 = c->failed; /* earlier runs' */
   pthread_mutex_unlock(&c->lock);
   if (window > 1000) window = 1000;
   r->window = window;
@@ -258,7 +265,8 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
       break;
     }
     char id[32], key[24], stamp[24];
-    snprintf(id, sizeof id, "mb-0-%ld", i);
+    snprintf(id, sizeof id, "%s-0-%ld", o->id_prefix ? o->id_prefix : "mb",
+             i);
     snprintf(key, sizeof key, "key-%ld", i % o->keys);
     last_send = mb_now_us();
     snprintf(stamp, sizeof stamp, "%lld", (long long)last_send);
@@ -301,8 +309,8 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
   pthread_mutex_lock(&c->lock);
   while (c->inflight > 0)
     if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT) break;
-  r->acked = c->acked;
-  r->failed = c->failed + c->inflight;
+  r->acked = c->acked - acked0;
+  r->failed = c->failed - failed0 + c->inflight;
   r->elapsed_s = (double)(c->last_ack_us - t0) / 1e6;
   pthread_mutex_unlock(&c->lock);
   free(payload);

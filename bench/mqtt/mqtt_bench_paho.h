@@ -27,16 +27,19 @@ mb_mqtt *mb_sub_start(const char *url, const char *client_id,
                       const char *filter, mb_track *t);
 /* Connects a publisher (clean start). NULL on failure. */
 mb_mqtt *mb_pub_start(const char *url, const char *client_id);
+/* Points the subscriber at another tracker (the warm-up has its own). */
+void mb_sub_set_track(mb_mqtt *c, mb_track *t);
 /* Disconnects and frees. NULL is ignored. */
 void mb_mqtt_stop(mb_mqtt *c);
 
 typedef struct mb_pub_opts {
   const char *topic;
   long count;
-  int keys; /* event i has partitionkey key-(i mod keys), id mb-0-i */
+  int keys; /* event i has partitionkey key-(i mod keys) */
   int size; /* attribute values + data, about this many bytes */
   double rate; /* events/s, 0: as fast as the window allows */
   const char *source, *type;
+  const char *id_prefix; /* NULL: "mb" (ids PREFIX-0-i) */
 } mb_pub_opts;
 
 typedef struct mb_pub_result {

@@ -67,11 +67,14 @@ void mb_track_record(mb_track *t, const char *id, int id_len, const char *key,
   if (id && id_len < 0) id_len = (int)strlen(id);
   if (key && key_len < 0) key_len = (int)strlen(key);
   if (sent && sent_len < 0) sent_len = (int)strlen(sent);
-  if (id && id_len > 3 && !memcmp(id, "mb-", 3)) {
-    const char *dash = memchr(id + 3, '-', (size_t)id_len - 3);
-    if (dash) {
-      stream = parse_num(id + 3, (int)(dash - id - 3));
-      seq = parse_num(dash + 1, id_len - (int)(dash + 1 - id));
+  if (id && id_len > 0) { /* PREFIX-STREAM-SEQ: the last two numbers */
+    int d2 = id_len - 1, d1;
+    while (d2 >= 0 && id[d2] != '-') d2--;
+    d1 = d2 - 1;
+    while (d1 >= 0 && id[d1] != '-') d1--;
+    if (d1 >= 0) {
+      stream = parse_num(id + d1 + 1, d2 - d1 - 1);
+      seq = parse_num(id + d2 + 1, id_len - d2 - 1);
     }
   }
   if (key && key_len > 4 && !memcmp(key, "key-", 4))

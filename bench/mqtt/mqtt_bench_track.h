@@ -1,5 +1,6 @@
 /* What every MQTT bench scenario checks at its far end: each bench event
- * carries id "mb-STREAM-SEQ" (STREAM: the sending connection or publisher,
+ * carries id "PREFIX-STREAM-SEQ" (PREFIX: "mb" for measured events, "mw"
+ * for the warm-up; STREAM: the sending connection or publisher,
  * SEQ: that stream's sequence number, increasing in send order),
  * partitionkey "key-K" and the extension benchsent (CLOCK_MONOTONIC
  * microseconds of the bench process when it was sent). A stream sends the
