@@ -264,7 +264,15 @@ static void dispatch(ceb_engine *e, dctx *c) {
   int rc = inst && inst->plugin && inst->plugin->deliver
                ? inst->plugin->deliver(inst->state, &c->d)
                : CEB_EUNSUPPORTED;
-  if (rc == CEB_OK) return;
+  if (rc == CEB_OK) {
+    if (atomic_load_explicit(&s->busy_ms, memory_order_relaxed))
+      atomic_store_explicit(&s->busy_ms, 0, memory_order_relaxed);
+    return;
+  }
+  if (rc == CEB_EBUSY && c->kind == DCTX_ROUTE) {
+    cebe_defer(e, c); /* backpressure, not a failed attempt */
+    return;
+  }
   /* Not taken: a retryable failure with the status, unless the attempt
    * was already timed out meanwhile. */
   char reason[48];
@@ -504,6 +512,10 @@ void *cebe_worker_main(void *arg) {
         if (s->circuit.state == CEB_CIRCUIT_OPEN &&
             s->circuit.open_until < next)
           next = s->circuit.open_until;
+        continue;
+      }
+      if (s->busy_until > now) { /* the sink asked for a pause */
+        if (s->busy_until < next) next = s->busy_until;
         continue;
       }
       int tokens = ceb_token_bucket_available(&s->bucket, now, n);

@@ -3,6 +3,7 @@
 #define CEB_ENGINE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "delivery/ceb_circuit.h"
 #include "delivery/ceb_engine.h"
@@ -29,7 +30,18 @@ typedef struct eng_sink {
   ceb_engine_sink cfg;
   ceb_circuit circuit;
   ceb_token_bucket bucket;
+  /* backpressure: deliver() said CEB_EBUSY. No dispatch before busy_until;
+   * busy_ms doubles while it repeats and is 0 once a deliver is taken. */
+  int64_t busy_until;         /* under the engine lock */
+  _Atomic int64_t busy_ms;    /* read without the lock on every dispatch */
 } eng_sink;
+
+/* Internal outcome of an attempt that did not happen (the sink returned
+ * CEB_EBUSY): the delivery goes back to pending after a short backoff and
+ * the attempt is given back. Never taken from a plugin's settle. */
+#define CEBE_DEFER ((ceb_outcome)0x7fff)
+#define CEBE_BUSY_MIN_MS 20
+#define CEBE_BUSY_MAX_MS 1000
 
 typedef struct eng_route {
   ceb_engine_route cfg;
@@ -84,6 +96,9 @@ void cebe_dctx_free(dctx *c);
 /* Records an attempt outcome for a route delivery whose in-flight slot was
  * already released (lock not held). Takes nothing from c. */
 void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info);
+/* dispatch's path for a deliver() that returned CEB_EBUSY: backs the sink
+ * off and defers c (see CEBE_DEFER). Lock not held; c is freed. */
+void cebe_defer(ceb_engine *e, dctx *c);
 /* Builds the dead-letter event JSON (malloc'd) or NULL. */
 char *cebe_dead_json(const ceb_event *ev, const char *route, const char *sink,
                      const char *dead_reason, const ceb_settle_info *info,

@@ -122,30 +122,35 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                                .error = op->error,
                                .sink = e->sinks[c->sink].cfg.name};
   int64_t next_at = 0;
-  switch (info->outcome) {
-  case CEB_ACK:
-    op->r.state = CEB_DS_DONE;
-    break;
-  case CEB_RETRY: {
-    pthread_mutex_lock(&e->lock);
-    ceb_retry_verdict v =
-        ceb_retry_next(rt->cfg.retry, c->attempt, now, c->received_at,
-                       info->retry_after_ms, &e->rng, &next_at);
-    pthread_mutex_unlock(&e->lock);
-    if (v == CEB_RETRY_AGAIN) {
-      op->r.state = CEB_DS_RETRYING;
-      op->r.next_at = next_at;
-    } else {
-      op->r.state = CEB_DS_DEAD;
-      op->dead_reason =
-          v == CEB_RETRY_DEADLINE ? CEB_DEAD_DEADLINE : CEB_DEAD_EXHAUSTED;
+  if (info->outcome == CEBE_DEFER) {
+    op->r.state = CEB_DS_PENDING;
+    op->r.next_at = now + info->retry_after_ms;
+    op->r.refund = 1;
+  } else
+    switch (info->outcome) {
+    case CEB_ACK:
+      op->r.state = CEB_DS_DONE;
+      break;
+    case CEB_RETRY: {
+      pthread_mutex_lock(&e->lock);
+      ceb_retry_verdict v =
+          ceb_retry_next(rt->cfg.retry, c->attempt, now, c->received_at,
+                         info->retry_after_ms, &e->rng, &next_at);
+      pthread_mutex_unlock(&e->lock);
+      if (v == CEB_RETRY_AGAIN) {
+        op->r.state = CEB_DS_RETRYING;
+        op->r.next_at = next_at;
+      } else {
+        op->r.state = CEB_DS_DEAD;
+        op->dead_reason =
+            v == CEB_RETRY_DEADLINE ? CEB_DEAD_DEADLINE : CEB_DEAD_EXHAUSTED;
+      }
+      break;
     }
-    break;
-  }
-  default:
-    op->r.state = CEB_DS_DEAD;
-    op->dead_reason = CEB_DEAD_REJECTED;
-  }
+    default:
+      op->r.state = CEB_DS_DEAD;
+      op->dead_reason = CEB_DEAD_REJECTED;
+    }
   if (op->r.state == CEB_DS_DEAD) {
     op->r.dead_reason = op->dead_reason;
     if (c->ev)
@@ -156,7 +161,8 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   }
   char labels[256];
   snprintf(labels, sizeof labels, "%s,outcome=\"%s\"", rt->labels,
-           info->reason && strcmp(info->reason, "timeout") == 0
+           info->outcome == CEBE_DEFER ? "deferred"
+           : info->reason && strcmp(info->reason, "timeout") == 0
                ? "timeout"
                : outcome_name(info->outcome));
   cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
@@ -197,6 +203,8 @@ static void extra_settled(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                               : "");
 }
 
+static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in);
+
 void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
                        const ceb_settle_info *info) {
   if (!e || !d) return;
@@ -210,6 +218,22 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
   else if (info)
     ceb_log_error("engine: settle with a short info struct; treated as "
                   "retry");
+  if (in.outcome == CEBE_DEFER) in.outcome = CEB_RETRY; /* host-only */
+  settle_impl(e, d, in);
+}
+
+void cebe_defer(ceb_engine *e, dctx *c) {
+  ceb_settle_info in = {.struct_size = sizeof in,
+                        .outcome = CEBE_DEFER,
+                        .reason = "deferred",
+                        .detail = "the sink is busy (backpressure); not "
+                                  "counted as an attempt"};
+  settle_impl(e, &c->d, in);
+}
+
+/* Settles d with in (copied), or defers it when in.outcome is CEBE_DEFER
+ * (then in.retry_after_ms is set here to the sink's backoff). */
+static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
   pthread_mutex_lock(&e->lock);
   if (!cebe_ptrset_has(&e->live, d)) {
     pthread_mutex_unlock(&e->lock);
@@ -228,7 +252,17 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
   eng_sink *s = &e->sinks[c->sink];
   int64_t now = cebe_now(e);
   int was = s->circuit.state;
-  if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
+  int64_t busy_first = 0;
+  if (in.outcome == CEBE_DEFER) {
+    /* a busy sink is alive: no circuit change; back off and pause it */
+    int64_t ms = atomic_load(&s->busy_ms);
+    if (ms == 0) busy_first = 1;
+    ms = ms ? ms * 2 : CEBE_BUSY_MIN_MS;
+    if (ms > CEBE_BUSY_MAX_MS) ms = CEBE_BUSY_MAX_MS;
+    atomic_store(&s->busy_ms, ms);
+    if (s->busy_until < now + ms) s->busy_until = now + ms;
+    in.retry_after_ms = ms;
+  } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
     ceb_circuit_trip(&s->circuit, now);
   } else if (in.outcome == CEB_RETRY) {
     ceb_circuit_failure(&s->circuit, now);
@@ -253,6 +287,10 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
   else if (changed)
     ceb_log_warn("engine: sink %s circuit %s", s->cfg.name,
                  ceb_circuit_state_name(state));
+  if (busy_first)
+    ceb_log_info("engine: sink %s is busy (backpressure); its deliveries "
+                 "pause %lld ms and back off while it stays busy",
+                 s->cfg.name, (long long)in.retry_after_ms);
   if (c->kind == DCTX_ROUTE)
     cebe_outcome(e, c, &in);
   else

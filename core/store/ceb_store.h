@@ -147,8 +147,10 @@ int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
 typedef struct ceb_attempt_result {
   int64_t seq;
   const char *route;
-  int state;       /* CEB_DS_DONE, CEB_DS_RETRYING or CEB_DS_DEAD */
-  int64_t next_at; /* RETRYING */
+  int state;       /* CEB_DS_DONE, CEB_DS_RETRYING, CEB_DS_DEAD, or
+                      CEB_DS_PENDING for an attempt that did not happen */
+  int64_t next_at; /* RETRYING, PENDING */
+  int refund;      /* 1: give the claim's attempt back (PENDING) */
   int64_t now;
   int status_code;
   const char *reason; /* settle reason code */

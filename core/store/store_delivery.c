@@ -168,8 +168,8 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
 
 static const char SQL_ATTEMPT[] =
     "UPDATE delivery SET state = ?3, next_at = ?4, last_status = ?5,"
-    " last_reason = ?6, last_error = ?7 WHERE seq = ?1 AND route = ?2"
-    " AND state = 1";
+    " last_reason = ?6, last_error = ?7, attempts = attempts - ?8"
+    " WHERE seq = ?1 AND route = ?2 AND state = 1";
 static const char SQL_SETTLE_JOURNAL[] =
     "UPDATE journal SET open_routes = open_routes - 1,"
     " settled_at = CASE WHEN open_routes - 1 <= 0 THEN ?2 END WHERE seq = ?1";
@@ -205,10 +205,12 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   sqlite3_bind_int64(u, 1, r->seq);
   sqlite3_bind_text(u, 2, r->route, -1, SQLITE_STATIC);
   sqlite3_bind_int(u, 3, r->state);
-  sqlite3_bind_int64(u, 4, r->state == CEB_DS_RETRYING ? r->next_at : r->now);
+  int again = r->state == CEB_DS_RETRYING || r->state == CEB_DS_PENDING;
+  sqlite3_bind_int64(u, 4, again ? r->next_at : r->now);
   if (r->status_code) sqlite3_bind_int(u, 5, r->status_code);
   cebs_bind_text(u, 6, r->reason);
   bind_error(u, 7, r->error);
+  sqlite3_bind_int(u, 8, r->refund && r->state == CEB_DS_PENDING);
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   if (rc != SQLITE_DONE) {
@@ -219,7 +221,7 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
     return CEB_ECONFLICT; /* not in progress: nothing to settle */
   /* retrying: claimable again at next_at; settled: the key's next row is */
   rc = cebs_ready_changed(db, r->route, r->seq);
-  if (rc != CEB_OK || r->state == CEB_DS_RETRYING) return rc;
+  if (rc != CEB_OK || again) return rc;
   sqlite3_stmt *j = cebs_stmt(db, SQL_SETTLE_JOURNAL);
   if (!j) return CEB_EIO;
   sqlite3_bind_int64(j, 1, r->seq);

@@ -271,7 +271,9 @@ typedef struct ceb_plugin {
 
   /* Mandatory for SINK. Starts one delivery; must not block. Returns CEB_OK
    * and settles later (possibly before returning, from this thread), or
-   * returns < 0 without settling (treated as RETRY with the status). */
+   * returns < 0 without settling (treated as RETRY with the status), or
+   * CEB_EBUSY without settling for backpressure: not an attempt; the host
+   * re-queues the delivery and pauses the sink briefly (20 ms .. 1 s). */
   int (*deliver)(void *state, ceb_delivery *d);
 
   /* Mandatory for CONTRACTS. Fetches now: every source, or the one named. */

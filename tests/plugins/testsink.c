@@ -21,6 +21,8 @@ struct testsink {
   testsink_script_fn script;
   void *script_arg;
   int hold;
+  int busy; /* deliver calls left that return CEB_EBUSY */
+  size_t busy_seen;
   held *head, *tail;
   size_t nheld;
   testsink_seen *seen;
@@ -90,6 +92,12 @@ static int sink_deliver(void *state, ceb_delivery *d) {
   const char *dr = ceb_event_get(d->event, "deadreason");
   snprintf(seen.deadreason, sizeof seen.deadreason, "%s", dr ? dr : "");
   pthread_mutex_lock(&s->lock);
+  if (s->busy > 0) { /* backpressure: not taken, not seen */
+    s->busy--;
+    s->busy_seen++;
+    pthread_mutex_unlock(&s->lock);
+    return CEB_EBUSY;
+  }
   if (s->nseen == s->cap) {
     size_t nc = s->cap ? s->cap * 2 : 64;
     testsink_seen *n = realloc(s->seen, nc * sizeof *n);
@@ -159,6 +167,19 @@ void testsink_script(testsink *s, testsink_script_fn fn, void *arg) {
   s->script = fn;
   s->script_arg = arg;
   pthread_mutex_unlock(&s->lock);
+}
+
+void testsink_busy(testsink *s, int n) {
+  pthread_mutex_lock(&s->lock);
+  s->busy = n;
+  pthread_mutex_unlock(&s->lock);
+}
+
+size_t testsink_busy_count(testsink *s) {
+  pthread_mutex_lock(&s->lock);
+  size_t n = s->busy_seen;
+  pthread_mutex_unlock(&s->lock);
+  return n;
 }
 
 void testsink_hold(testsink *s, int hold) {

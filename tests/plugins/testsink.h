@@ -30,6 +30,10 @@ typedef ceb_outcome (*testsink_script_fn)(void *arg, const ceb_delivery *d,
 
 /* Scripts outcomes (NULL: back to the configured mode). */
 void testsink_script(testsink *s, testsink_script_fn fn, void *arg);
+/* The next n deliver calls return CEB_EBUSY (backpressure) without
+ * recording anything; busy_count: how many did so far. */
+void testsink_busy(testsink *s, int n);
+size_t testsink_busy_count(testsink *s);
 /* hold 1: keep deliveries unsettled until testsink_settle_held. */
 void testsink_hold(testsink *s, int hold);
 /* Settles the oldest held delivery with outcome; 0 when none is held. */
