@@ -254,7 +254,8 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     }
   }
   j->batch = (ceb_ingest_batch){j->events, count, now};
-  int rc = ceb_store_submit(rt->store, ceb_store_ingest_run, ingest_done, j, 1);
+  int rc = ceb_store_submit(rt->store, ceb_store_ingest_run, ingest_done, j,
+                            CEB_STORE_BOUNDED);
   if (rc != CEB_OK) {
     job_free(j);
     if (rc == CEB_EBUSY) reject_metric(rt, inst, "backpressure");

@@ -60,24 +60,39 @@ struct sqlite3;
 /* Runs inside the batch transaction on the committer thread (in its own
  * savepoint: a failing op rolls back alone). Returns CEB_OK or < 0. */
 typedef int (*ceb_store_run_fn)(struct sqlite3 *db, void *arg);
-/* Called once on the committer thread after the batch committed, with the
- * op's status (CEB_EIO when the commit itself failed, CEB_ESHUTDOWN when
- * the store closed first). Must not block and must not call blocking
- * store functions. Owns arg from then on. */
+/* Called once after the batch committed and, with synchronous=full, is on
+ * disk (fdatasync of the WAL, see store_sync.c), with the op's status
+ * (CEB_EIO when the commit or the sync failed, CEB_ESHUTDOWN when the store
+ * closed first). Runs on the committer thread or on the syncer thread
+ * (CEB_STORE_NOSYNC ops: always the committer, right after the commit).
+ * Must not block and must not call blocking store functions. Owns arg from
+ * then on. */
 typedef void (*ceb_store_done_fn)(void *arg, int status);
 
-/* Queues an op. bounded: 1 for ingest (CEB_EBUSY when the queue is full),
- * 0 for internal work. Returns CEB_OK (done will be called exactly once),
- * CEB_EBUSY, CEB_ESHUTDOWN or CEB_ENOMEM (done is never called). */
+/* Op flags. BOUNDED: ingest; CEB_EBUSY when the queue is full. NOSYNC: the
+ * op's effect need not be on disk before done runs, because losing it in a
+ * power cut is harmless (a claim or an attempt's outcome: the delivery is
+ * made again, at least once); nothing acknowledged outside may hang on it.
+ * Everything else waits for the sync. */
+#define CEB_STORE_BOUNDED 1
+#define CEB_STORE_NOSYNC 2
+
+/* Queues an op (flags: CEB_STORE_*). Returns CEB_OK (done will be called
+ * exactly once), CEB_EBUSY, CEB_ESHUTDOWN or CEB_ENOMEM (done is never
+ * called). */
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
-                     ceb_store_done_fn done, void *arg, int bounded);
-/* Blocking: queues run and waits until its batch committed; returns the
- * op's status. */
+                     ceb_store_done_fn done, void *arg, int flags);
+/* Blocking: queues run and waits until its batch committed (and synced);
+ * returns the op's status. */
 int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
-/* Number of bounded ops queued and not yet committed. */
+/* ceb_store_call with CEB_STORE_NOSYNC (see there). */
+int ceb_store_call_nosync(ceb_store *st, ceb_store_run_fn run, void *arg);
+/* Number of bounded ops queued and not yet done. */
 size_t ceb_store_queued(ceb_store *st);
 /* Test and bench counters: transactions committed and ops they held. */
 void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
+/* WAL fdatasyncs the syncer completed (0 when SQLite syncs, or nothing). */
+uint64_t ceb_store_syncs(ceb_store *st);
 
 /* ---- reads ---- */
 

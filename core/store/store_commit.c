@@ -12,14 +12,15 @@
 #include "store/store_internal.h"
 
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
-                     ceb_store_done_fn done, void *arg, int bounded) {
+                     ceb_store_done_fn done, void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;
   store_op *op = calloc(1, sizeof *op);
   if (!op) return CEB_ENOMEM;
   op->run = run;
   op->done = done;
   op->arg = arg;
-  op->bounded = bounded;
+  op->flags = flags;
+  int bounded = flags & CEB_STORE_BOUNDED;
   pthread_mutex_lock(&st->lock);
   if (st->stopping) {
     pthread_mutex_unlock(&st->lock);
@@ -81,11 +82,11 @@ static void sync_done(void *arg, int status) {
   pthread_mutex_unlock(&c->lock);
 }
 
-int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg) {
+static int call(ceb_store *st, ceb_store_run_fn run, void *arg, int flags) {
   sync_call c = {.run = run, .arg = arg};
   pthread_mutex_init(&c.lock, NULL);
   pthread_cond_init(&c.cond, NULL);
-  int rc = ceb_store_submit(st, sync_run, sync_done, &c, 0);
+  int rc = ceb_store_submit(st, sync_run, sync_done, &c, flags);
   if (rc == CEB_OK) {
     pthread_mutex_lock(&c.lock);
     while (!c.finished)
@@ -96,6 +97,14 @@ int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg) {
   pthread_mutex_destroy(&c.lock);
   pthread_cond_destroy(&c.cond);
   return rc;
+}
+
+int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg) {
+  return call(st, run, arg, 0);
+}
+
+int ceb_store_call_nosync(ceb_store *st, ceb_store_run_fn run, void *arg) {
+  return call(st, run, arg, CEB_STORE_NOSYNC);
 }
 
 /* ---- the committer thread ---- */
@@ -142,10 +151,9 @@ static int step_cached(sqlite3 *db, const char *sql) {
 static void run_group(ceb_store *st, store_op *group) {
   cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
-  size_t n = 0, bounded = 0;
+  size_t n = 0;
   for (store_op *op = group; op; op = op->next) {
     n++;
-    bounded += op->bounded ? 1 : 0;
     if (!began) {
       op->status = CEB_EIO;
       continue;
@@ -158,22 +166,36 @@ static void run_group(ceb_store *st, store_op *group) {
     if (op->status < 0) step_cached(st->wdb, SQL_ROLLBACK_TO);
     step_cached(st->wdb, SQL_RELEASE);
   }
+  int ok = began;
   if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {
     ceb_log_error("store: group commit of %zu ops failed; every op fails", n);
     cebs_exec(st->wdb, "ROLLBACK");
     for (store_op *op = group; op; op = op->next)
       op->status = CEB_EIO;
+    ok = 0;
   }
   pthread_mutex_lock(&st->lock);
-  st->queued_bounded -= bounded;
   st->batches++;
   st->ops += n;
   pthread_mutex_unlock(&st->lock);
+  /* Ops that must be on disk first go to the syncer, in order; the rest
+   * (and everything when SQLite synced, or the commit failed) finish
+   * here. */
+  store_op *wait_head = NULL, *wait_tail = NULL;
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
-    if (op->done) op->done(op->arg, op->status);
-    free(op);
+    op->next = NULL;
+    if (st->syncer_started && ok && !(op->flags & CEB_STORE_NOSYNC)) {
+      if (wait_tail)
+        wait_tail->next = op;
+      else
+        wait_head = op;
+      wait_tail = op;
+      continue;
+    }
+    cebs_op_finish(st, op);
   }
+  if (wait_head) cebs_syncer_push(st, wait_head, wait_tail);
 }
 
 void *cebs_committer_main(void *arg) {

@@ -101,7 +101,7 @@ int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
   *count = 0;
   if (!route || max == 0) return CEB_EINVAL;
   claim_args a = {.route = route, .now = now, .max = max};
-  int rc = ceb_store_call(st, claim_run, &a);
+  int rc = ceb_store_call_nosync(st, claim_run, &a); /* see CEB_STORE_NOSYNC */
   if (rc != CEB_OK) {
     ceb_claims_free(a.out, a.count);
     return rc;

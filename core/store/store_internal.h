@@ -15,7 +15,7 @@ typedef struct store_op {
   ceb_store_run_fn run;
   ceb_store_done_fn done;
   void *arg;
-  int bounded;
+  int flags; /* CEB_STORE_* */
   int status;
 } store_op;
 
@@ -45,7 +45,27 @@ struct ceb_store {
   pthread_cond_t ckpt_cond;
   pthread_mutex_t ckpt_run; /* held while any checkpoint runs */
   int wal_pages;            /* WAL size after the last commit (committer) */
+  /* the syncer (store_sync.c): committed ops waiting for the WAL fsync */
+  int wal_fd; /* -1: SQLite syncs each commit itself (or nothing does) */
+  store_op *sync_head, *sync_tail;
+  pthread_cond_t sync_cond;
+  pthread_t syncer;
+  int syncer_started, sync_stop;
+  uint64_t syncs;
 };
+
+/* Opens the WAL for fsyncs of our own and starts the syncer, so that the
+ * committer's transactions run with synchronous=NORMAL and the next group
+ * is written while the previous one is being synced. CEB_OK, or an error
+ * after which the caller keeps SQLite's synchronous=FULL. */
+int cebs_syncer_start(ceb_store *st, const char *path, char *err,
+                      size_t errlen);
+/* Runs every queued op's done (after a last sync) and joins the thread. */
+void cebs_syncer_stop(ceb_store *st);
+/* Committer: hands committed ops (a list, in order) to the syncer. */
+void cebs_syncer_push(ceb_store *st, store_op *head, store_op *tail);
+/* Runs op's done and frees it; counts bounded ops out of the queue. */
+void cebs_op_finish(ceb_store *st, store_op *op);
 
 /* Starts / stops the background checkpointer (moves WAL checkpoints off
  * the committer so that a commit never waits for one). */

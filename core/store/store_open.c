@@ -71,9 +71,19 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_max = opts->group_max ? opts->group_max : 512;
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
+  st->wal_fd = -1;
   int rc = cebs_open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err,
                           errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
+  if (rc == CEB_OK && opts->synchronous_full) {
+    /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
+     * if it cannot start */
+    char why[256];
+    if (cebs_syncer_start(st, opts->path, why, sizeof why) == CEB_OK)
+      rc = cebs_exec(st->wdb, "PRAGMA synchronous=NORMAL");
+    else
+      ceb_log_warn("%s; SQLite syncs each commit itself (slower)", why);
+  }
   for (int i = 0; rc == CEB_OK && i < CEB_STORE_READERS; i++)
     rc = cebs_open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
   if (rc == CEB_OK)
@@ -85,6 +95,7 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
     rc = CEB_EINTERNAL;
   }
   if (rc != CEB_OK) {
+    cebs_syncer_stop(st);
     cebs_checkpointer_stop(st);
     for (int i = 0; i < CEB_STORE_READERS; i++)
       sqlite3_close(st->readers[i]);
@@ -108,6 +119,7 @@ void ceb_store_close(ceb_store *st) {
   pthread_cond_broadcast(&st->cond);
   pthread_mutex_unlock(&st->lock);
   if (st->started) pthread_join(st->committer, NULL);
+  cebs_syncer_stop(st); /* after the committer: it finishes what it got */
   cebs_checkpointer_stop(st);
   for (int i = 0; i < CEB_STORE_READERS; i++)
     sqlite3_close(st->readers[i]);

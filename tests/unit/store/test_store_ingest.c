@@ -97,6 +97,61 @@ static int noops_done(void *arg) {
   return atomic_load(&g_noop_done) >= *(int *)arg;
 }
 
+/* With synchronous=full an op's done runs only after a WAL fdatasync
+ * that completed after the op was queued (the syncer); a NOSYNC op does
+ * not wait for one; with synchronous=normal nothing is synced. */
+typedef struct sync_count {
+  atomic_int done, synced_first;
+} sync_count;
+
+typedef struct sync_probe {
+  ceb_store *st;
+  uint64_t syncs_at_submit;
+  sync_count *count;
+} sync_probe;
+
+static void probe_done(void *arg, int status) {
+  sync_probe *p = arg;
+  if (status == CEB_OK && ceb_store_syncs(p->st) > p->syncs_at_submit)
+    atomic_fetch_add(&p->count->synced_first, 1);
+  atomic_fetch_add(&p->count->done, 1);
+}
+
+static int probes_done(void *arg) {
+  sync_count *c = arg;
+  return atomic_load(&c->done) == 20;
+}
+
+static void sync_probe_run(int full, int flags, int want_synced) {
+  char *path = NULL;
+  ceb_store *st = fixture_open(full ? "syncfull" : "syncnormal", &path);
+  ceb_store_close(st);
+  ceb_store_opts o = {.path = path, .synchronous_full = full};
+  char err[256];
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  sync_count count = {0};
+  sync_probe p[20];
+  for (int i = 0; i < 20; i++) {
+    p[i] = (sync_probe){st, ceb_store_syncs(st), &count};
+    CHECK_INT(ceb_store_submit(st, noop_run, probe_done, &p[i], flags),
+              CEB_OK);
+  }
+  CHECK(ceb_test_wait(probes_done, &count, 10000));
+  if (want_synced)
+    CHECK_INT(atomic_load(&count.synced_first), 20);
+  if (!full)
+    CHECK_INT(ceb_store_syncs(st), 0);
+  ceb_store_close(st);
+  free(path);
+}
+
+static void test_sync_before_done(void) {
+  sync_probe_run(1, 0, 1);
+  sync_probe_run(1, CEB_STORE_BOUNDED, 1);
+  sync_probe_run(1, CEB_STORE_NOSYNC, 0);
+  sync_probe_run(0, 0, 0);
+}
+
 int main(void) {
   /* synchronous=FULL and a short group wait, as in production */
   char *gpath = NULL;
@@ -192,5 +247,6 @@ int main(void) {
   ceb_store_close(st);
   CHECK_INT(atomic_load(&g_noop_done), 3); /* close ran the queued op */
   free(path);
+  test_sync_before_done();
   return ceb_test_done("unit_store_ingest");
 }
