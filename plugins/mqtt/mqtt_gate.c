@@ -550,9 +550,12 @@ void mqtt_gate_release(mqtt_gate *g, uint64_t gen, int packet_id) {
   }
   g->rel[g->nrel].gen = gen;
   g->rel[g->nrel].packet_id = packet_id;
-  g->nrel++;
+  /* One wake per batch: releases come in bursts (a group commit's callbacks,
+   * on the host's committer thread), and the relay reads the eventfd before
+   * it takes the list, so a non-empty list already has a wake pending. */
+  int first = g->nrel++ == 0;
   pthread_mutex_unlock(&g->lock);
-  wake(g);
+  if (first) wake(g);
 }
 
 void mqtt_gate_reset(mqtt_gate *g, const char *why) {
