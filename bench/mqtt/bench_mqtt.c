@@ -146,7 +146,8 @@ static void thread_report(const char *label, const thread_cpu *a,
       if (a->tid[j] == b->tid[i]) before = a->cpu_s[j];
     double d = b->cpu_s[i] - before;
     int k = 0;
-    while (k < n && strcmp(names[k], b->name[i])) k++;
+    while (k < n && strcmp(names[k], b->name[i]))
+      k++;
     if (k == n) {
       snprintf(names[n], sizeof names[0], "%s", b->name[i]);
       us[n] = 0;
@@ -206,7 +207,10 @@ static void conf_bridge(char *buf, size_t n, const char *dir) {
 static ceb_mosq *broker_start(void) {
   /* no queue limit: the bench decides how much waits in the broker */
   ceb_mosq_opts mo = {.quiet_log = 1,
-                      .extra = getenv("MB_EXTRA") ? getenv("MB_EXTRA") : "max_queued_messages 0\nmax_queued_bytes 0"};
+                      .extra =
+                          getenv("MB_EXTRA")
+                              ? getenv("MB_EXTRA")
+                              : "max_queued_messages 0\nmax_queued_bytes 0"};
   ceb_mosq *m = ceb_mosq_start(&mo);
   if (!m) fprintf(stderr, "bench mqtt: mosquitto did not start\n");
   return m;
@@ -267,8 +271,8 @@ static void print_far_end(const char *label, const outcome *o, int64_t t0) {
   printf("%s: delivered %ld (duplicates %ld, out of order %ld, unparsable "
          "%ld), %.0f ev/s end to end (%.2f s); e2e latency p50 %.1f ms p99 "
          "%.1f ms max %.1f ms\n",
-         label, o->c.delivered, o->c.duplicates, o->c.disorder,
-         o->c.unparsable, span > 0 ? (double)o->c.delivered / span : 0, span,
+         label, o->c.delivered, o->c.duplicates, o->c.disorder, o->c.unparsable,
+         span > 0 ? (double)o->c.delivered / span : 0, span,
          (double)o->lat[0] / 1000.0, (double)o->lat[1] / 1000.0,
          (double)o->lat[2] / 1000.0);
   long n = o->c.delivered ? o->c.delivered : 1;
@@ -316,8 +320,7 @@ static int http2mqtt(const params *p) {
   char label[160];
   snprintf(label, sizeof label,
            "bench mqtt http2mqtt%s (%ld events, %d conns, %d B, %d keys)",
-           p->preload ? " preload" : "", p->events, p->conns, p->size,
-           p->keys);
+           p->preload ? " preload" : "", p->events, p->conns, p->size, p->keys);
   ceb_mosq *m = broker_start();
   if (!m) return 2;
   int rc = 2;
@@ -526,14 +529,11 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c,
     *size = 0;
     return MHD_YES;
   }
-  mb_track_record(atomic_load((mb_track *_Atomic *)cls),
-                  MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-id"), -1,
-                  MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                              "ce-partitionkey"),
-                  -1,
-                  MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                              "ce-benchsent"),
-                  -1);
+  mb_track_record(
+      atomic_load((mb_track * _Atomic *)cls),
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-id"), -1,
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-partitionkey"), -1,
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-benchsent"), -1);
   struct MHD_Response *resp =
       MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   enum MHD_Result r = MHD_queue_response(c, MHD_HTTP_NO_CONTENT, resp);
@@ -589,9 +589,8 @@ static int mqtt2x(const params *p, int to_kafka) {
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0,
-                         NULL, NULL, on_hook, &far,
-                         MHD_OPTION_THREAD_POOL_SIZE, 2,
-                         MHD_OPTION_CONNECTION_LIMIT, 1024,
+                         NULL, NULL, on_hook, &far, MHD_OPTION_THREAD_POOL_SIZE,
+                         2, MHD_OPTION_CONNECTION_LIMIT, 1024,
                          MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
     const union MHD_DaemonInfo *di =
         d ? MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT) : NULL;
@@ -642,8 +641,8 @@ static int mqtt2x(const params *p, int to_kafka) {
   wait_delivered(w, wr.acked, 10000, 60000);
   mb_track_snapshot(w, &wc);
   if (wc.delivered != WARM) {
-    fprintf(stderr, "bench mqtt: warm-up: %ld of %d delivered\n",
-            wc.delivered, WARM);
+    fprintf(stderr, "bench mqtt: warm-up: %ld of %d delivered\n", wc.delivered,
+            WARM);
     rc = 1;
     goto out;
   }

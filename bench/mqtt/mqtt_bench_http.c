@@ -68,9 +68,9 @@ static int fmt_body(char *buf, size_t cap, const mb_http_opts *o, int conn,
 static void prepare(hload *l, hconn *c) {
   char body[REQ_MAX];
   int64_t t = mb_now_us();
-  int bl = fmt_body(body, sizeof body, l->o, c->idx, c->n,
-                    mb_http_key(c->idx, c->n, l->o->conns, l->o->keys), t,
-                    l->pad);
+  int bl =
+      fmt_body(body, sizeof body, l->o, c->idx, c->n,
+               mb_http_key(c->idx, c->n, l->o->conns, l->o->keys), t, l->pad);
   int hl = snprintf(c->req, sizeof c->req,
                     "POST /events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                     "Content-Type: application/cloudevents+json\r\n"
@@ -202,8 +202,8 @@ int mb_http_run(const mb_http_opts *o, mb_http_result *r, char *err,
   hload l = {.o = o, .r = r, .ep = -1};
   /* pad so that a typical event is `size` bytes */
   char sample[REQ_MAX];
-  int fixed = fmt_body(sample, sizeof sample, o, 10, 100000, 100,
-                       mb_now_us(), "");
+  int fixed =
+      fmt_body(sample, sizeof sample, o, 10, 100000, 100, mb_now_us(), "");
   int padn = o->size > fixed ? o->size - fixed : 0;
   char *pad = malloc((size_t)padn + 1);
   hconn *cs = calloc((size_t)o->conns, sizeof *cs);

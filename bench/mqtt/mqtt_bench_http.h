@@ -27,8 +27,8 @@ typedef struct mb_http_opts {
 
 typedef struct mb_http_result {
   long sent, accepted /* 202 */, other /* any other status */, errors;
-  double elapsed_s;       /* first request written -> last answer read */
-  int64_t p50, p99, max;  /* request latency, microseconds */
+  double elapsed_s;      /* first request written -> last answer read */
+  int64_t p50, p99, max; /* request latency, microseconds */
 } mb_http_result;
 
 /* 0 with r filled (even when requests failed), -1 with a reason in err. */

@@ -78,7 +78,8 @@ static const MQTTProperty *user_prop(const MQTTProperties *ps,
   for (int i = 0; i < ps->count; i++) {
     const MQTTProperty *p = &ps->array[i];
     if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY &&
-        (size_t)p->value.data.len == nl && !memcmp(p->value.data.data, name, nl))
+        (size_t)p->value.data.len == nl &&
+        !memcmp(p->value.data.data, name, nl))
       return p;
   }
   return NULL;
@@ -93,12 +94,10 @@ static int on_message(void *ctx, char *topic, int topic_len,
     const MQTTProperty *id = user_prop(&m->properties, "id");
     const MQTTProperty *key = user_prop(&m->properties, "partitionkey");
     const MQTTProperty *sent = user_prop(&m->properties, "benchsent");
-    mb_track_record(t, id ? id->value.value.data : NULL,
-                    id ? id->value.value.len : 0,
-                    key ? key->value.value.data : NULL,
-                    key ? key->value.value.len : 0,
-                    sent ? sent->value.value.data : NULL,
-                    sent ? sent->value.value.len : 0);
+    mb_track_record(
+        t, id ? id->value.value.data : NULL, id ? id->value.value.len : 0,
+        key ? key->value.value.data : NULL, key ? key->value.value.len : 0,
+        sent ? sent->value.value.data : NULL, sent ? sent->value.value.len : 0);
   }
   MQTTAsync_freeMessage(&m);
   MQTTAsync_free(topic);
@@ -247,7 +246,8 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
   int padn = o->size > fixed ? o->size - fixed : 0;
   char *payload = malloc((size_t)padn + 16);
   if (!payload) return -1;
-  int plen = snprintf(payload, (size_t)padn + 16, "{\"pad\":\"%*s\"}", padn, "");
+  int plen =
+      snprintf(payload, (size_t)padn + 16, "{\"pad\":\"%*s\"}", padn, "");
   memset(payload + 8, 'x', (size_t)padn);
   int64_t t0 = mb_now_us(), last_send = t0;
   for (long i = 0; i < o->count; i++) {
@@ -265,8 +265,7 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
       break;
     }
     char id[32], key[24], stamp[24];
-    snprintf(id, sizeof id, "%s-0-%ld", o->id_prefix ? o->id_prefix : "mb",
-             i);
+    snprintf(id, sizeof id, "%s-0-%ld", o->id_prefix ? o->id_prefix : "mb", i);
     snprintf(key, sizeof key, "key-%ld", i % o->keys);
     last_send = mb_now_us();
     snprintf(stamp, sizeof stamp, "%lld", (long long)last_send);

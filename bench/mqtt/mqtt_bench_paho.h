@@ -35,8 +35,8 @@ void mb_mqtt_stop(mb_mqtt *c);
 typedef struct mb_pub_opts {
   const char *topic;
   long count;
-  int keys; /* event i has partitionkey key-(i mod keys) */
-  int size; /* attribute values + data, about this many bytes */
+  int keys;    /* event i has partitionkey key-(i mod keys) */
+  int size;    /* attribute values + data, about this many bytes */
   double rate; /* events/s, 0: as fast as the window allows */
   const char *source, *type;
   const char *id_prefix; /* NULL: "mb" (ids PREFIX-0-i) */

@@ -69,9 +69,11 @@ void mb_track_record(mb_track *t, const char *id, int id_len, const char *key,
   if (sent && sent_len < 0) sent_len = (int)strlen(sent);
   if (id && id_len > 0) { /* PREFIX-STREAM-SEQ: the last two numbers */
     int d2 = id_len - 1, d1;
-    while (d2 >= 0 && id[d2] != '-') d2--;
+    while (d2 >= 0 && id[d2] != '-')
+      d2--;
     d1 = d2 - 1;
-    while (d1 >= 0 && id[d1] != '-') d1--;
+    while (d1 >= 0 && id[d1] != '-')
+      d1--;
     if (d1 >= 0) {
       stream = parse_num(id + d1 + 1, d2 - d1 - 1);
       seq = parse_num(id + d2 + 1, id_len - d2 - 1);
@@ -83,8 +85,8 @@ void mb_track_record(mb_track *t, const char *id, int id_len, const char *key,
   pthread_mutex_lock(&t->lock);
   if (!t->c.first_us) t->c.first_us = now;
   t->c.last_us = now;
-  if (stream < 0 || stream >= t->streams || seq < 0 || k < 0 ||
-      k >= t->keys || st < 0) {
+  if (stream < 0 || stream >= t->streams || seq < 0 || k < 0 || k >= t->keys ||
+      st < 0) {
     t->c.unparsable++;
   } else {
     long *last = &t->last[k * t->streams + stream];

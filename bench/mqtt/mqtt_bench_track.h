@@ -19,10 +19,10 @@
 typedef struct mb_track mb_track;
 
 typedef struct mb_counts {
-  long delivered;  /* first deliveries */
-  long duplicates; /* the latest of a (key, stream) again */
-  long disorder;   /* older than the latest of its (key, stream) */
-  long unparsable; /* no bench id, key or stamp */
+  long delivered;            /* first deliveries */
+  long duplicates;           /* the latest of a (key, stream) again */
+  long disorder;             /* older than the latest of its (key, stream) */
+  long unparsable;           /* no bench id, key or stamp */
   int64_t first_us, last_us; /* CLOCK_MONOTONIC of first / last delivery */
   /* the first disorder seen: key, stream, its seq, the pair's latest */
   long bad_key, bad_stream, bad_seq, bad_last;

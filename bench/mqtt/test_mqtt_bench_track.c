@@ -20,13 +20,13 @@ int main(void) {
   if (!t) return ceb_test_done("test_mqtt_bench_track");
   rec(t, "mb-0-0", "key-1");
   rec(t, "mb-0-4", "key-1");
-  rec(t, "mb-1-2", "key-1");  /* other stream: its own order */
-  rec(t, "mw-0-9", "key-2");  /* any prefix: the last two numbers count */
-  rec(t, "mb-0-4", "key-1");  /* the latest again: a duplicate */
-  rec(t, "mb-0-3", "key-1");  /* older than the latest: disorder */
-  rec(t, "mb-0-1", "key-7");  /* key out of range */
-  rec(t, "mb-2-1", "key-1");  /* stream out of range */
-  rec(t, "mb-x-1", "key-1");  /* not a number */
+  rec(t, "mb-1-2", "key-1"); /* other stream: its own order */
+  rec(t, "mw-0-9", "key-2"); /* any prefix: the last two numbers count */
+  rec(t, "mb-0-4", "key-1"); /* the latest again: a duplicate */
+  rec(t, "mb-0-3", "key-1"); /* older than the latest: disorder */
+  rec(t, "mb-0-1", "key-7"); /* key out of range */
+  rec(t, "mb-2-1", "key-1"); /* stream out of range */
+  rec(t, "mb-x-1", "key-1"); /* not a number */
   mb_track_record(t, "mb-0-5", -1, "key-1", -1, NULL, 0); /* no stamp */
   mb_counts c;
   mb_track_snapshot(t, &c);

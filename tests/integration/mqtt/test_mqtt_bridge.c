@@ -164,9 +164,8 @@ int main(void) {
   /* Decodes, but is no valid CloudEvent (no source, no type): the bridge's
    * validation refuses it and the source dead-letters it with the reason. */
   const char *bad[] = {"specversion", "1.0", "id", "bad-1", NULL};
-  CHECK_INT(ceb_mqtt_publish(pub, "in/bad", "{}", 2, 1, "application/json",
-                             bad),
-            0);
+  CHECK_INT(
+      ceb_mqtt_publish(pub, "in/bad", "{}", 2, 1, "application/json", bad), 0);
   for (int i = N / 2; i < N; i++)
     CHECK_INT(publish(pub, "e2e", i), CEB_OK);
   all_wait w = {reader, "e2e", N};
