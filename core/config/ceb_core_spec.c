@@ -37,8 +37,10 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "How long the committer may wait to fill a group (0: commit as soon as "
      "the previous commit ends)."},
     {"store.synchronous", CEB_CFG_ENUM, 0, "full", 0, 0, "full|normal",
-     "SQLite synchronous mode; full fsyncs every commit (no acknowledged "
-     "event lost on power failure)."},
+     "full: nothing is acknowledged before the WAL holding it was fsynced "
+     "(no acknowledged event lost on power failure); normal: acknowledged "
+     "after the commit (safe against a crash of the bridge, not of the "
+     "machine)."},
     {"idempotency.ttl", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
      "How long Idempotency-Key records are kept."},
     {"retention", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
