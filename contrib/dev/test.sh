@@ -22,8 +22,4 @@ cmake --build "$build" -j"$(nproc)"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 cd "$build"
-# A failing test is run once more before the suite fails: one known
-# intermittent case (test_kafka_source, the topic.regex subscription against
-# librdkafka's mock cluster under ASan, where a rebalance sometimes never
-# assigns the second topic) is being fixed; a real failure fails twice.
-ctest --output-on-failure -j2 --repeat until-pass:2 "$@"
+ctest --output-on-failure -j2 "$@"
