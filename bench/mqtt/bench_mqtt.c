@@ -8,10 +8,12 @@
  *     source (auth none) as fast as the 202s come back; the route (ordered
  *     by partitionkey) delivers to an mqtt sink (MQTT 5, binary mode, QoS 1)
  *     on topic bench/out; a paho subscriber reads everything back.
- *   bench_mqtt mqtt2kafka [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE]
- *     a paho publisher sends N binary-mode MQTT 5 CloudEvents at QoS 1 to
- *     bench/in (in-flight window one below the broker's Receive Maximum,
- *     paced to RATE events/s when given); the mqtt source (persistent
+ *   bench_mqtt mqtt2kafka [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE] [-p P]
+ *     P paho publishers (4; each its own keys) send N binary-mode MQTT 5
+ *     CloudEvents at QoS 1 to bench/in (each with an in-flight window one
+ *     below the broker's Receive Maximum; one connection alone is limited by
+ *     that window, not by the bridge), paced to RATE events/s in total when
+ *     given; the mqtt source (persistent
  *     session, acknowledging only after the durable submit) -> route ->
  *     kafka sink on the mock cluster; the topic is read back concurrently.
  *   bench_mqtt mqtt2http [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE]
@@ -64,7 +66,24 @@ typedef struct params {
   double rate;
   int inflight; /* the mqtt source's / sink's max_inflight; 0: default */
   int preload;  /* http2mqtt: load first, then deliver (see http2mqtt) */
+  int pubs;     /* mqtt2*: publisher connections */
 } params;
+
+#define MAX_PUBS 16
+
+/* One publisher connection of the measured run, on its own thread. */
+typedef struct pub_job {
+  mb_mqtt *c;
+  mb_pub_opts o;
+  mb_pub_result r;
+  pthread_t thread;
+} pub_job;
+
+static void *pub_main(void *arg) {
+  pub_job *j = arg;
+  mb_pub_run(j->c, &j->o, &j->r);
+  return NULL;
+}
 
 /* "max_inflight = N\n" for the mqtt section, or "" for its default. */
 static const char *inflight_line(const params *p, char *buf, size_t n) {
@@ -570,7 +589,9 @@ static int mqtt2x(const params *p, int to_kafka) {
   memset(&kf, 0, sizeof kf);
   struct MHD_Daemon *d = NULL;
   mb_mqtt *pub = NULL;
-  mb_track *t = mb_track_new(p->keys, 1, p->events);
+  pub_job jobs[MAX_PUBS];
+  memset(jobs, 0, sizeof jobs);
+  mb_track *t = mb_track_new(p->keys, p->pubs, p->events);
   mb_track *w = mb_track_new(p->keys, 1, WARM);
   mb_track *_Atomic far = w; /* where the http receiver records */
   ceb_bench_bridge b;
@@ -656,16 +677,42 @@ static int mqtt2x(const params *p, int to_kafka) {
   static thread_cpu th0, th1;
   thread_snapshot(b.proc.pid, &th0);
   ceb_bench_bridge_rss_start(&b);
-  mb_pub_opts po = {.topic = "bench/in",
-                    .count = p->events,
-                    .keys = p->keys,
-                    .size = p->size,
-                    .rate = p->rate,
-                    .source = SRC,
-                    .type = TYPE};
+  /* p->pubs connections, each with its own keys (a key's order is defined
+   * by its one publisher) and an equal share of the events and the rate */
   mb_pub_result pr;
+  memset(&pr, 0, sizeof pr);
+  int started = 0;
   int64_t t0 = mb_now_us();
-  mb_pub_run(pub, &po, &pr);
+  for (int i = 0; i < p->pubs; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "bench-writer-%d", i);
+    jobs[i].c = i == 0 ? pub : mb_pub_start(m->url, id);
+    jobs[i].o = (mb_pub_opts){.topic = "bench/in",
+                              .count = p->events / p->pubs +
+                                       (i < p->events % p->pubs ? 1 : 0),
+                              .keys = p->keys,
+                              .size = p->size,
+                              .rate = p->rate / p->pubs,
+                              .source = SRC,
+                              .type = TYPE,
+                              .stream = i,
+                              .streams = p->pubs};
+    if (!jobs[i].c ||
+        pthread_create(&jobs[i].thread, NULL, pub_main, &jobs[i]) != 0)
+      break;
+    started++;
+  }
+  for (int i = 0; i < started; i++) {
+    pthread_join(jobs[i].thread, NULL);
+    pr.sent += jobs[i].r.sent;
+    pr.acked += jobs[i].r.acked;
+    pr.failed += jobs[i].r.failed;
+    pr.window = jobs[i].r.window;
+    if (jobs[i].r.elapsed_s > pr.elapsed_s) pr.elapsed_s = jobs[i].r.elapsed_s;
+  }
+  if (started < p->pubs)
+    fprintf(stderr, "bench mqtt: only %d of %d publishers started\n", started,
+            p->pubs);
   wait_delivered(t, pr.acked, 30000, 600000);
   thread_snapshot(b.proc.pid, &th1);
   ceb_bench_bridge_rss_stop(&b);
@@ -676,10 +723,10 @@ static int mqtt2x(const params *p, int to_kafka) {
   collect(t, &o);
   o.stopped = ceb_bench_bridge_stop(&b, 60000);
   printf("%s: published %ld, PUBACKed %ld, failed %ld; %.0f ev/s into the "
-         "broker (window %d, %.2f s)\n",
+         "broker (%d publishers, window %d each, %.2f s)\n",
          label, pr.sent, pr.acked, pr.failed,
-         pr.elapsed_s > 0 ? (double)pr.acked / pr.elapsed_s : 0, pr.window,
-         pr.elapsed_s);
+         pr.elapsed_s > 0 ? (double)pr.acked / pr.elapsed_s : 0, p->pubs,
+         pr.window, pr.elapsed_s);
   print_far_end(label, &o, t0);
   thread_report(label, &th0, &th1, o.c.delivered);
   rc = judge(&o, p->events) && pr.acked == p->events ? 0 : 1;
@@ -690,6 +737,8 @@ out:
     ktest_reader_close(kf.reader);
   }
   mb_mqtt_stop(pub);
+  for (int i = 1; i < MAX_PUBS; i++)
+    mb_mqtt_stop(jobs[i].c);
   ceb_bench_bridge_free(&b, rc != 0);
   if (d) MHD_stop_daemon(d);
   if (mock_up) ktest_mock_stop(&km);
@@ -700,11 +749,12 @@ out:
 }
 
 static void usage(void) {
-  fprintf(stderr,
-          "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
-          "[-k KEYS] [-i SINK_INFLIGHT] [-P]\n"
-          "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
-          "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT]\n");
+  fprintf(
+      stderr,
+      "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
+      "[-k KEYS] [-i SINK_INFLIGHT] [-P]\n"
+      "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
+      "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT] [-p PUBLISHERS]\n");
 }
 
 int main(int argc, char **argv) {
@@ -713,10 +763,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *mode = argv[1];
-  params p = {.events = 100000, .conns = 64, .size = 1024, .keys = 1000};
+  params p = {
+      .events = 100000, .conns = 64, .size = 1024, .keys = 1000, .pubs = 4};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:P")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:Pp:")) != -1) {
     switch (opt) {
     case 'n':
       p.events = atol(optarg);
@@ -739,6 +790,9 @@ int main(int argc, char **argv) {
     case 'P':
       p.preload = 1;
       break;
+    case 'p':
+      p.pubs = atoi(optarg);
+      break;
     default:
       usage();
       return 2;
@@ -747,7 +801,7 @@ int main(int argc, char **argv) {
   if (optind != argc || p.events < 1 || p.events > 10000000 || p.conns < 1 ||
       p.conns > 1024 || p.size < 0 || p.size > 7000 || p.keys < 1 ||
       p.keys > 100000 || p.rate < 0 || p.rate > 1e6 || p.inflight < 0 ||
-      p.inflight > 65535) {
+      p.inflight > 65535 || p.pubs < 1 || p.pubs > MAX_PUBS) {
     usage();
     return 2;
   }

@@ -1,5 +1,7 @@
 #include "mqtt_bench_paho.h"
 
+#include "mqtt_bench_http.h" /* mb_http_key */
+
 #include <MQTTAsync.h>
 #include <errno.h>
 #include <pthread.h>
@@ -265,8 +267,11 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
       break;
     }
     char id[32], key[24], stamp[24];
-    snprintf(id, sizeof id, "%s-0-%ld", o->id_prefix ? o->id_prefix : "mb", i);
-    snprintf(key, sizeof key, "key-%ld", i % o->keys);
+    int streams = o->streams > 0 ? o->streams : 1;
+    snprintf(id, sizeof id, "%s-%d-%ld", o->id_prefix ? o->id_prefix : "mb",
+             o->stream, i);
+    snprintf(key, sizeof key, "key-%d",
+             mb_http_key(o->stream, i, streams, o->keys));
     last_send = mb_now_us();
     snprintf(stamp, sizeof stamp, "%lld", (long long)last_send);
     MQTTAsync_message m = MQTTAsync_message_initializer;

@@ -39,7 +39,11 @@ typedef struct mb_pub_opts {
   int size;    /* attribute values + data, about this many bytes */
   double rate; /* events/s, 0: as fast as the window allows */
   const char *source, *type;
-  const char *id_prefix; /* NULL: "mb" (ids PREFIX-0-i) */
+  const char *id_prefix; /* NULL: "mb" */
+  /* This publisher is stream `stream` of `streams` (0 / 0: the only one):
+   * its i-th event has id PREFIX-STREAM-i and a key that no other stream
+   * uses (as mb_http_key assigns keys to connections). */
+  int stream, streams;
 } mb_pub_opts;
 
 typedef struct mb_pub_result {
