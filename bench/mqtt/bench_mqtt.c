@@ -9,13 +9,13 @@
  *     by partitionkey) delivers to an mqtt sink (MQTT 5, binary mode, QoS 1)
  *     on topic bench/out; a paho subscriber reads everything back.
  *   bench_mqtt mqtt2kafka [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE] [-p P]
- *     P paho publishers (4; each its own keys) send N binary-mode MQTT 5
+ *     P paho publishers (1; each its own keys) send N binary-mode MQTT 5
  *     CloudEvents at QoS 1 to bench/in (each with an in-flight window one
- *     below the broker's Receive Maximum; one connection alone is limited by
- *     that window, not by the bridge), paced to RATE events/s in total when
- *     given; the mqtt source (persistent
- *     session, acknowledging only after the durable submit) -> route ->
- *     kafka sink on the mock cluster; the topic is read back concurrently.
+ *     below the broker's Receive Maximum, which bounds one connection's
+ *     rate), paced to RATE events/s in total when given; the mqtt source
+ *     (persistent session, acknowledging only after the durable submit) ->
+ *     route -> kafka sink on the mock cluster; the topic is read back
+ *     concurrently.
  *   bench_mqtt mqtt2http [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE]
  *     the same source, delivered by the http sink to a local libmicrohttpd
  *     receiver (204): separates the MQTT source's cost from the Kafka sink's.
@@ -259,6 +259,7 @@ typedef struct outcome {
   mb_counts c;
   int64_t lat[3]; /* e2e p50, p99, max (us) */
   double cpu_s, mosq_cpu_s, own_cpu_s, loadavg;
+  double mock_cpu_s; /* the Kafka mock cluster's; < 0: none in this run */
   long rss_kb;
   int stopped;
 } outcome;
@@ -295,10 +296,14 @@ static void print_far_end(const char *label, const outcome *o, int64_t t0) {
          (double)o->lat[0] / 1000.0, (double)o->lat[1] / 1000.0,
          (double)o->lat[2] / 1000.0);
   long n = o->c.delivered ? o->c.delivered : 1;
-  printf("%s: CPU us/event bridge %.0f, mosquitto %.0f, bench %.0f; bridge "
+  char mock[48] = "";
+  if (o->mock_cpu_s >= 0)
+    snprintf(mock, sizeof mock, ", kafka mock %.0f",
+             o->mock_cpu_s * 1e6 / (double)n);
+  printf("%s: CPU us/event bridge %.0f, mosquitto %.0f, bench %.0f%s; bridge "
          "RSS max %ld kB; load average before %.2f\n",
          label, o->cpu_s * 1e6 / (double)n, o->mosq_cpu_s * 1e6 / (double)n,
-         o->own_cpu_s * 1e6 / (double)n, o->rss_kb, o->loadavg);
+         o->own_cpu_s * 1e6 / (double)n, mock, o->rss_kb, o->loadavg);
 }
 
 /* ---- http2mqtt ---- */
@@ -356,6 +361,7 @@ static int http2mqtt(const params *p) {
   if (port < 0 || admin < 0) goto out;
   outcome o;
   memset(&o, 0, sizeof o);
+  o.mock_cpu_s = -1;
   o.loadavg = ceb_bench_loadavg();
   double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
          own0 = self_cpu_s();
@@ -673,7 +679,7 @@ static int mqtt2x(const params *p, int to_kafka) {
   memset(&o, 0, sizeof o);
   o.loadavg = ceb_bench_loadavg();
   double cpu0 = ceb_bench_bridge_cpu_s(&b), mq0 = proc_cpu_s(m->pid),
-         own0 = self_cpu_s();
+         own0 = self_cpu_s(), km0 = mock_up ? proc_cpu_s(km.pid) : -1;
   static thread_cpu th0, th1;
   thread_snapshot(b.proc.pid, &th0);
   ceb_bench_bridge_rss_start(&b);
@@ -718,6 +724,7 @@ static int mqtt2x(const params *p, int to_kafka) {
   ceb_bench_bridge_rss_stop(&b);
   o.cpu_s = ceb_bench_bridge_cpu_s(&b) - cpu0;
   o.mosq_cpu_s = proc_cpu_s(m->pid) - mq0;
+  o.mock_cpu_s = mock_up ? proc_cpu_s(km.pid) - km0 : -1;
   o.own_cpu_s = self_cpu_s() - own0;
   o.rss_kb = b.rss_max_kb;
   collect(t, &o);
@@ -764,7 +771,7 @@ int main(int argc, char **argv) {
   }
   const char *mode = argv[1];
   params p = {
-      .events = 100000, .conns = 64, .size = 1024, .keys = 1000, .pubs = 4};
+      .events = 100000, .conns = 64, .size = 1024, .keys = 1000, .pubs = 1};
   int opt;
   optind = 2;
   while ((opt = getopt(argc, argv, "n:c:s:k:r:i:Pp:")) != -1) {
