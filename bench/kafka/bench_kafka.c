@@ -69,6 +69,66 @@ static int bridge_stop(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* CPU seconds (user + system, all threads) process pid has used so far;
+ * -1 when /proc cannot tell. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* Fields after the parenthesised command name, which may hold spaces. */
+  const char *p = strrchr(buf, ')');
+  unsigned long long ut, st;
+  if (!p ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A "Key:   123 kB" line of /proc/pid/status (VmHWM: peak RSS); -1 when
+ * unavailable. */
+static long proc_status_kb(pid_t pid, const char *key) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  long kb = -1;
+  size_t kl = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, kl) && line[kl] == ':') {
+      kb = atol(line + kl + 1);
+      break;
+    }
+  fclose(f);
+  return kb;
+}
+
+/* The 1-minute load average: other work on the cores skews every rate. */
+static double loadavg1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+/* One line with what the run cost: bridge and mock-cluster CPU per event,
+ * the bridge's peak RSS, the load average. */
+static void print_cost(const char *mode, long events, double bridge_cpu_s,
+                       double mock_cpu_s, long hwm_kb) {
+  printf("bench kafka %s cost: bridge CPU %.2f s = %.1f us/event, mock "
+         "cluster CPU %.1f us/event, bridge peak RSS %ld MiB, load average "
+         "%.2f\n",
+         mode, bridge_cpu_s, bridge_cpu_s * 1e6 / (double)events,
+         mock_cpu_s * 1e6 / (double)events, hwm_kb / 1024, loadavg1());
+}
+
 static int write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   if (!f) return -1;
@@ -174,6 +234,7 @@ static int http2kafka(long events, int conns, int size) {
            dir, dir, m.bootstrap);
   snprintf(path, sizeof path, "%s/conf/00.conf", dir);
   write_file(path, text);
+  double mock0 = proc_cpu_s(m.pid);
   pid_t bridge = bridge_start(dir);
   snprintf(path, sizeof path, "%s/port", dir);
   int port = 0;
@@ -245,6 +306,8 @@ static int http2kafka(long events, int conns, int size) {
   atomic_store(&tc.deadline_ms, ceb_test_now_ms() + 120000);
   atomic_store(&tc.want, accepted);
   pthread_join(counter, NULL);
+  double bridge_cpu = proc_cpu_s(bridge), mock_cpu = proc_cpu_s(m.pid) - mock0;
+  long hwm = proc_status_kb(bridge, "VmHWM");
   long on_topic = atomic_load(&tc.count);
   int64_t t_kafka = tc.last_us - t0;
   ktest_reader_close(tc.reader);
@@ -259,6 +322,7 @@ static int http2kafka(long events, int conns, int size) {
          done ? lat[(size_t)(done * 99 / 100)] / 1000.0 : 0,
          done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
          (double)on_topic / (t_kafka / 1e6));
+  print_cost("http2kafka", on_topic ? on_topic : 1, bridge_cpu, mock_cpu, hwm);
   for (int i = 0; i < conns; i++) {
     if (slots[i].h) curl_easy_cleanup(slots[i].h);
     curl_slist_free_all(slots[i].hdrs);
@@ -434,6 +498,7 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
   write_file(path, text);
   int64_t t0 = now_us();
   rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8) : NULL;
+  double mock0 = proc_cpu_s(m.pid);
   pid_t bridge = bridge_start(dir);
   int64_t until = ceb_test_now_ms() + 600000;
   long got = 0;
@@ -455,6 +520,8 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
     if (got >= events) break;
     if (!out) usleep(20000);
   }
+  double bridge_cpu = proc_cpu_s(bridge), mock_cpu = proc_cpu_s(m.pid) - mock0;
+  long hwm = proc_status_kb(bridge, "VmHWM");
   ktest_reader_close(out);
   int stopped = bridge_stop(bridge);
   MHD_stop_daemon(d);
@@ -466,6 +533,8 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
          to_kafka ? "kafka2kafka" : "kafka2http", events, keys, partitions,
          produce_s, rx.count, span > 0 ? (double)rx.count / span : 0, span,
          (rx.last_us - t0) / 1e6, rx.disorder, rx.bad);
+  print_cost(to_kafka ? "kafka2kafka" : "kafka2http", rx.count ? rx.count : 1,
+             bridge_cpu, mock_cpu, hwm);
   int rc = stopped == 0 && rx.count == events && rx.disorder == 0 && rx.bad == 0
                ? 0
                : 1;

@@ -1,4 +1,5 @@
 #include "kafka_common.h"
+#include "kafka_secret.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +49,27 @@ static int put_passthrough(const char *key, const char *value, void *arg) {
              key, ceb_config_origin(c->cfg, key));
     return -1;
   }
-  if (rd_kafka_conf_set(c->conf, name, value, err, sizeof err) !=
-      RD_KAFKA_CONF_OK) {
+  char *secret = NULL;
+  kafka_secret_kind kind = kafka_secret_resolve(
+      value, ceb_config_origin(c->cfg, key), &secret, err, sizeof err);
+  if (kind == KAFKA_SECRET_ERROR) {
     snprintf(c->errstr, c->errsz, "%s (%s): %s", key,
              ceb_config_origin(c->cfg, key), err);
+    return -1;
+  }
+  int rc = rd_kafka_conf_set(c->conf, name, secret ? secret : value, err,
+                             sizeof err);
+  kafka_secret_free(secret);
+  if (rc != RD_KAFKA_CONF_OK) {
+    /* librdkafka may quote the value: not when it is a secret. */
+    if (kind == KAFKA_SECRET_RESOLVED)
+      snprintf(c->errstr, c->errsz,
+               "%s (%s): librdkafka refused the value read from %s (not "
+               "shown)",
+               key, ceb_config_origin(c->cfg, key), value);
+    else
+      snprintf(c->errstr, c->errsz, "%s (%s): %s", key,
+               ceb_config_origin(c->cfg, key), err);
     return -1;
   }
   return 0;

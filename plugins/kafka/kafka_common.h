@@ -18,9 +18,11 @@ typedef struct kafka_conf_rules {
 } kafka_conf_rules;
 
 /* Builds a new rd_kafka_conf_t: bootstrap.servers from the `brokers` list,
- * the rules' defaults, then every rdkafka.* key in file order. On a bad key
- * or value returns NULL and writes librdkafka's own error text (prefixed
- * with the key and its origin) into errstr. Caller owns the result. */
+ * the rules' defaults, then every rdkafka.* key in file order, its value
+ * resolved when it is a ${ENV} or file:/path secret reference
+ * (kafka_secret.h). On a bad key or value returns NULL and writes
+ * librdkafka's own error text (prefixed with the key and its origin; never
+ * a resolved secret) into errstr. Caller owns the result. */
 rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
                                   const kafka_conf_rules *rules, char *errstr,
                                   size_t errsz);

@@ -1,8 +1,10 @@
 /* Kafka source: a consumer group whose offsets follow durability.
  *
  * One poll thread per instance consumes, decodes (CloudEvents Kafka binding,
- * binary or structured per record) and submits one event per record. Each
- * record in flight is a src_rec in its partition's FIFO (offset order). The
+ * binary or structured per record) and submits the events of what one read
+ * returned (up to SRC_BATCH_MAX records, across partitions) in one submit:
+ * one journal op for the batch instead of one per record. Each record in
+ * flight is a src_rec in its partition's FIFO (offset order). The
  * host's submit callback, on a host thread, only marks a record durable or
  * failed; the poll thread pops the contiguous durable prefix of every
  * partition and commits it asynchronously. So an offset is committed only
@@ -18,7 +20,9 @@
  * refuses with CEB_EINVAL / CEB_EVALIDATION / CEB_ETOOLARGE) never block the
  * partition: they are produced raw to `dlq_topic` with ceb_dlq_* headers and
  * count as durable once that produce is acknowledged; without a dlq_topic
- * they are logged and skipped.
+ * they are logged and skipped. The batch read so far is submitted before a
+ * record is dead-lettered (FIFO order), and a batch the host refuses for one
+ * event is submitted again record by record, which isolates that one.
  *
  * Rebalances (eager by default; cooperative-sticky works when configured):
  * on revoke the rebalance callback waits, bounded by `rebalance.wait`, for
@@ -32,6 +36,7 @@
  * callback once the poll thread detached it (detached = 1). */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +46,7 @@
 #include "kafka_plugin.h"
 
 #define SRC_POLL_MS 100
+#define SRC_BATCH_MAX 256 /* records per read and per submit */
 #define SRC_SEEK_TIMEOUT_MS 5000
 #define SRC_FAIL_BACKOFF_MS 1000
 #define SRC_BUSY_BACKOFF_MS                                                    \
@@ -71,9 +77,25 @@ typedef struct src_part {
   int64_t resume_not_before; /* monotonic ms */
 } src_part;
 
+/* A decoded record waiting for the batch submit (poll thread only). */
+typedef struct src_entry {
+  ceb_event *ev;
+  src_rec *r;
+  src_part *sp;
+  const rd_kafka_message_t *m; /* alive until the batch is flushed */
+} src_entry;
+
+/* One batch submit in flight: its callback settles every record. */
+typedef struct src_batch {
+  struct kafka_source *s;
+  size_t n;
+  src_rec *recs[];
+} src_batch;
+
 typedef struct kafka_source {
   kafka_inst ki;
   rd_kafka_t *rk;
+  rd_kafka_queue_t *queue;   /* the consumer queue, read in batches */
   rd_kafka_t *dlq;           /* NULL without dlq_topic; used by the poll thread
                                 (and by revoke, which runs on it or after it) */
   rd_kafka_conf_t *dlq_conf; /* to rebuild dlq after a fatal error */
@@ -97,6 +119,8 @@ typedef struct kafka_source {
   int drained;      /* poll thread: nothing in flight, final commit done */
   int drain_paused; /* poll thread: the assignment was paused for drain */
   int64_t last_commit;
+  src_entry pending[SRC_BATCH_MAX]; /* poll thread: the batch being read */
+  size_t npending_batch;
 } kafka_source;
 
 const ceb_config_spec kafka_source_spec[] = {
@@ -190,6 +214,25 @@ static void rec_drop_tail(src_part *sp, src_rec *r) {
   free(r);
 }
 
+/* Frees the records at or after `from`: ones appended for a submit the
+ * host did not take, so no callback will run for them. */
+static void recs_drop_from(src_part *sp, int64_t from) {
+  src_rec **pp = &sp->head;
+  while (*pp && (*pp)->offset < from)
+    pp = &(*pp)->next;
+  src_rec *r = *pp;
+  *pp = NULL;
+  sp->tail = NULL;
+  for (src_rec *x = sp->head; x; x = x->next)
+    sp->tail = x;
+  while (r) {
+    src_rec *next = r->next;
+    sp->npending--;
+    free(r);
+    r = next;
+  }
+}
+
 /* Detaches every record at or after `from` (all when from < 0). */
 static void recs_detach_from(src_part *sp, int64_t from) {
   src_rec **pp = &sp->head;
@@ -252,6 +295,26 @@ static void rec_settle(src_rec *r, int durable) {
 
 static void on_submitted(void *arg, const ceb_submit_result *res) {
   rec_settle(arg, res->status == CEB_OK);
+}
+
+static void on_batch_submitted(void *arg, const ceb_submit_result *res) {
+  src_batch *b = arg;
+  kafka_source *s = b->s;
+  int durable = res->status == CEB_OK;
+  pthread_mutex_lock(&s->lock);
+  s->inflight -= b->n;
+  for (size_t i = 0; i < b->n; i++) {
+    src_rec *r = b->recs[i];
+    if (r->detached) {
+      free(r);
+    } else {
+      r->state = durable ? REC_DURABLE : REC_FAILED;
+      s->nfailed += !durable;
+    }
+  }
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  free(b);
 }
 
 static void on_dlq_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
@@ -522,11 +585,15 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
 
 /* ---- records ---- */
 
-static void count(kafka_source *s, const char *result) {
+static void count_n(kafka_source *s, const char *result, size_t n) {
   char labels[64];
   snprintf(labels, sizeof labels, "result=\"%s\"", result);
   s->ki.host->metric(s->ki.inst, CEB_METRIC_COUNTER,
-                     "kafka_source_records_total", labels, 1);
+                     "kafka_source_records_total", labels, (double)n);
+}
+
+static void count(kafka_source *s, const char *result) {
+  count_n(s, result, 1);
 }
 
 /* Sends a malformed record to the DLQ topic (or skips it). */
@@ -624,34 +691,28 @@ static ceb_event *decode(const rd_kafka_message_t *m, char *reason,
   return ev;
 }
 
-static void handle(kafka_source *s, const rd_kafka_message_t *m) {
-  if (m->err) {
-    if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-      CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN, "consume error: %s",
-              rd_kafka_message_errstr(m));
-    return;
-  }
+static int part_takes(kafka_source *s, const src_part *sp) {
   pthread_mutex_lock(&s->lock);
-  src_part *sp = part_find(s, rd_kafka_topic_name(m->rkt), m->partition);
-  int take = sp && sp->assigned && !sp->paused && !atomic_load(&s->draining);
+  int take = sp->assigned && !sp->paused && !atomic_load(&s->draining);
   pthread_mutex_unlock(&s->lock);
-  if (!take)
-    return; /* paused or not ours: a seek/resume or the owner re-reads it */
+  return take;
+}
 
-  char reason[400];
-  ceb_event *ev = decode(m, reason, sizeof reason);
-  if (!ev) {
-    dead_letter(s, sp, m, reason);
-    return;
-  }
-  src_rec *r = calloc(1, sizeof *r);
-  if (!r) {
-    ceb_event_unref(ev);
-    part_rewind(s, sp, m->offset, PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
-    return;
-  }
-  r->s = s;
-  r->offset = m->offset;
+static int refused_for_content(int rc) {
+  return rc == CEB_EVALIDATION || rc == CEB_EINVAL || rc == CEB_ETOOLARGE;
+}
+
+static int64_t refused_backoff(int rc) {
+  return rc == CEB_EBUSY || rc == CEB_ESHUTDOWN ? SRC_BUSY_BACKOFF_MS
+                                                : SRC_FAIL_BACKOFF_MS;
+}
+
+/* Submits one record's event on its own (e owns ev and r). */
+static void submit_one(kafka_source *s, src_entry *e) {
+  src_part *sp = e->sp;
+  const rd_kafka_message_t *m = e->m;
+  src_rec *r = e->r;
+  ceb_event *ev = e->ev;
   pthread_mutex_lock(&s->lock);
   rec_append(sp, r);
   s->inflight++;
@@ -678,7 +739,8 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   s->inflight--;
   rec_drop_tail(sp, r);
   pthread_mutex_unlock(&s->lock);
-  if (rc == CEB_EVALIDATION || rc == CEB_EINVAL || rc == CEB_ETOOLARGE) {
+  if (refused_for_content(rc)) {
+    char reason[400];
     if (rc == CEB_EVALIDATION && v.count > 0)
       snprintf(reason, sizeof reason, "refused: %s: %s", v.items[0].code,
                v.items[0].message);
@@ -689,8 +751,177 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   }
   count(s, "refused");
   part_rewind(s, sp, m->offset, rc == CEB_EBUSY ? PAUSE_BUSY : PAUSE_FAILED,
-              rc == CEB_EBUSY || rc == CEB_ESHUTDOWN ? SRC_BUSY_BACKOFF_MS
-                                                     : SRC_FAIL_BACKOFF_MS);
+              refused_backoff(rc));
+}
+
+/* After a batch was taken: partitions with too many records pending pause
+ * after their last record of the batch and resume once half has drained. */
+static void pause_full(kafka_source *s, const src_entry *e, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int last = 1; /* e[i] is its partition's last entry of the batch */
+    for (size_t j = i + 1; j < n && last; j++)
+      last = e[j].sp != e[i].sp;
+    if (!last) continue;
+    pthread_mutex_lock(&s->lock);
+    int full = !e[i].sp->paused && e[i].sp->npending >= s->max_pending;
+    pthread_mutex_unlock(&s->lock);
+    if (full) part_rewind(s, e[i].sp, e[i].m->offset + 1, PAUSE_FULL, 0);
+  }
+}
+
+/* Submits entries e[0..n) (offset order per partition) as one submit;
+ * entries of partitions that stopped taking are dropped first. The host
+ * refusing one event for its content (its failed_index) costs that record
+ * only: the ones before it are submitted, it is dead-lettered, the ones
+ * after it are submitted again. Any other refusal rewinds each partition
+ * to its first entry. Consumes every entry (event and record). */
+static void submit_range(kafka_source *s, src_entry *e, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (part_takes(s, e[i].sp)) {
+      e[k++] = e[i];
+    } else {
+      ceb_event_unref(e[i].ev);
+      free(e[i].r);
+    }
+  }
+  n = k;
+  if (n == 0) return;
+  if (n == 1) {
+    submit_one(s, &e[0]);
+    return;
+  }
+  ceb_event *evs[SRC_BATCH_MAX];
+  src_batch *b = malloc(sizeof *b + n * sizeof b->recs[0]);
+  if (!b) {
+    for (size_t i = 0; i < n; i++) {
+      int first = 1;
+      for (size_t j = 0; j < i && first; j++)
+        first = e[j].sp != e[i].sp;
+      if (first)
+        part_rewind(s, e[i].sp, e[i].m->offset, PAUSE_FAILED,
+                    SRC_FAIL_BACKOFF_MS);
+      ceb_event_unref(e[i].ev);
+      free(e[i].r);
+    }
+    return;
+  }
+  b->s = s;
+  b->n = n;
+  pthread_mutex_lock(&s->lock);
+  for (size_t i = 0; i < n; i++) {
+    rec_append(e[i].sp, e[i].r);
+    b->recs[i] = e[i].r;
+    evs[i] = e[i].ev;
+  }
+  s->inflight += n;
+  pthread_mutex_unlock(&s->lock);
+  ceb_violations v = {0};
+  size_t bad = SIZE_MAX;
+  /* No batch-wide trace context: each event keeps its own traceparent. */
+  ceb_submit_opts opts = {sizeof opts, NULL, NULL, &v, &bad};
+  int rc = s->ki.host->submit(s->ki.inst, evs, n, &opts, on_batch_submitted, b);
+  if (rc == CEB_OK) {
+    count_n(s, "submitted", n);
+    pause_full(s, e, n);
+    return;
+  }
+  /* Not taken: the records appended above are each partition's tail and
+   * get no callback; the events are still ours. */
+  pthread_mutex_lock(&s->lock);
+  s->inflight -= n;
+  for (size_t i = 0; i < n; i++) {
+    int first = 1;
+    for (size_t j = 0; j < i && first; j++)
+      first = e[j].sp != e[i].sp;
+    if (first) recs_drop_from(e[i].sp, e[i].m->offset);
+  }
+  pthread_mutex_unlock(&s->lock);
+  free(b);
+  /* Fresh records for what is submitted again. */
+  int oom = 0;
+  for (size_t i = 0; i < n; i++) {
+    e[i].r = calloc(1, sizeof *e[i].r);
+    if (e[i].r) {
+      e[i].r->s = s;
+      e[i].r->offset = e[i].m->offset;
+    }
+    oom |= !e[i].r;
+  }
+  if (refused_for_content(rc) && !oom) {
+    if (bad >= n) { /* no index: find the event one by one */
+      for (size_t i = 0; i < n; i++)
+        submit_range(s, &e[i], 1);
+      return;
+    }
+    char reason[400];
+    if (rc == CEB_EVALIDATION && v.count > 0)
+      snprintf(reason, sizeof reason, "refused: %s: %s", v.items[0].code,
+               v.items[0].message);
+    else
+      snprintf(reason, sizeof reason, "refused: %s", ceb_strerror(rc));
+    src_entry odd = e[bad];
+    submit_range(s, e, bad);
+    ceb_event_unref(odd.ev);
+    free(odd.r);
+    if (part_takes(s, odd.sp)) dead_letter(s, odd.sp, odd.m, reason);
+    submit_range(s, e + bad + 1, n - bad - 1);
+    return;
+  }
+  if (!refused_for_content(rc)) count_n(s, "refused", n);
+  for (size_t i = 0; i < n; i++) {
+    int first = 1;
+    for (size_t j = 0; j < i && first; j++)
+      first = e[j].sp != e[i].sp;
+    if (first)
+      part_rewind(s, e[i].sp, e[i].m->offset,
+                  rc == CEB_EBUSY ? PAUSE_BUSY : PAUSE_FAILED,
+                  refused_backoff(rc));
+    ceb_event_unref(e[i].ev);
+    free(e[i].r);
+  }
+}
+
+/* Submits the batch read so far. */
+static void flush(kafka_source *s) {
+  size_t n = s->npending_batch;
+  s->npending_batch = 0;
+  submit_range(s, s->pending, n);
+}
+
+/* Decodes one record into the batch; a malformed one is dead-lettered
+ * once the batch before it is submitted. */
+static void handle(kafka_source *s, const rd_kafka_message_t *m) {
+  if (m->err) {
+    if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+      CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN, "consume error: %s",
+              rd_kafka_message_errstr(m));
+    return;
+  }
+  pthread_mutex_lock(&s->lock);
+  src_part *sp = part_find(s, rd_kafka_topic_name(m->rkt), m->partition);
+  pthread_mutex_unlock(&s->lock);
+  if (!sp || !part_takes(s, sp))
+    return; /* paused or not ours: a seek/resume or the owner re-reads it */
+
+  char reason[400];
+  ceb_event *ev = decode(m, reason, sizeof reason);
+  if (!ev) {
+    flush(s); /* the FIFO stays in offset order */
+    if (part_takes(s, sp)) dead_letter(s, sp, m, reason);
+    return;
+  }
+  src_rec *r = calloc(1, sizeof *r);
+  if (!r) {
+    ceb_event_unref(ev);
+    flush(s);
+    part_rewind(s, sp, m->offset, PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
+    return;
+  }
+  r->s = s;
+  r->offset = m->offset;
+  if (s->npending_batch == SRC_BATCH_MAX) flush(s);
+  s->pending[s->npending_batch++] = (src_entry){ev, r, sp, m};
 }
 
 /* ---- the poll thread ---- */
@@ -743,12 +974,23 @@ static void drain_step(kafka_source *s) {
 
 static void *source_main(void *arg) {
   kafka_source *s = arg;
+  rd_kafka_message_t *msgs[SRC_BATCH_MAX];
   while (!atomic_load(&s->stop)) {
+    /* Block for the first record, then take what is already queued: a
+     * batch read with a timeout would wait for a full batch. */
+    size_t n = 0;
     rd_kafka_message_t *m = rd_kafka_consumer_poll(s->rk, SRC_POLL_MS);
     if (m) {
-      handle(s, m);
-      rd_kafka_message_destroy(m);
+      msgs[n++] = m;
+      ssize_t more = rd_kafka_consume_batch_queue(s->queue, 0, msgs + 1,
+                                                  SRC_BATCH_MAX - 1);
+      if (more > 0) n += (size_t)more;
     }
+    for (size_t i = 0; i < n; i++)
+      handle(s, msgs[i]);
+    flush(s);
+    for (size_t i = 0; i < n; i++)
+      rd_kafka_message_destroy(msgs[i]);
     if (s->dlq) {
       char fatal[8];
       rd_kafka_poll(s->dlq, 0);
@@ -872,6 +1114,7 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
   }
   conf = NULL; /* owned by rk */
   rd_kafka_poll_set_consumer(s->rk);
+  s->queue = rd_kafka_queue_get_consumer(s->rk);
   *state = s;
   return CEB_OK;
 fail:
@@ -938,6 +1181,7 @@ void kafka_source_destroy(void *state) {
   if (s->rk) {
     /* Leaves the group: the revoke callback commits what is durable. */
     rd_kafka_consumer_close(s->rk);
+    if (s->queue) rd_kafka_queue_destroy(s->queue);
     rd_kafka_destroy(s->rk);
   }
   if (s->dlq) {
