@@ -24,6 +24,10 @@ void ceb_circuit_started(ceb_circuit *c) {
   if (c->state == CEB_CIRCUIT_HALF_OPEN) c->probe_inflight = 1;
 }
 
+void ceb_circuit_cancel(ceb_circuit *c) {
+  if (c->state == CEB_CIRCUIT_HALF_OPEN) c->probe_inflight = 0;
+}
+
 void ceb_circuit_success(ceb_circuit *c) {
   c->state = CEB_CIRCUIT_CLOSED;
   c->failures = 0;

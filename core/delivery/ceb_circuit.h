@@ -30,6 +30,9 @@ int ceb_circuit_allow(ceb_circuit *c, int64_t now, int max);
 void ceb_circuit_started(ceb_circuit *c);
 /* Records an attempt's result. */
 void ceb_circuit_success(ceb_circuit *c);
+/* The started attempt did not happen (the sink was busy): a half-open
+ * circuit may probe again. */
+void ceb_circuit_cancel(ceb_circuit *c);
 void ceb_circuit_failure(ceb_circuit *c, int64_t now);
 /* Opens now regardless of the count (the peer said it is gone). */
 void ceb_circuit_trip(ceb_circuit *c, int64_t now);

@@ -257,8 +257,9 @@ static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
 }
 
 /* Hands c to its sink. Lock not held. deliver may settle before it
- * returns, so c is not touched after a successful call. */
-static void dispatch(ceb_engine *e, dctx *c) {
+ * returns, so c is not touched after a successful call. Returns 1 when the
+ * sink said CEB_EBUSY (c deferred), else 0. */
+static int dispatch(ceb_engine *e, dctx *c) {
   eng_sink *s = &e->sinks[c->sink];
   ceb_instance *inst = s->cfg.inst;
   int rc = inst && inst->plugin && inst->plugin->deliver
@@ -267,11 +268,11 @@ static void dispatch(ceb_engine *e, dctx *c) {
   if (rc == CEB_OK) {
     if (atomic_load_explicit(&s->busy_ms, memory_order_relaxed))
       atomic_store_explicit(&s->busy_ms, 0, memory_order_relaxed);
-    return;
+    return 0;
   }
-  if (rc == CEB_EBUSY && c->kind == DCTX_ROUTE) {
+  if (rc == CEB_EBUSY) {
     cebe_defer(e, c); /* backpressure, not a failed attempt */
-    return;
+    return 1;
   }
   /* Not taken: a retryable failure with the status, unless the attempt
    * was already timed out meanwhile. */
@@ -283,6 +284,7 @@ static void dispatch(ceb_engine *e, dctx *c) {
                           .reason = reason,
                           .detail = ceb_strerror(rc)};
   ceb_engine_settle(e, &c->d, &info);
+  return 0;
 }
 
 void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
@@ -403,10 +405,17 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
   }
   if (unused) pthread_cond_broadcast(&e->idle);
   pthread_mutex_unlock(&e->lock);
+  /* once the sink says busy, the rest of the batch is deferred unasked */
+  int busy = 0;
   for (size_t i = 0; i < nready; i++) {
-    cebe_metric_add(e, "cebridge_delivery_attempts_started_total", rt->labels,
-                    1);
-    dispatch(e, ready[i]);
+    if (busy) {
+      cebe_defer(e, ready[i]);
+      continue;
+    }
+    busy = dispatch(e, ready[i]);
+    if (!busy)
+      cebe_metric_add(e, "cebridge_delivery_attempts_started_total",
+                      rt->labels, 1);
   }
   free(ready);
   pthread_mutex_lock(&e->lock);

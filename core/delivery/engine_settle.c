@@ -159,13 +159,16 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                          op->dead_reason, info, c->attempt, c->first_at, now);
     op->r.dead_json = op->dead_json;
   }
-  char labels[256];
-  snprintf(labels, sizeof labels, "%s,outcome=\"%s\"", rt->labels,
-           info->outcome == CEBE_DEFER ? "deferred"
-           : info->reason && strcmp(info->reason, "timeout") == 0
-               ? "timeout"
-               : outcome_name(info->outcome));
-  cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
+  if (info->outcome == CEBE_DEFER) {
+    cebe_metric_add(e, "cebridge_deliveries_deferred_total", rt->labels, 1);
+  } else {
+    char labels[256];
+    snprintf(labels, sizeof labels, "%s,outcome=\"%s\"", rt->labels,
+             info->reason && strcmp(info->reason, "timeout") == 0
+                 ? "timeout"
+                 : outcome_name(info->outcome));
+    cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
+  }
   int rc =
       ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
                        CEB_STORE_NOSYNC); /* lost: delivered again */
@@ -253,16 +256,21 @@ static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
   eng_sink *s = &e->sinks[c->sink];
   int64_t now = cebe_now(e);
   int was = s->circuit.state;
-  int64_t busy_first = 0;
+  int busy_first = 0;
   if (in.outcome == CEBE_DEFER) {
-    /* a busy sink is alive: no circuit change; back off and pause it */
-    int64_t ms = atomic_load(&s->busy_ms);
-    if (ms == 0) busy_first = 1;
-    ms = ms ? ms * 2 : CEBE_BUSY_MIN_MS;
-    if (ms > CEBE_BUSY_MAX_MS) ms = CEBE_BUSY_MAX_MS;
-    atomic_store(&s->busy_ms, ms);
-    if (s->busy_until < now + ms) s->busy_until = now + ms;
-    in.retry_after_ms = ms;
+    /* A busy sink is alive: no circuit failure, and a half-open probe that
+     * did not happen is given back. The pause doubles once per pause that
+     * ended busy again, not once per delivery deferred within it. */
+    ceb_circuit_cancel(&s->circuit);
+    if (now >= s->busy_until) {
+      int64_t ms = atomic_load(&s->busy_ms);
+      busy_first = ms == 0;
+      ms = ms ? ms * 2 : CEBE_BUSY_MIN_MS;
+      if (ms > CEBE_BUSY_MAX_MS) ms = CEBE_BUSY_MAX_MS;
+      atomic_store(&s->busy_ms, ms);
+      s->busy_until = now + ms;
+    }
+    in.retry_after_ms = s->busy_until - now;
   } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
     ceb_circuit_trip(&s->circuit, now);
   } else if (in.outcome == CEB_RETRY) {

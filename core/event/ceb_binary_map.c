@@ -91,9 +91,17 @@ int cebi_binary_decode(const cebi_binding *b, const ceb_headers *headers,
       cebi_fail(err, rc, "ce.attr.too_long", "content type too long");
   }
   if (rc == CEB_OK && len) {
-    ceb_data_kind kind = cebi_data_kind_for(content_type, body, len);
-    if ((rc = ceb_event_set_data(ev, body, len, kind)) != CEB_OK)
-      cebi_fail(err, rc, "ce.nomem", "out of memory");
+    int strict = 0;
+    ceb_data_kind kind = cebi_data_kind_for(content_type, body, len, &strict);
+    if (kind == CEB_DATA_JSON && strict) {
+      /* parsed just now: validation and the journal's encode need not */
+      char *copy = cebi_memdup(body, len);
+      rc = copy ? cebi_event_take_json_data(ev, copy, len) : CEB_ENOMEM;
+      if (rc != CEB_OK) free(copy);
+    } else {
+      rc = ceb_event_set_data(ev, body, len, kind);
+    }
+    if (rc != CEB_OK) cebi_fail(err, rc, "ce.nomem", "out of memory");
   }
   if (rc != CEB_OK) {
     ceb_event_unref(ev);

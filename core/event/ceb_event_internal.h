@@ -25,9 +25,10 @@ int cebi_media_type_is(const char *content_type, const char *essence);
 /* The data kind a protocol body gets in binary mode: JSON when the content
  * type is JSON and the body parses as one JSON value; TEXT when the content
  * type is textual (text/..., XML, or a charset parameter) and the body is
- * valid UTF-8; otherwise BINARY. An empty body is NONE. */
+ * valid UTF-8; otherwise BINARY. An empty body is NONE. *strict (may be
+ * NULL) is 1 for JSON without duplicate member names. */
 ceb_data_kind cebi_data_kind_for(const char *content_type, const void *body,
-                                 size_t len);
+                                 size_t len, int *strict);
 
 /* Binary-mode mapping shared by HTTP, Kafka and MQTT 5.
  * decode: every header whose name starts with `prefix` (case-insensitive;

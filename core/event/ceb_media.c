@@ -108,10 +108,20 @@ static int media_type_is_text(const char *content_type) {
 }
 
 ceb_data_kind cebi_data_kind_for(const char *content_type, const void *body,
-                                 size_t len) {
+                                 size_t len, int *strict) {
+  if (strict) *strict = 0;
   if (len == 0) return CEB_DATA_NONE;
   if (content_type && ceb_media_type_is_json(content_type)) {
-    json_t *j = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+    /* strict (no duplicate member names anywhere) is what every reader of
+     * the journal accepts, so such data can be marked trusted; duplicates
+     * are rare and then cost a second, lenient parse */
+    json_t *j = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
+                           NULL);
+    if (j) {
+      if (strict) *strict = 1;
+    } else {
+      j = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+    }
     if (j) {
       json_decref(j);
       return CEB_DATA_JSON;

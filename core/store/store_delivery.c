@@ -167,8 +167,14 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
 /* ---- attempt outcomes ---- */
 
 static const char SQL_ATTEMPT[] =
-    "UPDATE delivery SET state = ?3, next_at = ?4, last_status = ?5,"
-    " last_reason = ?6, last_error = ?7, attempts = attempts - ?8"
+    "UPDATE delivery SET state = ?3, next_at = ?4,"
+    /* a refund (?8 = 1) undoes the claim's attempt and leaves the record of
+     * the last real attempt as it was */
+    " last_status = CASE WHEN ?8 THEN last_status ELSE ?5 END,"
+    " last_reason = CASE WHEN ?8 THEN last_reason ELSE ?6 END,"
+    " last_error = CASE WHEN ?8 THEN last_error ELSE ?7 END,"
+    " first_at = CASE WHEN ?8 AND attempts = 1 THEN NULL ELSE first_at END,"
+    " attempts = attempts - ?8"
     " WHERE seq = ?1 AND route = ?2 AND state = 1";
 static const char SQL_SETTLE_JOURNAL[] =
     "UPDATE journal SET open_routes = open_routes - 1,"

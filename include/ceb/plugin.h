@@ -273,7 +273,9 @@ typedef struct ceb_plugin {
    * and settles later (possibly before returning, from this thread), or
    * returns < 0 without settling (treated as RETRY with the status), or
    * CEB_EBUSY without settling for backpressure: not an attempt; the host
-   * re-queues the delivery and pauses the sink briefly (20 ms .. 1 s). */
+   * re-queues the delivery and pauses the sink briefly (20 ms .. 1 s). A
+   * dead-letter forward or receipt refused so is not retried (the dead
+   * letter stays in the store DLQ); neither counts against the circuit. */
   int (*deliver)(void *state, ceb_delivery *d);
 
   /* Mandatory for CONTRACTS. Fetches now: every source, or the one named. */
