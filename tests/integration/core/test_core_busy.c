@@ -1,7 +1,12 @@
 /* Backpressure from a sink: a deliver() that returns CEB_EBUSY is not a
  * failed attempt. The delivery goes back to pending, the sink is paused
  * with a short backoff (not the route's retry schedule, here 5 minutes),
- * the attempt is given back, and FIFO per key holds. */
+ * the attempt is given back, and FIFO per key holds. The rest of a claimed
+ * batch is deferred without asking the sink again, and the pause doubles
+ * once per pause, not once per deferred delivery. A half-open circuit's
+ * probe that meets a busy sink is given back (else the sink would stall). */
+#include <stdio.h>
+
 #include "harness.h"
 
 static const char *k_conf =
@@ -24,7 +29,67 @@ static int delivered_ticking(void *arg) {
   return 0;
 }
 
+static void test_batch_one_pause(void) {
+  harness h;
+  if (harness_open(&h, "busybatch", NULL, k_conf) != 0) return;
+  testsink *out = harness_sink(&h, "out");
+  testsink_busy(out, 1);
+  int64_t t0 = harness_now(&h);
+  char id[16], key[16];
+  for (int i = 0; i < 21; i++) {
+    snprintf(id, sizeof id, "e%d", i);
+    snprintf(key, sizeof key, "K%d", i);
+    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.edu.t", key)),
+              CEB_OK);
+  }
+  tick_arg a = {&h, out, 21};
+  CHECK(ceb_test_wait(delivered_ticking, &a, 20000));
+  CHECK_INT(testsink_busy_count(out), 1); /* asked once, not per event */
+  for (size_t i = 0; i < 21; i++) {
+    testsink_seen seen = {0};
+    CHECK(testsink_get(out, i, &seen) && seen.attempt == 1);
+  }
+  /* one pause of 20 ms (the clock moves 20 ms per poll), not 1 s */
+  int64_t took = harness_now(&h) - t0;
+  CHECK_MSG(took < 1000, "delivered after %lld ms", (long long)took);
+  harness_close(&h);
+}
+
+static int probe_calls;
+static ceb_outcome fail_first(void *arg, const ceb_delivery *d,
+                              ceb_settle_info *info) {
+  (void)arg;
+  (void)d;
+  (void)info;
+  return probe_calls++ == 0 ? CEB_RETRY : CEB_ACK;
+}
+
+static void test_half_open_probe(void) {
+  static const char *conf =
+      "[source in]\nplugin = testsource\n"
+      "[sink out]\nplugin = testsink\ncircuit.failures = 1\n"
+      "circuit.open_for = 1s\n"
+      "[route r]\nfrom = in\nto = out\n"
+      "retry.schedule = 0s 200ms 200ms 200ms 200ms\n";
+  harness h;
+  if (harness_open(&h, "busyprobe", NULL, conf) != 0) return;
+  testsink *out = harness_sink(&h, "out");
+  testsink_script(out, fail_first, NULL);
+  CHECK_INT(harness_submit(&h, "in", harness_event("p1", "nl.edu.t", NULL)),
+            CEB_OK);
+  CHECK(harness_wait_count(out, 1)); /* attempt 1 failed: circuit open */
+  testsink_busy(out, 1);             /* the half-open probe meets it busy */
+  tick_arg a = {&h, out, 2};
+  CHECK_MSG(ceb_test_wait(delivered_ticking, &a, 20000),
+            "no delivery after the busy probe (%zu busy)",
+            testsink_busy_count(out));
+  CHECK_INT(testsink_busy_count(out), 1);
+  harness_close(&h);
+}
+
 int main(void) {
+  test_batch_one_pause();
+  test_half_open_probe();
   harness h;
   if (harness_open(&h, "busy", NULL, k_conf) != 0)
     return ceb_test_done("integration_core_busy");
