@@ -15,11 +15,19 @@
  *     delivery rate from the first to the last delivery.
  *     Target: >= 10k ev/s with 1,000 ordering keys.
  *
- * Prints one summary line per run ("bench kafka ... ev/s ...") and exits
- * non-zero when an event is missing or out of order (not on a missed
+ *   bench_kafka kafka2kafka / kafka2null: the same, delivered to a Kafka
+ *     topic (read back) or to testsink (ACKs at once, writes one line per
+ *     delivery that the bench reads back): kafka2null is the ingest side
+ *     (consume, decode, journal, claim, settle) without a sink's cost.
+ *
+ * Prints one summary line per run ("bench kafka ... ev/s ...") and one
+ * cost line (bridge CPU per event, mock cluster CPU, bridge peak RSS, load
+ * average: on a shared machine CPU per event is the comparable figure), and
+ * exits non-zero when an event is missing or out of order (not on a missed
  * target: targets are for the report). Bounded: every wait has a deadline. */
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <microhttpd.h>
@@ -107,6 +115,44 @@ static long proc_status_kb(pid_t pid, const char *key) {
   return kb;
 }
 
+/* CPU seconds of pid's threads whose name starts with prefix (the kafka
+ * plugin names its poll threads "kafka-source" and "kafka-sink"). */
+static double threads_cpu_s(pid_t pid, const char *prefix) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  double sum = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/comm", (int)pid,
+             e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
+    fclose(f);
+    if (strncmp(comm, prefix, strlen(prefix)) != 0) continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid,
+             e->d_name);
+    f = fopen(path, "r");
+    if (!f) continue;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (p &&
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+               &ut, &st) == 2)
+      sum += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+  }
+  closedir(d);
+  return sum;
+}
+
 /* The 1-minute load average: other work on the cores skews every rate. */
 static double loadavg1(void) {
   double l = -1;
@@ -120,13 +166,28 @@ static double loadavg1(void) {
 
 /* One line with what the run cost: bridge and mock-cluster CPU per event,
  * the bridge's peak RSS, the load average. */
-static void print_cost(const char *mode, long events, double bridge_cpu_s,
-                       double mock_cpu_s, long hwm_kb) {
-  printf("bench kafka %s cost: bridge CPU %.2f s = %.1f us/event, mock "
-         "cluster CPU %.1f us/event, bridge peak RSS %ld MiB, load average "
-         "%.2f\n",
-         mode, bridge_cpu_s, bridge_cpu_s * 1e6 / (double)events,
-         mock_cpu_s * 1e6 / (double)events, hwm_kb / 1024, loadavg1());
+typedef struct bridge_cost {
+  double cpu_s, source_s, sink_s; /* whole bridge, kafka poll threads */
+  long hwm_kb;                    /* peak RSS */
+} bridge_cost;
+
+/* Reads what the running bridge has cost so far (before it is stopped). */
+static bridge_cost cost_sample(pid_t bridge) {
+  bridge_cost c = {proc_cpu_s(bridge), threads_cpu_s(bridge, "kafka-source"),
+                   threads_cpu_s(bridge, "kafka-sink"),
+                   proc_status_kb(bridge, "VmHWM")};
+  return c;
+}
+
+static void print_cost(const char *mode, long events, const bridge_cost *c,
+                       double mock_cpu_s) {
+  double n = (double)events;
+  printf("bench kafka %s cost: bridge CPU %.2f s = %.1f us/event (kafka "
+         "source thread %.1f, kafka sink thread %.1f), mock cluster CPU %.1f "
+         "us/event, bridge peak RSS %ld MiB, load average %.2f\n",
+         mode, c->cpu_s, c->cpu_s * 1e6 / n, c->source_s * 1e6 / n,
+         c->sink_s * 1e6 / n, mock_cpu_s * 1e6 / n, c->hwm_kb / 1024,
+         loadavg1());
 }
 
 static int write_file(const char *path, const char *text) {
@@ -306,8 +367,8 @@ static int http2kafka(long events, int conns, int size) {
   atomic_store(&tc.deadline_ms, ceb_test_now_ms() + 120000);
   atomic_store(&tc.want, accepted);
   pthread_join(counter, NULL);
-  double bridge_cpu = proc_cpu_s(bridge), mock_cpu = proc_cpu_s(m.pid) - mock0;
-  long hwm = proc_status_kb(bridge, "VmHWM");
+  bridge_cost cost = cost_sample(bridge);
+  double mock_cpu = proc_cpu_s(m.pid) - mock0;
   long on_topic = atomic_load(&tc.count);
   int64_t t_kafka = tc.last_us - t0;
   ktest_reader_close(tc.reader);
@@ -322,7 +383,7 @@ static int http2kafka(long events, int conns, int size) {
          done ? lat[(size_t)(done * 99 / 100)] / 1000.0 : 0,
          done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
          (double)on_topic / (t_kafka / 1e6));
-  print_cost("http2kafka", on_topic ? on_topic : 1, bridge_cpu, mock_cpu, hwm);
+  print_cost("http2kafka", on_topic ? on_topic : 1, &cost, mock_cpu);
   for (int i = 0; i < conns; i++) {
     if (slots[i].h) curl_easy_cleanup(slots[i].h);
     curl_slist_free_all(slots[i].hdrs);
@@ -405,7 +466,36 @@ static void record(receiver *rx, const char *id) {
   pthread_mutex_unlock(&rx->lock);
 }
 
-static int kafka2http(long events, int keys, int partitions, int to_kafka) {
+/* Where kafka2* delivers: an HTTP receiver, a Kafka topic, or testsink
+ * (ACKs at once; one line per delivery in a file) to measure the ingest
+ * side without a sink's own cost. */
+enum { OUT_HTTP = 0, OUT_KAFKA = 1, OUT_NULL = 2 };
+static const char *const out_names[] = {"kafka2http", "kafka2kafka",
+                                        "kafka2null"};
+
+/* Reads the delivery lines ("route id attempt topic") testsink appended to
+ * path since *pos; complete lines only. */
+static void read_record(receiver *rx, const char *path, long *pos) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  char line[512];
+  if (fseek(f, *pos, SEEK_SET) == 0) {
+    while (fgets(line, sizeof line, f)) {
+      size_t n = strlen(line);
+      if (n == 0 || line[n - 1] != '\n') break; /* still being written */
+      *pos += (long)n;
+      char route[64], id[128];
+      if (sscanf(line, "%63s %127s", route, id) == 2)
+        record(rx, id);
+      else
+        record(rx, NULL);
+    }
+  }
+  fclose(f);
+}
+
+static int kafka2http(long events, int keys, int partitions, int out_kind) {
+  int to_kafka = out_kind == OUT_KAFKA;
   ktest_mock m;
   char topic_arg[64];
   snprintf(topic_arg, sizeof topic_arg, "bench.in:%d", partitions);
@@ -469,24 +559,33 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
   (void)err;
   double produce_s = (now_us() - tp0) / 1e6;
 
-  char sink[512];
+  char sink[1024];
+  char *dir = ceb_test_tmpdir("bench-kafka");
+  char record_path[600];
+  long record_pos = 0;
+  snprintf(record_path, sizeof record_path, "%s/delivered.txt", dir);
   if (to_kafka)
     snprintf(sink, sizeof sink,
              "\n[sink partner]\nplugin = kafka\nbrokers = %s\n"
              "topic = bench.out\n",
              m.bootstrap);
+  else if (out_kind == OUT_NULL)
+    snprintf(sink, sizeof sink,
+             "\n[sink partner]\nplugin = testsink\nmode = ack\n"
+             "record = %s\n",
+             record_path);
   else
     snprintf(sink, sizeof sink,
              "\n[sink partner]\nplugin = http\n"
              "url = http://127.0.0.1:%d/hook\nallow_insecure_http = true\n"
              "max_connections = 64\n",
              port);
-  char *dir = ceb_test_tmpdir("bench-kafka");
-  char path[600], text[2048];
+  char path[600], text[3072];
   snprintf(path, sizeof path, "%s/conf", dir);
   mkdir(path, 0700);
   snprintf(text, sizeof text,
            "[bridge]\nstore = %s/store.db\nadmin.listen = 127.0.0.1:0\n"
+           "plugin_dir = " CEB_PLUGIN_PATH "\n"
            "log.format = text\nlog.level = warn\nprofile = warn\n"
            "\n[source bus]\nplugin = kafka\nbrokers = %s\ngroup.id = bench\n"
            "topics = bench.in\nrdkafka.session.timeout.ms = 6000\n"
@@ -514,14 +613,15 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
         rd_kafka_message_destroy(batch[i]);
       }
     }
+    if (out_kind == OUT_NULL) read_record(&rx, record_path, &record_pos);
     pthread_mutex_lock(&rx.lock);
     got = rx.count;
     pthread_mutex_unlock(&rx.lock);
     if (got >= events) break;
     if (!out) usleep(20000);
   }
-  double bridge_cpu = proc_cpu_s(bridge), mock_cpu = proc_cpu_s(m.pid) - mock0;
-  long hwm = proc_status_kb(bridge, "VmHWM");
+  bridge_cost cost = cost_sample(bridge);
+  double mock_cpu = proc_cpu_s(m.pid) - mock0;
   ktest_reader_close(out);
   int stopped = bridge_stop(bridge);
   MHD_stop_daemon(d);
@@ -530,11 +630,10 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
          "(produced in %.2f s): delivered %ld, %.0f ev/s first-to-last "
          "(%.2f s), %.2f s from bridge start; out of order %ld, "
          "unparsable %ld\n",
-         to_kafka ? "kafka2kafka" : "kafka2http", events, keys, partitions,
-         produce_s, rx.count, span > 0 ? (double)rx.count / span : 0, span,
-         (rx.last_us - t0) / 1e6, rx.disorder, rx.bad);
-  print_cost(to_kafka ? "kafka2kafka" : "kafka2http", rx.count ? rx.count : 1,
-             bridge_cpu, mock_cpu, hwm);
+         out_names[out_kind], events, keys, partitions, produce_s, rx.count,
+         span > 0 ? (double)rx.count / span : 0, span, (rx.last_us - t0) / 1e6,
+         rx.disorder, rx.bad);
+  print_cost(out_names[out_kind], rx.count ? rx.count : 1, &cost, mock_cpu);
   int rc = stopped == 0 && rx.count == events && rx.disorder == 0 && rx.bad == 0
                ? 0
                : 1;
@@ -552,7 +651,8 @@ static int kafka2http(long events, int keys, int partitions, int to_kafka) {
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_kafka http2kafka [-n EVENTS] [-c CONNS] [-s BYTES]\n"
-          "       bench_kafka kafka2http|kafka2kafka [-n EVENTS] [-k KEYS] "
+          "       bench_kafka kafka2http|kafka2kafka|kafka2null [-n EVENTS] "
+          "[-k KEYS] "
           "[-p PARTITIONS]\n");
 }
 
@@ -599,9 +699,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "http2kafka"))
     rc = http2kafka(events, conns, size);
   else if (!strcmp(mode, "kafka2http"))
-    rc = kafka2http(events, keys, partitions, 0);
+    rc = kafka2http(events, keys, partitions, OUT_HTTP);
   else if (!strcmp(mode, "kafka2kafka"))
-    rc = kafka2http(events, keys, partitions, 1);
+    rc = kafka2http(events, keys, partitions, OUT_KAFKA);
+  else if (!strcmp(mode, "kafka2null"))
+    rc = kafka2http(events, keys, partitions, OUT_NULL);
   else {
     usage();
     rc = 2;

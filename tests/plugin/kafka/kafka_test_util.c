@@ -86,6 +86,26 @@ void ktest_mock_stop(ktest_mock *m) {
   m->out = NULL;
 }
 
+static int validating_submit(ceb_instance *inst, ceb_event *const *events,
+                             size_t count, const ceb_submit_opts *opts,
+                             ceb_submit_cb cb, void *cb_arg) {
+  ceb_fake_host *f = inst->runtime_data;
+  ceb_violations local;
+  ceb_violations *v = opts && opts->violations ? opts->violations : &local;
+  for (size_t i = 0; events && i < count; i++) {
+    if (events[i] && ceb_event_validate(events[i], NULL, v) > 0) {
+      if (opts && opts->failed_index) *opts->failed_index = i;
+      return CEB_EVALIDATION;
+    }
+  }
+  return f->host.submit(inst, events, count, opts, cb, cb_arg);
+}
+
+void ktest_validating_host(const ceb_fake_host *f, ceb_host *out) {
+  *out = f->host;
+  out->submit = validating_submit;
+}
+
 const ceb_plugin *ktest_plugin(void **dl) {
   *dl = dlopen(CEB_PLUGIN_DIR "/kafka.so", RTLD_NOW | RTLD_LOCAL);
   if (!*dl) {

@@ -10,6 +10,8 @@
 
 #include <ceb/ceb.h>
 
+#include "ceb_fake_host.h"
+
 typedef struct ktest_mock {
   pid_t pid;
   int in_fd; /* commands to the mock */
@@ -24,6 +26,12 @@ int ktest_mock_start(ktest_mock *m, const char *const *topics);
 int ktest_mock_cmd(ktest_mock *m, const char *cmd);
 /* Closes stdin, waits for exit (kills after 10 s). */
 void ktest_mock_stop(ktest_mock *m);
+
+/* A copy of the fake host's table (*out) whose submit first validates
+ * every event with the CloudEvents rules, as the bridge's runtime does, and
+ * refuses the whole batch with CEB_EVALIDATION, the first invalid event's
+ * violations and its failed_index; valid batches go to the fake host. */
+void ktest_validating_host(const ceb_fake_host *f, ceb_host *out);
 
 /* dlopen()s the built kafka.so and queries its descriptor. *dl is the
  * handle for dlclose. NULL on failure (printed). */

@@ -16,6 +16,7 @@
 
 typedef struct src_fixture {
   ceb_fake_host *f;
+  ceb_host host; /* the fake host's, validating like the bridge */
   const ceb_plugin *p;
   ceb_config *cfg;
   void *state;
@@ -27,9 +28,10 @@ static int src_open(src_fixture *sx, const ceb_plugin *p,
   sx->p = p;
   sx->f = ceb_fake_host_new("in", CEB_ROLE_SOURCE);
   sx->f->mode = mode;
+  ktest_validating_host(sx->f, &sx->host);
   sx->cfg = ktest_config(p, CEB_ROLE_SOURCE, kv);
   ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp"};
-  int rc = p->init(&sx->f->host, &sx->f->inst, &info, sx->cfg, &sx->state);
+  int rc = p->init(&sx->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
   if (rc != CEB_OK) sx->state = NULL;

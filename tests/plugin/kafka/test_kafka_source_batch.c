@@ -17,7 +17,7 @@
 
 typedef struct src_fixture {
   ceb_fake_host *f;
-  ceb_host host; /* the fake host's, submit possibly wrapped */
+  ceb_host host; /* the fake host's, validating, possibly refusing */
   const ceb_plugin *p;
   ceb_config *cfg;
   void *state;
@@ -26,6 +26,7 @@ typedef struct src_fixture {
 /* The fake host, refusing any submit that holds an event of REFUSED_TYPE
  * the way the runtime refuses an invalid one: CEB_EVALIDATION, the
  * violation and the index of the event, nothing taken. */
+static ceb_host validating;
 static const ceb_host *real_host;
 
 static int refusing_submit(ceb_instance *inst, ceb_event *const *events,
@@ -55,8 +56,9 @@ static int src_open(src_fixture *sx, const ceb_plugin *p, int refusing,
   sx->p = p;
   sx->f = ceb_fake_host_new("in", CEB_ROLE_SOURCE);
   sx->f->mode = CEB_FAKE_COMMIT_NOW;
-  sx->host = sx->f->host;
-  real_host = &sx->f->host;
+  ktest_validating_host(sx->f, &sx->host);
+  validating = sx->host;
+  real_host = &validating;
   if (refusing) sx->host.submit = refusing_submit;
   sx->cfg = ktest_config(p, CEB_ROLE_SOURCE, kv);
   ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp"};
