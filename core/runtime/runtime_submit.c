@@ -59,6 +59,33 @@ static void reject_metric(ceb_runtime *rt, ceb_instance *inst,
   ceb_metrics_add(rt->metrics, "cebridge_events_rejected_total", labels, 1);
 }
 
+/* On the committer, right after the commit: the engine counts the new
+ * deliveries before any later transaction (a claim, an outcome) can touch
+ * them, so its open count never runs behind. The acknowledgement waits
+ * for ingest_done (after the sync). */
+static void ingest_committed(void *arg) {
+  ingest_job *j = arg;
+  ceb_runtime *rt = j->rt;
+  /* Tell the engine once per route (each call wakes it); routes of
+   * duplicates were not added. */
+  size_t off = 0;
+  for (size_t i = 0; i < j->count; i++) {
+    for (size_t r = 0; r < j->events[i].nroutes; r++)
+      j->route_added[j->route_index[off + r]] += j->events[i].inserted;
+    if (j->events[i].inserted && j->events[i].nroutes == 0) {
+      if (rt->metrics)
+        ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
+                        j->inst->labels, 1);
+      ceb_log_warn("runtime: event %s from %s matches no route; journaled "
+                   "and marked unrouted",
+                   j->events[i].id, j->inst->name);
+    }
+    off += j->events[i].nroutes;
+  }
+  for (size_t r = 0; r < rt->nroutes; r++)
+    if (j->route_added[r]) ceb_engine_added(rt->engine, r, j->route_added[r]);
+}
+
 static void ingest_done(void *arg, int status) {
   ingest_job *j = arg;
   ceb_runtime *rt = j->rt;
@@ -70,24 +97,6 @@ static void ingest_done(void *arg, int status) {
       else
         res.duplicates++;
     }
-    /* Tell the engine once per route (each call wakes it); routes of
-     * duplicates were not added. */
-    size_t off = 0;
-    for (size_t i = 0; i < j->count; i++) {
-      for (size_t r = 0; r < j->events[i].nroutes; r++)
-        j->route_added[j->route_index[off + r]] += j->events[i].inserted;
-      if (j->events[i].inserted && j->events[i].nroutes == 0) {
-        if (rt->metrics)
-          ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
-                          j->inst->labels, 1);
-        ceb_log_warn("runtime: event %s from %s matches no route; journaled "
-                     "and marked unrouted",
-                     j->events[i].id, j->inst->name);
-      }
-      off += j->events[i].nroutes;
-    }
-    for (size_t r = 0; r < rt->nroutes; r++)
-      if (j->route_added[r]) ceb_engine_added(rt->engine, r, j->route_added[r]);
     if (rt->metrics) {
       ceb_metrics_add(rt->metrics, "cebridge_events_accepted_total",
                       j->inst->labels, (double)res.accepted);
@@ -254,8 +263,9 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     }
   }
   j->batch = (ceb_ingest_batch){j->events, count, now};
-  int rc = ceb_store_submit(rt->store, ceb_store_ingest_run, ingest_done, j,
-                            CEB_STORE_BOUNDED);
+  int rc =
+      ceb_store_submit_ex(rt->store, ceb_store_ingest_run, ingest_committed,
+                          ingest_done, j, CEB_STORE_BOUNDED);
   if (rc != CEB_OK) {
     job_free(j);
     if (rc == CEB_EBUSY) reject_metric(rt, inst, "backpressure");

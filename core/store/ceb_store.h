@@ -82,6 +82,15 @@ typedef void (*ceb_store_done_fn)(void *arg, int status);
  * called). */
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
                      ceb_store_done_fn done, void *arg, int flags);
+/* ceb_store_submit with `committed` (may be NULL): called on the committer
+ * right after the op's transaction committed (not when it failed), before
+ * any later transaction runs and before done: for bookkeeping that later
+ * ops may depend on (the engine's count of open deliveries), not for
+ * acknowledgements. Must not block. */
+typedef void (*ceb_store_committed_fn)(void *arg);
+int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
+                        ceb_store_committed_fn committed,
+                        ceb_store_done_fn done, void *arg, int flags);
 /* Blocking: queues run and waits until its batch committed (and synced);
  * returns the op's status. */
 int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);

@@ -13,10 +13,17 @@
 
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
                      ceb_store_done_fn done, void *arg, int flags) {
+  return ceb_store_submit_ex(st, run, NULL, done, arg, flags);
+}
+
+int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
+                        ceb_store_committed_fn committed,
+                        ceb_store_done_fn done, void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;
   store_op *op = calloc(1, sizeof *op);
   if (!op) return CEB_ENOMEM;
   op->run = run;
+  op->committed = committed;
   op->done = done;
   op->arg = arg;
   op->flags = flags;
@@ -26,6 +33,11 @@ int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
     pthread_mutex_unlock(&st->lock);
     free(op);
     return CEB_ESHUTDOWN;
+  }
+  if (st->sync_failed && !(flags & CEB_STORE_NOSYNC)) {
+    pthread_mutex_unlock(&st->lock);
+    free(op);
+    return CEB_EIO; /* it could never be acknowledged */
   }
   if (bounded && st->queued_bounded >= st->queue_max) {
     pthread_mutex_unlock(&st->lock);
@@ -182,6 +194,8 @@ static void run_group(ceb_store *st, store_op *group) {
    * (and everything when SQLite synced, or the commit failed) finish
    * here. */
   store_op *wait_head = NULL, *wait_tail = NULL;
+  for (store_op *op = group; ok && op; op = op->next)
+    if (op->committed && op->status >= 0) op->committed(op->arg);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
     op->next = NULL;

@@ -13,6 +13,7 @@
 typedef struct store_op {
   struct store_op *next;
   ceb_store_run_fn run;
+  ceb_store_committed_fn committed;
   ceb_store_done_fn done;
   void *arg;
   int flags; /* CEB_STORE_* */
@@ -51,6 +52,7 @@ struct ceb_store {
   pthread_cond_t sync_cond;
   pthread_t syncer;
   int syncer_started, sync_stop;
+  int sync_failed; /* under lock; final (store_sync.c says why) */
   uint64_t syncs;
 };
 
@@ -60,6 +62,8 @@ struct ceb_store {
  * after which the caller keeps SQLite's synchronous=FULL. */
 int cebs_syncer_start(ceb_store *st, const char *path, char *err,
                       size_t errlen);
+/* The syncer's fdatasync; tests swap it to inject failures. */
+extern int (*cebs_fdatasync)(int fd);
 /* Runs every queued op's done (after a last sync) and joins the thread. */
 void cebs_syncer_stop(ceb_store *st);
 /* Committer: hands committed ops (a list, in order) to the syncer. */

@@ -31,6 +31,8 @@
 #include "log/ceb_log.h"
 #include "store/store_internal.h"
 
+int (*cebs_fdatasync)(int fd) = fdatasync;
+
 void cebs_op_finish(ceb_store *st, store_op *op) {
   if (op->done) op->done(op->arg, op->status);
   if (op->flags & CEB_STORE_BOUNDED) {
@@ -69,16 +71,25 @@ static void *syncer_main(void *arg) {
     store_op *ops = st->sync_head;
     st->sync_head = st->sync_tail = NULL;
     pthread_mutex_unlock(&st->lock);
-    int failed = fdatasync(st->wal_fd) != 0;
+    /* After a failed fdatasync the kernel may have dropped the dirty
+     * pages as if written, and a later fdatasync "succeeds" without them:
+     * so one failure is final. Nothing is acknowledged any more; a restart
+     * lets SQLite's recovery decide what reached the disk. */
+    int failed = st->sync_failed, err = 0;
+    if (!failed && cebs_fdatasync(st->wal_fd) != 0) {
+      err = errno;
+      failed = 1;
+    }
     pthread_mutex_lock(&st->lock);
     st->syncs++;
+    int first = failed && !st->sync_failed;
+    if (failed) st->sync_failed = 1;
     pthread_mutex_unlock(&st->lock);
-    if (failed)
-      /* The commits may or may not be on disk: report failure. A client
-       * that retries finds its events as duplicates if they were. */
-      ceb_log_error("store: fdatasync of the WAL failed: %s; the waiting "
-                    "operations fail",
-                    strerror(errno));
+    if (first)
+      ceb_log_error("ALERT store: fdatasync of the WAL failed: %s; nothing "
+                    "is acknowledged from now on (sources answer as "
+                    "unavailable); restart the bridge",
+                    strerror(err));
     for (store_op *op = ops, *next; op; op = next) {
       next = op->next;
       if (failed && op->status >= 0) op->status = CEB_EIO;

@@ -1,11 +1,14 @@
 /* Group commit: 1000 submits from 8 threads all commit, land in few
  * transactions, and every callback reports success; dedupe on
  * (client, source, id); the bounded queue refuses with CEB_EBUSY. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include <ceb/status.h>
 
+#include "store/store_internal.h"
 #include "store_fixture.h"
 
 #define THREADS 8
@@ -133,19 +136,56 @@ static void sync_probe_run(int full, int flags, int want_synced) {
   sync_probe p[20];
   for (int i = 0; i < 20; i++) {
     p[i] = (sync_probe){st, ceb_store_syncs(st), &count};
-    CHECK_INT(ceb_store_submit(st, noop_run, probe_done, &p[i], flags),
-              CEB_OK);
+    CHECK_INT(ceb_store_submit(st, noop_run, probe_done, &p[i], flags), CEB_OK);
   }
   CHECK(ceb_test_wait(probes_done, &count, 10000));
-  if (want_synced)
-    CHECK_INT(atomic_load(&count.synced_first), 20);
-  if (!full)
-    CHECK_INT(ceb_store_syncs(st), 0);
+  if (want_synced) CHECK_INT(atomic_load(&count.synced_first), 20);
+  if (!full) CHECK_INT(ceb_store_syncs(st), 0);
+  ceb_store_close(st);
+  free(path);
+}
+
+static int fail_sync(int fd) {
+  (void)fd;
+  errno = EIO;
+  return -1;
+}
+
+static atomic_int g_eio_done;
+static void eio_done(void *arg, int status) {
+  (void)arg;
+  if (status == CEB_EIO) atomic_fetch_add(&g_eio_done, 1);
+}
+static int one_eio(void *arg) {
+  (void)arg;
+  return atomic_load(&g_eio_done) == 1;
+}
+
+/* A failed fdatasync is final: the waiting op fails, later ops are refused
+ * even once fdatasync works again (the kernel may have dropped the pages
+ * as if written), NOSYNC work goes on. */
+static void test_sync_failure_sticky(void) {
+  char *path = NULL;
+  ceb_store *st = fixture_open("syncfail", &path);
+  ceb_store_close(st);
+  ceb_store_opts o = {.path = path, .synchronous_full = 1};
+  char err[256];
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  cebs_fdatasync = fail_sync;
+  CHECK_INT(ceb_store_submit(st, noop_run, eio_done, NULL, CEB_STORE_BOUNDED),
+            CEB_OK);
+  CHECK(ceb_test_wait(one_eio, NULL, 10000));
+  cebs_fdatasync = fdatasync;
+  CHECK_INT(ceb_store_submit(st, noop_run, eio_done, NULL, CEB_STORE_BOUNDED),
+            CEB_EIO);
+  CHECK_INT(ceb_store_call(st, noop_run, NULL), CEB_EIO);
+  CHECK_INT(ceb_store_call_nosync(st, noop_run, NULL), CEB_OK);
   ceb_store_close(st);
   free(path);
 }
 
 static void test_sync_before_done(void) {
+  test_sync_failure_sticky();
   sync_probe_run(1, 0, 1);
   sync_probe_run(1, CEB_STORE_BOUNDED, 1);
   sync_probe_run(1, CEB_STORE_NOSYNC, 0);
