@@ -50,7 +50,8 @@ void ceb_headers_clear(ceb_headers *h);
 /* ---- JSON event format (application/cloudevents+json) ---- */
 
 /* Decodes one event. `data` holding a JSON value gives CEB_DATA_JSON (or
- * CEB_DATA_TEXT for a JSON string with a non-JSON datacontenttype);
+ * CEB_DATA_TEXT for a JSON string with a non-JSON datacontenttype); an
+ * object or array is kept byte for byte as sent (spacing, number spelling);
  * `data_base64` gives CEB_DATA_BINARY. An extension set to null is unset.
  * Both data and data_base64 present, a non-object, a non-string context
  * attribute or an object/array extension value are errors. */

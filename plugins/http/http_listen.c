@@ -23,6 +23,7 @@ typedef struct ip_count {
 struct http_conns {
   pthread_mutex_t lock;
   unsigned total;
+  int64_t warned_at; /* host clock of the last refusal warning */
   ip_count *buckets[IP_BUCKETS];
 };
 
@@ -66,7 +67,16 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr,
     ip_count *e = *slot(c, key, len);
     ok = !e || e->n < s->max_conn_per_ip;
   }
+  int64_t now = s->host->now_ms(s->inst);
+  int warn = !ok && now - c->warned_at >= 10000;
+  if (warn) c->warned_at = now;
+  unsigned total = c->total;
   pthread_mutex_unlock(&c->lock);
+  if (warn) /* at most every 10 s */
+    LOG(s, CEB_LOG_WARN,
+        "refusing connections: %u open (max_connections %u, "
+        "max_connections_per_ip %u)",
+        total, s->max_conn, s->max_conn_per_ip);
   return ok ? MHD_YES : MHD_NO;
 }
 
@@ -170,8 +180,13 @@ int http_listen_start(http_source *s, const struct sockaddr_storage *ss_in,
    * counts its share) */
   struct MHD_OptionItem all[24];
   size_t k = 0;
-  for (; opts[k].option != MHD_OPTION_END && k < 20; k++)
+  for (; opts[k].option != MHD_OPTION_END; k++) {
+    if (k == 20) {
+      LOG(s, CEB_LOG_ERROR, "listen: too many daemon options (a bug)");
+      return CEB_EINTERNAL;
+    }
     all[k] = opts[k];
+  }
   all[k++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss};
   all[k++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
                                      (intptr_t)count_connection, s};

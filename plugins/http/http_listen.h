@@ -17,8 +17,9 @@
 #include "http_source_int.h"
 
 /* Binds and starts s->threads daemons on *ss with the given flags and
- * options (which must not hold MHD_OPTION_SOCK_ADDR, thread pool or
- * connection limit options: those are set here). Sets s->bound_port.
+ * options (MHD_OPTION_END-terminated, at most 20; no MHD_OPTION_SOCK_ADDR,
+ * thread pool or NOTIFY_CONNECTION options: those are set here; connection
+ * limit options only backstop the shared ones). Sets s->bound_port.
  * CEB_OK, or CEB_EIO with the reason logged (address in use, permissions,
  * TLS material); nothing is left running then. */
 int http_listen_start(http_source *s, const struct sockaddr_storage *ss,
