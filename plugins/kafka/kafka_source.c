@@ -911,7 +911,9 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   if (!r) {
     ceb_event_unref(ev);
     flush(s);
-    part_rewind(s, sp, m->offset, PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
+    /* Not when the flush rewound it already, to an earlier record. */
+    if (part_takes(s, sp))
+      part_rewind(s, sp, m->offset, PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
     return;
   }
   r->s = s;
