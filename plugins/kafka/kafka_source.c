@@ -838,17 +838,17 @@ static void submit_range(kafka_source *s, src_entry *e, size_t n) {
   }
   pthread_mutex_unlock(&s->lock);
   free(b);
-  /* Fresh records for what is submitted again. */
-  int oom = 0;
+  int content = refused_for_content(rc), oom = 0;
   for (size_t i = 0; i < n; i++) {
-    e[i].r = calloc(1, sizeof *e[i].r);
+    /* Dropped above; fresh ones for what is submitted again. */
+    e[i].r = content ? calloc(1, sizeof *e[i].r) : NULL;
     if (e[i].r) {
       e[i].r->s = s;
       e[i].r->offset = e[i].m->offset;
     }
-    oom |= !e[i].r;
+    oom |= content && !e[i].r;
   }
-  if (refused_for_content(rc) && !oom) {
+  if (content && !oom) {
     if (bad >= n) { /* no index: find the event one by one */
       for (size_t i = 0; i < n; i++)
         submit_range(s, &e[i], 1);
@@ -864,7 +864,7 @@ static void submit_range(kafka_source *s, src_entry *e, size_t n) {
     submit_range(s, e + bad + 1, n - bad - 1);
     return;
   }
-  if (!refused_for_content(rc)) count_n(s, "refused", n);
+  if (!content) count_n(s, "refused", n);
   for (size_t i = 0; i < n; i++) {
     int first = 1;
     for (size_t j = 0; j < i && first; j++)
