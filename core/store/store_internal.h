@@ -9,6 +9,8 @@
 #include "store/ceb_store.h"
 
 #define CEB_STORE_READERS 4
+/* Queued ops from which the committer overlaps a running sync. */
+#define CEBS_OVERLAP_MIN 32
 
 typedef struct store_op {
   struct store_op *next;
@@ -53,6 +55,7 @@ struct ceb_store {
   pthread_t syncer;
   int syncer_started, sync_stop;
   int sync_failed; /* under lock; final (store_sync.c says why) */
+  int syncing;     /* under lock: an fdatasync is running */
   uint64_t syncs;
 };
 

@@ -70,6 +70,7 @@ static void *syncer_main(void *arg) {
     if (!st->sync_head) break; /* stopping and nothing left */
     store_op *ops = st->sync_head;
     st->sync_head = st->sync_tail = NULL;
+    st->syncing = 1;
     pthread_mutex_unlock(&st->lock);
     /* After a failed fdatasync the kernel may have dropped the dirty
      * pages as if written, and a later fdatasync "succeeds" without them:
@@ -82,6 +83,8 @@ static void *syncer_main(void *arg) {
     }
     pthread_mutex_lock(&st->lock);
     st->syncs++;
+    st->syncing = 0;
+    pthread_cond_broadcast(&st->cond); /* a committer waiting for us */
     int first = failed && !st->sync_failed;
     if (failed) st->sync_failed = 1;
     pthread_mutex_unlock(&st->lock);
