@@ -13,9 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Largest secret file read (keys and tokens are far smaller). */
-#define SECRET_FILE_MAX (64 * 1024)
-
 typedef struct sect_ctx {
   ceb_conf_section *s;
   ceb_conf_errors *errs;
@@ -58,127 +55,26 @@ static char *path_join(const char *base, const char *rel) {
   return p;
 }
 
-/* Reads a secret file: one trailing newline stripped. malloc'd or NULL
- * with errno set (EFBIG: too large, EINVAL: NUL byte or not a regular
- * file). Opened non-blocking so that a FIFO cannot hang the check. */
-static char *secret_file_read(const char *path) {
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) return NULL;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    errno = EINVAL;
-    return NULL;
-  }
-  if (st.st_size > SECRET_FILE_MAX) {
-    close(fd);
-    errno = EFBIG;
-    return NULL;
-  }
-  char *buf = malloc(SECRET_FILE_MAX + 2);
-  if (!buf) {
-    close(fd);
-    errno = ENOMEM;
-    return NULL;
-  }
-  size_t n = 0;
-  int err = 0;
-  while (n <= SECRET_FILE_MAX) {
-    ssize_t r = read(fd, buf + n, SECRET_FILE_MAX + 1 - n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) err = EIO;
-    if (r <= 0) break;
-    n += (size_t)r;
-  }
-  close(fd);
-  if (err || n > SECRET_FILE_MAX || memchr(buf, '\0', n)) {
-    memset(buf, 0, n);
-    free(buf);
-    errno = err ? err : n > SECRET_FILE_MAX ? EFBIG : EINVAL;
-    return NULL;
-  }
-  if (n > 0 && buf[n - 1] == '\n') {
-    n--;
-    if (n > 0 && buf[n - 1] == '\r') n--;
-  }
-  buf[n] = '\0';
-  return buf;
-}
-
-static int env_name_ok(const char *s, size_t n) {
-  if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
-  return 1;
-}
-
-/* Resolves ${ENV} and file:/path references of a SECRET entry in place.
- * A literal value stays as it is. Returns 0 when an error was added. */
+/* Resolves ${ENV} and file:PATH references of a SECRET entry in place
+ * (ceb_secret_resolve; relative paths from the config directory). A
+ * literal value stays as it is. Returns 0 when an error was added. */
 static int secret_resolve(sect_ctx *c, size_t i, const char *key,
                           const char *value, const char *file, int line) {
-  size_t len = strlen(value);
-  if (len >= 3 && value[0] == '$' && value[1] == '{' && value[len - 1] == '}') {
-    const char *name = value + 2;
-    size_t n = len - 3;
-    if (!env_name_ok(name, n)) {
-      ceb_conf_error_add(c->errs, file, line,
-                         "write ${NAME} with letters, digits and '_'",
-                         "invalid environment variable reference for '%.64s' "
-                         "in %s",
-                         key, c->label);
-      return 0;
-    }
-    char env[128];
-    snprintf(env, sizeof env, "%.*s", (int)(n < 127 ? n : 127), name);
-    const char *v = getenv(env);
-    if (!v) {
-      ceb_conf_error_add(c->errs, file, line,
-                         "export it in the service environment",
-                         "environment variable %s (for '%.64s' in %s) is not "
-                         "set",
-                         env, key, c->label);
-      return 0;
-    }
-    if (ceb_config_replace_at(c->s->cfg, i, v) != CEB_OK) {
-      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
-      return 0;
-    }
-    return 1;
+  char *secret = NULL;
+  char why[512];
+  ceb_secret_kind kind =
+      ceb_secret_resolve(value, c->base, &secret, why, sizeof why);
+  if (kind == CEB_SECRET_ERROR) {
+    ceb_conf_error_add(c->errs, file, line, NULL, "%s, for '%.64s' in %s", why,
+                       key, c->label);
+    return 0;
   }
-  if (strncmp(value, "file:", 5) == 0) {
-    const char *p = value + 5;
-    if (!*p) {
-      ceb_conf_error_add(c->errs, file, line, "write file:/path/to/secret",
-                         "empty secret file path for '%.64s' in %s", key,
-                         c->label);
-      return 0;
-    }
-    char *path = p[0] == '/' ? strdup(p) : path_join(c->base, p);
-    if (!path) {
-      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
-      return 0;
-    }
-    char *secret = secret_file_read(path);
-    if (!secret) {
-      int e = errno;
-      ceb_conf_error_add(
-          c->errs, file, line, "the file must be readable by the bridge",
-          "cannot read secret file '%.100s' for '%.64s' in %s: %s", path, key,
-          c->label,
-          e == EFBIG    ? "larger than 64 KiB"
-          : e == EINVAL ? "not a regular text file"
-                        : strerror(e));
-      free(path);
-      return 0;
-    }
-    free(path);
-    int rc = ceb_config_replace_at(c->s->cfg, i, secret);
-    memset(secret, 0, strlen(secret));
-    free(secret);
-    if (rc != CEB_OK) {
-      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
-      return 0;
-    }
+  if (kind == CEB_SECRET_LITERAL) return 1;
+  int rc = ceb_config_replace_at(c->s->cfg, i, secret);
+  ceb_secret_free(secret);
+  if (rc != CEB_OK) {
+    ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+    return 0;
   }
   return 1;
 }

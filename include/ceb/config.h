@@ -89,6 +89,26 @@ int ceb_parse_int(const char *text, int64_t *value);
 int ceb_parse_address(const char *text, char *host, size_t host_size,
                       int *port);
 
+/* ---- secret references ---- */
+
+/* What ceb_secret_resolve found. */
+typedef enum ceb_secret_kind {
+  CEB_SECRET_LITERAL = 0,  /* no reference: *out is NULL, use the value */
+  CEB_SECRET_RESOLVED = 1, /* *out is the secret: free with ceb_secret_free */
+  CEB_SECRET_ERROR = -1    /* err says why; it never holds the secret */
+} ceb_secret_kind;
+
+/* Resolves a secret reference the way the host resolves SECRET keys
+ * (plugins use it for values the host cannot type, e.g. pass-through
+ * keys): "${NAME}" is the environment variable NAME, "file:PATH" the
+ * content of a regular file of at most 64 KiB without NUL bytes, one
+ * trailing newline removed; a relative PATH is taken from base_dir (NULL:
+ * the working directory). Any other value is a literal. Reentrant. */
+ceb_secret_kind ceb_secret_resolve(const char *value, const char *base_dir,
+                                   char **out, char *err, size_t errlen);
+/* Overwrites and frees a resolved secret; NULL is ignored. */
+void ceb_secret_free(char *secret);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,4 @@
 #include "kafka_common.h"
-#include "kafka_secret.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,18 @@ static int is_reserved(const kafka_conf_rules *rules, const char *name) {
   return 0;
 }
 
+/* The directory of the config file in origin "file:line" (relative secret
+ * paths are taken from there, as the host takes them from bridge.d/). */
+static const char *origin_dir(const char *origin, char *buf, size_t n) {
+  const char *colon = origin ? strrchr(origin, ':') : NULL;
+  const char *slash = NULL;
+  for (const char *p = origin; p && p < colon; p++)
+    if (*p == '/') slash = p;
+  if (!slash) return ".";
+  snprintf(buf, n, "%.*s", (int)(slash - origin), origin);
+  return buf;
+}
+
 static int put_passthrough(const char *key, const char *value, void *arg) {
   conf_ctx *c = arg;
   const char *name = key + strlen(KAFKA_PASSTHROUGH_PREFIX);
@@ -49,20 +60,22 @@ static int put_passthrough(const char *key, const char *value, void *arg) {
              key, ceb_config_origin(c->cfg, key));
     return -1;
   }
-  char *secret = NULL;
-  kafka_secret_kind kind = kafka_secret_resolve(
-      value, ceb_config_origin(c->cfg, key), &secret, err, sizeof err);
-  if (kind == KAFKA_SECRET_ERROR) {
+  char *secret = NULL, dir[4096];
+  ceb_secret_kind kind =
+      ceb_secret_resolve(value, origin_dir(ceb_config_origin(c->cfg, key), dir,
+                                           sizeof dir),
+                         &secret, err, sizeof err);
+  if (kind == CEB_SECRET_ERROR) {
     snprintf(c->errstr, c->errsz, "%s (%s): %s", key,
              ceb_config_origin(c->cfg, key), err);
     return -1;
   }
   int rc = rd_kafka_conf_set(c->conf, name, secret ? secret : value, err,
                              sizeof err);
-  kafka_secret_free(secret);
+  ceb_secret_free(secret);
   if (rc != RD_KAFKA_CONF_OK) {
     /* librdkafka may quote the value: not when it is a secret. */
-    if (kind == KAFKA_SECRET_RESOLVED)
+    if (kind == CEB_SECRET_RESOLVED)
       snprintf(c->errstr, c->errsz,
                "%s (%s): librdkafka refused the value read from %s (not "
                "shown)",

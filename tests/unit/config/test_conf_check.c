@@ -267,8 +267,8 @@ static void check_errors(void) {
          "allowed: 1KiB .. 16MiB");
   expect(&errs, "10-a.conf", 7, "empty value for 'profile' in [bridge]", NULL);
   expect(&errs, "10-a.conf", 8,
-         "environment variable CEB_TEST_UNSET_VAR (for 'admin.token' in "
-         "[bridge]) is not set",
+         "environment variable CEB_TEST_UNSET_VAR is not set (export it in "
+         "the service environment), for 'admin.token' in [bridge]",
          NULL);
   char first[PATH_MAX + 32];
   snprintf(first, sizeof first, "first set at %s/10-a.conf:2", dir);
@@ -281,7 +281,9 @@ static void check_errors(void) {
   expect(&errs, "20-b.conf", 6, "invalid int for secret 'pin' in [source a]",
          NULL);
   snprintf(first, sizeof first,
-           "cannot read secret file '%s/nonexistent.txt' for 'token'", real);
+           "cannot read secret file '%s/nonexistent.txt': No such file or "
+           "directory (it must be readable by the bridge), for 'token'",
+           real);
   expect(&errs, "20-b.conf", 7, first, NULL);
   CHECK(fx_find(&errs, "20-b.conf", 8, "") < 0);
   CHECK(fx_find(&errs, "20-b.conf", 9, "") < 0);
