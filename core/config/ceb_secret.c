@@ -91,7 +91,8 @@ static ceb_secret_kind from_env(const char *name, size_t n, char **out,
 
 static ceb_secret_kind from_file(const char *p, const char *base_dir,
                                  char **out, char *err, size_t errlen) {
-  if (!*p) return fail(err, errlen, "empty secret file path (write file:/path)");
+  if (!*p)
+    return fail(err, errlen, "empty secret file path (write file:/path)");
   char *path;
   if (p[0] == '/' || !base_dir) {
     path = strdup(p);

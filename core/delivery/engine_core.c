@@ -414,8 +414,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
     }
     busy = dispatch(e, ready[i]);
     if (!busy)
-      cebe_metric_add(e, "cebridge_delivery_attempts_started_total",
-                      rt->labels, 1);
+      cebe_metric_add(e, "cebridge_delivery_attempts_started_total", rt->labels,
+                      1);
   }
   free(ready);
   pthread_mutex_lock(&e->lock);
@@ -478,12 +478,10 @@ static int64_t mono_ms(void) {
 static void resync_idle_routes_locked(ceb_engine *e, unsigned w,
                                       int64_t *next_resync) {
   int64_t mono = mono_ms();
-  if (mono < *next_resync)
-    return;
+  if (mono < *next_resync) return;
   *next_resync = mono + RESYNC_MS;
   for (size_t r = 0; r < e->nroutes && !e->stopping; r++) {
-    if (e->routes[r].worker != w || e->routes[r].open != 0)
-      continue;
+    if (e->routes[r].worker != w || e->routes[r].open != 0) continue;
     pthread_mutex_unlock(&e->lock);
     int64_t n = ceb_store_count_open(e->store, e->routes[r].cfg.name);
     pthread_mutex_lock(&e->lock);

@@ -32,8 +32,8 @@ typedef struct eng_sink {
   ceb_token_bucket bucket;
   /* backpressure: deliver() said CEB_EBUSY. No dispatch before busy_until;
    * busy_ms doubles while it repeats and is 0 once a deliver is taken. */
-  int64_t busy_until;         /* under the engine lock */
-  _Atomic int64_t busy_ms;    /* read without the lock on every dispatch */
+  int64_t busy_until;      /* under the engine lock */
+  _Atomic int64_t busy_ms; /* read without the lock on every dispatch */
 } eng_sink;
 
 /* Internal outcome of an attempt that did not happen (the sink returned

@@ -169,9 +169,8 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                  : outcome_name(info->outcome));
     cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
   }
-  int rc =
-      ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
-                       CEB_STORE_NOSYNC); /* lost: delivered again */
+  int rc = ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
+                            CEB_STORE_NOSYNC); /* lost: delivered again */
   if (rc != CEB_OK) {
     ceb_log_error("engine: route %s: cannot queue an outcome (%s); the "
                   "delivery is retried after a restart",

@@ -46,11 +46,20 @@ static const context_attr k_context[] = {
 static size_t context_rank(const char *name) {
   size_t first, last;
   switch (name[0]) {
-  case 's': first = 0, last = 6; break; /* specversion .. subject */
-  case 'i': first = last = 1; break;
-  case 't': first = 3, last = 7; break;
-  case 'd': first = 4, last = 5; break;
-  default: return CONTEXT_COUNT;
+  case 's': /* specversion, source, subject */
+    first = 0, last = 6;
+    break;
+  case 'i':
+    first = last = 1;
+    break;
+  case 't':
+    first = 3, last = 7;
+    break;
+  case 'd':
+    first = 4, last = 5;
+    break;
+  default:
+    return CONTEXT_COUNT;
   }
   for (size_t i = first; i <= last; i++)
     if (k_context[i].name[0] == name[0] && strcmp(k_context[i].name, name) == 0)

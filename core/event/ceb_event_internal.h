@@ -67,9 +67,9 @@ int cebi_json_dump(struct json_t *value, char **out, size_t *out_len);
 
 /* Sets JSON data from text known to be one valid JSON value (dumped by
  * cebi_json_dump, or a value jansson accepted, cut from the input),
- * NUL-terminated at len, taking ownership of text, and marks it trusted: validation and the JSON encoder then use the text as is
- * instead of parsing it again. Any later ceb_event_set_data clears the
- * mark; clones keep it. */
+ * NUL-terminated at len, taking ownership of text, and marks it trusted:
+ * validation and the JSON encoder then use the text as is instead of parsing it
+ * again. Any later ceb_event_set_data clears the mark; clones keep it. */
 int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len);
 /* 1 when ev holds trusted JSON data (see above). */
 int cebi_event_json_trusted(const ceb_event *ev);

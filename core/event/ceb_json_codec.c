@@ -158,7 +158,8 @@ static int decode_split(const char *buf, size_t len, int trusted,
   if (c != '{' && c != '[') return -1; /* strings may be text data */
   size_t dlen = sp.value_end - sp.value_start;
   if (!trusted) {
-    json_t *data = json_loadb(buf + sp.value_start, dlen, JSON_LOAD_FLAGS, NULL);
+    json_t *data =
+        json_loadb(buf + sp.value_start, dlen, JSON_LOAD_FLAGS, NULL);
     if (!data) return -1;
     json_decref(data);
   }

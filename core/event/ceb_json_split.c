@@ -16,8 +16,7 @@
 #define MAX_DEPTH 256 /* deeper data falls back to the full parse */
 
 static size_t skip_ws(const char *s, size_t i, size_t n) {
-  while (i < n &&
-         (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+  while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
     i++;
   return i;
 }

@@ -115,8 +115,8 @@ ceb_data_kind cebi_data_kind_for(const char *content_type, const void *body,
     /* strict (no duplicate member names anywhere) is what every reader of
      * the journal accepts, so such data can be marked trusted; duplicates
      * are rare and then cost a second, lenient parse */
-    json_t *j = json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-                           NULL);
+    json_t *j =
+        json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
     if (j) {
       if (strict) *strict = 1;
     } else {

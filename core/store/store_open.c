@@ -20,7 +20,9 @@ int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
  * sqlite3_config must run before SQLite initialises; if something in the
  * process initialised it first, the call fails harmlessly. */
 static pthread_once_t g_sqlite_once = PTHREAD_ONCE_INIT;
-static void sqlite_configure(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+static void sqlite_configure(void) {
+  sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
 
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen) {

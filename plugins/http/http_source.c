@@ -1,8 +1,8 @@
 /* The intermediary's lifecycle: config, listeners, drain. */
 #include "http_source_int.h"
 
-#include "http_listen.h"
 #include "http_in_util.h"
+#include "http_listen.h"
 
 #include <netdb.h>
 #include <stdarg.h>

@@ -61,10 +61,9 @@ static int put_passthrough(const char *key, const char *value, void *arg) {
     return -1;
   }
   char *secret = NULL, dir[4096];
-  ceb_secret_kind kind =
-      ceb_secret_resolve(value, origin_dir(ceb_config_origin(c->cfg, key), dir,
-                                           sizeof dir),
-                         &secret, err, sizeof err);
+  ceb_secret_kind kind = ceb_secret_resolve(
+      value, origin_dir(ceb_config_origin(c->cfg, key), dir, sizeof dir),
+      &secret, err, sizeof err);
   if (kind == CEB_SECRET_ERROR) {
     snprintf(c->errstr, c->errsz, "%s (%s): %s", key,
              ceb_config_origin(c->cfg, key), err);

@@ -45,8 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ceb_event *ev = NULL;
   ceb_error err;
   if (ceb_json_decode((const char *)data, size, &ev, &err) == CEB_OK) {
-    json_t *whole = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES,
-                               NULL);
+    json_t *whole =
+        json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
     if (!whole) abort();
     json_decref(whole);
     check_round_trip(ev);

@@ -36,16 +36,13 @@ static int connect_to(int port) {
 static int wait_closed(int fd, int64_t timeout_ms, char *got, size_t n) {
   int64_t until = ceb_test_now_ms() + timeout_ms;
   size_t have = 0;
-  if (n)
-    got[0] = '\0';
+  if (n) got[0] = '\0';
   while (ceb_test_now_ms() < until) {
     struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0)
-      continue;
+    if (poll(&p, 1, 50) <= 0) continue;
     char buf[512];
     ssize_t k = recv(fd, buf, sizeof buf, 0);
-    if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
-      return 1;
+    if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN)) return 1;
     if (k > 0 && have + 1 < n) {
       size_t c = (size_t)k < n - 1 - have ? (size_t)k : n - 1 - have;
       memcpy(got + have, buf, c);
@@ -76,8 +73,7 @@ static void test_per_ip_limit(hin_env *e) {
   int c = connect_to(e->port);
   char got[64];
   CHECK(c < 0 || wait_closed(c, 5000, got, sizeof got));
-  if (c >= 0)
-    close(c);
+  if (c >= 0) close(c);
   close(a);
   close(b);
 }
@@ -94,18 +90,15 @@ static int served(int fd) {
            "Content-Type: application/cloudevents+json\r\n"
            "Content-Length: %zu\r\n\r\n%s",
            sizeof body - 1, body);
-  if (send(fd, req, strlen(req), 0) != (ssize_t)strlen(req))
-    return 0;
+  if (send(fd, req, strlen(req), 0) != (ssize_t)strlen(req)) return 0;
   char buf[512];
   size_t have = 0;
   int64_t until = ceb_test_now_ms() + 10000;
   while (ceb_test_now_ms() < until && have < 12) {
     struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0)
-      continue;
+    if (poll(&p, 1, 50) <= 0) continue;
     ssize_t k = recv(fd, buf + have, sizeof buf - have, 0);
-    if (k <= 0)
-      return 0;
+    if (k <= 0) return 0;
     have += (size_t)k;
   }
   return have >= 12 && memcmp(buf, "HTTP/1.1 202", 12) == 0;
@@ -125,8 +118,7 @@ static void test_limits_across_listeners(hin_env *e) {
     int c = connect_to(e->port);
     CHECK_MSG(c < 0 || wait_closed(c, 5000, got, sizeof got),
               "connection %d over the per-IP limit was served", i + 3);
-    if (c >= 0)
-      close(c);
+    if (c >= 0) close(c);
   }
   close(fds[0]);
   /* the place is freed once the intermediary saw the close */
@@ -135,8 +127,7 @@ static void test_limits_across_listeners(hin_env *e) {
   while (!ok && ceb_test_now_ms() < until) {
     int c = connect_to(e->port);
     ok = c >= 0 && served(c);
-    if (c >= 0)
-      close(c);
+    if (c >= 0) close(c);
   }
   CHECK_MSG(ok, "no connection served after one of two was closed");
   close(fds[1]);
@@ -150,12 +141,10 @@ static void test_port_taken(hin_env *e) {
   hin_env *second = hin_start(cfg, &st);
   CHECK_MSG(second == NULL, "a second intermediary started on port %d",
             e->port);
-  if (second)
-    hin_stop(second);
+  if (second) hin_stop(second);
   int c = connect_to(e->port); /* the first still serves */
   CHECK(c >= 0 && served(c));
-  if (c >= 0)
-    close(c);
+  if (c >= 0) close(c);
 }
 
 static void test_big_head(hin_env *e) {
@@ -164,8 +153,8 @@ static void test_big_head(hin_env *e) {
   memcpy(hdr, "X-Big: ", 7);
   memset(hdr + 7, 'a', n);
   hdr[7 + n] = '\0';
-  const char *const hdrs[] = {"Content-Type: application/cloudevents+json",
-                              hdr, NULL};
+  const char *const hdrs[] = {"Content-Type: application/cloudevents+json", hdr,
+                              NULL};
   size_t before = ceb_fake_event_count(e->fake);
   hin_resp r = hin_post(e, hdrs,
                         "{\"specversion\":\"1.0\",\"id\":\"big\",\"source\":"
@@ -179,9 +168,11 @@ static void test_big_head(hin_env *e) {
 
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
-  static const char *const cfg[] = {"auth=none", "connection_timeout=1s",
+  static const char *const cfg[] = {"auth=none",
+                                    "connection_timeout=1s",
                                     "max_connections_per_ip=2",
-                                    "connection_memory=32KiB", "threads=1",
+                                    "connection_memory=32KiB",
+                                    "threads=1",
                                     NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
