@@ -71,6 +71,10 @@ int cebi_json_dump(struct json_t *value, char **out, size_t *out_len);
  * validation and the JSON encoder then use the text as is instead of parsing it
  * again. Any later ceb_event_set_data clears the mark; clones keep it. */
 int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len);
+/* The JSON format of ev without a jansson tree (ceb_json_write.c): the
+ * same bytes as a compact dump of cebi_json_encode_object. JSON data must
+ * be trusted; no attribute may be named "data" or "data_base64". */
+int cebi_json_write(const ceb_event *ev, char **out, size_t *out_len);
 /* 1 when ev holds trusted JSON data (see above). */
 int cebi_event_json_trusted(const ceb_event *ev);
 

@@ -296,48 +296,17 @@ json_t *cebi_json_encode_object(const ceb_event *ev, int *status) {
   return encode_object(ev, status, 1);
 }
 
-/* Trusted JSON data is written as is after the attributes (it is known to
- * be one valid JSON value, and "data" is the last member either way),
- * without a parse and a dump. */
-static int encode_spliced(const ceb_event *ev, char **out, size_t *out_len) {
-  int rc;
-  json_t *obj = encode_object(ev, &rc, 0);
-  if (!obj) return rc;
-  char *attrs;
-  size_t n;
-  rc = cebi_json_dump(obj, &attrs, &n);
-  json_decref(obj);
-  if (rc != CEB_OK) return rc;
-  size_t dlen;
-  const char *data = ceb_event_data(ev, &dlen);
-  /* attrs is "{...}": drop its '}', add [","] "\"data\":" data "}" */
-  int comma = n > 2;
-  size_t total = n - 1 + (size_t)comma + 7 + dlen + 1;
-  char *buf = realloc(attrs, total + 1);
-  if (!buf) {
-    free(attrs);
-    return CEB_ENOMEM;
-  }
-  char *p = buf + n - 1;
-  if (comma) *p++ = ',';
-  memcpy(p, "\"data\":", 7);
-  p += 7;
-  memcpy(p, data, dlen);
-  p += dlen;
-  *p++ = '}';
-  *p = '\0';
-  *out = buf;
-  if (out_len) *out_len = total;
-  return CEB_OK;
-}
-
 int ceb_json_encode(const ceb_event *ev, char **out, size_t *out_len) {
   if (!ev || !out) return CEB_EINVAL;
   *out = NULL;
-  /* an attribute named "data" (invalid, but representable) is overwritten
-   * by the data member in the object path; splicing would duplicate it */
-  if (cebi_event_json_trusted(ev) && !ceb_event_get(ev, "data"))
-    return encode_spliced(ev, out, out_len);
+  /* The direct writer (ceb_json_write.c) unless data is JSON text that
+   * was never checked (jansson parses it), or an attribute is named like a
+   * data member (invalid, but representable: the object path lets the
+   * data member replace it). */
+  if ((ceb_event_data_kind(ev) != CEB_DATA_JSON ||
+       cebi_event_json_trusted(ev)) &&
+      !ceb_event_get(ev, "data") && !ceb_event_get(ev, "data_base64"))
+    return cebi_json_write(ev, out, out_len);
   int rc;
   json_t *obj = cebi_json_encode_object(ev, &rc);
   if (!obj) return rc;

@@ -2,6 +2,7 @@
  * lossless re-encoding. */
 #include <ceb/codec.h>
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,10 +85,10 @@ static void test_decode_extensions(void) {
  * vouch for still gets jansson's verdict. */
 static void test_decode_data_cut(void) {
   size_t len;
-  const char *where[] = {
-      "{\"data\" : [ {\"k\":\"}]\\\"\"} ] ," MIN "}",
-      "{" MIN ",\"data\":[{\"k\":\"}]\\\"\"}],\"subject\":\"s\"}",
-      "{" MIN ",\n  \"data\":\t[{\"k\":\"}]\\\"\"}]\n}\n"};
+  const char *where[] = {"{\"data\" : [ {\"k\":\"}]\\\"\"} ] ," MIN "}",
+                         "{" MIN
+                         ",\"data\":[{\"k\":\"}]\\\"\"}],\"subject\":\"s\"}",
+                         "{" MIN ",\n  \"data\":\t[{\"k\":\"}]\\\"\"}]\n}\n"};
   const char *want[] = {"[ {\"k\":\"}]\\\"\"} ]", "[{\"k\":\"}]\\\"\"}]",
                         "[{\"k\":\"}]\\\"\"}]"};
   for (size_t i = 0; i < 3; i++) {
@@ -122,8 +123,7 @@ static void test_decode_data_cut(void) {
   expect_fail("{" MIN " \"data\":{}}", "ce.json.malformed");
   expect_fail("{" MIN ",\"data\":{\"s\":\"\xff\"}}", "ce.json.malformed");
   expect_fail("{" MIN ",\"x\":{\"a\":1},\"data\":{}}", "ce.attr.type");
-  expect_fail("{" MIN ",\"data\":{},\"data_base64\":\"YQ==\"}",
-              "ce.data.both");
+  expect_fail("{" MIN ",\"data\":{},\"data_base64\":\"YQ==\"}", "ce.data.both");
 }
 
 static void test_decode_errors(void) {
@@ -168,6 +168,62 @@ static void test_decode_errors(void) {
   ceb_event *ev = NULL;
   CHECK_INT(ceb_json_decode(NULL, 3, &ev, NULL), CEB_EINVAL);
   CHECK_INT(ceb_json_decode("{}", 2, NULL, NULL), CEB_EINVAL);
+}
+
+/* The encoder writes JSON itself: its bytes must be exactly jansson's
+ * compact dump of the same document (stored journals stay readable and
+ * comparable), for escapes, UTF-8, typed extensions and every data kind. */
+static void expect_jansson_form(const ceb_event *ev, const char *what) {
+  char *out = NULL;
+  size_t len = 0;
+  CHECK_MSG(ceb_json_encode(ev, &out, &len) == CEB_OK, "%s: encode", what);
+  if (!out) return;
+  CHECK_MSG(strlen(out) == len, "%s: length", what);
+  json_t *j = json_loadb(out, len, JSON_REJECT_DUPLICATES, NULL);
+  CHECK_MSG(j != NULL, "%s: not JSON: %s", what, out);
+  char *again =
+      j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+  CHECK_MSG(again && strcmp(again, out) == 0, "%s:\n ours    %s\n jansson %s",
+            what, out, again ? again : "(none)");
+  free(again);
+  json_decref(j);
+  ceb_free(out);
+}
+
+static void test_encode_writer(void) {
+  ceb_event *ev = ceb_event_new();
+  ceb_event_set(ev, "specversion", "1.0");
+  ceb_event_set(ev, "id", "q\"b\\s/\x01\x1f\b\f\n\r\t\x7f");
+  ceb_event_set(ev, "source", "urn:\xc3\xa9\xe2\x80\xa8\xf0\x9f\x98\x80");
+  ceb_event_set(ev, "type", "t");
+  ceb_event_set_typed(ev, "bt", CEB_ATTR_BOOLEAN, "true");
+  ceb_event_set_typed(ev, "bx", CEB_ATTR_BOOLEAN, "tru");
+  ceb_event_set_typed(ev, "i1", CEB_ATTR_INTEGER, "+5");
+  ceb_event_set_typed(ev, "i2", CEB_ATTR_INTEGER, "-007");
+  ceb_event_set_typed(ev, "i3", CEB_ATTR_INTEGER, "99999999999999999999");
+  ceb_event_set_typed(ev, "i4", CEB_ATTR_INTEGER, "");
+  ceb_event_set_typed(ev, "i5", CEB_ATTR_INTEGER, "12x");
+  expect_jansson_form(ev, "no data");
+  ceb_event_set_data(ev, "a\"\n\xc3\xa9\x01", 6, CEB_DATA_TEXT);
+  expect_jansson_form(ev, "text data");
+  ceb_event_set_data(ev, "\x00\xff\x10", 3, CEB_DATA_BINARY);
+  expect_jansson_form(ev, "binary data");
+  ceb_event_set_data(ev, "{\"k\":[1,\"x\"]}", 13, CEB_DATA_JSON);
+  expect_jansson_form(ev, "unchecked JSON data");
+  ceb_event_set(ev, "source", "\xff"); /* invalid UTF-8 cannot be encoded */
+  char *out = NULL;
+  CHECK_INT(ceb_json_encode(ev, &out, NULL), CEB_EINVAL);
+  CHECK(out == NULL);
+  ceb_event_unref(ev);
+  /* decoded JSON data (trusted) in compact form */
+  ev = decode("{" MIN ",\"x\":1,\"data\":{\"k\":\"\\u0001\\\"\"}}");
+  expect_jansson_form(ev, "decoded JSON data");
+  ceb_event_unref(ev);
+  ev = ceb_event_new();
+  expect_jansson_form(ev, "empty event");
+  ceb_event_set_data(ev, "x", 1, CEB_DATA_TEXT);
+  expect_jansson_form(ev, "only data");
+  ceb_event_unref(ev);
 }
 
 static void test_encode(void) {
@@ -268,6 +324,7 @@ int main(void) {
   test_decode_data_cut();
   test_decode_errors();
   test_encode();
+  test_encode_writer();
   test_batch();
   return ceb_test_done("unit_event_json");
 }
