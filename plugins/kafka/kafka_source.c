@@ -214,17 +214,24 @@ static void rec_drop_tail(src_part *sp, src_rec *r) {
   free(r);
 }
 
-/* Frees the records at or after `from`: ones appended for a submit the
- * host did not take, so no callback will run for them. */
-static void recs_drop_from(src_part *sp, int64_t from) {
+/* Unlinks the records at or after `from` (all when from < 0) from the
+ * FIFO and returns them, in order; the caller disposes of them. */
+static src_rec *recs_cut_from(src_part *sp, int64_t from) {
   src_rec **pp = &sp->head;
-  while (*pp && (*pp)->offset < from)
+  while (*pp && from >= 0 && (*pp)->offset < from)
     pp = &(*pp)->next;
   src_rec *r = *pp;
   *pp = NULL;
   sp->tail = NULL;
   for (src_rec *x = sp->head; x; x = x->next)
     sp->tail = x;
+  return r;
+}
+
+/* Frees the records at or after `from`: ones appended for a submit the
+ * host did not take, so no callback will run for them. */
+static void recs_drop_from(src_part *sp, int64_t from) {
+  src_rec *r = recs_cut_from(sp, from);
   while (r) {
     src_rec *next = r->next;
     sp->npending--;
@@ -235,14 +242,7 @@ static void recs_drop_from(src_part *sp, int64_t from) {
 
 /* Detaches every record at or after `from` (all when from < 0). */
 static void recs_detach_from(src_part *sp, int64_t from) {
-  src_rec **pp = &sp->head;
-  while (*pp && from >= 0 && (*pp)->offset < from)
-    pp = &(*pp)->next;
-  src_rec *r = *pp;
-  *pp = NULL;
-  sp->tail = NULL;
-  for (src_rec *x = sp->head; x; x = x->next)
-    sp->tail = x;
+  src_rec *r = recs_cut_from(sp, from);
   while (r) {
     src_rec *next = r->next;
     sp->npending--;
