@@ -194,6 +194,7 @@ static void run_group(ceb_store *st, store_op *group) {
    * (and everything when SQLite synced, or the commit failed) finish
    * here. */
   store_op *wait_head = NULL, *wait_tail = NULL;
+  size_t bounded = 0;
   for (store_op *op = group; ok && op; op = op->next)
     if (op->committed && op->status >= 0) op->committed(op->arg);
   for (store_op *op = group, *next; op; op = next) {
@@ -207,7 +208,12 @@ static void run_group(ceb_store *st, store_op *group) {
       wait_tail = op;
       continue;
     }
-    cebs_op_finish(st, op);
+    bounded += cebs_op_finish(op);
+  }
+  if (bounded) {
+    pthread_mutex_lock(&st->lock);
+    st->queued_bounded -= bounded;
+    pthread_mutex_unlock(&st->lock);
   }
   if (wait_head) cebs_syncer_push(st, wait_head, wait_tail);
 }

@@ -71,8 +71,9 @@ extern int (*cebs_fdatasync)(int fd);
 void cebs_syncer_stop(ceb_store *st);
 /* Committer: hands committed ops (a list, in order) to the syncer. */
 void cebs_syncer_push(ceb_store *st, store_op *head, store_op *tail);
-/* Runs op's done and frees it; counts bounded ops out of the queue. */
-void cebs_op_finish(ceb_store *st, store_op *op);
+/* Runs op's done and frees it. Returns 1 for a bounded op: the caller
+ * takes it out of queued_bounded (under the lock, once per batch). */
+size_t cebs_op_finish(store_op *op);
 
 /* Starts / stops the background checkpointer (moves WAL checkpoints off
  * the committer so that a commit never waits for one). */

@@ -33,14 +33,11 @@
 
 int (*cebs_fdatasync)(int fd) = fdatasync;
 
-void cebs_op_finish(ceb_store *st, store_op *op) {
+size_t cebs_op_finish(store_op *op) {
+  size_t bounded = (op->flags & CEB_STORE_BOUNDED) != 0;
   if (op->done) op->done(op->arg, op->status);
-  if (op->flags & CEB_STORE_BOUNDED) {
-    pthread_mutex_lock(&st->lock);
-    st->queued_bounded--;
-    pthread_mutex_unlock(&st->lock);
-  }
   free(op);
+  return bounded;
 }
 
 uint64_t ceb_store_syncs(ceb_store *st) {
@@ -93,12 +90,14 @@ static void *syncer_main(void *arg) {
                     "is acknowledged from now on (sources answer as "
                     "unavailable); restart the bridge",
                     strerror(err));
+    size_t bounded = 0;
     for (store_op *op = ops, *next; op; op = next) {
       next = op->next;
       if (failed && op->status >= 0) op->status = CEB_EIO;
-      cebs_op_finish(st, op);
+      bounded += cebs_op_finish(op);
     }
     pthread_mutex_lock(&st->lock);
+    st->queued_bounded -= bounded; /* once per batch, not per op */
   }
   pthread_mutex_unlock(&st->lock);
   return NULL;
