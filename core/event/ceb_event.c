@@ -82,9 +82,10 @@ static int attr_cmp(const ceb_attr *a, size_t rank, const char *name) {
   return rank < CONTEXT_COUNT ? 0 : strcmp(a->name, name);
 }
 
-/* Index of name, or -(insertion point) - 1. */
-static long attr_find(const ceb_event *ev, const char *name) {
-  size_t lo = 0, hi = ev->count, rank = context_rank(name);
+/* Index of name (whose context_rank is rank), or -(insertion point) - 1. */
+static long attr_find_ranked(const ceb_event *ev, const char *name,
+                             size_t rank) {
+  size_t lo = 0, hi = ev->count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     int c = attr_cmp(&ev->attrs[mid], rank, name);
@@ -95,6 +96,10 @@ static long attr_find(const ceb_event *ev, const char *name) {
       hi = mid;
   }
   return -(long)lo - 1;
+}
+
+static long attr_find(const ceb_event *ev, const char *name) {
+  return attr_find_ranked(ev, name, context_rank(name));
 }
 
 ceb_event *ceb_event_new(void) {
@@ -157,9 +162,10 @@ int ceb_event_set_typed(ceb_event *ev, const char *name, ceb_attr_type type,
     return CEB_EINVAL;
   if (type < CEB_ATTR_STRING || type > CEB_ATTR_TIMESTAMP) return CEB_EINVAL;
   if (value && strlen(value) > CEB_ATTR_VALUE_MAX) return CEB_EINVAL;
-  if (ceb_attr_is_context(name))
-    type = ceb_attr_context_type(name); /* context types are fixed */
-  long at = attr_find(ev, name);
+  size_t rank = context_rank(name); /* once: lookups and insertion use it */
+  if (rank < CONTEXT_COUNT)
+    type = k_context[rank].type; /* context types are fixed */
+  long at = attr_find_ranked(ev, name, rank);
   if (!value) {
     if (at >= 0) attr_remove(ev, (size_t)at);
     return CEB_OK;
@@ -190,7 +196,7 @@ int ceb_event_set_typed(ceb_event *ev, const char *name, ceb_attr_type type,
   size_t pos = (size_t)(-at - 1);
   memmove(&ev->attrs[pos + 1], &ev->attrs[pos],
           (ev->count - pos) * sizeof ev->attrs[0]);
-  ev->attrs[pos] = (ceb_attr){n, v, type, context_rank(n)};
+  ev->attrs[pos] = (ceb_attr){n, v, type, rank};
   ev->count++;
   return CEB_OK;
 }
