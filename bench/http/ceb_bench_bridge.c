@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ceb_test.h"
+#include "ceb_test_proc.h"
 
 int ceb_bench_bridge_init(ceb_bench_bridge *b, const char *tag) {
   memset(b, 0, sizeof *b);
@@ -129,4 +130,26 @@ void ceb_bench_bridge_free(ceb_bench_bridge *b, int keep) {
   }
   free(b->dir);
   b->dir = NULL;
+}
+
+double ceb_bench_metric_sum(int admin_port, const char *name) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin_port);
+  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) {
+    free(body);
+    return -1;
+  }
+  double sum = -1;
+  size_t nl = strlen(name);
+  for (char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' ')) continue;
+    char *sp = strchr(p, ' ');
+    if (p[nl] == '{') {
+      char *close = strchr(p, '}');
+      sp = close ? strchr(close, ' ') : NULL;
+    }
+    if (sp) sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
+  }
+  free(body);
+  return sum;
 }

@@ -50,4 +50,8 @@ int ceb_bench_bridge_stop(ceb_bench_bridge *b, int64_t timeout_ms);
  * path is printed). Frees b->dir. */
 void ceb_bench_bridge_free(ceb_bench_bridge *b, int keep);
 
+/* A metric from the admin /metrics page on admin_port, summed over its
+ * label sets; -1 when the page or the metric is missing. */
+double ceb_bench_metric_sum(int admin_port, const char *name);
+
 #endif

@@ -93,30 +93,6 @@ static void conf_bridge(char *buf, size_t n, const char *dir, long group_max) {
            dir, CEB_PLUGIN_PATH, dir, gm, dir);
 }
 
-/* A counter from the admin /metrics page summed over its label sets; -1
- * when the page or the counter is missing. */
-static double metric_sum(int admin_port, const char *name) {
-  char url[128], *body = NULL;
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin_port);
-  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) {
-    free(body);
-    return -1;
-  }
-  double sum = -1;
-  size_t nl = strlen(name);
-  for (char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' ')) continue;
-    char *sp = strchr(p, ' ');
-    if (p[nl] == '{') {
-      char *close = strchr(p, '}');
-      sp = close ? strchr(close, ' ') : NULL;
-    }
-    if (sp) sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
-  }
-  free(body);
-  return sum;
-}
-
 static void load_opts(ceb_bench_load_opts *o, const params *p, int port,
                       const char *prefix) {
   *o = (ceb_bench_load_opts){.port = port,
@@ -179,8 +155,8 @@ static int run_accept(const params *p, const char *label) {
     goto out;
   }
   long hwm = ceb_bench_bridge_status_kb(&b, "VmHWM");
-  double acc = metric_sum(admin, "cebridge_events_accepted_total");
-  double del = metric_sum(admin, "cebridge_events_delivered_total");
+  double acc = ceb_bench_metric_sum(admin, "cebridge_events_accepted_total");
+  double del = ceb_bench_metric_sum(admin, "cebridge_events_delivered_total");
   long good = r.status[202];
   ceb_bench_load_print(label, &r);
   printf("%s: bridge RSS max %ld kB, VmHWM %ld kB; accepted_total %.0f, "

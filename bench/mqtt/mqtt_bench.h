@@ -63,10 +63,6 @@ void mb_thread_snapshot(pid_t pid, mb_thread_cpu *t);
 void mb_thread_report(const char *label, const mb_thread_cpu *a,
                       const mb_thread_cpu *b, long events);
 
-/* A metric from the admin /metrics page summed over its label sets; -1
- * when the page or the metric is missing. */
-double mb_metric_sum(int admin_port, const char *name);
-
 /* Waits until `want` first deliveries arrived, nothing arrived for
  * idle_ms, or max_ms passed. */
 void mb_wait_delivered(mb_track *t, long want, int64_t idle_ms, int64_t max_ms);

@@ -129,7 +129,7 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c,
 static int wait_subscribed(int admin, int64_t timeout_ms) {
   int64_t until = ceb_test_now_ms() + timeout_ms;
   while (ceb_test_now_ms() < until) {
-    if (mb_metric_sum(admin, "cebridge_mqtt_subscribed") >= 1) return 0;
+    if (ceb_bench_metric_sum(admin, "cebridge_mqtt_subscribed") >= 1) return 0;
     usleep(20000);
   }
   fprintf(stderr, "bench mqtt: the bridge's source never subscribed\n");

@@ -102,30 +102,6 @@ void mb_thread_report(const char *label, const mb_thread_cpu *a,
   printf("\n");
 }
 
-/* A metric from the admin /metrics page summed over its label sets; -1 when
- * the page or the metric is missing. */
-double mb_metric_sum(int admin_port, const char *name) {
-  char url[128], *body = NULL;
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin_port);
-  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) {
-    free(body);
-    return -1;
-  }
-  double sum = -1;
-  size_t nl = strlen(name);
-  for (char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, name, nl) || (p[nl] != '{' && p[nl] != ' ')) continue;
-    char *sp = strchr(p, ' ');
-    if (p[nl] == '{') {
-      char *close = strchr(p, '}');
-      sp = close ? strchr(close, ' ') : NULL;
-    }
-    if (sp) sum = (sum < 0 ? 0 : sum) + strtod(sp + 1, NULL);
-  }
-  free(body);
-  return sum;
-}
-
 /* MB_PLUGIN_DIR overrides the plugin directory: A/B runs of two builds of
  * one plugin against the same bench and bridge. */
 void mb_conf_bridge(char *buf, size_t n, const char *dir) {
