@@ -47,6 +47,7 @@ typedef struct params {
   int binary;       /* binary mode requests */
   const char *sink; /* accept: testsink | pull */
   long group_max;   /* accept: store.group_max, 0 = default */
+  const char *extra; /* one more [bridge] line, or NULL */
   int sink_conns;   /* webhook: http sink max_connections */
   int inflight;     /* webhook: route max_inflight */
   int throttle;     /* accept: sink limited to 1/s (ingest without delivery) */
@@ -79,9 +80,12 @@ static void id_prefix(char *buf, size_t n, const char *tag) {
   snprintf(buf, n, "%s%dx%ldx%d", tag, (int)getpid(), (long)time(NULL), seq++);
 }
 
-static void conf_bridge(char *buf, size_t n, const char *dir, long group_max) {
-  char gm[64] = "";
+static void conf_bridge(char *buf, size_t n, const char *dir, long group_max,
+                        const char *extra) {
+  char gm[320] = "";
   if (group_max) snprintf(gm, sizeof gm, "store.group_max = %ld\n", group_max);
+  if (extra)
+    snprintf(gm + strlen(gm), sizeof gm - strlen(gm), "%.250s\n", extra);
   snprintf(buf, n,
            "[bridge]\nstore = %s/store.db\nplugin_dir = %s\n"
            "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
@@ -112,7 +116,7 @@ static int run_accept(const params *p, const char *label) {
   ceb_bench_bridge b;
   if (ceb_bench_bridge_init(&b, "bench-http") < 0) return 1;
   char text[4096], part[1024];
-  conf_bridge(text, sizeof text, b.dir, p->group_max);
+  conf_bridge(text, sizeof text, b.dir, p->group_max, p->extra);
   if (!strcmp(p->sink, "pull"))
     snprintf(part, sizeof part,
              "\n[sink partner]\nplugin = pull\nlisten = 127.0.0.1:0\n"
@@ -191,7 +195,7 @@ out:
 static int sink_conf(ceb_bench_bridge *b, const params *p, int rx_port,
                      int throttled) {
   char text[4096], part[1024];
-  conf_bridge(text, sizeof text, b->dir, 0);
+  conf_bridge(text, sizeof text, b->dir, 0, p->extra);
   snprintf(part, sizeof part,
            "\n[sink partner]\nplugin = http\nurl = http://127.0.0.1:%d/hook\n"
            "allow_insecure_http = true\nmode = binary\n"
@@ -357,6 +361,8 @@ static void usage(void) {
                   "  -b          binary mode requests (default structured)\n"
                   "  -S SINK     accept: testsink | pull (testsink)\n"
                   "  -g N        accept: store.group_max (bridge default)\n"
+                  "  -o LINE     one more [bridge] line, e.g. "
+                  "'store.group_wait = 1ms'\n"
                   "  -w CONNS    webhook: http sink max_connections (64)\n"
                   "  -i N        webhook: route max_inflight (1024)\n"
                   "  -T          accept: sink rate_limit 1/s (ingest without "
@@ -379,7 +385,7 @@ int main(int argc, char **argv) {
               .inflight = 1024};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "c:d:n:s:k:bS:g:w:i:T")) != -1) {
+  while ((opt = getopt(argc, argv, "c:d:n:s:k:bS:g:o:w:i:T")) != -1) {
     switch (opt) {
     case 'c':
       p.conns = atoi(optarg);
@@ -404,6 +410,9 @@ int main(int argc, char **argv) {
       break;
     case 'g':
       p.group_max = atol(optarg);
+      break;
+    case 'o':
+      p.extra = optarg;
       break;
     case 'w':
       p.sink_conns = atoi(optarg);

@@ -33,11 +33,24 @@ static void refresh_route_gauges(struct ceb_bridge *b, ceb_store *st) {
   }
 }
 
+/* Group-commit efficiency: ops per commit and per sync. */
+static void refresh_store_counters(struct ceb_bridge *b, ceb_store *st) {
+  ceb_metrics *m = ceb_bridge_metrics(b);
+  uint64_t commits = 0, ops = 0;
+  ceb_store_commit_stats(st, &commits, &ops);
+  ceb_metrics_set_total(m, "cebridge_store_commits_total", "", (double)commits);
+  ceb_metrics_set_total(m, "cebridge_store_ops_total", "", (double)ops);
+  ceb_metrics_set_total(m, "cebridge_store_syncs_total", "",
+                        (double)ceb_store_syncs(st));
+}
+
 int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {
   ceb_store *st = ceb_bridge_runtime(b) ? ceb_runtime_store(ceb_bridge_runtime(b))
                                         : NULL;
   if (st)
     refresh_route_gauges(b, st);
+  if (st)
+    refresh_store_counters(b, st);
   char *text = ceb_metrics_render(ceb_bridge_metrics(b));
   if (!text)
     return ceb_admin_problem(c, 500, "internal", "cannot render metrics");

@@ -128,6 +128,9 @@ int ceb_engine_start(ceb_engine *e) {
       ceb_log_error("engine: cannot start worker %u", i);
       return CEB_EINTERNAL;
     }
+    char name[16];
+    snprintf(name, sizeof name, "engine-%u", i % 1000u);
+    pthread_setname_np(e->threads[i], name);
     e->started = (int)i + 1;
   }
   return CEB_OK;

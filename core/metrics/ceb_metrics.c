@@ -120,7 +120,7 @@ void ceb_metrics_declare(ceb_metrics *m, const char *name,
 }
 
 static void update(ceb_metrics *m, const char *name, const char *labels,
-                   ceb_metric_type type, double v) {
+                   ceb_metric_type type, double v, int absolute) {
   if (!m || !name)
     return;
   pthread_mutex_lock(&m->lock);
@@ -128,7 +128,7 @@ static void update(ceb_metrics *m, const char *name, const char *labels,
   series *s = f ? series_get(f, labels) : NULL;
   if (s) {
     if (f->type == CEB_MT_COUNTER)
-      s->value += v;
+      s->value = absolute ? v : s->value + v;
     else if (f->type == CEB_MT_GAUGE)
       s->value = v;
     else if (s->buckets) {
@@ -144,15 +144,19 @@ static void update(ceb_metrics *m, const char *name, const char *labels,
 
 void ceb_metrics_add(ceb_metrics *m, const char *name, const char *labels,
                      double value) {
-  update(m, name, labels, CEB_MT_COUNTER, value);
+  update(m, name, labels, CEB_MT_COUNTER, value, 0);
+}
+void ceb_metrics_set_total(ceb_metrics *m, const char *name,
+                           const char *labels, double value) {
+  update(m, name, labels, CEB_MT_COUNTER, value, 1);
 }
 void ceb_metrics_set(ceb_metrics *m, const char *name, const char *labels,
                      double value) {
-  update(m, name, labels, CEB_MT_GAUGE, value);
+  update(m, name, labels, CEB_MT_GAUGE, value, 0);
 }
 void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
                          double seconds) {
-  update(m, name, labels, CEB_MT_HISTOGRAM, seconds);
+  update(m, name, labels, CEB_MT_HISTOGRAM, seconds, 0);
 }
 
 double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels) {

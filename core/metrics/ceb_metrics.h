@@ -29,6 +29,9 @@ void ceb_metrics_add(ceb_metrics *m, const char *name, const char *labels,
                      double value);
 void ceb_metrics_set(ceb_metrics *m, const char *name, const char *labels,
                      double value);
+/* Sets a counter to a total kept elsewhere (monotonic at its source). */
+void ceb_metrics_set_total(ceb_metrics *m, const char *name,
+                           const char *labels, double value);
 /* Observes a value in seconds into a histogram with latency buckets from
  * 0.5 ms to 60 s. */
 void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,

@@ -69,6 +69,12 @@ static void declare_metrics(ceb_metrics *m) {
        "Submit to durable."},
       {"cebridge_delivery_latency_seconds", CEB_MT_HISTOGRAM,
        "Acceptance to delivered."},
+      {"cebridge_store_commits_total", CEB_MT_COUNTER,
+       "Group commits of the store's writer."},
+      {"cebridge_store_ops_total", CEB_MT_COUNTER,
+       "Store operations (ingest batches, claims, outcomes) committed."},
+      {"cebridge_store_syncs_total", CEB_MT_COUNTER,
+       "fdatasync calls of the WAL before acknowledgements."},
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
     ceb_metrics_declare(m, k[i].name, k[i].type, k[i].help);
@@ -255,10 +261,12 @@ int ceb_runtime_start(ceb_runtime *rt) {
     ceb_log_error("runtime: start failed: %s", ceb_strerror(rc));
     return rc;
   }
-  if (pthread_create(&rt->sweeper, NULL, cebr_sweeper_main, rt) == 0)
+  if (pthread_create(&rt->sweeper, NULL, cebr_sweeper_main, rt) == 0) {
+    pthread_setname_np(rt->sweeper, "ceb-sweeper");
     rt->sweeper_running = 1;
-  else
+  } else {
     ceb_log_error("runtime: cannot start the sweeper; expired rows stay");
+  }
   rt->started = 1;
   return CEB_OK;
 }

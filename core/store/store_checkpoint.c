@@ -2,7 +2,15 @@
  * inside the committing transaction's thread: with synchronous=FULL it
  * copies pages and fsyncs the database while ingest waits. Here the
  * committer's WAL hook only signals; a separate connection runs PASSIVE
- * checkpoints (they never block the writer) in the background. */
+ * checkpoints (they never block the writer) in the background.
+ *
+ * A pass runs each time the WAL grew by CKPT_CHUNK frames, not after every
+ * commit: a page that many commits rewrote in the meantime (the journal's
+ * last page, the index pages) is copied once per chunk instead of once per
+ * commit. Under sustained writes the WAL never runs dry, so it is only
+ * reset when the committer forces a checkpoint at CKPT_INLINE_PAGES; that
+ * copies at most the last chunk, and a quiet WAL resets after the timer's
+ * pass. */
 #include <stdio.h>
 #include <time.h>
 
@@ -14,19 +22,17 @@
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen);
 
-#define CKPT_PAGES 1000 /* signal the checkpointer at this WAL size */
-/* Under sustained ingest a PASSIVE checkpoint never catches the WAL's end,
- * so the WAL is never reset; past this size the committer checkpoints
- * inline before its next transaction (no writer runs then, so it
- * completes) to bound the WAL. */
-#define CKPT_INLINE_PAGES (4 * CKPT_PAGES)
+#define CKPT_CHUNK 1000 /* frames (4 KiB pages) of WAL growth per pass */
+#define CKPT_INLINE_PAGES (4 * CKPT_CHUNK) /* 16 MiB: reset the WAL */
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   (void)db;
   (void)name;
-  ceb_store *st = arg;
-  st->wal_pages = pages; /* committer thread only */
-  if (pages >= CKPT_PAGES) {
+  ceb_store *st = arg; /* committer thread */
+  if (pages < st->wal_pages) st->ckpt_next = 0; /* the WAL restarted */
+  st->wal_pages = pages;
+  if (pages >= st->ckpt_next + CKPT_CHUNK) {
+    st->ckpt_next = pages;
     pthread_mutex_lock(&st->ckpt_lock);
     st->ckpt_pending = 1;
     pthread_cond_signal(&st->ckpt_cond);
@@ -45,7 +51,18 @@ void cebs_checkpoint_if_big(ceb_store *st) {
   pthread_mutex_unlock(&st->ckpt_run);
   if (rc != SQLITE_OK)
     ceb_log_warn("store: inline checkpoint: %s", sqlite3_errmsg(st->wdb));
+  pthread_mutex_lock(&st->ckpt_lock);
+  st->ckpt_forced++;
+  pthread_mutex_unlock(&st->ckpt_lock);
   st->wal_pages = 0;
+  st->ckpt_next = 0;
+}
+
+void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced) {
+  pthread_mutex_lock(&st->ckpt_lock);
+  *passes = st->ckpt_passes;
+  *forced = st->ckpt_forced;
+  pthread_mutex_unlock(&st->ckpt_lock);
 }
 
 static void *checkpointer_main(void *arg) {
@@ -60,6 +77,7 @@ static void *checkpointer_main(void *arg) {
       if (st->ckpt_stop) break;
     }
     st->ckpt_pending = 0;
+    st->ckpt_passes++;
     pthread_mutex_unlock(&st->ckpt_lock);
     pthread_mutex_lock(&st->ckpt_run);
     int rc = sqlite3_wal_checkpoint_v2(st->cdb, NULL, SQLITE_CHECKPOINT_PASSIVE,
@@ -84,9 +102,10 @@ int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
   if (pthread_create(&st->checkpointer, NULL, checkpointer_main, st) != 0) {
     snprintf(err, errlen, "store: cannot start the checkpointer thread");
     sqlite3_wal_hook(st->wdb, NULL, NULL);
-    sqlite3_wal_autocheckpoint(st->wdb, CKPT_PAGES);
+    sqlite3_wal_autocheckpoint(st->wdb, CKPT_CHUNK);
     return CEB_EINTERNAL;
   }
+  pthread_setname_np(st->checkpointer, "store-ckpt");
   st->ckpt_started = 1;
   return CEB_OK;
 }

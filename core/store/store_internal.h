@@ -48,6 +48,9 @@ struct ceb_store {
   pthread_cond_t ckpt_cond;
   pthread_mutex_t ckpt_run; /* held while any checkpoint runs */
   int wal_pages;            /* WAL size after the last commit (committer) */
+  int ckpt_next;            /* WAL size of the next pass (committer) */
+  uint64_t ckpt_passes, ckpt_forced; /* background passes, and restarts the
+                                        committer forced (ckpt_lock) */
   /* the syncer (store_sync.c): committed ops waiting for the WAL fsync */
   int wal_fd; /* -1: SQLite syncs each commit itself (or nothing does) */
   store_op *sync_head, *sync_tail;
@@ -83,6 +86,9 @@ void cebs_checkpointer_stop(ceb_store *st);
 /* Committer, between transactions: checkpoints inline when the background
  * checkpointer could not keep the WAL small. */
 void cebs_checkpoint_if_big(ceb_store *st);
+/* Background checkpoint passes and WAL restarts forced by size so far.
+ * Any thread. */
+void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced);
 
 /* The claimable set (store_ready.c), kept in the transaction that changes a
  * delivery; committer only. A delivery row was just inserted: */

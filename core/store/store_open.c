@@ -96,6 +96,7 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
     snprintf(err, errlen, "store: cannot start the committer thread");
     rc = CEB_EINTERNAL;
   }
+  if (rc == CEB_OK) pthread_setname_np(st->committer, "store-commit");
   if (rc != CEB_OK) {
     cebs_syncer_stop(st);
     cebs_checkpointer_stop(st);

@@ -125,6 +125,7 @@ int cebs_syncer_start(ceb_store *st, const char *path, char *err,
     snprintf(err, errlen, "store: cannot start the syncer thread");
     return CEB_EINTERNAL;
   }
+  pthread_setname_np(st->syncer, "store-sync");
   st->syncer_started = 1;
   return CEB_OK;
 }

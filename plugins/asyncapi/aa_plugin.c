@@ -596,6 +596,7 @@ static int aa_start(void *state) {
     LOG(st, CEB_LOG_ERROR, "cannot start the sync thread");
     return CEB_EINTERNAL;
   }
+  pthread_setname_np(st->thread, "asyncapi-sync");
   st->thread_running = 1;
   return CEB_OK;
 }

@@ -351,6 +351,7 @@ int http_sink_start(void *state) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "cannot start the loop thread");
     return CEB_EINTERNAL;
   }
+  pthread_setname_np(s->thread, "http-sink");
   s->thread_started = 1;
   return CEB_OK;
 }

@@ -176,6 +176,7 @@ pull_queue *pull_queue_open(const char *path, size_t max_events, char *err,
     free(q);
     return NULL;
   }
+  pthread_setname_np(q->writer, "pull-writer");
   return q;
 }
 
