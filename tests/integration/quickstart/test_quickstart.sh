@@ -71,6 +71,12 @@ grep -q '"committed":"1"' "$out" || fail "commit not acknowledged"
 grep -qE "route intermediary-to-outbox +done" "$out" || fail "status is not done"
 grep -q '"state":"done"' "$out" || fail "admin status is not done"
 grep -q 'cebridge_delivery_attempts_total' "$out" || fail "metrics missing"
+# the POST's ingest and the delivery's claim and outcome went through the
+# store: ops >= commits >= 1, and the 202 waited for a WAL sync
+awk '/^cebridge_store_commits_total /{c=$2} /^cebridge_store_ops_total /{o=$2}
+     /^cebridge_store_syncs_total /{s=$2}
+     END {exit !(c >= 1 && o >= c && s >= 1)}' "$out" ||
+  fail "store metrics missing or inconsistent"
 
 kill -TERM "$pid"
 wait "$pid"
