@@ -28,7 +28,7 @@ int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   (void)db;
   (void)name;
-  ceb_store *st = arg; /* committer thread */
+  ceb_store *st = arg;                          /* committer thread */
   if (pages < st->wal_pages) st->ckpt_next = 0; /* the WAL restarted */
   st->wal_pages = pages;
   if (pages >= st->ckpt_next + CKPT_CHUNK) {

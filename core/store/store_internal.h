@@ -86,6 +86,12 @@ void cebs_checkpointer_stop(ceb_store *st);
 /* Committer, between transactions: checkpoints inline when the background
  * checkpointer could not keep the WAL small. */
 void cebs_checkpoint_if_big(ceb_store *st);
+
+/* The VFS for the committer's connection (store_vfs.c): WAL frames of a
+ * transaction written with one pwrite. NULL when it cannot be registered
+ * (then SQLite's default serves). Any thread. */
+#define CEBS_VFS_NAME "ceb-wal"
+const char *cebs_vfs_writer(void);
 /* Background checkpoint passes and WAL restarts forced by size so far.
  * Any thread. */
 void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced);

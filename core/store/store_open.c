@@ -14,6 +14,9 @@ void *cebs_committer_main(void *arg);
 
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen);
+int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
+                       const char *vfs, sqlite3 **out, char *err,
+                       size_t errlen);
 /* SQLite's allocation statistics take a process-wide mutex on every
  * malloc and free: the committer and readers contended on it (about 2 % of
  * the bridge's CPU under ingest). Nothing here reads those statistics.
@@ -26,12 +29,18 @@ static void sqlite_configure(void) {
 
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen) {
+  return cebs_open_conn_vfs(path, readonly, sync_full, NULL, out, err, errlen);
+}
+
+int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
+                       const char *vfs, sqlite3 **out, char *err,
+                       size_t errlen) {
   pthread_once(&g_sqlite_once, sqlite_configure);
   sqlite3 *db = NULL;
   int flags = SQLITE_OPEN_NOMUTEX |
               (readonly ? SQLITE_OPEN_READONLY
                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+  if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK) {
     snprintf(err, errlen, "store: cannot open %s: %s", path,
              db ? sqlite3_errmsg(db) : "out of memory");
     sqlite3_close(db);
@@ -74,8 +83,8 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
   st->wal_fd = -1;
-  int rc = cebs_open_conn(opts->path, 0, opts->synchronous_full, &st->wdb, err,
-                          errlen);
+  int rc = cebs_open_conn_vfs(opts->path, 0, opts->synchronous_full,
+                              cebs_vfs_writer(), &st->wdb, err, errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
   if (rc == CEB_OK && opts->synchronous_full) {
     /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
