@@ -22,6 +22,10 @@ int cebi_utf8_valid(const void *buf, size_t len);
  * and surrounding whitespace ignored) with `essence`. */
 int cebi_media_type_is(const char *content_type, const char *essence);
 
+/* 1 when jansson (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES) accepts the
+ * text; 0 when not, or not sure (then ask jansson). ceb_json_valid.c. */
+int cebi_json_valid(const void *text, size_t len);
+
 /* The data kind a protocol body gets in binary mode: JSON when the content
  * type is JSON and the body parses as one JSON value; TEXT when the content
  * type is textual (text/..., XML, or a charset parameter) and the body is

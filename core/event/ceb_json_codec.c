@@ -157,7 +157,7 @@ static int decode_split(const char *buf, size_t len, int trusted,
   char c = buf[sp.value_start];
   if (c != '{' && c != '[') return -1; /* strings may be text data */
   size_t dlen = sp.value_end - sp.value_start;
-  if (!trusted) {
+  if (!trusted && !cebi_json_valid(buf + sp.value_start, dlen)) {
     json_t *data =
         json_loadb(buf + sp.value_start, dlen, JSON_LOAD_FLAGS, NULL);
     if (!data) return -1;

@@ -115,6 +115,10 @@ ceb_data_kind cebi_data_kind_for(const char *content_type, const void *body,
     /* strict (no duplicate member names anywhere) is what every reader of
      * the journal accepts, so such data can be marked trusted; duplicates
      * are rare and then cost a second, lenient parse */
+    if (cebi_json_valid(body, len)) {
+      if (strict) *strict = 1;
+      return CEB_DATA_JSON;
+    }
     json_t *j =
         json_loadb(body, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
     if (j) {
