@@ -90,6 +90,9 @@ void cebs_checkpoint_if_big(ceb_store *st);
 /* The VFS for the committer's connection (store_vfs.c): WAL frames of a
  * transaction written with one pwrite. NULL when it cannot be registered
  * (then SQLite's default serves). Any thread. */
+/* Process-wide SQLite settings, before anything initialises SQLite (the
+ * first sqlite3_* call does). Any thread, idempotent. store_open.c. */
+void cebs_sqlite_configure(void);
 #define CEBS_VFS_NAME "ceb-wal"
 const char *cebs_vfs_writer(void);
 /* Background checkpoint passes and WAL restarts forced by size so far.

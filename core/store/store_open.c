@@ -27,6 +27,10 @@ static void sqlite_configure(void) {
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 
+void cebs_sqlite_configure(void) {
+  pthread_once(&g_sqlite_once, sqlite_configure);
+}
+
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen) {
   return cebs_open_conn_vfs(path, readonly, sync_full, NULL, out, err, errlen);
@@ -35,7 +39,7 @@ int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
 int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
                        const char *vfs, sqlite3 **out, char *err,
                        size_t errlen) {
-  pthread_once(&g_sqlite_once, sqlite_configure);
+  cebs_sqlite_configure();
   sqlite3 *db = NULL;
   int flags = SQLITE_OPEN_NOMUTEX |
               (readonly ? SQLITE_OPEN_READONLY

@@ -265,6 +265,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_registered;
 
 static void vfs_register(void) {
+  cebs_sqlite_configure(); /* sqlite3_vfs_find initialises SQLite */
   g_real = sqlite3_vfs_find(NULL);
   if (!g_real || g_real->iVersion < 2) return;
   g_vfs = (sqlite3_vfs){.iVersion = 2,
