@@ -24,7 +24,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version this build writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 4
+#define CEB_STORE_SCHEMA_VERSION 5
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -163,8 +163,10 @@ int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
                     ceb_claim **out, size_t *count);
 void ceb_claims_free(ceb_claim *c, size_t count);
 
-/* Earliest next_at of a pending/retrying row of route later than after;
- * INT64_MAX when none. Read connection. */
+/* Earliest next_at later than after of a claimable row of route (pending
+ * or retrying, and the head of its order key); INT64_MAX when none. A row
+ * queued behind its key's head becomes claimable when the head settles,
+ * which the engine learns from the outcome. Read connection. */
 int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
 
 /* The outcome of one attempt, as written. */

@@ -139,8 +139,8 @@ static int64_t read_int(ceb_store *st, const char *sql, const char *route,
 
 int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after) {
   int64_t v = read_int(st,
-                       "SELECT MIN(next_at) FROM delivery WHERE route = ?1"
-                       " AND state IN (0, 2) AND next_at > ?2",
+                       "SELECT MIN(next_at) FROM delivery_ready WHERE"
+                       " route = ?1 AND next_at > ?2",
                        route, after, INT64_MAX);
   return v < 0 ? INT64_MAX : v;
 }

@@ -194,6 +194,10 @@ static const char *const k_migrations[] = {
     " WHERE state IN (0, 2) AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
     " FROM delivery p WHERE p.route = d.route AND p.order_key = d.order_key"
     " AND p.state < 3 AND p.seq < d.seq));",
+    /* 5: the next retry time comes from delivery_ready (the claimable set);
+     * this index of every open row was written by each ingest, claim and
+     * outcome and read by nothing else */
+    "DROP INDEX IF EXISTS delivery_due;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -21,7 +21,29 @@ static ceb_attempt_result outcome(long long seq, const char *route, int state,
                               .dead_json = "{\"id\":\"x\"}"};
 }
 
+/* The next wake-up of a route is the earliest time something becomes
+ * claimable: a row queued behind its key's head does not count on its own
+ * time (the head's settling promotes it). */
+static void test_next_due_claimable_only(void) {
+  ceb_store *st = fixture_open("delivery-due", NULL);
+  const char *routes[] = {"r", NULL};
+  const char *ka[] = {"A"};
+  long long h = fixture_ingest(st, "urn:s", "h", "t", routes, ka, 100);
+  CHECK(fixture_ingest(st, "urn:s", "q", "t", routes, ka, 500) > h);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(st, "r", 100, 10, &c, &n), 0);
+  CHECK_INT(n, 1);
+  ceb_claims_free(c, n);
+  ceb_attempt_result r = outcome(h, "r", CEB_DS_RETRYING, 200);
+  r.next_at = 2000;
+  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK_INT(ceb_store_next_due(st, "r", 300), 2000);
+  ceb_store_close(st);
+}
+
 int main(void) {
+  test_next_due_claimable_only();
   ceb_store *st = fixture_open("delivery", NULL);
   const char *routes[] = {"r", NULL};
   const char *ka[] = {"A"}, *kb[] = {"B"};
