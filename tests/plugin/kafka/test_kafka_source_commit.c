@@ -4,6 +4,7 @@
  * consumer gets only newer records. On a rebalance, in-flight events that
  * do not become durable within rebalance.wait stay uncommitted: the new
  * owner re-reads them. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,18 @@ static size_t event_ids(ceb_fake_host *f, char **ids, size_t max) {
 static void free_ids(char **ids, size_t n) {
   for (size_t i = 0; i < n; i++)
     free(ids[i]);
+}
+
+/* Makes every event of f durable: the ones held now and any submitted
+ * later. A member that rebalances again re-reads records it already
+ * submitted (held, then forgotten on revoke); only "from now on" covers
+ * the generation it ends up in, whenever its re-read happens. The mode is
+ * switched first so that no submit falls between the two steps. */
+static void commit_from_now(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  f->mode = CEB_FAKE_COMMIT_NOW;
+  pthread_mutex_unlock(&f->lock);
+  ceb_fake_commit(f, CEB_OK);
 }
 
 static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
@@ -206,11 +219,16 @@ static void test_rebalance(const ceb_plugin *p, ktest_mock *m, rd_kafka_t *pr,
   CHECK(ceb_test_wait(committed_is, &a2, 20000));
   /* Eager: the first member lost both partitions, forgot their records and
    * re-reads the one it gets back. Cooperative: it kept one partition and
-   * its records in flight. Either way, once durable that one is committed. */
+   * its records in flight. Either way, once durable that one is committed.
+   * The eager re-read seen here may be from a generation that is already
+   * over: the mock answers a follower's SyncGroup that arrives after the
+   * leader's with INVALID_REQUEST, the follower rejoins and the first
+   * member is revoked once more and re-reads again later. Committing only
+   * what is held now would leave that last re-read held for ever. */
   int eager = strcmp(strategy, "cooperative-sticky") != 0;
   CHECK(ceb_fake_wait_events(s1.f, eager ? 3 * PER : 2 * PER, 30000));
   if (!eager) CHECK_INT(ceb_fake_event_count(s1.f), 2 * PER);
-  ceb_fake_commit(s1.f, CEB_OK);
+  commit_from_now(s1.f);
   committed_arg a1 = {m->bootstrap, group, topic, 1 - part, PER};
   CHECK(ceb_test_wait(committed_is, &a1, 20000));
   src_close(&s2);
