@@ -22,6 +22,12 @@ int cebi_utf8_valid(const void *buf, size_t len);
  * and surrounding whitespace ignored) with `essence`. */
 int cebi_media_type_is(const char *content_type, const char *essence);
 
+/* The event of a JSON object text whose data member (already checked) is
+ * text[data_start, data_end), with the attributes read directly: CEB_OK and
+ * *out (without data), or -1 when the jansson path must decide (see
+ * ceb_json_attrs.c for what it leaves to it). */
+int cebi_json_attrs_decode(const char *text, size_t len, size_t data_start,
+                           size_t data_end, ceb_event **out);
 /* 1 when jansson (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES) accepts the
  * text; 0 when not, or not sure (then ask jansson). ceb_json_valid.c. */
 int cebi_json_valid(const void *text, size_t len);

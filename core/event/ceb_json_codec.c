@@ -150,6 +150,20 @@ int cebi_json_decode_object(json_t *obj, ceb_event **out, ceb_error *err) {
  * the data value (an object or array) is copied as it is. Returns CEB_OK,
  * or -1 when the text does not suit it; then the caller parses the whole
  * text, which also gives the error message for malformed input. */
+/* Gives *out the data value's bytes as they are; on failure frees *out. */
+static int take_data(const char *buf, const cebi_json_split *sp,
+                     ceb_event **out, ceb_error *err) {
+  size_t dlen = sp->value_end - sp->value_start;
+  char *text = cebi_memdup(buf + sp->value_start, dlen);
+  if (!text || cebi_event_take_json_data(*out, text, dlen) != CEB_OK) {
+    free(text);
+    ceb_event_unref(*out);
+    *out = NULL;
+    return cebi_fail(err, CEB_ENOMEM, "ce.nomem", "out of memory");
+  }
+  return CEB_OK;
+}
+
 static int decode_split(const char *buf, size_t len, int trusted,
                         ceb_event **out, ceb_error *err) {
   cebi_json_split sp;
@@ -163,6 +177,9 @@ static int decode_split(const char *buf, size_t len, int trusted,
     if (!data) return -1;
     json_decref(data);
   }
+  if (cebi_json_attrs_decode(buf, len, sp.value_start, sp.value_end, out) ==
+      CEB_OK)
+    return take_data(buf, &sp, out, err);
   size_t alen = len - (sp.cut_end - sp.cut_start);
   char *attrs = malloc(alen + 1);
   if (!attrs) return cebi_fail(err, CEB_ENOMEM, "ce.nomem", "out of memory");
@@ -178,14 +195,7 @@ static int decode_split(const char *buf, size_t len, int trusted,
   json_decref(obj);
   if (rc == CEB_EINVAL && !*out) return -1;
   if (rc != CEB_OK) return rc;
-  char *text = cebi_memdup(buf + sp.value_start, dlen);
-  if (!text || cebi_event_take_json_data(*out, text, dlen) != CEB_OK) {
-    free(text);
-    ceb_event_unref(*out);
-    *out = NULL;
-    return cebi_fail(err, CEB_ENOMEM, "ce.nomem", "out of memory");
-  }
-  return CEB_OK;
+  return take_data(buf, &sp, out, err);
 }
 
 static int decode_text(const char *buf, size_t len, int trusted,
@@ -198,6 +208,9 @@ static int decode_text(const char *buf, size_t len, int trusted,
     int rc = decode_split(buf, len, trusted, out, err);
     if (rc != -1) return rc;
     ceb_error_clear(err);
+    /* no data member, or not one the split takes: attributes only */
+    if (cebi_json_attrs_decode(buf, len, SIZE_MAX, SIZE_MAX, out) == CEB_OK)
+      return CEB_OK;
   }
   json_error_t jerr;
   json_t *obj = json_loadb(buf ? buf : "", len, JSON_LOAD_FLAGS, &jerr);

@@ -2,8 +2,11 @@
  * validate without crashing and survive encode -> decode -> encode with the
  * same bytes (also through the journal's trusted decoder); the decoder must
  * accept exactly the texts jansson accepts as a whole (its fast path cuts
- * the data member out, this checks the cut never lets bad JSON through);
- * anything else aborts so that libFuzzer reports it. */
+ * the data member out, this checks the cut never lets bad JSON through),
+ * and the direct attribute reader must decode as the jansson path does
+ * (the same text with a member only that path takes, an escaped name with a
+ * null value, must give an equal event); anything else aborts so that
+ * libFuzzer reports it. */
 #include <ceb/codec.h>
 #include <ceb/validate.h>
 
@@ -41,6 +44,43 @@ static void check_round_trip(const ceb_event *ev) {
   ceb_free(b);
 }
 
+/* Decodes the text again through the jansson path (see the header) and
+ * compares the two events as JSON. */
+static void check_attrs_path(const char *text, size_t len,
+                             const ceb_event *ev) {
+  const char *brace = memchr(text, '{', len);
+  if (!brace) abort(); /* it decoded: an object */
+  static const char member[] = "\"\\u0078ceb\":null,";
+  size_t at = (size_t)(brace - text) + 1, add = sizeof member - 1;
+  size_t j = at;
+  while (j < len && strchr(" \t\r\n", text[j]) && text[j])
+    j++;
+  if (j < len && text[j] == '}') add--; /* {} takes it without the comma */
+  char *ref = malloc(len + add);
+  if (!ref) return;
+  memcpy(ref, text, at);
+  memcpy(ref + at, member, add);
+  memcpy(ref + at + add, text + at, len - at);
+  ceb_event *other = NULL;
+  /* refused only if the text already has a member "xceb" */
+  if (ceb_json_decode(ref, len + add, &other, NULL) == CEB_OK) {
+    char *a = NULL, *b = NULL;
+    size_t alen, blen;
+    if (ceb_json_encode(ev, &a, &alen) != CEB_OK ||
+        ceb_json_encode(other, &b, &blen) != CEB_OK)
+      abort();
+    json_t *ja = json_loadb(a, alen, 0, NULL),
+           *jb = json_loadb(b, blen, 0, NULL);
+    if (!ja || !jb || !json_equal(ja, jb)) abort();
+    json_decref(ja);
+    json_decref(jb);
+    ceb_free(a);
+    ceb_free(b);
+    ceb_event_unref(other);
+  }
+  free(ref);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ceb_event *ev = NULL;
   ceb_error err;
@@ -50,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!whole) abort();
     json_decref(whole);
     check_round_trip(ev);
+    check_attrs_path((const char *)data, size, ev);
     ceb_event_unref(ev);
   } else if (err.code[0] == '\0' || err.message[0] == '\0') {
     abort(); /* every failure explains itself */
