@@ -51,6 +51,15 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
     e->nworkers = (unsigned)o->nroutes;
   e->max_queued = o->max_queued > 0 ? o->max_queued : 1000000;
   e->rng = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)e;
+  e->fwd_due = INT64_MAX;
+  if (e->metrics) {
+    ceb_metrics_declare(e->metrics, "cebridge_dlq_forwards_total",
+                        CEB_MT_COUNTER,
+                        "Dead-letter forwards to DLQ sinks by result.");
+    ceb_metrics_declare(e->metrics, "cebridge_dlq_forward_pending",
+                        CEB_MT_GAUGE,
+                        "Dead letters not yet forwarded to their DLQ sink.");
+  }
   e->sinks = calloc(o->nsinks ? o->nsinks : 1, sizeof *e->sinks);
   e->routes = calloc(o->nroutes ? o->nroutes : 1, sizeof *e->routes);
   e->threads = calloc(e->nworkers, sizeof *e->threads);
@@ -119,6 +128,8 @@ int ceb_engine_start(ceb_engine *e) {
   }
   cebe_update_gauges_locked(e, 1);
   pthread_mutex_unlock(&e->lock);
+  int rc = cebe_fwd_load(e);
+  if (rc != CEB_OK) return rc;
   for (unsigned i = 0; i < e->nworkers; i++) {
     worker_arg *wa = malloc(sizeof *wa);
     if (!wa) return CEB_ENOMEM;
@@ -186,6 +197,7 @@ void ceb_engine_free(ceb_engine *e) {
     if (p && p != (void *)1) cebe_dctx_free(p);
   }
   cebe_ptrset_free(&e->live);
+  free(e->fwd);
   pthread_mutex_destroy(&e->lock);
   pthread_cond_destroy(&e->cond);
   pthread_cond_destroy(&e->idle);
@@ -290,15 +302,15 @@ static int dispatch(ceb_engine *e, dctx *c) {
   return 0;
 }
 
-void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
-                     ceb_event *ev, const char *route, int64_t dlq_id) {
+int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
+                    ceb_event *ev, const char *route, int64_t dlq_id) {
   pthread_mutex_lock(&e->lock);
   int stopping = e->stopping;
   pthread_mutex_unlock(&e->lock);
   dctx *c = stopping ? NULL : calloc(1, sizeof *c);
   if (!c) {
     ceb_event_unref(ev);
-    return;
+    return stopping ? CEB_ESHUTDOWN : CEB_ENOMEM;
   }
   c->kind = kind;
   c->sink = sink;
@@ -315,14 +327,15 @@ void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
                         .attempt = 1};
   pthread_mutex_lock(&e->lock);
   c->started_at = cebe_now(e);
-  c->d.deadline_ms = c->started_at + 30000;
+  c->d.deadline_ms = c->started_at + FWD_TIMEOUT_MS;
   int rc = cebe_ptrset_add(&e->live, c);
   pthread_mutex_unlock(&e->lock);
   if (rc != CEB_OK) {
     cebe_dctx_free(c);
-    return;
+    return rc;
   }
   dispatch(e, c);
+  return CEB_OK;
 }
 
 /* Claims up to n due deliveries of route r and dispatches them. Called
@@ -430,11 +443,29 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
   int64_t next = INT64_MAX;
   for (size_t i = 0; i < e->live.cap; i++) {
     dctx *c = e->live.slots[i];
-    if (!c || c == (void *)1 || c->kind != DCTX_ROUTE || c->host_settled ||
-        e->routes[c->route].worker != w)
+    if (!c || c == (void *)1 || c->host_settled) continue;
+    if (c->kind == DCTX_FORWARD ? w != 0
+                                : c->kind != DCTX_ROUTE ||
+                                      e->routes[c->route].worker != w)
       continue;
     if (c->d.deadline_ms > now) {
       if (c->d.deadline_ms < next) next = c->d.deadline_ms;
+      continue;
+    }
+    if (c->kind == DCTX_FORWARD) {
+      /* fails like a RETRY; the sink's late settle only releases it */
+      c->host_settled = 1;
+      dctx copy = *c;
+      pthread_mutex_unlock(&e->lock);
+      ceb_settle_info info = {.struct_size = sizeof info,
+                              .outcome = CEB_RETRY,
+                              .retry_after_ms = -1,
+                              .reason = "timeout",
+                              .detail = "the sink did not settle in time"};
+      cebe_fwd_settled(e, &copy, &info);
+      pthread_mutex_lock(&e->lock);
+      i = (size_t)-1;
+      next = INT64_MAX;
       continue;
     }
     /* The host settles on the sink's behalf; the context stays registered
@@ -507,6 +538,10 @@ void *cebe_worker_main(void *arg) {
     resync_idle_routes_locked(e, w, &next_resync);
     int64_t now = cebe_now(e);
     int64_t next = expire_locked(e, w, now);
+    if (w == 0) { /* dead-letter forwards */
+      int64_t t = cebe_fwd_pump_locked(e, now);
+      if (t < next) next = t;
+    }
     int progress = 0;
     for (size_t r = 0; r < e->nroutes && !e->draining && !e->stopping; r++) {
       eng_route *rt = &e->routes[r];

@@ -34,7 +34,32 @@ typedef struct eng_sink {
    * busy_ms doubles while it repeats and is 0 once a deliver is taken. */
   int64_t busy_until;      /* under the engine lock */
   _Atomic int64_t busy_ms; /* read without the lock on every dispatch */
+  /* as a DLQ sink (engine lock): forwards in flight (at most FWD_WINDOW),
+   * dead letters waiting for it, and a pause after failed forwards that
+   * doubles per pause that ends in a failure again (FWD_BACKOFF_*) */
+  uint32_t fwd_inflight;
+  int64_t fwd_waiting;
+  int64_t fwd_pause_ms, fwd_pause_until;
 } eng_sink;
+
+/* Dead-letter forwards (engine_deadletter.c). The work list is the store:
+ * every dlq row with forwarded_at NULL of a route that has a DLQ sink. The
+ * engine keeps its schedule in memory (loaded from the store at start,
+ * appended as letters die), ordered by dlq id; a row leaves it once the
+ * store recorded forwarded_at. */
+enum { FWD_WAIT = 0, FWD_SENDING = 1, FWD_MARKING = 2, FWD_GONE = 3 };
+typedef struct eng_fwd {
+  int64_t dlq_id;
+  int64_t next_at; /* host clock: next try due (FWD_WAIT) */
+  uint32_t route;
+  uint32_t tries; /* failed forwards; CEB_EBUSY is not counted */
+  uint8_t state;
+  uint8_t warned; /* the failure was logged (once per dead letter) */
+} eng_fwd;
+#define FWD_WINDOW 4           /* forwards in flight per DLQ sink */
+#define FWD_BACKOFF_MIN_MS 1000 /* per dead letter and per sink: doubling */
+#define FWD_BACKOFF_MAX_MS 300000
+#define FWD_TIMEOUT_MS 30000 /* a forward the sink never settles fails */
 
 /* Internal outcome of an attempt that did not happen (the sink returned
  * CEB_EBUSY): the delivery goes back to pending after a short backoff and
@@ -86,6 +111,9 @@ struct ceb_engine {
   ptrset live;
   uint64_t rng;
   int64_t last_gauges;
+  eng_fwd *fwd; /* sorted by dlq_id; FWD_GONE slots until compaction */
+  size_t nfwd, capfwd, fwd_gone;
+  int64_t fwd_due; /* earliest next_at of a FWD_WAIT entry, or INT64_MAX */
 };
 
 int64_t cebe_now(ceb_engine *e);
@@ -108,9 +136,25 @@ ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
                         const char *prefix, int64_t seq, int done,
                         uint32_t attempts, const char *reason, int64_t now);
 /* Starts a forward (DLQ topic) or receipt delivery of ev to sink; takes ev's
- * reference. Lock not held. */
-void cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
-                     ceb_event *ev, const char *route, int64_t dlq_id);
+ * reference. Lock not held. CEB_OK when handed to the sink (its outcome
+ * arrives as a settle), else < 0 (the engine is stopping, or no memory). */
+int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
+                    ceb_event *ev, const char *route, int64_t dlq_id);
+/* Forwards. Control thread, before the workers start: loads the dlq rows
+ * not forwarded yet of every route with a DLQ sink. */
+int cebe_fwd_load(ceb_engine *e);
+/* A letter died on route with DLQ row dlq_id (committer; lock not held):
+ * scheduled, and sent at once from dead_json when the sink has room. */
+void cebe_fwd_dead(ceb_engine *e, size_t route, int64_t dlq_id,
+                   const char *dead_json);
+/* A forward settled (by the sink, or the host: timeout, EBUSY as
+ * CEBE_DEFER). Lock not held; takes nothing from c. */
+void cebe_fwd_settled(ceb_engine *e, const dctx *c,
+                      const ceb_settle_info *info);
+/* Worker 0: starts the due forwards the sinks have room for. Lock held on
+ * entry and exit (dropped around the store and the sinks). Returns the host
+ * time of the next forward work, or INT64_MAX. */
+int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now);
 /* Metric helpers (no-ops without a registry). */
 void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
                      double v);

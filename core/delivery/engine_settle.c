@@ -70,13 +70,8 @@ static void outcome_done(void *arg, int status) {
                     "%lld",
                     op->dead_reason, op->attempt, op->reason ? op->reason : "-",
                     (long long)op->r.dlq_id);
-      if (rt->cfg.dlq_sink >= 0 && op->dead_json) {
-        ceb_event *dl = NULL;
-        if (ceb_json_decode(op->dead_json, strlen(op->dead_json), &dl, NULL) ==
-            CEB_OK)
-          cebe_send_extra(e, DCTX_FORWARD, (size_t)rt->cfg.dlq_sink,
-                          rt->cfg.dlq_topic, dl, rt->cfg.name, op->r.dlq_id);
-      }
+      if (rt->cfg.dlq_sink >= 0)
+        cebe_fwd_dead(e, op->route, op->r.dlq_id, op->dead_json);
     }
     if (final && rt->cfg.receipts_sink >= 0 && op->ev) {
       ceb_event *rc = cebe_receipt(
@@ -179,31 +174,15 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   }
 }
 
-static void free_done(void *arg, int status) {
-  (void)status;
-  free(arg);
-}
-
 static void extra_settled(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
-  const char *what =
-      c->kind == DCTX_FORWARD ? "dead-letter forward" : "receipt";
-  if (info->outcome == CEB_ACK) {
-    if (c->kind == DCTX_FORWARD) {
-      ceb_dlq_forward *f = malloc(sizeof *f);
-      if (f) {
-        *f = (ceb_dlq_forward){c->dlq_id, cebe_now(e)};
-        if (ceb_store_submit(e->store, ceb_store_dlq_forwarded_run, free_done,
-                             f, 0) != CEB_OK)
-          free(f);
-      }
-    }
+  if (c->kind == DCTX_FORWARD) {
+    cebe_fwd_settled(e, c, info); /* retried until the sink takes it */
     return;
   }
-  ceb_log_warn(
-      "engine: %s to sink %s failed (%s)%s", what, e->sinks[c->sink].cfg.name,
-      info->reason ? info->reason : "no reason",
-      c->kind == DCTX_FORWARD ? "; the dead letter stays in the store DLQ"
-                              : "");
+  if (info->outcome == CEB_ACK) return;
+  ceb_log_warn("engine: receipt to sink %s failed (%s)",
+               e->sinks[c->sink].cfg.name,
+               info->reason ? info->reason : "no reason");
 }
 
 static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in);

@@ -270,3 +270,58 @@ int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now) {
   ceb_dlq_forward a = {id, now};
   return ceb_store_call(st, ceb_store_dlq_forwarded_run, &a);
 }
+
+/* ---- forwarding to topic DLQs ---- */
+
+int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
+                              size_t max, int64_t *ids, size_t *n) {
+  *n = 0;
+  if (!route || !ids || !max) return CEB_EINVAL;
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  int rc = CEB_EIO;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT id FROM dlq WHERE route = ?1 AND id > ?2 AND"
+                         " forwarded_at IS NULL ORDER BY id LIMIT ?3",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, after);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)max);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW && *n < max)
+      ids[(*n)++] = sqlite3_column_int64(s, 0);
+    rc = step == SQLITE_DONE || step == SQLITE_ROW ? CEB_OK : CEB_EIO;
+  }
+  if (rc != CEB_OK)
+    ceb_log_error("store: dlq unforwarded: %s", sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  return rc;
+}
+
+char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status) {
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  char *out = NULL;
+  *status = CEB_EIO;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT event FROM dlq WHERE id = ?1 AND"
+                         " forwarded_at IS NULL",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, id);
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW) {
+      const char *ev = (const char *)sqlite3_column_text(s, 0);
+      out = ev ? strdup(ev) : NULL;
+      *status = out ? CEB_OK : CEB_ENOMEM;
+    } else if (step == SQLITE_DONE) {
+      *status = CEB_ENOTFOUND;
+    }
+  }
+  if (*status == CEB_EIO)
+    ceb_log_error("store: dlq forward event %lld: %s", (long long)id,
+                  sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  return out;
+}
