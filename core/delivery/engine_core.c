@@ -444,9 +444,9 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
   for (size_t i = 0; i < e->live.cap; i++) {
     dctx *c = e->live.slots[i];
     if (!c || c == (void *)1 || c->host_settled) continue;
-    if (c->kind == DCTX_FORWARD ? w != 0
-                                : c->kind != DCTX_ROUTE ||
-                                      e->routes[c->route].worker != w)
+    if (c->kind == DCTX_FORWARD
+            ? w != 0
+            : c->kind != DCTX_ROUTE || e->routes[c->route].worker != w)
       continue;
     if (c->d.deadline_ms > now) {
       if (c->d.deadline_ms < next) next = c->d.deadline_ms;

@@ -99,8 +99,8 @@ ceb_event *cebe_receipt(const ceb_event *orig, const char *route,
  * timeout, the bridge stopping) is tried again until the sink acks it,
  * with the letter's stable Idempotency-Key. Backoff: a fixed doubling from
  * 1 s to 5 min, per letter (a letter the sink keeps refusing does not hold
- * up the others) and per sink after RETRY answers (a broker that is down
- * gets a probe per pause, not the whole backlog). Not the route's retry
+ * up the others for long) and per sink (a broker that is down gets a few
+ * tries per pause, not the whole backlog). Not the route's retry
  * schedule: that one ends (max attempts, deadline), and ending here would
  * lose the letter's way to the DLQ topic. CEB_EBUSY waits for the sink's
  * backpressure pause and counts as no try. */
@@ -311,8 +311,8 @@ void cebe_fwd_dead(ceb_engine *e, size_t route, int64_t dlq_id,
   eng_fwd *f = fwd_add_locked(e, route, dlq_id, now);
   /* send now from memory when the sink has room; else worker 0 loads it
    * from the store when its turn comes */
-  int now_send = f && dead_json && !e->draining && !e->stopping &&
-                 fwd_sink_ready(s, now);
+  int now_send =
+      f && dead_json && !e->draining && !e->stopping && fwd_sink_ready(s, now);
   if (now_send) {
     f->state = FWD_SENDING;
     s->fwd_inflight++;
@@ -363,10 +363,11 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
     picks[np++] = (fwd_pick){f->dlq_id, f->route};
     if (!fwd_sink_ready(s, now)) open--;
   }
-  /* a full scan knows the earliest waiting letter; a cut one relies on the
-   * kicks of settles and on the sinks' pauses in next */
-  e->fwd_due = i == e->nfwd ? due : next;
   if (due < next) next = due;
+  /* a full scan saw every waiting letter; a cut one (every open sink
+   * filled up) relies on the kicks of their settles, and 64 picks on an
+   * immediate rescan */
+  e->fwd_due = np == PICK_MAX ? now : next;
   pthread_mutex_unlock(&e->lock);
   for (size_t k = 0; k < np; k++) {
     int st = CEB_OK;
@@ -452,10 +453,12 @@ void cebe_fwd_settled(ceb_engine *e, const dctx *c,
       wait = info->retry_after_ms < FWD_BACKOFF_MAX_MS ? info->retry_after_ms
                                                        : FWD_BACKOFF_MAX_MS;
     f->next_at = now + wait;
-    /* RETRY: the sink is in trouble, pause it (once per pause); REJECT is
-     * about this letter only */
-    if (info->outcome == CEB_RETRY && now >= s->fwd_pause_until) {
-      s->fwd_pause_ms = s->fwd_pause_ms ? s->fwd_pause_ms * 2 : FWD_BACKOFF_MIN_MS;
+    /* and the sink pauses (doubling once per pause that ends in a failure
+     * again; a success resets it): a sink that fails everything gets at
+     * most FWD_WINDOW tries per pause, however long the backlog */
+    if (now >= s->fwd_pause_until) {
+      s->fwd_pause_ms =
+          s->fwd_pause_ms ? s->fwd_pause_ms * 2 : FWD_BACKOFF_MIN_MS;
       if (s->fwd_pause_ms > FWD_BACKOFF_MAX_MS)
         s->fwd_pause_ms = FWD_BACKOFF_MAX_MS;
       s->fwd_pause_until = now + s->fwd_pause_ms;
@@ -483,8 +486,8 @@ void cebe_fwd_settled(ceb_engine *e, const dctx *c,
   int rc = CEB_ENOMEM;
   if (m) {
     *m = (fwd_mark){{c->dlq_id, now}, e, c->sink, tries};
-    rc = ceb_store_submit(e->store, ceb_store_dlq_forwarded_run, fwd_marked,
-                          m, 0);
+    rc = ceb_store_submit(e->store, ceb_store_dlq_forwarded_run, fwd_marked, m,
+                          0);
   }
   if (rc != CEB_OK) {
     free(m);

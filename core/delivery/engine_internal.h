@@ -56,7 +56,7 @@ typedef struct eng_fwd {
   uint8_t state;
   uint8_t warned; /* the failure was logged (once per dead letter) */
 } eng_fwd;
-#define FWD_WINDOW 4           /* forwards in flight per DLQ sink */
+#define FWD_WINDOW 4            /* forwards in flight per DLQ sink */
 #define FWD_BACKOFF_MIN_MS 1000 /* per dead letter and per sink: doubling */
 #define FWD_BACKOFF_MAX_MS 300000
 #define FWD_TIMEOUT_MS 30000 /* a forward the sink never settles fails */

@@ -239,7 +239,7 @@ static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
     /* A busy sink is alive: no circuit failure, and a half-open probe that
      * did not happen is given back. The pause doubles once per pause that
      * ended busy again, not once per delivery deferred within it. */
-    ceb_circuit_cancel(&s->circuit);
+    if (c->kind != DCTX_FORWARD) ceb_circuit_cancel(&s->circuit);
     if (now >= s->busy_until) {
       int64_t ms = atomic_load(&s->busy_ms);
       busy_first = ms == 0;
@@ -251,6 +251,9 @@ static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
     in.retry_after_ms = s->busy_until - now;
   } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
     ceb_circuit_trip(&s->circuit, now);
+  } else if (c->kind == DCTX_FORWARD) {
+    /* forwards back off on their own (cebe_fwd_settled); they take no
+     * circuit probe, so they neither use nor give one back */
   } else if (in.outcome == CEB_RETRY) {
     ceb_circuit_failure(&s->circuit, now);
   } else {

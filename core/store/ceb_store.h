@@ -252,15 +252,16 @@ typedef struct ceb_dlq_forward {
   int64_t id, now;
 } ceb_dlq_forward;
 int ceb_store_dlq_forwarded_run(struct sqlite3 *db, void *fwd);
-/* Ids of route's DLQ rows not forwarded to a topic yet (forwarded_at IS
- * NULL), id > after, ascending; at most max into ids, *n the count (the
- * engine pages through them at start). Read connection; CEB_OK or < 0. */
+/* Ids of route's DLQ rows still to forward to a topic: not forwarded and
+ * not replayed (a replay resolves the letter), id > after, ascending; at
+ * most max into ids, *n the count (the engine pages through them at
+ * start). Read connection; CEB_OK or < 0. */
 int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
                               size_t max, int64_t *ids, size_t *n);
 /* The dead-letter event (JSON, malloc'd, caller frees) of DLQ row id while
- * it is not forwarded; NULL with *status CEB_ENOTFOUND when the row is gone
- * (purged) or already forwarded, CEB_EIO / CEB_ENOMEM on errors. Read
- * connection. */
+ * it is still to forward (as above); NULL with *status CEB_ENOTFOUND when
+ * the row is gone (purged), forwarded or replayed, CEB_EIO / CEB_ENOMEM on
+ * errors. Read connection. */
 char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status);
 
 /* ---- idempotency ---- */

@@ -282,7 +282,8 @@ int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
   int rc = CEB_EIO;
   if (sqlite3_prepare_v2(db,
                          "SELECT id FROM dlq WHERE route = ?1 AND id > ?2 AND"
-                         " forwarded_at IS NULL ORDER BY id LIMIT ?3",
+                         " forwarded_at IS NULL AND replayed_at IS NULL"
+                         " ORDER BY id LIMIT ?3",
                          -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 2, after);
@@ -306,7 +307,7 @@ char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status) {
   *status = CEB_EIO;
   if (sqlite3_prepare_v2(db,
                          "SELECT event FROM dlq WHERE id = ?1 AND"
-                         " forwarded_at IS NULL",
+                         " forwarded_at IS NULL AND replayed_at IS NULL",
                          -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(s, 1, id);
     int step = sqlite3_step(s);

@@ -256,7 +256,110 @@ static void test_window(void) {
   harness_close(&h);
 }
 
+static ceb_outcome always_fail(void *arg, const ceb_delivery *d,
+                               ceb_settle_info *info) {
+  (void)arg;
+  (void)d;
+  info->reason = "kafka.transport";
+  return CEB_RETRY;
+}
+
+static ceb_outcome ack_all(void *arg, const ceb_delivery *d,
+                           ceb_settle_info *info) {
+  (void)arg;
+  (void)d;
+  (void)info;
+  return CEB_ACK;
+}
+
+typedef struct drop_arg {
+  harness *h;
+} drop_arg;
+
+static int pending_zero_ticking(void *arg) {
+  drop_arg *a = arg;
+  if (ceb_metrics_get(a->h->metrics, "cebridge_dlq_forward_pending",
+                      SINK_LABEL) == 0)
+    return 1;
+  harness_advance(a->h, 250);
+  return 0;
+}
+
+/* (5) A letter purged or replayed while its forward waits is dropped,
+ * not sent. */
+static void test_purged_or_replayed(void) {
+  harness h;
+  if (harness_open(&h, "dlqfwd-purge", NULL, k_conf) != 0) return;
+  testsink *dlq = harness_sink(&h, "dlqsink");
+  testsink_script(dlq, always_fail, NULL);
+  CHECK_INT(harness_submit(&h, "in", harness_event("p1", "nl.edu.t", NULL)),
+            CEB_OK);
+  CHECK(harness_wait_state(&h, "p1", "r", "dead"));
+  CHECK(harness_wait_count(dlq, 1));
+  CHECK(wait_pending(&h, 1));
+  ceb_dlq_filter f = {.id = dlq_id_of(&h, "p1")};
+  size_t purged = 0;
+  CHECK_INT(ceb_runtime_dlq_purge(h.rt, &f, 0, &purged), CEB_OK);
+  CHECK_INT(purged, 1);
+  drop_arg a = {&h};
+  CHECK(ceb_test_wait(pending_zero_ticking, &a, 20000));
+  CHECK_INT(testsink_count_id(dlq, "p1"), 1);
+  /* a replay resolves the letter: its waiting forward ends too */
+  CHECK_INT(harness_submit(&h, "in", harness_event("q1", "nl.edu.t", NULL)),
+            CEB_OK);
+  CHECK(harness_wait_state(&h, "q1", "r", "dead"));
+  CHECK(harness_wait_id(dlq, "q1", 1));
+  CHECK(wait_pending(&h, 1));
+  testsink_script(harness_sink(&h, "out"), ack_all, NULL);
+  f = (ceb_dlq_filter){.id = dlq_id_of(&h, "q1")};
+  size_t replayed = 0;
+  CHECK_INT(ceb_runtime_dlq_replay(h.rt, &f, 0, &replayed, NULL), CEB_OK);
+  CHECK_INT(replayed, 1);
+  CHECK(harness_wait_state(&h, "q1", "r", "done"));
+  CHECK(ceb_test_wait(pending_zero_ticking, &a, 20000));
+  CHECK_INT(testsink_count_id(dlq, "q1"), 1);
+  CHECK_INT(forwarded_at(&h, f.id), 0);
+  harness_close(&h);
+}
+
+/* (6) More letters than one page of the start-up load (256) wait across a
+ * restart: every one is forwarded once after it. */
+static void test_many_across_restart(void) {
+  enum { N = 300 };
+  harness h;
+  if (harness_open(&h, "dlqfwd-many", NULL, k_conf) != 0) return;
+  testsink_hold(harness_sink(&h, "dlqsink"), 1);
+  char id[16];
+  for (int i = 0; i < N; i++) {
+    snprintf(id, sizeof id, "m%d", i);
+    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.edu.t", NULL)),
+              CEB_OK);
+  }
+  CHECK(wait_pending(&h, N));
+  if (harness_restart(&h) != 0) return;
+  testsink *dlq = harness_sink(&h, "dlqsink");
+  CHECK(harness_wait_count(dlq, N));
+  CHECK(wait_pending(&h, 0));
+  CHECK_INT(testsink_count(dlq), N);
+  for (int i = 0; i < N; i++) {
+    snprintf(id, sizeof id, "m%d", i);
+    CHECK_INT(testsink_count_id(dlq, id), 1);
+  }
+  ceb_dlq_filter f = {.route = "r", .limit = 1000};
+  json_t *l = ceb_runtime_dlq_list(h.rt, &f);
+  CHECK_INT(json_array_size(l), N);
+  size_t i;
+  json_t *row;
+  json_array_foreach(l, i, row) {
+    CHECK(json_integer_value(json_object_get(row, "forwarded_at")) > 0);
+  }
+  json_decref(l);
+  harness_close(&h);
+}
+
 int main(void) {
+  test_purged_or_replayed();
+  test_many_across_restart();
   test_failed_forward_retried();
   test_pending_across_restart();
   test_busy_sink();
