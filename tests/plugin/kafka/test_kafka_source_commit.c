@@ -15,6 +15,15 @@
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:test"
 
+/* Group timing against librdkafka 2.0.2's mock: it elects a group leader
+ * session.timeout.ms - 1000 after a member joins a group that has (or had)
+ * members, and members notice a rebalance on their next heartbeat. 4000 /
+ * 500 puts the election 3 s after a join (6000 made it 5 s, five times in
+ * this test) while a member that must rejoin does so within ~1 s, and a
+ * member is only dropped after 4 s without a heartbeat (8 missed ones). */
+#define SESSION_TIMEOUT_MS "4000"
+#define HEARTBEAT_MS "500"
+
 typedef struct src_fixture {
   ceb_fake_host *f;
   const ceb_plugin *p;
@@ -114,7 +123,9 @@ static void test_kill_and_reread(const ceb_plugin *p, ktest_mock *m,
                       "rebalance.wait",
                       "500ms",
                       "rdkafka.session.timeout.ms",
-                      "6000",
+                      SESSION_TIMEOUT_MS,
+                      "rdkafka.heartbeat.interval.ms",
+                      HEARTBEAT_MS,
                       NULL};
 
   /* 1: every event held, never durable; the consumer goes away. */
@@ -189,7 +200,9 @@ static void test_rebalance(const ceb_plugin *p, ktest_mock *m, rd_kafka_t *pr,
                       "rebalance.wait",
                       "300ms",
                       "rdkafka.session.timeout.ms",
-                      "6000",
+                      SESSION_TIMEOUT_MS,
+                      "rdkafka.heartbeat.interval.ms",
+                      HEARTBEAT_MS,
                       "rdkafka.partition.assignment.strategy",
                       strategy,
                       NULL};
