@@ -2,8 +2,10 @@
  * fails is tried again with backoff (1 s doubling), one pending when the
  * bridge stops is sent after the restart (the work list is the store's dlq
  * table), CEB_EBUSY waits for the sink's pause without counting a try, and
- * at most FWD_WINDOW (4) forwards per sink are in flight. Every try carries
- * the same Idempotency-Key, and forwarded_at is set once the sink took it. */
+ * at most FWD_WINDOW (4) forwards per sink are in flight, one the sink
+ * never settles fails after 30 s, and a purge or replay ends a waiting
+ * forward. Every try carries the same Idempotency-Key, and forwarded_at is
+ * set once the sink took it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -357,7 +359,49 @@ static void test_many_across_restart(void) {
   harness_close(&h);
 }
 
+typedef struct metric_arg {
+  harness *h;
+  const char *result;
+  double want;
+} metric_arg;
+
+static int forwards_reached(void *arg) {
+  metric_arg *a = arg;
+  return forwards(a->h, a->result) >= a->want;
+}
+
+/* (7) A forward the sink never settles fails after 30 s and is sent again;
+ * the sink's late settle of the first one changes nothing. */
+static void test_unsettled_forward_times_out(void) {
+  harness h;
+  if (harness_open(&h, "dlqfwd-timeout", NULL, k_conf) != 0) return;
+  testsink *dlq = harness_sink(&h, "dlqsink");
+  testsink_hold(dlq, 1);
+  CHECK_INT(harness_submit(&h, "in", harness_event("t1", "nl.edu.t", NULL)),
+            CEB_OK);
+  CHECK(harness_wait_state(&h, "t1", "r", "dead"));
+  CHECK(harness_wait_count(dlq, 1));
+  int64_t id = dlq_id_of(&h, "t1");
+  harness_advance(&h, 30000);
+  metric_arg m = {&h, "failed", 1};
+  CHECK_MSG(ceb_test_wait(forwards_reached, &m, 10000),
+            "the unsettled forward did not time out");
+  tick_arg a = {&h, dlq, 2, 250};
+  CHECK(ceb_test_wait(seen_ticking, &a, 20000));
+  CHECK_INT(testsink_held(dlq), 2);
+  CHECK(testsink_settle_held(dlq, CEB_ACK, "late"));
+  CHECK_INT(forwarded_at(&h, id), 0);
+  CHECK(forwards(&h, "ok") == 0);
+  CHECK(testsink_settle_held(dlq, CEB_ACK, "ok"));
+  CHECK(wait_forwarded(&h, id));
+  CHECK(forwards(&h, "ok") == 1);
+  CHECK(forwards(&h, "failed") == 1);
+  CHECK(wait_pending(&h, 0));
+  harness_close(&h);
+}
+
 int main(void) {
+  test_unsettled_forward_times_out();
   test_purged_or_replayed();
   test_many_across_restart();
   test_failed_forward_retried();
