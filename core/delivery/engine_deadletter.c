@@ -347,10 +347,13 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
   }
   enum { PICK_MAX = 64 };
   fwd_pick picks[PICK_MAX];
-  size_t np = 0, i = 0;
+  size_t np = 0;
   int64_t due = INT64_MAX;
-  for (; i < e->nfwd && open > 0 && np < PICK_MAX; i++) {
-    eng_fwd *f = &e->fwd[i];
+  /* round robin from the cursor (the id after the last one sent), so
+   * letters that keep failing do not crowd out the ones never tried */
+  size_t start = fwd_lower_bound(e, e->fwd_cursor);
+  for (size_t k = 0; k < e->nfwd && open > 0 && np < PICK_MAX; k++) {
+    eng_fwd *f = &e->fwd[(start + k) % e->nfwd];
     if (f->state != FWD_WAIT) continue;
     if (f->next_at > now) {
       if (f->next_at < due) due = f->next_at;
@@ -361,6 +364,7 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
     f->state = FWD_SENDING;
     s->fwd_inflight++;
     picks[np++] = (fwd_pick){f->dlq_id, f->route};
+    e->fwd_cursor = f->dlq_id + 1;
     if (!fwd_sink_ready(s, now)) open--;
   }
   if (due < next) next = due;

@@ -113,7 +113,8 @@ struct ceb_engine {
   int64_t last_gauges;
   eng_fwd *fwd; /* sorted by dlq_id; FWD_GONE slots until compaction */
   size_t nfwd, capfwd, fwd_gone;
-  int64_t fwd_due; /* earliest next_at of a FWD_WAIT entry, or INT64_MAX */
+  int64_t fwd_due;    /* earliest next_at of a FWD_WAIT entry, or INT64_MAX */
+  int64_t fwd_cursor; /* the pump's round robin resumes at this dlq id */
 };
 
 int64_t cebe_now(ceb_engine *e);

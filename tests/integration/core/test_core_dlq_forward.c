@@ -400,7 +400,54 @@ static void test_unsettled_forward_times_out(void) {
   harness_close(&h);
 }
 
+typedef struct all_arg {
+  harness *h;
+  testsink *s;
+  int n;
+} all_arg;
+
+/* Moves the clock 250 ms per poll until every f<i> was seen. */
+static int all_tried_ticking(void *arg) {
+  all_arg *a = arg;
+  char id[16];
+  int tried = 0;
+  for (int i = 0; i < a->n; i++) {
+    snprintf(id, sizeof id, "f%d", i);
+    tried += testsink_count_id(a->s, id) > 0;
+  }
+  if (tried == a->n) return 1;
+  harness_advance(a->h, 250);
+  return 0;
+}
+
+/* (8) A sink that fails everything: the letters that failed first do not
+ * crowd out the others; every letter gets its tries in turn. */
+static void test_round_robin(void) {
+  harness h;
+  if (harness_open(&h, "dlqfwd-fair", NULL, k_conf) != 0) return;
+  testsink *dlq = harness_sink(&h, "dlqsink");
+  testsink_script(dlq, always_fail, NULL);
+  char id[16];
+  for (int i = 0; i < 10; i++) {
+    snprintf(id, sizeof id, "f%d", i);
+    CHECK_INT(harness_submit(&h, "in", harness_event(id, "nl.edu.t", NULL)),
+              CEB_OK);
+  }
+  CHECK(wait_pending(&h, 10));
+  int64_t t0 = harness_now(&h);
+  all_arg a = {&h, dlq, 10};
+  CHECK_MSG(ceb_test_wait(all_tried_ticking, &a, 20000),
+            "letters never tried after %zu forwards", testsink_count(dlq));
+  /* the sink pauses after the first failure: 1 forward as the first letter
+   * died, then a window of 4 after each pause of 1, 2 and 4 s */
+  CHECK_INT(testsink_count(dlq), 13);
+  int64_t took = harness_now(&h) - t0;
+  CHECK_MSG(took >= 7000, "all tried after %lld ms", (long long)took);
+  harness_close(&h);
+}
+
 int main(void) {
+  test_round_robin();
   test_unsettled_forward_times_out();
   test_purged_or_replayed();
   test_many_across_restart();
