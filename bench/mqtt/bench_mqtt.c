@@ -43,12 +43,13 @@
 #include "mqtt_bench.h"
 
 static void usage(void) {
-  fprintf(
-      stderr,
-      "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
-      "[-k KEYS] [-i SINK_INFLIGHT] [-P]\n"
-      "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
-      "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT] [-p PUBLISHERS]\n");
+  fprintf(stderr,
+          "usage: bench_mqtt http2mqtt [-n EVENTS] [-c CONNS] [-s BYTES] "
+          "[-k KEYS] [-i SINK_INFLIGHT] [-m MODE] [-P]\n"
+          "       bench_mqtt mqtt2kafka|mqtt2http [-n EVENTS] [-k KEYS] "
+          "[-s BYTES] [-r EVENTS_PER_S] [-i SOURCE_INFLIGHT] [-p PUBLISHERS] "
+          "[-m MODE]\n"
+          "  -m binary|structured  MQTT content mode (default binary)\n");
 }
 
 int main(int argc, char **argv) {
@@ -61,7 +62,7 @@ int main(int argc, char **argv) {
       .events = 100000, .conns = 64, .size = 1024, .keys = 1000, .pubs = 1};
   int opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:Pp:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:r:i:Pp:m:")) != -1) {
     switch (opt) {
     case 'n':
       p.events = atol(optarg);
@@ -86,6 +87,13 @@ int main(int argc, char **argv) {
       break;
     case 'p':
       p.pubs = atoi(optarg);
+      break;
+    case 'm':
+      if (strcmp(optarg, "structured") && strcmp(optarg, "binary")) {
+        usage();
+        return 2;
+      }
+      p.structured = !strcmp(optarg, "structured");
       break;
     default:
       usage();

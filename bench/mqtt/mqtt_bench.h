@@ -25,9 +25,11 @@ typedef struct mb_params {
   long events;
   int conns, size, keys;
   double rate;
-  int inflight; /* the mqtt source's / sink's max_inflight; 0: default */
-  int preload;  /* http2mqtt: load first, then deliver (see http2mqtt) */
-  int pubs;     /* mqtt2*: publisher connections */
+  int inflight;   /* the mqtt source's / sink's max_inflight; 0: default */
+  int preload;    /* http2mqtt: load first, then deliver (see http2mqtt) */
+  int pubs;       /* mqtt2*: publisher connections */
+  int structured; /* MQTT content mode: the sink's (http2mqtt), the
+                     publishers' (mqtt2*); 0: binary */
 } mb_params;
 
 /* The scenarios: 0 all delivered in order and the bridge stopped cleanly,

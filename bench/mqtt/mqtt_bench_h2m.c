@@ -21,10 +21,11 @@ static int h2m_conf(ceb_bench_bridge *b, const ceb_mosq *m, const mb_params *p,
            "port_file = %s/http.port\nauth = none\n"
            "max_connections_per_ip = 4096\n"
            "\n[sink bus]\nplugin = mqtt\nbroker = %s\nclient_id = bench-sink\n"
-           "topic = bench/out\nmode = binary\nqos = 1\n%s%s"
+           "topic = bench/out\nmode = %s\nqos = 1\n%s%s"
            "\n[route out]\nfrom = intermediary\nto = bus\n"
            "order_by = partitionkey\nmax_inflight = %d\n",
-           b->dir, m->addr, mb_inflight_line(p, il, sizeof il),
+           b->dir, m->addr, p->structured ? "structured" : "binary",
+           mb_inflight_line(p, il, sizeof il),
            throttled ? "rate_limit = 1/s\nrate_limit.burst = 1\n" : "",
            /* no more than the sink takes: beyond it deliver says EBUSY,
             * which the engine retries with backoff */

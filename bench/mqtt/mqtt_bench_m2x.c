@@ -219,7 +219,8 @@ int mb_mqtt2x(const mb_params *p, int to_kafka) {
                     .size = p->size,
                     .source = MB_SRC,
                     .type = MB_TYPE,
-                    .id_prefix = "mw"};
+                    .id_prefix = "mw",
+                    .structured = p->structured};
   mb_pub_result wr;
   mb_counts wc;
   mb_pub_run(pub, &wo, &wr);
@@ -260,7 +261,8 @@ int mb_mqtt2x(const mb_params *p, int to_kafka) {
                               .source = MB_SRC,
                               .type = MB_TYPE,
                               .stream = i,
-                              .streams = p->pubs};
+                              .streams = p->pubs,
+                              .structured = p->structured};
     if (!jobs[i].c ||
         pthread_create(&jobs[i].thread, NULL, pub_main, &jobs[i]) != 0)
       break;

@@ -87,12 +87,34 @@ static const MQTTProperty *user_prop(const MQTTProperties *ps,
   return NULL;
 }
 
+/* A structured-mode event's string member `name` (the bench's own events:
+ * no escapes in these values); NULL when absent. */
+static const char *json_member(const char *p, int len, const char *name,
+                               int *vlen) {
+  char pat[32];
+  int n = snprintf(pat, sizeof pat, "\"%s\":\"", name);
+  const char *at = memmem(p, (size_t)len, pat, (size_t)n);
+  if (!at) return NULL;
+  at += n;
+  const char *end = memchr(at, '"', (size_t)(p + len - at));
+  if (!end) return NULL;
+  *vlen = (int)(end - at);
+  return at;
+}
+
 static int on_message(void *ctx, char *topic, int topic_len,
                       MQTTAsync_message *m) {
   (void)topic_len;
   mb_mqtt *c = ctx;
   mb_track *t = atomic_load(&c->track);
-  if (t) {
+  if (t && !user_prop(&m->properties, "id")) { /* structured mode */
+    int il = 0, kl = 0, sl = 0;
+    const char *p = m->payload;
+    const char *id = json_member(p, m->payloadlen, "id", &il);
+    const char *key = json_member(p, m->payloadlen, "partitionkey", &kl);
+    const char *sent = json_member(p, m->payloadlen, "benchsent", &sl);
+    mb_track_record(t, id, id ? il : 0, key, key ? kl : 0, sent, sent ? sl : 0);
+  } else if (t) {
     const MQTTProperty *id = user_prop(&m->properties, "id");
     const MQTTProperty *key = user_prop(&m->properties, "partitionkey");
     const MQTTProperty *sent = user_prop(&m->properties, "benchsent");
@@ -251,6 +273,11 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
   int plen =
       snprintf(payload, (size_t)padn + 16, "{\"pad\":\"%*s\"}", padn, "");
   memset(payload + 8, 'x', (size_t)padn);
+  char *event = malloc((size_t)plen + 512); /* structured: attributes too */
+  if (!event) {
+    free(payload);
+    return -1;
+  }
   int64_t t0 = mb_now_us(), last_send = t0;
   for (long i = 0; i < o->count; i++) {
     if (o->rate > 0) sleep_until_us(t0 + (int64_t)((double)i * 1e6 / o->rate));
@@ -281,19 +308,37 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
     m.qos = 1;
     m.properties.array = arr;
     m.properties.max_count = 8;
-    add_user(&m.properties, "specversion", fixed_attrs[0]);
-    add_user(&m.properties, "id", id);
-    add_user(&m.properties, "source", o->source);
-    add_user(&m.properties, "type", o->type);
-    add_user(&m.properties, "time", fixed_attrs[3]);
-    add_user(&m.properties, "partitionkey", key);
-    add_user(&m.properties, "benchsent", stamp);
-    MQTTProperty *ct = &arr[m.properties.count++];
-    memset(ct, 0, sizeof *ct);
-    ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-    ct->value.data.data = "application/json";
-    ct->value.data.len = 16;
-    m.properties.length += 3 + 16;
+    if (o->structured) { /* the whole event in the payload */
+      int n = snprintf(event, (size_t)plen + 512,
+                       "{\"specversion\":\"%s\",\"id\":\"%s\",\"source\":"
+                       "\"%s\",\"type\":\"%s\",\"time\":\"%s\","
+                       "\"partitionkey\":\"%s\",\"benchsent\":\"%s\","
+                       "\"datacontenttype\":\"application/json\",\"data\":%s}",
+                       fixed_attrs[0], id, o->source, o->type, fixed_attrs[3],
+                       key, stamp, payload);
+      m.payload = event;
+      m.payloadlen = n;
+      MQTTProperty *ct = &arr[m.properties.count++];
+      memset(ct, 0, sizeof *ct);
+      ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
+      ct->value.data.data = "application/cloudevents+json";
+      ct->value.data.len = 28;
+      m.properties.length += 3 + 28;
+    } else {
+      add_user(&m.properties, "specversion", fixed_attrs[0]);
+      add_user(&m.properties, "id", id);
+      add_user(&m.properties, "source", o->source);
+      add_user(&m.properties, "type", o->type);
+      add_user(&m.properties, "time", fixed_attrs[3]);
+      add_user(&m.properties, "partitionkey", key);
+      add_user(&m.properties, "benchsent", stamp);
+      MQTTProperty *ct = &arr[m.properties.count++];
+      memset(ct, 0, sizeof *ct);
+      ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
+      ct->value.data.data = "application/json";
+      ct->value.data.len = 16;
+      m.properties.length += 3 + 16;
+    }
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = on_pub_ok;
     ro.onFailure5 = on_pub_fail;
@@ -318,5 +363,6 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
   r->elapsed_s = (double)(c->last_ack_us - t0) / 1e6;
   pthread_mutex_unlock(&c->lock);
   free(payload);
+  free(event);
   return r->sent ? 0 : -1;
 }

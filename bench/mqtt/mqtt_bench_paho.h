@@ -44,6 +44,7 @@ typedef struct mb_pub_opts {
    * its i-th event has id PREFIX-STREAM-i and a key that no other stream
    * uses (as mb_http_key assigns keys to connections). */
   int stream, streams;
+  int structured; /* the event as JSON in the payload, else binary mode */
 } mb_pub_opts;
 
 typedef struct mb_pub_result {
