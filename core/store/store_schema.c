@@ -198,6 +198,10 @@ static const char *const k_migrations[] = {
      * this index of every open row was written by each ingest, claim and
      * outcome and read by nothing else */
     "DROP INDEX IF EXISTS delivery_due;",
+    /* 6: dead letters still to forward to a route's DLQ sink, found at
+     * start-up without reading past the forwarded ones */
+    "CREATE INDEX IF NOT EXISTS dlq_unforwarded ON dlq(route, id)"
+    " WHERE forwarded_at IS NULL AND replayed_at IS NULL;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

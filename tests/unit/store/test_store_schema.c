@@ -54,6 +54,20 @@ int main(void) {
   sqlite3_finalize(s);
   ceb_store_read_end(st, db);
   CHECK(uses_index);
+  /* Dead letters still to forward are found without a scan of the DLQ. */
+  db = ceb_store_read_begin(st);
+  sqlite3_prepare_v2(db,
+                     "EXPLAIN QUERY PLAN SELECT id FROM dlq WHERE route = 'r'"
+                     " AND id > 0 AND forwarded_at IS NULL AND replayed_at IS"
+                     " NULL ORDER BY id LIMIT 5",
+                     -1, &s, NULL);
+  uses_index = 0;
+  while (sqlite3_step(s) == SQLITE_ROW)
+    uses_index |= strstr((const char *)sqlite3_column_text(s, 3),
+                         "dlq_unforwarded") != NULL;
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  CHECK(uses_index);
   CHECK_INT(ceb_store_oldest_open(st, "r1"), 1000);
   ceb_store_close(st);
 
