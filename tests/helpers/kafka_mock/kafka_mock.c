@@ -15,6 +15,8 @@
  *                                           repeats for every request)
  *   clear_errors <apikey>                   drop pending injected errors
  *   broker_down <id> / broker_up <id>       take a broker off / on line
+ *   rtt <id> <ms>                           delay every response of broker
+ *                                           <id> (-1: all brokers) by <ms>
  *   topic_error <name> <err>                metadata error for a topic
  *
  * Error codes are numeric (rd_kafka_resp_err_t / Kafka protocol codes) and
@@ -131,6 +133,20 @@ static int run_command(rd_kafka_mock_cluster_t *mc, char *line, char *msg,
     rd_kafka_resp_err_t err =
         argv[0][7] == 'd' ? rd_kafka_mock_broker_set_down(mc, (int32_t)a)
                           : rd_kafka_mock_broker_set_up(mc, (int32_t)a);
+    if (err) {
+      snprintf(msg, msgsz, "%s", rd_kafka_err2str(err));
+      return -1;
+    }
+    return 0;
+  }
+  if (!strcmp(argv[0], "rtt") && argc == 3) {
+    if (parse_long(argv[1], -1, 1000, &a) ||
+        parse_long(argv[2], 0, 60000, &b)) {
+      snprintf(msg, msgsz, "bad broker id or delay");
+      return -1;
+    }
+    rd_kafka_resp_err_t err =
+        rd_kafka_mock_broker_set_rtt(mc, (int32_t)a, (int)b);
     if (err) {
       snprintf(msg, msgsz, "%s", rd_kafka_err2str(err));
       return -1;
