@@ -245,6 +245,15 @@ static void add_user(MQTTProperties *ps, const char *name, const char *value) {
   ps->length += 5 + p->value.data.len + p->value.value.len;
 }
 
+static void add_content_type(MQTTProperties *ps, const char *ct) {
+  MQTTProperty *p = &ps->array[ps->count++];
+  memset(p, 0, sizeof *p);
+  p->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
+  p->value.data.data = (char *)ct;
+  p->value.data.len = (int)strlen(ct);
+  ps->length += 3 + p->value.data.len;
+}
+
 static void sleep_until_us(int64_t t) {
   int64_t now = mb_now_us();
   if (t <= now) return;
@@ -318,12 +327,7 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
                        key, stamp, payload);
       m.payload = event;
       m.payloadlen = n;
-      MQTTProperty *ct = &arr[m.properties.count++];
-      memset(ct, 0, sizeof *ct);
-      ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-      ct->value.data.data = "application/cloudevents+json";
-      ct->value.data.len = 28;
-      m.properties.length += 3 + 28;
+      add_content_type(&m.properties, "application/cloudevents+json");
     } else {
       add_user(&m.properties, "specversion", fixed_attrs[0]);
       add_user(&m.properties, "id", id);
@@ -332,12 +336,7 @@ int mb_pub_run(mb_mqtt *c, const mb_pub_opts *o, mb_pub_result *r) {
       add_user(&m.properties, "time", fixed_attrs[3]);
       add_user(&m.properties, "partitionkey", key);
       add_user(&m.properties, "benchsent", stamp);
-      MQTTProperty *ct = &arr[m.properties.count++];
-      memset(ct, 0, sizeof *ct);
-      ct->identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-      ct->value.data.data = "application/json";
-      ct->value.data.len = 16;
-      m.properties.length += 3 + 16;
+      add_content_type(&m.properties, "application/json");
     }
     MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
     ro.onSuccess5 = on_pub_ok;

@@ -107,10 +107,10 @@ static int string_read(cur *c, sbuf *b, int *escaped) {
       return 1;
     }
     if (ch < 0x20) return 0;
-    if (ch >= 0x80) { /* one UTF-8 sequence, by its lead byte */
-      size_t len = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
-      if (n - i < len || !cebi_utf8_valid(s + i, len)) return 0;
-      i += len;
+    if (ch >= 0x80) {
+      size_t k = cebi_utf8_seq(s + i, n - i);
+      if (!k) return 0;
+      i += k;
       continue;
     }
     if (ch != '\\') {

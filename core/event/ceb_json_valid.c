@@ -36,34 +36,6 @@ static int hexval(unsigned char c) {
   return -1;
 }
 
-/* One UTF-8 sequence of 2..4 bytes at s[i] (jansson's rules: no overlong
- * forms, surrogates or values past U+10FFFF). Its length, 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t i, size_t n) {
-  unsigned c = s[i], cp;
-  size_t k;
-  if (c >= 0xC2 && c <= 0xDF) {
-    k = 1;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    k = 2;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    k = 3;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (n - i <= k) return 0;
-  for (size_t j = 1; j <= k; j++) {
-    if ((s[i + j] & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (s[i + j] & 0x3F);
-  }
-  if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return k + 1;
-}
-
 /* p->s[p->i] is '"'. Moves past the closing quote; *escaped when the
  * string holds a backslash. */
 static int string_ok(scan *p, int *escaped) {
@@ -111,7 +83,7 @@ static int string_ok(scan *p, int *escaped) {
       i++;
       continue;
     }
-    size_t k = utf8_seq(s, i, n);
+    size_t k = cebi_utf8_seq(s + i, n - i);
     if (!k) return 0;
     i += k;
   }

@@ -31,40 +31,45 @@ char *cebi_memdup(const void *p, size_t len) {
   return c;
 }
 
+size_t cebi_utf8_seq(const unsigned char *s, size_t avail) {
+  unsigned c = s[0], cp;
+  size_t n;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 1;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 2;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 3;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (avail <= n) return 0;
+  for (size_t k = 1; k <= n; k++) {
+    if ((s[k] & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (s[k] & 0x3F);
+  }
+  /* Overlong forms, surrogates and values past U+10FFFF. */
+  if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+      (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return n + 1;
+}
+
 int cebi_utf8_valid(const void *buf, size_t len) {
   const unsigned char *s = buf;
   size_t i = 0;
   while (i < len) {
-    unsigned c = s[i];
-    if (c == 0) return 0;
-    if (c < 0x80) {
+    if (s[i] == 0) return 0;
+    if (s[i] < 0x80) {
       i++;
       continue;
     }
-    size_t n;
-    unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return 0;
-    }
-    if (len - i <= n) return 0;
-    for (size_t k = 1; k <= n; k++) {
-      if ((s[i + k] & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    /* Overlong forms, surrogates and values past U+10FFFF. */
-    if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return 0;
-    i += n + 1;
+    size_t n = cebi_utf8_seq(s + i, len - i);
+    if (!n) return 0;
+    i += n;
   }
   return 1;
 }

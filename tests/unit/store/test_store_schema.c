@@ -1,6 +1,21 @@
 /* Migrations from an empty database, reopening, and refusing a newer one. */
 #include "store_fixture.h"
 
+/* 1 when SQLite's plan for sql names index. */
+static int plan_uses(ceb_store *st, const char *sql, const char *index) {
+  char q[512];
+  snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  int uses = 0;
+  if (sqlite3_prepare_v2(db, q, -1, &s, NULL) == SQLITE_OK)
+    while (sqlite3_step(s) == SQLITE_ROW)
+      uses |= strstr((const char *)sqlite3_column_text(s, 3), index) != NULL;
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  return uses;
+}
+
 int main(void) {
   char *path = NULL;
   ceb_store *st = fixture_open("schema", &path);
@@ -42,32 +57,16 @@ int main(void) {
                             " 'delivery_open_seq'"),
             1);
   /* The oldest-open query must not scan the journal. */
-  db = ceb_store_read_begin(st);
-  sqlite3_prepare_v2(db,
-                     "EXPLAIN QUERY PLAN SELECT MIN(seq) FROM delivery"
-                     " WHERE route = 'r' AND state < 3",
-                     -1, &s, NULL);
-  int uses_index = 0;
-  while (sqlite3_step(s) == SQLITE_ROW)
-    uses_index |= strstr((const char *)sqlite3_column_text(s, 3),
-                         "delivery_open_seq") != NULL;
-  sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
-  CHECK(uses_index);
+  CHECK(plan_uses(st,
+                  "SELECT MIN(seq) FROM delivery WHERE route = 'r' AND"
+                  " state < 3",
+                  "delivery_open_seq"));
   /* Dead letters still to forward are found without a scan of the DLQ. */
-  db = ceb_store_read_begin(st);
-  sqlite3_prepare_v2(db,
-                     "EXPLAIN QUERY PLAN SELECT id FROM dlq WHERE route = 'r'"
-                     " AND id > 0 AND forwarded_at IS NULL AND replayed_at IS"
-                     " NULL ORDER BY id LIMIT 5",
-                     -1, &s, NULL);
-  uses_index = 0;
-  while (sqlite3_step(s) == SQLITE_ROW)
-    uses_index |= strstr((const char *)sqlite3_column_text(s, 3),
-                         "dlq_unforwarded") != NULL;
-  sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
-  CHECK(uses_index);
+  CHECK(plan_uses(st,
+                  "SELECT id FROM dlq WHERE route = 'r' AND id > 0 AND"
+                  " forwarded_at IS NULL AND replayed_at IS NULL ORDER BY id"
+                  " LIMIT 5",
+                  "dlq_unforwarded"));
   CHECK_INT(ceb_store_oldest_open(st, "r1"), 1000);
   ceb_store_close(st);
 
