@@ -254,3 +254,32 @@ int harness_wait_state(harness *h, const char *id, const char *route,
   state_arg a = {h, id, route, state};
   return ceb_test_wait(state_reached, &a, 10000);
 }
+
+long long harness_queued(harness *h, const char *route) {
+  long long n = -1;
+  json_t *routes = ceb_runtime_routes(h->rt);
+  size_t i;
+  json_t *r;
+  json_array_foreach(routes, i, r) {
+    if (strcmp(json_string_value(json_object_get(r, "route")), route) == 0)
+      n = (long long)json_integer_value(json_object_get(r, "queued"));
+  }
+  json_decref(routes);
+  return n;
+}
+
+typedef struct queued_arg {
+  harness *h;
+  const char *route;
+  long long n;
+} queued_arg;
+
+static int queued_reached(void *arg) {
+  queued_arg *a = arg;
+  return harness_queued(a->h, a->route) == a->n;
+}
+
+int harness_wait_queued(harness *h, const char *route, long long n) {
+  queued_arg a = {h, route, n};
+  return ceb_test_wait(queued_reached, &a, 10000);
+}

@@ -61,5 +61,12 @@ const char *harness_state(harness *h, const char *id, const char *route,
 /* Waits until event id on route reaches state. */
 int harness_wait_state(harness *h, const char *id, const char *route,
                        const char *state);
+/* The engine's count of open deliveries on route (the "queued" figure its
+ * backpressure uses), or -1 when there is no such route. It drops in the
+ * outcome's done callback, just after the store committed the final state,
+ * so a reader can see "done" in the store while the count still has it. */
+long long harness_queued(harness *h, const char *route);
+/* Waits until harness_queued(h, route) == n. */
+int harness_wait_queued(harness *h, const char *route, long long n);
 
 #endif

@@ -42,6 +42,23 @@ static const char *circuit_of(harness *h, const char *route) {
   return buf;
 }
 
+/* An integer field of event id's delivery on route "r" (-1 when absent). */
+static long long route_int(harness *h, const char *id, const char *field) {
+  json_t *st = ceb_runtime_event_status(h->rt, id, NULL);
+  json_t *routes = json_object_get(json_array_get(st, 0), "routes");
+  size_t i;
+  json_t *r;
+  long long v = -1;
+  json_array_foreach(routes, i, r) {
+    json_t *f = json_object_get(r, field);
+    if (strcmp(json_string_value(json_object_get(r, "route")), "r") == 0 &&
+        json_is_integer(f))
+      v = (long long)json_integer_value(f);
+  }
+  json_decref(st);
+  return v;
+}
+
 typedef struct circ_arg {
   harness *h;
   const char *route, *state;
@@ -104,6 +121,12 @@ static void circuit_breaker(void) {
   harness_advance(&h, 1);
   CHECK(harness_wait_count(out, 3));
   CHECK(ceb_test_wait_state_circuit(&h, "r", "open"));
+  /* The probe is c2 (due at +1 s, c1's retry at +2 s). The circuit opens in
+   * the settle, before the outcome reads the clock for the retry time and is
+   * committed: wait for that record before the clock moves on. */
+  CHECK(harness_wait_state(&h, "c2", "r", "retrying"));
+  CHECK_INT(route_int(&h, "c2", "next_attempt_at"), HARNESS_T0 + 32000);
+  CHECK_INT(route_int(&h, "c1", "attempts"), 2);
   CHECK_INT(testsink_count(out), 3);
   /* next probe succeeds: closed, and the rest flows */
   atomic_store(&g_fail, 0);
@@ -197,11 +220,15 @@ static void rate_limit_and_backpressure(void) {
   CHECK(harness_wait_count(out, 2));
   CHECK(harness_wait_state(&h, "r1", "r", "done"));
   CHECK_INT(testsink_count(out), 2);
-  /* backpressure: 2 undelivered of max 4... add 2 more to reach it */
+  /* backpressure: 2 undelivered of max 4... add 2 more to reach it. The
+   * engine stops counting r0 and r1 just after the store shows them done:
+   * wait for its count, which is what submit checks. */
+  CHECK(harness_wait_queued(&h, "r", 2));
   CHECK_INT(harness_submit(&h, "in", harness_event("r4", "nl.test.x", NULL)),
             0);
   CHECK_INT(harness_submit(&h, "in", harness_event("r5", "nl.test.x", NULL)),
             0);
+  CHECK_INT(harness_queued(&h, "r"), 4);
   ceb_instance *src = testsource_instance(harness_source(&h, "in"));
   const ceb_host *host = testsource_host(harness_source(&h, "in"));
   CHECK_INT(host->accepting(src), 0);
