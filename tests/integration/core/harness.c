@@ -237,6 +237,22 @@ const char *harness_state(harness *h, const char *id, const char *route,
   return buf;
 }
 
+long long harness_route_int(harness *h, const char *id, const char *route,
+                            const char *field) {
+  json_t *st = ceb_runtime_event_status(h->rt, id, NULL);
+  size_t i;
+  json_t *r;
+  long long v = -1;
+  json_array_foreach(json_object_get(json_array_get(st, 0), "routes"), i, r) {
+    json_t *f = json_object_get(r, field);
+    if (strcmp(json_string_value(json_object_get(r, "route")), route) == 0 &&
+        json_is_integer(f))
+      v = (long long)json_integer_value(f);
+  }
+  json_decref(st);
+  return v;
+}
+
 typedef struct state_arg {
   harness *h;
   const char *id, *route, *state;

@@ -58,6 +58,10 @@ int harness_wait_id(testsink *s, const char *id, size_t n);
 /* State of event id on route ("done", "dead", ...) or "" when absent. */
 const char *harness_state(harness *h, const char *id, const char *route,
                           char *buf, size_t n);
+/* An integer field of event id's delivery on route (its status JSON:
+ * "attempts", "next_attempt_at", ...), or -1 when absent. */
+long long harness_route_int(harness *h, const char *id, const char *route,
+                            const char *field);
 /* Waits until event id on route reaches state. */
 int harness_wait_state(harness *h, const char *id, const char *route,
                        const char *state);

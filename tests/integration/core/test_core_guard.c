@@ -43,22 +43,6 @@ static const char *circuit_of(harness *h, const char *route) {
 }
 
 /* An integer field of event id's delivery on route "r" (-1 when absent). */
-static long long route_int(harness *h, const char *id, const char *field) {
-  json_t *st = ceb_runtime_event_status(h->rt, id, NULL);
-  json_t *routes = json_object_get(json_array_get(st, 0), "routes");
-  size_t i;
-  json_t *r;
-  long long v = -1;
-  json_array_foreach(routes, i, r) {
-    json_t *f = json_object_get(r, field);
-    if (strcmp(json_string_value(json_object_get(r, "route")), "r") == 0 &&
-        json_is_integer(f))
-      v = (long long)json_integer_value(f);
-  }
-  json_decref(st);
-  return v;
-}
-
 typedef struct circ_arg {
   harness *h;
   const char *route, *state;
@@ -125,8 +109,9 @@ static void circuit_breaker(void) {
    * the settle, before the outcome reads the clock for the retry time and is
    * committed: wait for that record before the clock moves on. */
   CHECK(harness_wait_state(&h, "c2", "r", "retrying"));
-  CHECK_INT(route_int(&h, "c2", "next_attempt_at"), HARNESS_T0 + 32000);
-  CHECK_INT(route_int(&h, "c1", "attempts"), 2);
+  CHECK_INT(harness_route_int(&h, "c2", "r", "next_attempt_at"),
+            HARNESS_T0 + 32000);
+  CHECK_INT(harness_route_int(&h, "c1", "r", "attempts"), 2);
   CHECK_INT(testsink_count(out), 3);
   /* next probe succeeds: closed, and the rest flows */
   atomic_store(&g_fail, 0);
