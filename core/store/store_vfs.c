@@ -38,7 +38,6 @@ typedef struct wal_file {
   sqlite3_int64 off;
   size_t len;
   int commit_next;  /* the last write was a commit frame's header */
-  int commit_flush; /* flush after the write in progress */
 } wal_file;
 
 static sqlite3_vfs g_vfs;
