@@ -160,7 +160,7 @@ int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms) {
   e->draining = 1;
   cebe_kick_locked(e);
   int64_t end = real_ms() + (deadline_ms - cebe_now(e));
-  while (e->inflight_total > 0 && real_ms() < end) {
+  while ((e->inflight_total > 0 || e->fwd_sending > 0) && real_ms() < end) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 20 * 1000000L;
@@ -170,7 +170,7 @@ int ceb_engine_drain(ceb_engine *e, int64_t deadline_ms) {
     }
     pthread_cond_timedwait(&e->idle, &e->lock, &ts);
   }
-  int rc = e->inflight_total ? CEB_ETIMEOUT : CEB_OK;
+  int rc = e->inflight_total || e->fwd_sending ? CEB_ETIMEOUT : CEB_OK;
   if (rc != CEB_OK)
     ceb_log_warn("engine: drain deadline passed with %zu deliveries in "
                  "flight; they stay pending",

@@ -288,6 +288,7 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
    * filled up) relies on the kicks of their settles, and 64 picks on an
    * immediate rescan */
   e->fwd_due = np == PICK_MAX ? now : next;
+  e->fwd_sending += np;
   pthread_mutex_unlock(&e->lock);
   for (size_t k = 0; k < np; k++) {
     int st = CEB_OK;
@@ -299,6 +300,8 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
     free(json);
   }
   pthread_mutex_lock(&e->lock);
+  e->fwd_sending -= np;
+  if (np && e->fwd_sending == 0) pthread_cond_broadcast(&e->idle);
   return next;
 }
 

@@ -115,6 +115,8 @@ struct ceb_engine {
   size_t nfwd, capfwd, fwd_gone;
   int64_t fwd_due;    /* earliest next_at of a FWD_WAIT entry, or INT64_MAX */
   int64_t fwd_cursor; /* the pump's round robin resumes at this dlq id */
+  size_t fwd_sending; /* picked forwards the pump sends outside the lock:
+                         drain waits for them (the sink must still exist) */
 };
 
 int64_t cebe_now(ceb_engine *e);

@@ -438,11 +438,14 @@ static void test_round_robin(void) {
   all_arg a = {&h, dlq, 10};
   CHECK_MSG(ceb_test_wait(all_tried_ticking, &a, 20000),
             "letters never tried after %zu forwards", testsink_count(dlq));
-  /* the sink pauses after the first failure: 1 forward as the first letter
-   * died, then a window of 4 after each pause of 1, 2 and 4 s */
-  CHECK_INT(testsink_count(dlq), 13);
+  /* the sink pauses after the first failure: the forwards sent as the
+   * first letters died (1, or a few on a slow machine), then a window of 4
+   * after each pause of 1, 2 and 4 s: ten letters took at least two
+   * pauses and no more forwards than 1 + 3 windows */
+  size_t sent = testsink_count(dlq);
+  CHECK_MSG(sent >= 10 && sent <= 13, "%zu forwards", sent);
   int64_t took = harness_now(&h) - t0;
-  CHECK_MSG(took >= 7000, "all tried after %lld ms", (long long)took);
+  CHECK_MSG(took >= 3000, "all tried after %lld ms", (long long)took);
   harness_close(&h);
 }
 
