@@ -150,6 +150,22 @@ typedef struct key {
 
 static int value_ok(scan *p, int depth);
 
+/* After an object member or array item: 1 at ',' (another follows), 2 at
+ * `close` (the container ends), 0 for anything else. */
+static int after_item(scan *p, char close) {
+  skip_ws(p);
+  if (p->i < p->n && p->s[p->i] == ',') {
+    p->i++;
+    skip_ws(p);
+    return 1;
+  }
+  if (p->i < p->n && p->s[p->i] == close) {
+    p->i++;
+    return 2;
+  }
+  return 0;
+}
+
 static int object_ok(scan *p, int depth) {
   key keys[MAX_KEYS];
   size_t nkeys = 0;
@@ -174,17 +190,8 @@ static int object_ok(scan *p, int depth) {
     p->i++;
     skip_ws(p);
     if (!value_ok(p, depth + 1)) return 0;
-    skip_ws(p);
-    if (p->i < p->n && p->s[p->i] == ',') {
-      p->i++;
-      skip_ws(p);
-      continue;
-    }
-    if (p->i < p->n && p->s[p->i] == '}') {
-      p->i++;
-      return 1;
-    }
-    return 0;
+    int next = after_item(p, '}');
+    if (next != 1) return next == 2;
   }
 }
 
@@ -197,17 +204,8 @@ static int array_ok(scan *p, int depth) {
   }
   for (;;) {
     if (!value_ok(p, depth + 1)) return 0;
-    skip_ws(p);
-    if (p->i < p->n && p->s[p->i] == ',') {
-      p->i++;
-      skip_ws(p);
-      continue;
-    }
-    if (p->i < p->n && p->s[p->i] == ']') {
-      p->i++;
-      return 1;
-    }
-    return 0;
+    int next = after_item(p, ']');
+    if (next != 1) return next == 2;
   }
 }
 

@@ -253,6 +253,23 @@ long long harness_route_int(harness *h, const char *id, const char *route,
   return v;
 }
 
+typedef struct route_int_arg {
+  harness *h;
+  const char *id, *route, *field;
+  long long value;
+} route_int_arg;
+
+static int route_int_reached(void *arg) {
+  route_int_arg *a = arg;
+  return harness_route_int(a->h, a->id, a->route, a->field) == a->value;
+}
+
+int harness_wait_route_int(harness *h, const char *id, const char *route,
+                           const char *field, long long value) {
+  route_int_arg a = {h, id, route, field, value};
+  return ceb_test_wait(route_int_reached, &a, 10000);
+}
+
 typedef struct state_arg {
   harness *h;
   const char *id, *route, *state;

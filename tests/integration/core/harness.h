@@ -62,6 +62,9 @@ const char *harness_state(harness *h, const char *id, const char *route,
  * "attempts", "next_attempt_at", ...), or -1 when absent. */
 long long harness_route_int(harness *h, const char *id, const char *route,
                             const char *field);
+/* Waits until harness_route_int(h, id, route, field) == value. */
+int harness_wait_route_int(harness *h, const char *id, const char *route,
+                           const char *field, long long value);
 /* Waits until event id on route reaches state. */
 int harness_wait_state(harness *h, const char *id, const char *route,
                        const char *state);

@@ -33,17 +33,6 @@ static int busy_answered(void *arg) {
   return testsink_busy_count(arg) >= 1;
 }
 
-typedef struct next_arg {
-  harness *h;
-  const char *id;
-  long long at;
-} next_arg;
-
-static int next_at_is(void *arg) {
-  next_arg *a = arg;
-  return harness_route_int(a->h, a->id, "r", "next_attempt_at") == a->at;
-}
-
 static void test_batch_one_pause(void) {
   harness h;
   if (harness_open(&h, "busybatch", NULL, k_conf) != 0) return;
@@ -60,8 +49,7 @@ static void test_batch_one_pause(void) {
   /* the clock stands still: the first delivery meets the busy sink, which
    * pauses 20 ms; the deferral is recorded at t0 + 20 */
   CHECK(ceb_test_wait(busy_answered, out, 10000));
-  next_arg na = {&h, "e0", t0 + 20};
-  CHECK(ceb_test_wait(next_at_is, &na, 10000));
+  CHECK(harness_wait_route_int(&h, "e0", "r", "next_attempt_at", t0 + 20));
   /* one pause of 20 ms, not doubled per deferred delivery (that would put
    * the last ones up to 1 s out), and no attempt counted */
   for (int i = 0; i < 21; i++) {
