@@ -8,12 +8,24 @@
 
 void http_reply_clear(http_reply *r) {
   free(r->body);
-  free(r->content_type);
+  free(r->ct_copy);
   ceb_headers_clear(&r->headers);
   r->body = NULL;
+  r->ct_copy = NULL;
   r->content_type = NULL;
   r->len = 0;
   r->status = 0;
+}
+
+void http_reply_take(http_reply *r, int status, const char *static_type,
+                     char *body, size_t len) {
+  free(r->body);
+  free(r->ct_copy);
+  r->body = body;
+  r->len = len;
+  r->ct_copy = NULL;
+  r->content_type = static_type;
+  r->status = status;
 }
 
 int http_reply_set(http_reply *r, int status, const char *content_type,
@@ -27,22 +39,25 @@ int http_reply_set(http_reply *r, int status, const char *content_type,
   }
   if (len) memcpy(b, body, len);
   b[len] = '\0';
-  free(r->body);
-  free(r->content_type);
-  r->body = b;
-  r->len = len;
-  r->content_type = ct;
-  r->status = status;
+  http_reply_take(r, status, ct, b, len);
+  r->ct_copy = ct;
   return CEB_OK;
 }
 
-int http_reply_set_json(http_reply *r, int status, const char *content_type,
+int http_reply_set_json(http_reply *r, int status, const char *static_type,
                         const json_t *j) {
+  /* jansson allocates with malloc (no json_set_alloc_funcs here) */
   char *text = json_dumps(j, JSON_COMPACT);
   if (!text) return CEB_ENOMEM;
-  int st = http_reply_set(r, status, content_type, text, strlen(text));
-  free(text);
-  return st;
+  http_reply_take(r, status, static_type, text, strlen(text));
+  return CEB_OK;
+}
+
+char *http_reply_release_body(http_reply *r) {
+  char *b = r->body;
+  r->body = NULL;
+  r->len = 0;
+  return b;
 }
 
 int http_reply_header(http_reply *r, const char *name, const char *value) {

@@ -10,10 +10,11 @@
 
 typedef struct http_reply {
   int status; /* 0: none yet */
-  char *body; /* malloc'd */
+  char *body; /* malloc'd (free() releases it: it may go to libmicrohttpd) */
   size_t len;
-  char *content_type;  /* malloc'd; NULL: no Content-Type */
-  ceb_headers headers; /* extra response headers */
+  const char *content_type; /* NULL: no Content-Type; ct_copy or static */
+  char *ct_copy;            /* malloc'd copy of a caller's content type */
+  ceb_headers headers;      /* extra response headers */
 } http_reply;
 
 /* Frees the members and resets to empty. */
@@ -21,9 +22,18 @@ void http_reply_clear(http_reply *r);
 /* Sets status and a copy of the body with its content type (NULL: none). */
 int http_reply_set(http_reply *r, int status, const char *content_type,
                    const char *body, size_t len);
-/* Sets status and the compact JSON dump of j (j is not consumed). */
-int http_reply_set_json(http_reply *r, int status, const char *content_type,
+/* Sets status and takes ownership of body (malloc'd, NUL-terminated at
+ * len). static_type is not copied: a string that outlives the reply (a
+ * literal), or NULL. */
+void http_reply_take(http_reply *r, int status, const char *static_type,
+                     char *body, size_t len);
+/* Sets status and the compact JSON dump of j (j is not consumed);
+ * static_type as for http_reply_take. */
+int http_reply_set_json(http_reply *r, int status, const char *static_type,
                         const json_t *j);
+/* Hands the body over (NULL when none) and empties it in r: for a
+ * response that frees it with free(). */
+char *http_reply_release_body(http_reply *r);
 int http_reply_header(http_reply *r, const char *name, const char *value);
 
 /* A new problem object {type, title, status, detail, code}; caller owns. */

@@ -15,6 +15,7 @@
 #include "http_source_int.h"
 
 #include "http_idem.h"
+#include "http_in_ack.h"
 #include "http_in_reply.h"
 #include "http_in_util.h"
 
@@ -36,6 +37,9 @@ typedef enum req_phase {
   PHASE_DONE = 2  /* a response was queued */
 } req_phase;
 
+/* Request headers held without copies (most requests have fewer). */
+#define REQ_HEADERS_INLINE 24
+
 typedef struct http_req {
   atomic_int refs;
   struct http_req *next, *prev; /* src->suspended, under src->lock */
@@ -46,9 +50,14 @@ typedef struct http_req {
   req_phase phase;
   int is_options;
 
+  /* names and values borrowed from libmicrohttpd, which keeps them until
+   * the request completes; only the items array can be ours (heap when
+   * more than REQ_HEADERS_INLINE) */
   ceb_headers headers;
+  ceb_header headers_inline[REQ_HEADERS_INLINE];
   char *body;
   size_t len, cap;
+  size_t announced; /* Content-Length, 0 when absent */
   int too_large;
   size_t discarded;
 
@@ -60,7 +69,8 @@ typedef struct http_req {
   char webhook_id[256];
 
   int submitted; /* counted in src->pending */
-  json_t *ids;   /* ids of the submitted events */
+  char *ids;     /* JSON array of the submitted events' ids */
+  size_t ids_len;
   http_reply reply;
   int status;
 
@@ -79,9 +89,9 @@ static int64_t mono_ns(void) {
 
 static void req_unref(http_req *r) {
   if (atomic_fetch_sub(&r->refs, 1) != 1) return;
-  ceb_headers_clear(&r->headers);
+  if (r->headers.items != r->headers_inline) free(r->headers.items);
   free(r->body);
-  json_decref(r->ids);
+  free(r->ids);
   http_reply_clear(&r->reply);
   pthread_mutex_destroy(&r->lock);
   free(r);
@@ -140,9 +150,11 @@ static enum MHD_Result queue_reply(http_req *r) {
       r->webhook_id[0])
     http_replay_check_add(s->wh_replay, r->webhook_id,
                           s->host->now_ms(s->inst));
+  /* the response takes the body: no copy */
   struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->reply.len, r->reply.body, MHD_RESPMEM_MUST_COPY);
+      r->reply.len, r->reply.body, MHD_RESPMEM_MUST_FREE);
   if (!resp) return MHD_NO;
+  http_reply_release_body(&r->reply);
   if (r->reply.content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             r->reply.content_type);
@@ -163,8 +175,20 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind,
                                       const char *key, const char *value) {
   (void)kind;
   http_req *r = cls;
+  ceb_headers *h = &r->headers;
+  if (h->count == h->cap) {
+    size_t cap = h->cap * 2;
+    ceb_header *items = malloc(cap * sizeof *items);
+    if (!items) return MHD_NO; /* the rest is not seen: refused below */
+    memcpy(items, h->items, h->count * sizeof *items);
+    if (h->items != r->headers_inline) free(h->items);
+    h->items = items;
+    h->cap = cap;
+  }
   if (!value) value = "";
-  ceb_headers_add(&r->headers, key, value, strlen(value));
+  /* const dropped: the list is only read, and never cleared */
+  h->items[h->count++] =
+      (ceb_header){(char *)key, (char *)value, strlen(value)};
   return MHD_YES;
 }
 
@@ -289,7 +313,14 @@ static const char *client_types(http_source *s, const char *client) {
 /* Returns 1 to go on reading the body, 0 when r->reply is set. */
 static int first_call(http_req *r, const char *url, const char *method) {
   http_source *s = r->src;
-  MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r);
+  r->headers.items = r->headers_inline;
+  r->headers.cap = REQ_HEADERS_INLINE;
+  int nh =
+      MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect_header, r);
+  if (nh < 0 || (size_t)nh != r->headers.count) {
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
   if (strcmp(url, s->path) != 0) {
     http_reply_problem(&r->reply, 404, "not_found", "no such endpoint");
     return 0;
@@ -329,6 +360,7 @@ static int first_call(http_req *r, const char *url, const char *method) {
                          "the request body exceeds max_body");
       return 0;
     }
+    r->announced = (size_t)n;
   }
   if (!authenticate(r)) return 0;
   if (s->nclients > 0 && !client_types(s, r->has_client ? r->client : "")) {
@@ -399,7 +431,8 @@ static int append_body(http_req *r, const char *data, size_t n) {
     return r->discarded <= 2 * max;
   }
   if (r->len + n > r->cap) {
-    size_t cap = r->cap ? r->cap : 4096;
+    /* the announced length at once: one allocation for most bodies */
+    size_t cap = r->cap ? r->cap : r->announced ? r->announced : 4096;
     while (cap < r->len + n)
       cap *= 2;
     if (cap > max) cap = max;
@@ -675,12 +708,13 @@ static void reply_submitted(http_req *r) {
                       "the events could not be stored; retry later");
     return;
   }
-  json_t *j = json_pack("{s:s, s:I, s:I, s:O}", "status", "accepted",
-                        "accepted", (json_int_t)r->accepted, "duplicates",
-                        (json_int_t)r->duplicates, "ids", r->ids);
-  if (!j || http_reply_set_json(&r->reply, 202, "application/json", j) != 0)
+  size_t len = 0;
+  char *body =
+      http_ack_body(r->accepted, r->duplicates, r->ids, r->ids_len, &len);
+  if (body)
+    http_reply_take(&r->reply, 202, "application/json", body, len);
+  else
     http_reply_problem(&r->reply, 500, "internal", "out of memory");
-  json_decref(j);
 }
 
 static void reply_submit_error(http_req *r, int st, ceb_violations *v,
@@ -712,19 +746,18 @@ static void reply_submit_error(http_req *r, int st, ceb_violations *v,
 /* Returns 1 when the connection was suspended (await the callback). */
 static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
   http_source *s = r->src;
-  r->ids = json_array();
-  for (size_t i = 0; i < count && r->ids; i++) {
-    const char *id = ceb_event_get(events[i], "id");
-    json_array_append_new(r->ids, json_string(id ? id : ""));
-  }
-  ceb_violations *v = malloc(sizeof *v); /* the host resets it */
-  if (v) v->count = 0;
+  /* kept as text for the 202: the events are the host's once submitted */
+  r->ids = http_ack_ids(events, count, &r->ids_len);
+  /* on the stack (about 9 KiB; libmicrohttpd threads have the default
+   * stack): the host resets it and fills it during the call only */
+  ceb_violations vbuf;
+  ceb_violations *v = &vbuf;
+  v->count = 0;
   size_t failed = 0;
   ceb_submit_opts opts = {sizeof opts, r->has_client ? r->client : NULL,
                           ceb_headers_get(&r->headers, "traceparent"), v,
                           &failed};
-  if (!r->ids || !v) {
-    free(v);
+  if (!r->ids) {
     events_release(events, count, batch, 1);
     http_reply_problem(&r->reply, 500, "internal", "out of memory");
     return 0;
@@ -744,10 +777,8 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
     r->submitted = 0;
     reply_submit_error(r, st, v, failed, batch);
     events_release(events, count, batch, 1);
-    free(v);
     return 0;
   }
-  free(v);
   /* the host holds the references now: free only the array */
   events_release(events, count, batch, 0);
   r->phase = PHASE_WAIT;

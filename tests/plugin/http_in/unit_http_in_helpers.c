@@ -1,11 +1,13 @@
 /* Unit tests of the intermediary's helpers: the bounded webhook-id replay
  * set, per-client token buckets, Idempotency-Key parsing and request
- * fingerprints, type patterns, base64url and problem bodies. */
+ * fingerprints, type patterns, base64url, problem bodies and the 202
+ * body written without jansson (checked against jansson's dump). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "ceb_test.h"
 #include "http_idem.h"
+#include "http_in_ack.h"
 #include "http_in_reply.h"
 #include "http_in_util.h"
 #include "http_ratelimit.h"
@@ -182,6 +184,89 @@ static void test_problem(void) {
   http_reply_clear(&r);
 }
 
+/* http_json_quote(s) must equal jansson's compact dump of the string */
+static void check_quote_like_jansson(const char *s) {
+  json_t *j = json_string(s);
+  CHECK_MSG(j != NULL, "jansson refused %s", s);
+  char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref(j);
+  size_t n = http_json_quote(NULL, s);
+  char *got = malloc(n + 1);
+  CHECK(got != NULL && want != NULL);
+  if (!got || !want) {
+    free(got);
+    free(want);
+    return;
+  }
+  CHECK_INT(http_json_quote(got, s), n);
+  got[n] = '\0';
+  CHECK_STR(got, want);
+  free(got);
+  free(want);
+}
+
+static void test_ack(void) {
+  static const char *const ids[] = {
+      "",
+      "plain-id-0123",
+      "quote\"back\\slash/solidus",
+      "\x01\x1f\b\f\n\r\t\x7f",
+      "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xef\xbf\xbf",
+      "\xed\x9f\xbf \xf4\x8f\xbf\xbf"};
+  for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+    check_quote_like_jansson(ids[i]);
+
+  /* bytes jansson refuses (not UTF-8) become U+FFFD, one per byte */
+  static const struct {
+    const char *in, *want;
+  } bad[] = {
+      {"a\xff", "\"a\\ufffd\""},
+      {"\xc0\xaf", "\"\\ufffd\\ufffd\""},         /* overlong */
+      {"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""}, /* surrogate */
+      {"\xf4\x90\x80\x80x", "\"\\ufffd\\ufffd\\ufffd\\ufffdx\""},
+      {"\xe2\x82", "\"\\ufffd\\ufffd\""}, /* cut short */
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char out[64];
+    size_t n = http_json_quote(NULL, bad[i].in);
+    CHECK(n < sizeof out);
+    if (n >= sizeof out) continue;
+    CHECK_INT(http_json_quote(out, bad[i].in), n);
+    out[n] = '\0';
+    CHECK_STR(out, bad[i].want);
+  }
+
+  /* the whole body, against the jansson object it replaces */
+  ceb_event *ev[3];
+  static const char *const evid[] = {"e-1", "with \"quote\"", "\xc3\xa9t\xc3\xa9"};
+  for (int i = 0; i < 3; i++) {
+    ev[i] = ceb_event_new();
+    CHECK(ev[i] != NULL && ceb_event_set(ev[i], "id", evid[i]) == CEB_OK);
+  }
+  for (size_t count = 1; count <= 3; count++) {
+    size_t ids_len = 0, len = 0;
+    char *text = http_ack_ids(ev, count, &ids_len);
+    CHECK(text != NULL && strlen(text) == ids_len);
+    char *body = text ? http_ack_body(count, count - 1, text, ids_len, &len)
+                      : NULL;
+    CHECK(body != NULL && strlen(body) == len);
+    json_t *arr = json_array();
+    for (size_t i = 0; i < count; i++)
+      json_array_append_new(arr, json_string(evid[i]));
+    json_t *j = json_pack("{s:s, s:I, s:I, s:o}", "status", "accepted",
+                          "accepted", (json_int_t)count, "duplicates",
+                          (json_int_t)(count - 1), "ids", arr);
+    char *want = json_dumps(j, JSON_COMPACT);
+    CHECK_STR(body ? body : "", want ? want : "?");
+    free(want);
+    json_decref(j);
+    free(body);
+    free(text);
+  }
+  for (int i = 0; i < 3; i++)
+    ceb_event_unref(ev[i]);
+}
+
 int main(void) {
   test_replay();
   test_ratelimit();
@@ -190,5 +275,6 @@ int main(void) {
   test_patterns();
   test_b64url();
   test_problem();
+  test_ack();
   return ceb_test_done("unit_http_in_helpers");
 }
