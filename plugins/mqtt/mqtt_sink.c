@@ -30,7 +30,8 @@ typedef struct sink_msg {
   ceb_delivery *d; /* NULL once settled */
   int queued;      /* waiting for a window slot: paho has not seen it */
   /* prepared PUBLISH, handed to paho (which copies) when a slot frees */
-  char *topic;
+  char *topic; /* owned, or the sink's fixed topic (topic_owned == 0) */
+  int topic_owned;
   char *payload;
   size_t len;
   sink_props props;
@@ -45,6 +46,7 @@ typedef struct mqtt_sink {
   int conn_ready;
   char client_id[256];
   const char *topic;
+  int topic_fixed; /* no ${...}: every delivery publishes to topic as is */
   int qos;
   ceb_mode mode;
   int max_inflight;
@@ -99,7 +101,7 @@ static int props_build(sink_props *p) {
 }
 
 static void free_prepared(sink_msg *m) {
-  free(m->topic);
+  if (m->topic_owned) free(m->topic);
   ceb_free(m->payload);
   props_clear(&m->props);
   m->topic = m->payload = NULL;
@@ -273,7 +275,8 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
     mqtt_sink_destroy(s);
     return CEB_ECONFIG;
   }
-  if (!s->topic || (!strstr(s->topic, "${") && !mqtt_topic_valid(s->topic))) {
+  s->topic_fixed = s->topic && !strstr(s->topic, "${");
+  if (!s->topic || (s->topic_fixed && !mqtt_topic_valid(s->topic))) {
     CEB_LOG(host, inst, CEB_LOG_ERROR,
             "topic: \"%s\" is not a valid topic name (no + or #)",
             s->topic ? s->topic : "");
@@ -306,8 +309,14 @@ int mqtt_sink_start(void *state) {
 /* Hands queued publishes to paho while fewer than the window are pending.
  * paho 1.3 stalls up to a second once its own window (the broker's MQTT 5
  * Receive Maximum, 20 on mosquitto) is full (eclipse-paho/paho.mqtt.c#1252:
- * 235 vs 12k msg/s measured here), so the sink never fills it. Called from
- * deliver and from paho's completion callbacks. */
+ * 235 vs 12k msg/s measured here), so the sink never fills it.
+ *
+ * Each completion refills at once. Refilling in batches (only once half the
+ * window had come back) woke paho's send thread 6x less often but stalled
+ * the flow: mosquitto (Nagle on by default) holds back PUBACKs while an
+ * earlier one is unacknowledged, and with nothing to send our side delays
+ * that TCP ACK (bench/mqtt/README.md, session 4). Called from deliver and
+ * from paho's completion callbacks. */
 static void pump(mqtt_sink *s) {
   if (!mqtt_conn_is_connected(&s->conn))
     return; /* the connect callback pumps */
@@ -327,9 +336,11 @@ static void pump(mqtt_sink *s) {
     /* Take the prepared data out: paho may complete (and free m) before
      * sendMessage returns. */
     char *topic = m->topic, *payload = m->payload;
+    int topic_owned = m->topic_owned;
     sink_props props = m->props;
     size_t len = m->len;
     m->topic = m->payload = NULL;
+    m->topic_owned = 0;
     memset(&m->props, 0, sizeof m->props);
     pthread_mutex_unlock(&s->lock);
     MQTTAsync_message msg = MQTTAsync_message_initializer;
@@ -351,7 +362,7 @@ static void pump(mqtt_sink *s) {
       ro.onFailure = on_failed;
     }
     int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
-    free(topic);
+    if (topic_owned) free(topic);
     ceb_free(payload);
     props_clear(&props);
     if (prc != MQTTASYNC_SUCCESS) {
@@ -384,10 +395,14 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
     return CEB_OK;
   }
   const char *why = NULL;
-  char *topic =
-      d->topic ? strdup(d->topic) : mqtt_topic_expand(s->topic, d->event, &why);
-  if (!topic || !mqtt_topic_valid(topic)) {
-    free(topic);
+  /* The fixed topic was checked at init and outlives every record: used as
+   * is, without a copy or a check per delivery. */
+  char *topic = d->topic         ? strdup(d->topic)
+                : s->topic_fixed ? (char *)s->topic
+                                 : mqtt_topic_expand(s->topic, d->event, &why);
+  int topic_owned = topic != s->topic;
+  if (!topic || (topic_owned && !mqtt_topic_valid(topic))) {
+    if (topic_owned) free(topic);
     settle(s, d, CEB_REJECT, 0, "mqtt.topic_invalid",
            why ? why : "invalid topic override");
     return CEB_OK;
@@ -413,6 +428,7 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   m->d = d;
   m->queued = 1;
   m->topic = topic;
+  m->topic_owned = topic_owned;
   m->payload = payload;
   m->len = len;
   m->props = props;
@@ -434,7 +450,7 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
 out:
   props_clear(&props);
   ceb_free(payload);
-  free(topic);
+  if (topic_owned) free(topic);
   return rc;
 }
 
