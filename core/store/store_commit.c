@@ -218,8 +218,13 @@ static void run_group(ceb_store *st, store_op *group) {
   if (wait_head) cebs_syncer_push(st, wait_head, wait_tail);
 }
 
+static _Thread_local ceb_store *t_store;
+
+ceb_store *cebs_committer_store(void) { return t_store; }
+
 void *cebs_committer_main(void *arg) {
   ceb_store *st = arg;
+  t_store = st;
   pthread_mutex_lock(&st->lock);
   for (;;) {
     while (!st->head && !st->stopping)

@@ -310,9 +310,82 @@ int ceb_store_recover(ceb_store *st) {
 
 /* ---- status ---- */
 
+static int seq_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The journal rows that may carry id, ascending (malloc'd; *n of them),
+ * from the dedupe map. NULL with *n = 0 when none; NULL with *n = 1 when
+ * out of memory. */
+static int64_t *id_candidates(ceb_store *st, const char *id, size_t *n) {
+  int64_t idh = cebs_id_hash(id);
+  *n = cebs_idmap_find(&st->ids, idh, NULL, 0);
+  if (*n == 0) return NULL;
+  int64_t *seqs = NULL;
+  size_t got = *n;
+  for (;;) { /* the committer may add one between the two looks */
+    int64_t *grown = realloc(seqs, got * sizeof *seqs);
+    if (!grown) {
+      free(seqs);
+      *n = 1;
+      return NULL;
+    }
+    seqs = grown;
+    size_t now = cebs_idmap_find(&st->ids, idh, seqs, got);
+    if (now <= got) {
+      got = now;
+      break;
+    }
+    got = now;
+  }
+  qsort(seqs, got, sizeof *seqs, seq_cmp);
+  *n = got;
+  return seqs;
+}
+
+/* One journal row (j, stepped) with its deliveries, as the status API
+ * shows it. */
+static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
+  json_t *o = json_object();
+  static const char *const cols[] = {"seq", "client",      "source",
+                                     "id",  "type",        "received_at",
+                                     NULL,  "settled_at"};
+  for (int i = 0; i < 8; i++)
+    if (cols[i]) cebs_json_col(o, cols[i], j, i);
+  json_object_set_new(o, "unrouted", json_boolean(sqlite3_column_int(j, 6)));
+  json_t *routes = json_array();
+  sqlite3_reset(d);
+  sqlite3_bind_int64(d, 1, sqlite3_column_int64(j, 0));
+  while (sqlite3_step(d) == SQLITE_ROW) {
+    json_t *r = json_object();
+    int state = sqlite3_column_int(d, 1);
+    cebs_json_col(r, "route", d, 0);
+    json_object_set_new(r, "state", json_string(ceb_dstate_name(state)));
+    cebs_json_col(r, "attempts", d, 2);
+    if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
+      cebs_json_col(r, "next_attempt_at", d, 3);
+    else
+      json_object_set_new(r, "next_attempt_at", json_null());
+    cebs_json_col(r, "first_attempt_at", d, 4);
+    cebs_json_col(r, "last_attempt_at", d, 5);
+    cebs_json_col(r, "last_status", d, 6);
+    cebs_json_col(r, "last_reason", d, 7);
+    cebs_json_col(r, "last_error", d, 8);
+    cebs_json_col(r, "order_key", d, 9);
+    cebs_json_col(r, "dlq_id", d, 10);
+    json_array_append_new(routes, r);
+  }
+  json_object_set_new(o, "routes", routes);
+  return o;
+}
+
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source) {
   if (!id) return NULL;
+  size_t ncand = 0;
+  int64_t *cand = id_candidates(st, id, &ncand);
+  if (!cand && ncand) return NULL; /* out of memory */
   sqlite3 *db = ceb_store_read_begin(st);
   json_t *arr = json_array();
   sqlite3_stmt *j = NULL, *d = NULL;
@@ -320,8 +393,8 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
       sqlite3_prepare_v2(
           db,
           "SELECT seq, client, source, id, type, received_at,"
-          " unrouted, settled_at FROM journal WHERE idh = ?3 AND id = ?1"
-          " AND (?2 IS NULL OR source = ?2) ORDER BY seq",
+          " unrouted, settled_at FROM journal WHERE seq = ?3 AND id = ?1"
+          " AND (?2 IS NULL OR source = ?2)",
           -1, &j, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(db,
                          "SELECT route, state, attempts, next_at, first_at,"
@@ -332,40 +405,11 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   if (ok) {
     sqlite3_bind_text(j, 1, id, -1, SQLITE_STATIC);
     cebs_bind_text(j, 2, source);
-    sqlite3_bind_int64(j, 3, cebs_id_hash(id));
-    while (sqlite3_step(j) == SQLITE_ROW) {
-      json_t *o = json_object();
-      static const char *const cols[] = {"seq", "client",    "source",
-                                         "id",  "type",      "received_at",
-                                         NULL,  "settled_at"};
-      for (int i = 0; i < 8; i++)
-        if (cols[i]) cebs_json_col(o, cols[i], j, i);
-      json_object_set_new(o, "unrouted",
-                          json_boolean(sqlite3_column_int(j, 6)));
-      json_t *routes = json_array();
-      sqlite3_reset(d);
-      sqlite3_bind_int64(d, 1, sqlite3_column_int64(j, 0));
-      while (sqlite3_step(d) == SQLITE_ROW) {
-        json_t *r = json_object();
-        int state = sqlite3_column_int(d, 1);
-        cebs_json_col(r, "route", d, 0);
-        json_object_set_new(r, "state", json_string(ceb_dstate_name(state)));
-        cebs_json_col(r, "attempts", d, 2);
-        if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
-          cebs_json_col(r, "next_attempt_at", d, 3);
-        else
-          json_object_set_new(r, "next_attempt_at", json_null());
-        cebs_json_col(r, "first_attempt_at", d, 4);
-        cebs_json_col(r, "last_attempt_at", d, 5);
-        cebs_json_col(r, "last_status", d, 6);
-        cebs_json_col(r, "last_reason", d, 7);
-        cebs_json_col(r, "last_error", d, 8);
-        cebs_json_col(r, "order_key", d, 9);
-        cebs_json_col(r, "dlq_id", d, 10);
-        json_array_append_new(routes, r);
-      }
-      json_object_set_new(o, "routes", routes);
-      json_array_append_new(arr, o);
+    for (size_t c = 0; c < ncand; c++) { /* ascending: oldest first */
+      sqlite3_reset(j);
+      sqlite3_bind_int64(j, 3, cand[c]);
+      if (sqlite3_step(j) == SQLITE_ROW)
+        json_array_append_new(arr, status_row(j, d));
     }
   } else {
     ceb_log_error("store: status query: %s", sqlite3_errmsg(db));
@@ -375,5 +419,6 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   sqlite3_finalize(j);
   sqlite3_finalize(d);
   ceb_store_read_end(st, db);
+  free(cand);
   return arr;
 }

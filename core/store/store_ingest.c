@@ -1,13 +1,17 @@
 /* Journal ingest: one op inserts a batch of events and their delivery rows,
  * deduping on (client, source, id). */
+#include <stdlib.h>
+
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
 #include "store/store_internal.h"
 
-/* The committer is the only writer, so check-then-insert is atomic. */
-static const char SQL_DUP[] =
-    "SELECT 1 FROM journal WHERE idh = ?1 AND id = ?2 AND source = ?3 AND"
+/* The committer is the only writer, so check-then-insert is atomic. The
+ * dedupe map (store_idmap.h) names the rows that may carry the id; a
+ * candidate counts only if all three columns match. */
+static const char SQL_SAME[] =
+    "SELECT 1 FROM journal WHERE seq = ?1 AND id = ?2 AND source = ?3 AND"
     " client = ?4";
 static const char SQL_JOURNAL[] =
     "INSERT INTO journal (client, source, id, type, received_at, event, size,"
@@ -17,31 +21,74 @@ static const char SQL_DELIVERY[] =
     "INSERT INTO delivery (seq, route, state, next_at, order_key)"
     " VALUES (?1, ?2, 0, ?3, ?4)";
 
-int ceb_store_ingest_run(sqlite3 *db, void *arg) {
-  ceb_ingest_batch *b = arg;
-  sqlite3_stmt *j = cebs_stmt(db, SQL_JOURNAL);
-  sqlite3_stmt *d = cebs_stmt(db, SQL_DELIVERY);
-  sqlite3_stmt *q = cebs_stmt(db, SQL_DUP);
-  if (!j || !d || !q) return CEB_EIO;
-  for (size_t i = 0; i < b->count; i++) {
-    ceb_ingest_event *e = &b->events[i];
-    if (!e->source || !e->id || !e->json) return CEB_EINVAL;
-    int64_t idh = cebs_id_hash(e->id);
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, idh);
+/* 1 when a journal row among the map's candidates for idh is this event,
+ * 0 when none is, or a negative status. */
+static int seen(sqlite3 *db, cebs_idmap *ids, int64_t idh,
+                const ceb_ingest_event *e) {
+  int64_t few[8], *seqs = few;
+  size_t n = cebs_idmap_find(ids, idh, few, 8);
+  if (n > 8) { /* one id under many sources or clients */
+    seqs = malloc(n * sizeof *seqs);
+    if (!seqs) return CEB_ENOMEM;
+    n = cebs_idmap_find(ids, idh, seqs, n); /* committer: no new entries */
+  }
+  sqlite3_stmt *q = n ? cebs_stmt(db, SQL_SAME) : NULL;
+  int found = n && !q ? CEB_EIO : 0;
+  for (size_t i = 0; i < n && !found; i++) {
+    sqlite3_bind_int64(q, 1, seqs[i]);
     sqlite3_bind_text(q, 2, e->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 3, e->source, -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 4, e->client ? e->client : "", -1, SQLITE_STATIC);
     int qrc = sqlite3_step(q);
     sqlite3_reset(q);
-    if (qrc == SQLITE_ROW) {
+    if (qrc == SQLITE_ROW)
+      found = 1;
+    else if (qrc != SQLITE_DONE) {
+      ceb_log_error("store: dedupe lookup: %s", sqlite3_errmsg(db));
+      found = CEB_EIO;
+    }
+  }
+  if (seqs != few) free(seqs);
+  return found;
+}
+
+/* The op failed and its savepoint is rolled back: its rows' entries go. */
+static void forget(cebs_idmap *ids, ceb_ingest_batch *b) {
+  for (size_t i = 0; i < b->count; i++) {
+    ceb_ingest_event *e = &b->events[i];
+    if (e->inserted) cebs_idmap_remove(ids, cebs_id_hash(e->id), e->seq);
+    e->inserted = 0;
+    e->seq = 0;
+  }
+}
+
+static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b);
+
+int ceb_store_ingest_run(sqlite3 *db, void *arg) {
+  ceb_ingest_batch *b = arg;
+  ceb_store *st = cebs_committer_store();
+  if (!st) return CEB_EINVAL; /* not on a committer */
+  for (size_t i = 0; i < b->count; i++)
+    b->events[i].inserted = 0;
+  int rc = ingest(db, &st->ids, b);
+  if (rc != CEB_OK) forget(&st->ids, b);
+  return rc;
+}
+
+static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b) {
+  sqlite3_stmt *j = cebs_stmt(db, SQL_JOURNAL);
+  sqlite3_stmt *d = cebs_stmt(db, SQL_DELIVERY);
+  if (!j || !d) return CEB_EIO;
+  for (size_t i = 0; i < b->count; i++) {
+    ceb_ingest_event *e = &b->events[i];
+    if (!e->source || !e->id || !e->json) return CEB_EINVAL;
+    int64_t idh = cebs_id_hash(e->id);
+    int dup = seen(db, ids, idh, e);
+    if (dup < 0) return dup;
+    if (dup) {
       e->inserted = 0;
       e->seq = 0;
       continue;
-    }
-    if (qrc != SQLITE_DONE) {
-      ceb_log_error("store: dedupe lookup: %s", sqlite3_errmsg(db));
-      return CEB_EIO;
     }
     sqlite3_reset(j);
     sqlite3_bind_text(j, 1, e->client ? e->client : "", -1, SQLITE_STATIC);
@@ -62,8 +109,10 @@ int ceb_store_ingest_run(sqlite3 *db, void *arg) {
       ceb_log_error("store: journal insert: %s", sqlite3_errmsg(db));
       return CEB_EIO;
     }
-    e->inserted = 1;
     e->seq = sqlite3_last_insert_rowid(db);
+    int arc = cebs_idmap_add(ids, idh, e->seq);
+    if (arc != CEB_OK) return arc;
+    e->inserted = 1;
     for (size_t r = 0; r < e->nroutes; r++) {
       const ceb_ingest_route *rt = &e->routes[r];
       sqlite3_reset(d);

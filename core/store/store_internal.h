@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "store/ceb_store.h"
+#include "store/store_idmap.h"
 
 #define CEB_STORE_READERS 4
 /* Queued ops from which the committer overlaps a running sync. */
@@ -60,7 +61,15 @@ struct ceb_store {
   int sync_failed; /* under lock; final (store_sync.c says why) */
   int syncing;     /* under lock: an fdatasync is running */
   uint64_t syncs;
+  /* journal seqs by id hash (store_idmap.h): the committer adds on ingest,
+   * the sweeper removes after its delete committed, readers look up */
+  cebs_idmap ids;
 };
+
+/* The store whose committer runs on the calling thread, NULL on any other
+ * thread: how a run function (given only the connection) reaches the
+ * store's own state, such as its dedupe map. */
+ceb_store *cebs_committer_store(void);
 
 /* Opens the WAL for fsyncs of our own and starts the syncer, so that the
  * committer's transactions run with synchronous=NORMAL and the next group

@@ -87,9 +87,11 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
   st->wal_fd = -1;
+  cebs_idmap_init(&st->ids);
   int rc = cebs_open_conn_vfs(opts->path, 0, opts->synchronous_full,
                               cebs_vfs_writer(), &st->wdb, err, errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
+  if (rc == CEB_OK) rc = cebs_idmap_load(&st->ids, st->wdb, err, errlen);
   if (rc == CEB_OK && opts->synchronous_full) {
     /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
      * if it cannot start */
@@ -116,6 +118,7 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
     for (int i = 0; i < CEB_STORE_READERS; i++)
       sqlite3_close(st->readers[i]);
     sqlite3_close(st->wdb);
+    cebs_idmap_destroy(&st->ids);
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->cond);
     pthread_mutex_destroy(&st->rlock);
@@ -141,6 +144,7 @@ void ceb_store_close(ceb_store *st) {
     sqlite3_close(st->readers[i]);
   /* A clean close checkpoints the WAL into the main file. */
   sqlite3_close(st->wdb);
+  cebs_idmap_destroy(&st->ids);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   pthread_mutex_destroy(&st->rlock);

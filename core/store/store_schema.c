@@ -202,6 +202,11 @@ static const char *const k_migrations[] = {
      * start-up without reading past the forwarded ones */
     "CREATE INDEX IF NOT EXISTS dlq_unforwarded ON dlq(route, id)"
     " WHERE forwarded_at IS NULL AND replayed_at IS NULL;",
+    /* 7: dedupe by id moves to a map in memory (store_idmap.h says why);
+     * the journal keeps (seq, idh) in an index that only appends, read
+     * once at open */
+    "DROP INDEX IF EXISTS journal_idh;"
+    "CREATE INDEX IF NOT EXISTS journal_seq_idh ON journal(seq, idh);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -1,5 +1,7 @@
 /* Background expiry in small chunks: each chunk is one short op so that
  * ingest batches interleave with sweeping and never stall behind it. */
+#include <stdlib.h>
+
 #include <ceb/status.h>
 
 #include "store/store_internal.h"
@@ -8,7 +10,40 @@ typedef struct sweep_args {
   int64_t now, retention_ms;
   size_t chunk;
   int deleted;
+  cebs_idmap_slot *gone; /* the deleted journal rows, for the dedupe map */
+  size_t ngone;
 } sweep_args;
+
+/* Notes the (idh, seq) of the journal rows about to be deleted: their map
+ * entries go once the delete is committed. */
+static int note_gone(sqlite3 *db, sweep_args *a) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT idh, seq FROM journal WHERE seq IN"
+                         " (SELECT seq FROM sweep_seq)",
+                         -1, &s, NULL) != SQLITE_OK)
+    return CEB_EIO;
+  int rc = CEB_OK, step;
+  size_t cap = 0;
+  a->ngone = 0;
+  while (rc == CEB_OK && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (a->ngone == cap) {
+      size_t ncap = cap ? cap * 2 : 64;
+      cebs_idmap_slot *g = realloc(a->gone, ncap * sizeof *g);
+      if (!g) {
+        rc = CEB_ENOMEM;
+        break;
+      }
+      a->gone = g;
+      cap = ncap;
+    }
+    a->gone[a->ngone++] = (cebs_idmap_slot){sqlite3_column_int64(s, 0),
+                                            sqlite3_column_int64(s, 1)};
+  }
+  if (rc == CEB_OK && step != SQLITE_DONE) rc = CEB_EIO;
+  sqlite3_finalize(s);
+  return rc;
+}
 
 static int sweep_run(sqlite3 *db, void *arg) {
   sweep_args *a = arg;
@@ -38,6 +73,7 @@ static int sweep_run(sqlite3 *db, void *arg) {
     else if (i == 0 || i == 5)
       a->deleted += sqlite3_changes(db);
     sqlite3_finalize(s);
+    if (rc == CEB_OK && i == 3) rc = note_gone(db, a);
   }
   return rc;
 }
@@ -47,5 +83,9 @@ int ceb_store_sweep(ceb_store *st, int64_t now, int64_t retention_ms,
   sweep_args a = {
       .now = now, .retention_ms = retention_ms, .chunk = chunk ? chunk : 500};
   int rc = ceb_store_call(st, sweep_run, &a);
+  /* only now: a delete rolled back keeps its rows, so keeps their entries */
+  for (size_t i = 0; rc == CEB_OK && i < a.ngone; i++)
+    cebs_idmap_remove(&st->ids, a.gone[i].idh, a.gone[i].seq);
+  free(a.gone);
   return rc == CEB_OK ? a.deleted : rc;
 }

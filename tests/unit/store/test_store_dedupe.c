@@ -1,0 +1,136 @@
+/* Dedupe on (client, source, id) through the in-memory map: duplicates in
+ * and across batches, ids shared by sources, a failed op's rows forgotten,
+ * the map rebuilt when the store reopens, swept rows forgotten (and their
+ * id accepted again), status by id, and the upgrade from schema 6. */
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "store/store_internal.h"
+#include "store_fixture.h"
+
+static ceb_ingest_event ev(const char *client, const char *source,
+                           const char *id) {
+  return (ceb_ingest_event){.client = client,
+                            .source = source,
+                            .id = id,
+                            .type = "t",
+                            .json = "{}",
+                            .json_len = 2};
+}
+
+static int ingest(ceb_store *st, ceb_ingest_event *e, size_t n, int64_t now) {
+  ceb_ingest_batch b = {e, n, now};
+  return ceb_store_call(st, ceb_store_ingest_run, &b);
+}
+
+/* 1 inserted, 0 duplicate, < 0 error: one unrouted event at time 7. */
+static int one(ceb_store *st, const char *client, const char *source,
+               const char *id) {
+  ceb_ingest_event e = ev(client, source, id);
+  int rc = ingest(st, &e, 1, 7);
+  return rc < 0 ? rc : e.inserted;
+}
+
+static int status_rows(ceb_store *st, const char *id, const char *source) {
+  json_t *a = ceb_store_event_status(st, id, source);
+  int n = a ? (int)json_array_size(a) : -1;
+  /* oldest first */
+  for (size_t i = 1; a && i < json_array_size(a); i++)
+    if (json_integer_value(json_object_get(json_array_get(a, i - 1), "seq")) >=
+        json_integer_value(json_object_get(json_array_get(a, i), "seq")))
+      n = -2;
+  json_decref(a);
+  return n;
+}
+
+int main(void) {
+  char *path = NULL;
+  ceb_store *st = fixture_open("dedupe", &path);
+  CHECK(st != NULL);
+
+  CHECK_INT(one(st, "c", "urn:a", "x"), 1);
+  CHECK_INT(one(st, "c", "urn:a", "x"), 0);  /* duplicate */
+  CHECK_INT(one(st, "c", "urn:b", "x"), 1);  /* same id, other source */
+  CHECK_INT(one(st, "d", "urn:a", "x"), 1);  /* same id, other client */
+  CHECK_INT(one(st, NULL, "urn:a", "x"), 1); /* no client is "" */
+  CHECK_INT(one(st, "", "urn:a", "x"), 0);
+  CHECK_INT(one(st, "c", "urn:a", "y"), 1);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 5);
+  CHECK_INT(status_rows(st, "x", NULL), 4);
+  CHECK_INT(status_rows(st, "x", "urn:b"), 1);
+  CHECK_INT(status_rows(st, "nope", NULL), 0);
+
+  /* Within one batch: the second copy is a duplicate of the first. */
+  ceb_ingest_event two[2] = {ev("c", "urn:a", "z"), ev("c", "urn:a", "z")};
+  CHECK_INT(ingest(st, two, 2, 7), CEB_OK);
+  CHECK_INT(two[0].inserted, 1);
+  CHECK_INT(two[1].inserted, 0);
+
+  /* A failing op rolls back its rows and forgets their entries: the map
+   * keeps no entry the journal does not have. */
+  ceb_ingest_event bad[2] = {ev("c", "urn:a", "w"), ev("c", NULL, "v")};
+  CHECK_INT(ingest(st, bad, 2, 7), CEB_EINVAL);
+  CHECK_INT(bad[0].inserted, 0);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 6);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 6);
+  CHECK_INT(one(st, "c", "urn:a", "w"), 1);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 7);
+
+  /* Many sources under one id: more candidates than the lookup's first
+   * buffer holds. */
+  char src[32];
+  for (int i = 0; i < 20; i++) {
+    snprintf(src, sizeof src, "urn:many:%d", i);
+    CHECK_INT(one(st, "c", src, "shared"), 1);
+  }
+  for (int i = 0; i < 20; i++) {
+    snprintf(src, sizeof src, "urn:many:%d", i);
+    CHECK_INT(one(st, "c", src, "shared"), 0);
+  }
+  CHECK_INT(status_rows(st, "shared", NULL), 20);
+  ceb_store_close(st);
+
+  /* Reopen: the map is rebuilt from the journal, duplicates still found. */
+  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 64};
+  char err[256] = "";
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 27);
+  CHECK_INT(one(st, "c", "urn:a", "x"), 0);
+  CHECK_INT(one(st, "c", "urn:many:19", "shared"), 0);
+  CHECK_INT(status_rows(st, "x", NULL), 4);
+
+  /* Sweep (unrouted rows settle at once, at 7): the rows and their
+   * entries go, and the same ids are new events again. */
+  CHECK_INT(ceb_store_sweep(st, 7 + 1000, 1000, 1000), 27);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 0);
+  CHECK_INT(status_rows(st, "x", NULL), 0);
+  CHECK_INT(one(st, "c", "urn:a", "x"), 1);
+  CHECK_INT(one(st, "c", "urn:a", "x"), 0);
+  ceb_store_close(st);
+
+  /* Upgrade from schema 6: its random-keyed index goes, the append-only
+   * one comes, and rows from before still dedupe. */
+  sqlite3 *db = NULL;
+  sqlite3_open(path, &db);
+  CHECK_INT(sqlite3_exec(db,
+                         "DROP INDEX journal_seq_idh;"
+                         " CREATE INDEX journal_idh ON journal(idh);"
+                         " PRAGMA user_version = 6",
+                         NULL, NULL, NULL),
+            SQLITE_OK);
+  sqlite3_close(db);
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'journal_idh'"),
+            0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'journal_seq_idh'"),
+            1);
+  CHECK_INT(one(st, "c", "urn:a", "x"), 0);
+  CHECK_INT((int)cebs_idmap_count(&st->ids), 1);
+  ceb_store_close(st);
+  free(path);
+  return ceb_test_done("unit_store_dedupe");
+}
