@@ -168,6 +168,7 @@ static double loadavg1(void) {
  * the bridge's peak RSS, the load average. */
 typedef struct bridge_cost {
   double cpu_s, source_s, sink_s; /* whole bridge, kafka poll threads */
+  double rdk_s;                   /* librdkafka's own threads ("rdk:...") */
   long hwm_kb;                    /* peak RSS */
 } bridge_cost;
 
@@ -175,6 +176,7 @@ typedef struct bridge_cost {
 static bridge_cost cost_sample(pid_t bridge) {
   bridge_cost c = {proc_cpu_s(bridge), threads_cpu_s(bridge, "kafka-source"),
                    threads_cpu_s(bridge, "kafka-sink"),
+                   threads_cpu_s(bridge, "rdk:"),
                    proc_status_kb(bridge, "VmHWM")};
   return c;
 }
@@ -183,11 +185,12 @@ static void print_cost(const char *mode, long events, const bridge_cost *c,
                        double mock_cpu_s) {
   double n = (double)events;
   printf("bench kafka %s cost: bridge CPU %.2f s = %.1f us/event (kafka "
-         "source thread %.1f, kafka sink thread %.1f), mock cluster CPU %.1f "
-         "us/event, bridge peak RSS %ld MiB, load average %.2f\n",
+         "source thread %.1f, kafka sink thread %.1f, librdkafka threads "
+         "%.1f), mock cluster CPU %.1f us/event, bridge peak RSS %ld MiB, "
+         "load average %.2f\n",
          mode, c->cpu_s, c->cpu_s * 1e6 / n, c->source_s * 1e6 / n,
-         c->sink_s * 1e6 / n, mock_cpu_s * 1e6 / n, c->hwm_kb / 1024,
-         loadavg1());
+         c->sink_s * 1e6 / n, c->rdk_s * 1e6 / n, mock_cpu_s * 1e6 / n,
+         c->hwm_kb / 1024, loadavg1());
 }
 
 static int write_file(const char *path, const char *text) {
@@ -208,6 +211,19 @@ static int rm_entry(const char *p, const struct stat *st, int fl,
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+/* Extra "key = value" lines for the kafka sink's section (-x), to compare
+ * producer settings (rdkafka.linger.ms = 20) without rebuilding. */
+static char sink_extra[2048];
+
+static int sink_extra_add(const char *kv) {
+  size_t used = strlen(sink_extra), n = strlen(kv);
+  if (!strchr(kv, '=') || strchr(kv, '\n') || used + n + 2 > sizeof sink_extra)
+    return -1;
+  memcpy(sink_extra + used, kv, n);
+  memcpy(sink_extra + used + n, "\n", 2);
+  return 0;
 }
 
 /* ---- http2kafka ---- */
@@ -280,7 +296,7 @@ static int http2kafka(long events, int conns, int size) {
   const char *topics[] = {"bench.out:16", NULL};
   if (ktest_mock_start(&m, topics)) return 2;
   char *dir = ceb_test_tmpdir("bench-kafka");
-  char path[600], text[2048];
+  char path[600], text[4096];
   snprintf(path, sizeof path, "%s/conf", dir);
   mkdir(path, 0700);
   snprintf(text, sizeof text,
@@ -289,10 +305,10 @@ static int http2kafka(long events, int conns, int size) {
            "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
            "port_file = %s/port\nauth = none\nidempotency = off\n"
            "\n[sink internal]\nplugin = kafka\nbrokers = %s\n"
-           "topic = bench.out\n"
+           "topic = bench.out\n%s"
            "\n[route in]\nfrom = intermediary\nto = internal\n"
            "order_by = partitionkey\nmax_inflight = 4096\n",
-           dir, dir, m.bootstrap);
+           dir, dir, m.bootstrap, sink_extra);
   snprintf(path, sizeof path, "%s/conf/00.conf", dir);
   write_file(path, text);
   double mock0 = proc_cpu_s(m.pid);
@@ -559,7 +575,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
   (void)err;
   double produce_s = (now_us() - tp0) / 1e6;
 
-  char sink[1024];
+  char sink[3072];
   char *dir = ceb_test_tmpdir("bench-kafka");
   char record_path[600];
   long record_pos = 0;
@@ -567,8 +583,8 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
   if (to_kafka)
     snprintf(sink, sizeof sink,
              "\n[sink partner]\nplugin = kafka\nbrokers = %s\n"
-             "topic = bench.out\n",
-             m.bootstrap);
+             "topic = bench.out\n%s",
+             m.bootstrap, sink_extra);
   else if (out_kind == OUT_NULL)
     snprintf(sink, sizeof sink,
              "\n[sink partner]\nplugin = testsink\nmode = ack\n"
@@ -580,7 +596,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
              "url = http://127.0.0.1:%d/hook\nallow_insecure_http = true\n"
              "max_connections = 64\n",
              port);
-  char path[600], text[3072];
+  char path[600], text[5120];
   snprintf(path, sizeof path, "%s/conf", dir);
   mkdir(path, 0700);
   snprintf(text, sizeof text,
@@ -653,7 +669,9 @@ static void usage(void) {
           "usage: bench_kafka http2kafka [-n EVENTS] [-c CONNS] [-s BYTES]\n"
           "       bench_kafka kafka2http|kafka2kafka|kafka2null [-n EVENTS] "
           "[-k KEYS] "
-          "[-p PARTITIONS]\n");
+          "[-p PARTITIONS]\n"
+          "       -x 'KEY = VALUE' (repeatable) adds a line to the kafka "
+          "sink's section\n");
 }
 
 int main(int argc, char **argv) {
@@ -665,8 +683,14 @@ int main(int argc, char **argv) {
   long events = 100000;
   int conns = 64, size = 900, keys = 1000, partitions = 8, opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:p:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:p:x:")) != -1) {
     switch (opt) {
+    case 'x':
+      if (sink_extra_add(optarg)) {
+        fprintf(stderr, "-x wants 'key = value' (one line)\n");
+        return 2;
+      }
+      break;
     case 'n':
       events = atol(optarg);
       break;
