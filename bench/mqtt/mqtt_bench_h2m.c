@@ -1,5 +1,6 @@
 /* bench_mqtt http2mqtt: HTTP source -> route -> mqtt sink, read back by a
- * paho subscriber (bench_mqtt.c and README.md say what it measures). */
+ * plain MQTT 5 subscriber (mqtt_bench_rawsub.h; bench_mqtt.c and README.md
+ * say what it measures). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 #include "ceb_bench_bridge.h"
 #include "mqtt_bench.h"
 #include "mqtt_bench_http.h"
-#include "mqtt_bench_paho.h"
+#include "mqtt_bench_rawsub.h"
 
 /* The bridge's config for http2mqtt; throttled: the sink delivers at most
  * one event a second (the preload phase). */
@@ -52,10 +53,10 @@ int mb_http2mqtt(const mb_params *p) {
   if (!m) return 2;
   int rc = 2;
   mb_track *t = mb_track_new(p->keys, p->conns, p->events);
-  mb_mqtt *sub = NULL;
+  mb_rsub *sub = NULL;
   ceb_bench_bridge b;
   if (ceb_bench_bridge_init(&b, "bench-mqtt") < 0 || !t) goto out_nobridge;
-  sub = mb_sub_start(m->url, "bench-reader", "bench/out", t);
+  sub = mb_rsub_start(m->url, "bench-reader", "bench/out", t);
   if (!sub) goto out;
   if (h2m_conf(&b, m, p, p->preload) < 0 || ceb_bench_bridge_start(&b) < 0)
     goto out;
@@ -85,13 +86,13 @@ int mb_http2mqtt(const mb_params *p) {
     mb_http_opts wo = ho;
     wo.count = MB_WARM;
     wo.id_prefix = "mw";
-    mb_sub_set_track(sub, w);
+    mb_rsub_set_track(sub, w);
     int wrc = w ? mb_http_run(&wo, &hr, err, sizeof err) : -1;
     if (wrc == 0) mb_wait_delivered(w, hr.accepted, 10000, 60000);
     mb_counts wc;
     memset(&wc, 0, sizeof wc);
     if (w) mb_track_snapshot(w, &wc);
-    mb_sub_set_track(sub, t);
+    mb_rsub_set_track(sub, t);
     mb_track_free(w);
     if (wrc < 0 || wc.delivered != MB_WARM) {
       fprintf(stderr, "bench mqtt: warm-up: %ld of %d delivered\n",
@@ -163,9 +164,12 @@ int mb_http2mqtt(const mb_params *p) {
     mb_print_far_end(label, &o, t0);
   }
   mb_thread_report(label, &th0, &th1, measured);
-  rc = mb_judge(&o, p->events) && hr.accepted == p->events ? 0 : 1;
+  rc = mb_judge(&o, p->events) && hr.accepted == p->events &&
+               mb_rsub_status(sub) == 0
+           ? 0
+           : 1;
 out:
-  mb_mqtt_stop(sub);
+  mb_rsub_stop(sub);
   ceb_bench_bridge_free(&b, rc != 0);
 out_nobridge:
   mb_track_free(t);

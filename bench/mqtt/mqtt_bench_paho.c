@@ -5,7 +5,6 @@
 #include <MQTTAsync.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +12,6 @@
 
 struct mb_mqtt {
   MQTTAsync h;
-  mb_track *_Atomic track; /* subscriber only */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   int op_done, op_ok;
@@ -69,60 +67,16 @@ static void on_fail(void *ctx, MQTTAsync_failureData5 *r) {
   op_end(ctx, 0);
 }
 
-static void on_sub_ok(void *ctx, MQTTAsync_successData5 *r) {
+static void on_disc_ok(void *ctx, MQTTAsync_successData5 *r) {
   op_end(ctx, !r || r->reasonCode < 0x80);
 }
 
-/* Finds a user property's value by name. */
-static const MQTTProperty *user_prop(const MQTTProperties *ps,
-                                     const char *name) {
-  size_t nl = strlen(name);
-  for (int i = 0; i < ps->count; i++) {
-    const MQTTProperty *p = &ps->array[i];
-    if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY &&
-        (size_t)p->value.data.len == nl &&
-        !memcmp(p->value.data.data, name, nl))
-      return p;
-  }
-  return NULL;
-}
-
-/* A structured-mode event's string member `name` (the bench's own events:
- * no escapes in these values); NULL when absent. */
-static const char *json_member(const char *p, int len, const char *name,
-                               int *vlen) {
-  char pat[32];
-  int n = snprintf(pat, sizeof pat, "\"%s\":\"", name);
-  const char *at = memmem(p, (size_t)len, pat, (size_t)n);
-  if (!at) return NULL;
-  at += n;
-  const char *end = memchr(at, '"', (size_t)(p + len - at));
-  if (!end) return NULL;
-  *vlen = (int)(end - at);
-  return at;
-}
-
+/* The publisher subscribes to nothing; paho wants a message callback all
+ * the same to read from the socket. */
 static int on_message(void *ctx, char *topic, int topic_len,
                       MQTTAsync_message *m) {
+  (void)ctx;
   (void)topic_len;
-  mb_mqtt *c = ctx;
-  mb_track *t = atomic_load(&c->track);
-  if (t && !user_prop(&m->properties, "id")) { /* structured mode */
-    int il = 0, kl = 0, sl = 0;
-    const char *p = m->payload;
-    const char *id = json_member(p, m->payloadlen, "id", &il);
-    const char *key = json_member(p, m->payloadlen, "partitionkey", &kl);
-    const char *sent = json_member(p, m->payloadlen, "benchsent", &sl);
-    mb_track_record(t, id, id ? il : 0, key, key ? kl : 0, sent, sent ? sl : 0);
-  } else if (t) {
-    const MQTTProperty *id = user_prop(&m->properties, "id");
-    const MQTTProperty *key = user_prop(&m->properties, "partitionkey");
-    const MQTTProperty *sent = user_prop(&m->properties, "benchsent");
-    mb_track_record(
-        t, id ? id->value.value.data : NULL, id ? id->value.value.len : 0,
-        key ? key->value.value.data : NULL, key ? key->value.value.len : 0,
-        sent ? sent->value.value.data : NULL, sent ? sent->value.value.len : 0);
-  }
   MQTTAsync_freeMessage(&m);
   MQTTAsync_free(topic);
   return 1;
@@ -166,28 +120,6 @@ static mb_mqtt *client_new(const char *url, const char *client_id, int rmax) {
   return c;
 }
 
-mb_mqtt *mb_sub_start(const char *url, const char *client_id,
-                      const char *filter, mb_track *t) {
-  mb_mqtt *c = client_new(url, client_id, 1000);
-  if (!c) return NULL;
-  atomic_store(&c->track, t);
-  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-  ro.onSuccess5 = on_sub_ok;
-  ro.onFailure5 = on_fail;
-  ro.context = c;
-  if (MQTTAsync_subscribe(c->h, filter, 1, &ro) != MQTTASYNC_SUCCESS ||
-      op_wait(c, 10000) != 0) {
-    fprintf(stderr, "bench mqtt: cannot subscribe to %s\n", filter);
-    mb_mqtt_stop(c);
-    return NULL;
-  }
-  return c;
-}
-
-void mb_sub_set_track(mb_mqtt *c, mb_track *t) {
-  atomic_store(&c->track, t);
-}
-
 mb_mqtt *mb_pub_start(const char *url, const char *client_id) {
   return client_new(url, client_id, 1000);
 }
@@ -198,7 +130,7 @@ void mb_mqtt_stop(mb_mqtt *c) {
     MQTTAsync_disconnectOptions d = MQTTAsync_disconnectOptions_initializer5;
     d.timeout = 2000;
     d.context = c;
-    d.onSuccess5 = on_sub_ok;
+    d.onSuccess5 = on_disc_ok;
     d.onFailure5 = on_fail;
     if (MQTTAsync_disconnect(c->h, &d) == MQTTASYNC_SUCCESS) op_wait(c, 3000);
   }

@@ -1,16 +1,11 @@
-/* The bench's own MQTT 5 clients on paho MQTTAsync (the library the plugin
- * uses), on a broker at 127.0.0.1:
+/* The bench's MQTT 5 publisher on paho MQTTAsync (the library the plugin
+ * uses), on a broker at 127.0.0.1: it sends bench events (binary or
+ * structured mode, QoS 1) keeping its in-flight window one below the
+ * broker's Receive Maximum (paho 1.3 stalls when the window is full, see
+ * plugins/mqtt/README.md), optionally paced to a rate. The far-end
+ * subscriber is mqtt_bench_rawsub.h.
  *
- * - a subscriber that feeds every binary-mode bench event it receives (user
- *   properties id, partitionkey, benchsent) to an mb_track, without keeping
- *   the messages (the test client of tests/helpers/mosquitto keeps them all);
- * - a publisher that sends bench events (binary mode, QoS 1) keeping its
- *   in-flight window one below the broker's Receive Maximum (paho 1.3 stalls
- *   when the window is full, see plugins/mqtt/README.md), optionally paced
- *   to a rate.
- *
- * Threading: start/stop/publish on one bench thread; the subscriber records
- * on paho's thread. */
+ * Threading: start/stop/publish on one bench thread. */
 #ifndef MQTT_BENCH_PAHO_H
 #define MQTT_BENCH_PAHO_H
 
@@ -21,14 +16,8 @@
 
 typedef struct mb_mqtt mb_mqtt;
 
-/* Connects (clean start, Receive Maximum 1000) and subscribes to filter at
- * QoS 1. NULL on failure (reason on stderr). */
-mb_mqtt *mb_sub_start(const char *url, const char *client_id,
-                      const char *filter, mb_track *t);
 /* Connects a publisher (clean start). NULL on failure. */
 mb_mqtt *mb_pub_start(const char *url, const char *client_id);
-/* Points the subscriber at another tracker (the warm-up has its own). */
-void mb_sub_set_track(mb_mqtt *c, mb_track *t);
 /* Disconnects and frees. NULL is ignored. */
 void mb_mqtt_stop(mb_mqtt *c);
 
