@@ -169,7 +169,7 @@ static int init_config(http_source *s) {
       (unsigned)ceb_config_int(cfg, "max_connections_per_ip", 64);
   int64_t to = ceb_config_duration_ms(cfg, "connection_timeout", 30000);
   s->conn_timeout_s = (unsigned)((to + 999) / 1000);
-  s->conn_memory = (size_t)ceb_config_size(cfg, "connection_memory", 65536);
+  s->conn_memory = (size_t)ceb_config_size(cfg, "connection_memory", 32768);
   s->retry_after_s =
       (int)((ceb_config_duration_ms(cfg, "retry_after", 5000) + 999) / 1000);
 

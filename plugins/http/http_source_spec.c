@@ -30,19 +30,21 @@ const ceb_config_spec http_source_spec[] = {
      "Most concurrent connections from one IP address."},
     {"connection_timeout", CEB_CFG_DURATION, 0, "30s", MS(1), MS(3600), NULL,
      "Idle connections (including slow senders) are closed after this."},
-    {"connection_memory", CEB_CFG_SIZE, 0, "64KiB", 8192, 16 * 1024 * 1024,
+    {"connection_memory", CEB_CFG_SIZE, 0, "32KiB", 8192, 16 * 1024 * 1024,
      NULL,
      "Per-connection memory for request headers and read buffers; "
-     "bounds the header size."},
+     "bounds the header size (a larger request head gets 431). "
+     "libmicrohttpd clears all of it after every request: more costs CPU "
+     "per request."},
     {"retry_after", CEB_CFG_DURATION, 0, "5s", MS(1), MS(3600), NULL,
      "Retry-After sent with 503 (draining, backpressure)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
      "Client authentication: OAuth2 bearer JWT, or none (loopback only)."},
-    HTTP_OAUTH2_SPEC_ENTRIES
-    {"clients.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
-     "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
-     "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "
-     "are refused."},
+    HTTP_OAUTH2_SPEC_ENTRIES{
+        "clients.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
+        "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
+        "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "
+        "are refused."},
     {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0, "off|optional|required",
      "Idempotency-Key (UUID v4) handling: ignored, honoured when sent, or "
      "required."},
