@@ -1,11 +1,15 @@
 /* The intermediary without authentication (loopback): content modes,
  * batches, every error status of the request path, 202 only after the
  * event is durable, 503 on refusal and during drain, the webhook
- * handshake, and its metrics. */
+ * handshake, a large request head under the default connection_memory,
+ * and its metrics. */
 #include "hin_harness.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const BINARY_HDRS[] = {
     "ce-specversion: 1.0",
@@ -256,6 +260,59 @@ typedef struct drain_arg {
   atomic_int done;
 } drain_arg;
 
+/* The default connection_memory holds a 22 KiB request head (a large
+ * token and many headers): more headers than the request record keeps
+ * inline, ce-* ones among the last, and an id the 202 must escape. */
+static void test_large_head(hin_env *e) {
+  enum { NPAD = 20, PAD = 700 };
+  char *pads[NPAD];
+  const char *hdrs[NPAD + 8];
+  size_t k = 0;
+  char *token = malloc(8192 + 32);
+  CHECK(token != NULL);
+  if (!token) return;
+  memcpy(token, "X-Token: ", 9);
+  memset(token + 9, 't', 8192);
+  token[9 + 8192] = '\0';
+  hdrs[k++] = token;
+  for (int i = 0; i < NPAD; i++) {
+    pads[i] = malloc(PAD + 32);
+    CHECK(pads[i] != NULL);
+    if (!pads[i]) return;
+    int n = snprintf(pads[i], 32, "X-Pad-%02d: ", i);
+    memset(pads[i] + n, 'p', PAD);
+    pads[i][n + PAD] = '\0';
+    hdrs[k++] = pads[i];
+  }
+  hdrs[k++] = "ce-specversion: 1.0";
+  hdrs[k++] = "ce-id: big\\head\"1";
+  hdrs[k++] = "ce-source: urn:nld:oin:00000001:test";
+  hdrs[k++] = "ce-type: nl.edu.test.created";
+  hdrs[k++] = "ce-edulast: last-header";
+  hdrs[k++] = "Content-Type: application/json";
+  hdrs[k] = NULL;
+  set_mode(e, CEB_FAKE_COMMIT_NOW, 0);
+  size_t before = ceb_fake_event_count(e->fake);
+  hin_resp r = hin_post(e, hdrs, "{\"big\":true}");
+  CHECK_INT(r.status, 202);
+  json_t *j = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+  CHECK_STR(json_string_value(json_array_get(json_object_get(j, "ids"), 0)),
+            "big\\head\"1");
+  json_decref(j);
+  hin_resp_free(&r);
+  CHECK_INT(ceb_fake_event_count(e->fake), before + 1);
+  ceb_event *ev = ceb_fake_event(e->fake, before);
+  CHECK(ev != NULL);
+  if (ev) {
+    CHECK_STR(ceb_event_get(ev, "id"), "big\\head\"1");
+    CHECK_STR(ceb_event_get(ev, "edulast"), "last-header");
+    ceb_event_unref(ev);
+  }
+  for (int i = 0; i < NPAD; i++)
+    free(pads[i]);
+  free(token);
+}
+
 static void *drain_main(void *arg) {
   drain_arg *d = arg;
   d->status = d->e->plugin->drain(
@@ -337,6 +394,7 @@ int main(void) {
     test_refusals(e);
     test_durable_first(e);
     test_handshake(e);
+    test_large_head(e);
     /* metrics are recorded when MHD completes a request, which may be just
      * after the client read its response */
     metric_arg m202 = {e->fake->metrics, "cebridge_http_requests_total",
