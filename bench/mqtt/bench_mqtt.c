@@ -7,9 +7,11 @@
  *     C connections POST structured CloudEvents of about S bytes to the http
  *     source (auth none) as fast as the 202s come back; the route (ordered
  *     by partitionkey) delivers to an mqtt sink (MQTT 5, binary mode, QoS 1)
- *     on topic bench/out; a paho subscriber reads everything back.
+ *     on topic bench/out; a plain-socket MQTT 5 subscriber
+ *     (mqtt_bench_rawsub.h) reads everything back.
  *   bench_mqtt mqtt2kafka [-n EVENTS] [-k KEYS] [-s BYTES] [-r RATE] [-p P]
- *     P paho publishers (1; each its own keys) send N binary-mode MQTT 5
+ *     P plain-socket publishers (1; each its own keys; mqtt_bench_pub.h)
+ *     send N binary-mode MQTT 5
  *     CloudEvents at QoS 1 to bench/in (each with an in-flight window one
  *     below the broker's Receive Maximum, which bounds one connection's
  *     rate), paced to RATE events/s in total when given; the mqtt source

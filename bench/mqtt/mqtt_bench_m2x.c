@@ -1,6 +1,7 @@
-/* bench_mqtt mqtt2kafka / mqtt2http: paho publishers -> mqtt source ->
- * route -> kafka sink (mock cluster) or http sink (local receiver), read
- * back at the far end (bench_mqtt.c and README.md say what it measures). */
+/* bench_mqtt mqtt2kafka / mqtt2http: MQTT publishers (mqtt_bench_pub.h) ->
+ * mqtt source -> route -> kafka sink (mock cluster) or http sink (local
+ * receiver), read back at the far end (bench_mqtt.c and README.md say what
+ * it measures). */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <pthread.h>
@@ -14,11 +15,11 @@
 #include "ceb_test.h"
 #include "kafka_test_util.h"
 #include "mqtt_bench.h"
-#include "mqtt_bench_paho.h"
+#include "mqtt_bench_pub.h"
 
 /* One publisher connection of the measured run, on its own thread. */
 typedef struct pub_job {
-  mb_mqtt *c;
+  mb_pub *c;
   mb_pub_opts o;
   mb_pub_result r;
   pthread_t thread;
@@ -152,7 +153,7 @@ int mb_mqtt2x(const mb_params *p, int to_kafka) {
   kafka_far kf;
   memset(&kf, 0, sizeof kf);
   struct MHD_Daemon *d = NULL;
-  mb_mqtt *pub = NULL;
+  mb_pub *pub = NULL;
   pub_job jobs[MB_MAX_PUBS];
   memset(jobs, 0, sizeof jobs);
   mb_track *t = mb_track_new(p->keys, p->pubs, p->events);
@@ -303,9 +304,9 @@ out:
     pthread_join(kf.thread, NULL);
     ktest_reader_close(kf.reader);
   }
-  mb_mqtt_stop(pub);
+  mb_pub_stop(pub);
   for (int i = 1; i < MB_MAX_PUBS; i++)
-    mb_mqtt_stop(jobs[i].c);
+    mb_pub_stop(jobs[i].c);
   ceb_bench_bridge_free(&b, rc != 0);
   if (d) MHD_stop_daemon(d);
   if (mock_up) ktest_mock_stop(&km);
