@@ -232,6 +232,7 @@ typedef struct load_slot {
   CURL *h;
   char body[8192];
   int64_t start_us;
+  long seq;
   struct curl_slist *hdrs;
 } load_slot;
 
@@ -247,6 +248,10 @@ static size_t discard(char *p, size_t s, size_t n, void *u) {
   return s * n;
 }
 
+/* Ordering keys of http2kafka: event seq has partitionkey key-(seq % 1000)
+ * and data {"seq":seq,...}. */
+#define H2K_KEYS 1000
+
 static void slot_prepare(load_slot *s, const char *url, long seq,
                          const char *data) {
   snprintf(s->body, sizeof s->body,
@@ -254,7 +259,8 @@ static void slot_prepare(load_slot *s, const char *url, long seq,
            "\",\"type\":\"nl.edu.bench\",\"time\":\"2026-11-22T18:00:00Z\","
            "\"partitionkey\":\"key-%ld\",\"datacontenttype\":\"application/"
            "json\",\"data\":{\"seq\":%ld,\"pad\":\"%s\"}}",
-           seq, seq % 1000, seq, data);
+           seq, seq % H2K_KEYS, seq, data);
+  s->seq = seq;
   curl_easy_setopt(s->h, CURLOPT_URL, url);
   curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
   curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE, (long)strlen(s->body));
@@ -273,7 +279,26 @@ typedef struct topic_counter {
   atomic_long count;
   int64_t last_us; /* read after join */
   atomic_llong deadline_ms;
+  long *order;   /* seq of each record in read order (-1: no seq in it) */
+  long capacity; /* of order */
 } topic_counter;
+
+/* The seq of the data {"seq":N,...} a record carries (binary mode: the
+ * value is the data), -1 when there is none. */
+static long record_seq(const rd_kafka_message_t *m) {
+  static const char tag[] = "\"seq\":";
+  const char *v = m->payload;
+  if (!v || m->len < sizeof tag) return -1;
+  const char *p = memmem(v, m->len, tag, sizeof tag - 1);
+  if (!p) return -1;
+  long seq = 0;
+  int digits = 0;
+  for (p += sizeof tag - 1; p < v + m->len && *p >= '0' && *p <= '9' &&
+                            digits < 12;
+       p++, digits++)
+    seq = seq * 10 + (*p - '0');
+  return digits ? seq : -1;
+}
 
 static void *count_topic(void *arg) {
   topic_counter *tc = arg;
@@ -281,14 +306,57 @@ static void *count_topic(void *arg) {
          ceb_test_now_ms() < atomic_load(&tc->deadline_ms)) {
     rd_kafka_message_t *batch[512];
     size_t n = ktest_read(tc->reader, batch, 512, 100);
-    for (size_t i = 0; i < n; i++)
+    long at = atomic_load(&tc->count);
+    for (size_t i = 0; i < n; i++) {
+      if (at + (long)i < tc->capacity)
+        tc->order[at + (long)i] = record_seq(batch[i]);
       rd_kafka_message_destroy(batch[i]);
+    }
     if (n) {
       atomic_fetch_add(&tc->count, (long)n);
       tc->last_us = now_us();
     }
   }
   return NULL;
+}
+
+/* Checks what was read back against what was accepted: every accepted seq
+ * on the topic exactly once, and per key no record ahead of one that was
+ * accepted (202) before it was sent. Records of one key that were in
+ * flight at once have no defined order; a record sent after another's 202
+ * must follow it. Prints the findings; 0 when all is well. */
+static int check_topic(const topic_counter *tc, long events,
+                       const int64_t *sent_us, const int64_t *done_us,
+                       const char *accepted) {
+  long n = atomic_load(&tc->count), missing = 0, dups = 0, foreign = 0;
+  long disorder = 0;
+  unsigned char *seen = calloc((size_t)events, 1);
+  int64_t *max_sent = calloc(H2K_KEYS, sizeof *max_sent);
+  if (!seen || !max_sent) {
+    free(seen);
+    free(max_sent);
+    return -1;
+  }
+  if (n > tc->capacity) n = tc->capacity;
+  for (long i = 0; i < n; i++) {
+    long seq = tc->order[i];
+    if (seq < 0 || seq >= events || !accepted[seq]) {
+      foreign++;
+      continue;
+    }
+    if (seen[seq]++) dups++;
+    long key = seq % H2K_KEYS;
+    if (max_sent[key] > done_us[seq]) disorder++;
+    if (sent_us[seq] > max_sent[key]) max_sent[key] = sent_us[seq];
+  }
+  for (long seq = 0; seq < events; seq++)
+    if (accepted[seq] && !seen[seq]) missing++;
+  free(seen);
+  free(max_sent);
+  printf("bench kafka http2kafka check: %ld records read, %ld missing, %ld "
+         "duplicates, %ld out of order per key, %ld not from this run\n",
+         atomic_load(&tc->count), missing, dups, disorder, foreign);
+  return missing || dups || disorder || foreign ? 1 : 0;
 }
 
 static int http2kafka(long events, int conns, int size) {
@@ -336,7 +404,25 @@ static int http2kafka(long events, int conns, int size) {
 
   topic_counter tc = {.reader = ktest_reader(m.bootstrap, "bench.out", 16),
                       .want = events,
-                      .deadline_ms = ceb_test_now_ms() + 600000};
+                      .deadline_ms = ceb_test_now_ms() + 600000,
+                      .order = calloc((size_t)events * 2, sizeof(long)),
+                      .capacity = events * 2};
+  int64_t *sent_us = calloc((size_t)events, sizeof *sent_us);
+  int64_t *done_us = calloc((size_t)events, sizeof *done_us);
+  char *accepted_seq = calloc((size_t)events, 1);
+  if (!tc.order || !sent_us || !done_us || !accepted_seq) {
+    fprintf(stderr, "out of memory for %ld events\n", events);
+    free(tc.order);
+    free(sent_us);
+    free(done_us);
+    free(accepted_seq);
+    free(pad);
+    ktest_reader_close(tc.reader);
+    bridge_stop(bridge);
+    ktest_mock_stop(&m);
+    free(dir);
+    return 2;
+  }
   pthread_t counter;
   pthread_create(&counter, NULL, count_topic, &tc);
 
@@ -350,6 +436,7 @@ static int http2kafka(long events, int conns, int size) {
     slots[i].hdrs =
         curl_slist_append(NULL, "Content-Type: application/cloudevents+json");
     slot_prepare(&slots[i], url, sent++, pad);
+    sent_us[slots[i].seq] = slots[i].start_us;
     curl_multi_add_handle(multi, slots[i].h);
   }
   int64_t t0 = now_us(), deadline = t0 + 300 * 1000000LL;
@@ -364,14 +451,18 @@ static int http2kafka(long events, int conns, int size) {
       long code = 0;
       curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
       curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
-      lat[done++] = now_us() - s->start_us;
-      if (code == 202)
+      done_us[s->seq] = now_us();
+      lat[done++] = done_us[s->seq] - s->start_us;
+      if (code == 202) {
         accepted++;
-      else
+        accepted_seq[s->seq] = 1;
+      } else {
         other++;
+      }
       curl_multi_remove_handle(multi, s->h);
       if (sent < events) {
         slot_prepare(s, url, sent++, pad);
+        sent_us[s->seq] = s->start_us;
         curl_multi_add_handle(multi, s->h);
       }
     }
@@ -400,6 +491,7 @@ static int http2kafka(long events, int conns, int size) {
          done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
          (double)on_topic / (t_kafka / 1e6));
   print_cost("http2kafka", on_topic ? on_topic : 1, &cost, mock_cpu);
+  int bad = check_topic(&tc, events, sent_us, done_us, accepted_seq);
   for (int i = 0; i < conns; i++) {
     if (slots[i].h) curl_easy_cleanup(slots[i].h);
     curl_slist_free_all(slots[i].hdrs);
@@ -408,8 +500,12 @@ static int http2kafka(long events, int conns, int size) {
   free(slots);
   free(lat);
   free(pad);
+  free(tc.order);
+  free(sent_us);
+  free(done_us);
+  free(accepted_seq);
   int rc = bridge_stop(bridge) == 0 && other == 0 && on_topic == accepted &&
-                   accepted == events
+                   accepted == events && bad == 0
                ? 0
                : 1;
   ktest_mock_stop(&m);
