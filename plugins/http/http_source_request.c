@@ -40,6 +40,7 @@ typedef enum req_phase {
 /* Request headers held without copies (most requests have fewer). */
 #define REQ_HEADERS_INLINE 12
 #define WEBHOOK_ID_MAX 255
+#define BODY_FIRST_MAX (64 * 1024)
 
 typedef struct http_req {
   atomic_int refs;
@@ -436,8 +437,12 @@ static int append_body(http_req *r, const char *data, size_t n) {
     return r->discarded <= 2 * max;
   }
   if (r->len + n > r->cap) {
-    /* the announced length at once: one allocation for most bodies */
-    size_t cap = r->cap ? r->cap : r->announced ? r->announced : 4096;
+    /* the announced length at once: one allocation for most bodies; not
+     * more than BODY_FIRST_MAX before the bytes arrive, so that slow
+     * senders announcing max_body do not hold it each */
+    size_t cap = r->cap                                           ? r->cap
+                 : r->announced && r->announced <= BODY_FIRST_MAX ? r->announced
+                                                                  : 4096;
     while (cap < r->len + n)
       cap *= 2;
     if (cap > max) cap = max;
