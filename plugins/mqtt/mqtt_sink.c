@@ -1,5 +1,7 @@
-/* The MQTT sink: one PUBLISH per delivery, settled from paho's completion
- * callback (PUBACK for QoS 1, PUBCOMP for QoS 2), never on enqueue. */
+/* The MQTT sink: one PUBLISH per delivery, settled from the connection's
+ * completion callback (PUBACK for QoS 1, PUBCOMP for QoS 2), never on
+ * enqueue. Plain TCP uses the plugin's own publisher (mqtt_pub.h), TLS
+ * paho MQTTAsync (mqtt_conn.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 
 #include "mqtt_conn.h"
 #include "mqtt_plugin.h"
+#include "mqtt_pub.h"
 
 /* A PUBLISH's MQTT 5 properties as one plain array pointing into the
  * encoded user properties and content type, which it owns. paho's
@@ -42,7 +45,8 @@ typedef struct mqtt_sink {
   const ceb_host *host;
   ceb_instance *inst;
   mqtt_conf conf;
-  mqtt_conn conn;
+  mqtt_conn conn; /* TLS: paho */
+  mqtt_pub *pub;  /* plain TCP: the plugin's publisher (conn unused) */
   int conn_ready;
   char client_id[256];
   const char *topic;
@@ -60,6 +64,23 @@ typedef struct mqtt_sink {
 } mqtt_sink;
 
 static void pump(mqtt_sink *s);
+
+static int link_up(mqtt_sink *s) {
+  return s->pub ? mqtt_pub_is_connected(s->pub)
+                : mqtt_conn_is_connected(&s->conn);
+}
+
+static int link_ever_up(mqtt_sink *s) {
+  return s->pub ? mqtt_pub_ever_connected(s->pub)
+                : mqtt_conn_ever_connected(&s->conn);
+}
+
+/* How many publishes may await completion: the broker's Receive Maximum
+ * for the plugin's publisher; one below it for paho, which stalls when its
+ * window is full (see pump). */
+static int link_window(mqtt_sink *s) {
+  return s->pub ? mqtt_pub_window(s->pub) : mqtt_conn_publish_window(&s->conn);
+}
 
 static void props_clear(sink_props *p) {
   ceb_headers_clear(&p->user);
@@ -194,6 +215,26 @@ static void on_failed5(void *ctx, MQTTAsync_failureData5 *r) {
   finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
 }
 
+static void on_pub_done(void *arg, void *ctx, int ok, int reason,
+                        const char *detail) {
+  (void)arg;
+  if (ok) {
+    finish(ctx, CEB_ACK, reason, NULL, NULL);
+  } else if (reason >= 0x80) {
+    char why[32], text[256];
+    snprintf(why, sizeof why, "mqtt.0x%02x", (unsigned)reason);
+    snprintf(text, sizeof text, "broker refused the publish: %s",
+             MQTTReasonCode_toString((enum MQTTReasonCodes)reason));
+    finish(ctx, permanent_reason(reason) ? CEB_REJECT : CEB_RETRY, reason, why,
+           text);
+  } else {
+    char text[256];
+    snprintf(text, sizeof text, "publish failed: %s",
+             detail ? detail : "not delivered");
+    finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", text);
+  }
+}
+
 /* Settles every unsettled record with RETRY; the records stay until paho
  * calls back (or destroy), so a late callback finds them. */
 static void settle_all(mqtt_sink *s, const char *reason, const char *detail,
@@ -294,6 +335,13 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
 
 int mqtt_sink_start(void *state) {
   mqtt_sink *s = state;
+  if (!s->conf.tls) {
+    mqtt_pub_ops pops = {on_connected, on_lost, on_tick, on_pub_done};
+    int rc = mqtt_pub_new(s->host, s->inst, &s->conf, s->client_id, &pops, s,
+                          &s->pub);
+    s->conn_ready = rc == CEB_OK;
+    return rc == CEB_OK ? mqtt_pub_start(s->pub) : rc;
+  }
   char uri[300];
   snprintf(uri, sizeof uri, "%s://%s:%d", s->conf.tls ? "ssl" : "tcp",
            s->conf.host, s->conf.port);
@@ -318,9 +366,8 @@ int mqtt_sink_start(void *state) {
  * that TCP ACK (bench/mqtt/README.md, session 4). Called from deliver and
  * from paho's completion callbacks. */
 static void pump(mqtt_sink *s) {
-  if (!mqtt_conn_is_connected(&s->conn))
-    return; /* the connect callback pumps */
-  int window = mqtt_conn_publish_window(&s->conn);
+  if (!link_up(s)) return; /* the connect callback pumps */
+  int window = link_window(s);
   if (window > s->max_inflight) window = s->max_inflight;
   for (;;) {
     pthread_mutex_lock(&s->lock);
@@ -343,34 +390,49 @@ static void pump(mqtt_sink *s) {
     m->topic_owned = 0;
     memset(&m->props, 0, sizeof m->props);
     pthread_mutex_unlock(&s->lock);
-    MQTTAsync_message msg = MQTTAsync_message_initializer;
-    msg.payload = payload ? payload : "";
-    msg.payloadlen = (int)len;
-    msg.qos = s->qos;
-    msg.retained = 0;
-    /* paho copies them (MQTTProperties_copy); ours stay our memory */
-    msg.properties.count = msg.properties.max_count = props.count;
-    msg.properties.length = props.length;
-    msg.properties.array = props.array;
-    MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-    ro.context = m;
-    if (s->conf.version == 5) {
-      ro.onSuccess5 = on_sent5;
-      ro.onFailure5 = on_failed5;
+    /* Not queued: no completion follows for m, so it ends here. */
+    char detail[160] = "";
+    int too_large = 0;
+    if (s->pub) { /* it encodes the packet now: ours stay our memory */
+      MQTTProperties pr = MQTTProperties_initializer;
+      pr.count = pr.max_count = props.count;
+      pr.length = props.length;
+      pr.array = props.array;
+      int rc = mqtt_pub_send(s->pub, topic, s->qos, &pr, payload, len, m);
+      too_large = rc == CEB_ETOOLARGE;
+      if (rc != CEB_OK)
+        snprintf(detail, sizeof detail, "publish not queued: %s",
+                 rc == CEB_ESHUTDOWN ? "not connected" : ceb_strerror(rc));
     } else {
-      ro.onSuccess = on_sent;
-      ro.onFailure = on_failed;
+      MQTTAsync_message msg = MQTTAsync_message_initializer;
+      msg.payload = payload ? payload : "";
+      msg.payloadlen = (int)len;
+      msg.qos = s->qos;
+      msg.retained = 0;
+      /* paho copies them (MQTTProperties_copy); ours stay our memory */
+      msg.properties.count = msg.properties.max_count = props.count;
+      msg.properties.length = props.length;
+      msg.properties.array = props.array;
+      MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
+      ro.context = m;
+      if (s->conf.version == 5) {
+        ro.onSuccess5 = on_sent5;
+        ro.onFailure5 = on_failed5;
+      } else {
+        ro.onSuccess = on_sent;
+        ro.onFailure = on_failed;
+      }
+      int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
+      if (prc != MQTTASYNC_SUCCESS)
+        snprintf(detail, sizeof detail, "publish not queued: %s",
+                 MQTTAsync_strerror(prc));
     }
-    int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
     if (topic_owned) free(topic);
     ceb_free(payload);
     props_clear(&props);
-    if (prc != MQTTASYNC_SUCCESS) {
-      /* Not queued: paho will not call back for m. */
-      char detail[160];
-      snprintf(detail, sizeof detail, "publish not queued: %s",
-               MQTTAsync_strerror(prc));
-      finish(m, CEB_RETRY, 0, "mqtt.publish_failed", detail);
+    if (detail[0]) {
+      finish(m, too_large ? CEB_REJECT : CEB_RETRY, 0,
+             too_large ? "mqtt.too_large" : "mqtt.publish_failed", detail);
       return; /* finish pumped again */
     }
   }
@@ -388,8 +450,7 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   /* Before the first connection (start-up) deliveries wait in the queue,
    * bounded by their deadline; once a connection was lost they go back to
    * the route's retry policy at once. */
-  if (!s->conn_ready || (!mqtt_conn_is_connected(&s->conn) &&
-                         mqtt_conn_ever_connected(&s->conn))) {
+  if (!s->conn_ready || (!link_up(s) && link_ever_up(s))) {
     settle(s, d, CEB_RETRY, 0, "mqtt.disconnected",
            "not connected to the broker");
     return CEB_OK;
@@ -472,14 +533,19 @@ int mqtt_sink_drain(void *state, int64_t deadline_ms) {
   pthread_mutex_unlock(&s->lock);
   if (left)
     settle_all(s, "shutdown", "the sink drained before the acknowledgement", 0);
-  if (s->conn_ready) mqtt_conn_disconnect(&s->conn, 1000);
+  if (s->conn_ready && s->pub) mqtt_pub_disconnect(s->pub, 1000);
+  if (s->conn_ready && !s->pub) mqtt_conn_disconnect(&s->conn, 1000);
   return left ? CEB_ETIMEOUT : CEB_OK;
 }
 
 void mqtt_sink_destroy(void *state) {
   mqtt_sink *s = state;
   if (!s) return;
-  if (s->conn_ready) {
+  if (s->conn_ready && s->pub) {
+    mqtt_pub_disconnect(s->pub, 1000);
+    mqtt_pub_free(s->pub); /* no callback after this */
+    s->pub = NULL;
+  } else if (s->conn_ready) {
     mqtt_conn_disconnect(&s->conn, 1000);
     mqtt_conn_destroy(&s->conn); /* no paho callback after this */
   }

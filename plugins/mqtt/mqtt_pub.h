@@ -1,0 +1,71 @@
+/* The sink's own MQTT publisher connection over plain TCP (MQTT 5 or 3.1.1):
+ * one I/O thread writes queued PUBLISH packets while the broker's Receive
+ * Maximum allows, several per write, and reads the acknowledgements in
+ * bulk. paho MQTTAsync spent 55-65 us of CPU per binary-mode event in the
+ * sink (it copies every user property twice on its tracked heap, frees them
+ * again, and wakes its send thread per message); this costs a fraction of
+ * that (bench/mqtt/README.md, session 4). TLS connections keep paho
+ * (mqtt_conn.h).
+ *
+ * Lifecycle as mqtt_conn: the connection is made at start and remade after
+ * a failure or loss with doubling backoff (reconnect.min .. reconnect.max);
+ * each connect, refusal and loss is logged with its reason and the gauge
+ * cebridge_mqtt_connected follows the state. Every session starts clean:
+ * publishes in flight when a connection goes fail (the route retries them).
+ *
+ * Threading: init/start/disconnect/destroy on the control thread; send from
+ * any thread; the ops run on the I/O thread, never concurrently with
+ * destroy and never while the publisher holds its lock (they may call
+ * send). */
+#ifndef CEB_MQTT_PUB_H
+#define CEB_MQTT_PUB_H
+
+#include <MQTTProperties.h>
+#include <MQTTReasonCodes.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "mqtt_conf.h"
+
+typedef struct mqtt_pub_ops {
+  void (*connected)(void *arg); /* after every successful (re)connect */
+  void (*lost)(void *arg);      /* the connection went away */
+  void (*tick)(void *arg);      /* about every 50 ms */
+  /* A send's outcome: ok with the broker's reason code (MQTT 5; 0 for
+   * 3.1.1 and QoS 0), or not ok with reason >= 0x80 (the broker refused)
+   * or 0 and a detail (not delivered: connection lost, shutdown). */
+  void (*done)(void *arg, void *ctx, int ok, int reason, const char *detail);
+} mqtt_pub_ops;
+
+typedef struct mqtt_pub mqtt_pub;
+
+/* Creates the publisher (nothing connects before start). conf and arg are
+ * borrowed until destroy; client_id is copied. CEB_OK or CEB_ENOMEM. */
+int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
+                 const mqtt_conf *conf, const char *client_id,
+                 const mqtt_pub_ops *ops, void *arg, mqtt_pub **out);
+/* Starts the I/O thread, which connects at once. */
+int mqtt_pub_start(mqtt_pub *p);
+/* 1 while a session is up. Any thread. */
+int mqtt_pub_is_connected(mqtt_pub *p);
+/* 1 once a first connection succeeded. Any thread. */
+int mqtt_pub_ever_connected(mqtt_pub *p);
+/* How many QoS 1/2 publishes may await acknowledgement: the broker's MQTT 5
+ * Receive Maximum (65535 for 3.1.1). Any thread. */
+int mqtt_pub_window(mqtt_pub *p);
+/* Queues one PUBLISH (topic, payload and the MQTT 5 properties are copied
+ * into the packet; props may be NULL). done(ctx) follows exactly once, on
+ * the I/O thread, unless this returns an error (CEB_ESHUTDOWN when not
+ * connected, CEB_ETOOLARGE, CEB_ENOMEM): then it never does. Any thread. */
+int mqtt_pub_send(mqtt_pub *p, const char *topic, int qos,
+                  const MQTTProperties *props, const void *payload, size_t len,
+                  void *ctx);
+/* Sends DISCONNECT (waiting up to timeout_ms for queued publishes to be
+ * written) and stops reconnecting; publishes still unacknowledged then
+ * fail. Control thread. */
+void mqtt_pub_disconnect(mqtt_pub *p, int timeout_ms);
+/* Stops the I/O thread and frees; no op is called after return, and
+ * publishes still pending are dropped without done. NULL is ignored. */
+void mqtt_pub_free(mqtt_pub *p);
+
+#endif
