@@ -147,16 +147,3 @@ int kafka_headers_from_message(const rd_kafka_message_t *m, ceb_headers *out) {
   }
   return CEB_OK;
 }
-
-rd_kafka_headers_t *kafka_headers_to_rd(const ceb_headers *h) {
-  rd_kafka_headers_t *hdrs = rd_kafka_headers_new(h->count ? h->count : 1);
-  if (!hdrs) return NULL;
-  for (size_t i = 0; i < h->count; i++) {
-    if (rd_kafka_header_add(hdrs, h->items[i].name, -1, h->items[i].value,
-                            (ssize_t)h->items[i].value_len)) {
-      rd_kafka_headers_destroy(hdrs);
-      return NULL;
-    }
-  }
-  return hdrs;
-}

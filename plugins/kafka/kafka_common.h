@@ -1,5 +1,5 @@
 /* Pieces shared by the Kafka source and sink: the librdkafka configuration
- * built from a section, header conversion and a monotonic clock.
+ * built from a section, reading a record's headers and a monotonic clock.
  * All functions are reentrant; none keeps state. */
 #ifndef CEB_KAFKA_COMMON_H
 #define CEB_KAFKA_COMMON_H
@@ -29,10 +29,6 @@ rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
 
 /* Copies a message's headers into *out (appended). CEB_OK or CEB_ENOMEM. */
 int kafka_headers_from_message(const rd_kafka_message_t *m, ceb_headers *out);
-
-/* New rd_kafka_headers_t holding copies of h; NULL on out of memory.
- * Caller owns it until producev takes it. */
-rd_kafka_headers_t *kafka_headers_to_rd(const ceb_headers *h);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t kafka_mono_ms(void);

@@ -29,6 +29,7 @@
 
 #include "kafka_common.h"
 #include "kafka_plugin.h"
+#include "kafka_record.h"
 #include "kafka_topic.h"
 
 #define SINK_POLL_MS 50
@@ -340,25 +341,16 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
   if (resolve_topic(s, d, topic, sizeof topic) != CEB_OK)
     return CEB_OK; /* settled REJECT */
 
-  ceb_headers hdrs = {0};
-  char *key = NULL, *value = NULL;
-  size_t key_len = 0, value_len = 0;
-  int rc = ceb_kafka_encode(d->event, s->mode, s->key_attr, &hdrs, &key,
-                            &key_len, &value, &value_len);
+  kafka_record rec;
+  int rc = kafka_record_build(d->event, s->mode, s->key_attr, &rec);
   if (rc != CEB_OK) {
-    ceb_headers_clear(&hdrs);
     if (rc == CEB_ENOMEM) return CEB_ENOMEM;
     settle(s, d, CEB_REJECT, -1, 0, "kafka.encode", ceb_strerror(rc));
     return CEB_OK;
   }
-  rd_kafka_headers_t *rh = kafka_headers_to_rd(&hdrs);
   sink_msg *m = calloc(1, sizeof *m);
-  if (!rh || !m) {
-    if (rh) rd_kafka_headers_destroy(rh);
-    free(m);
-    ceb_headers_clear(&hdrs);
-    ceb_free(key);
-    ceb_free(value);
+  if (!m) {
+    kafka_record_clear(&rec);
     return CEB_ENOMEM;
   }
   m->d = d;
@@ -372,18 +364,18 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
   s->nunsettled++;
   pthread_mutex_unlock(&s->lock);
 
+  /* F_COPY: the value borrows the event, which the host may free once this
+   * delivery settles, possibly before librdkafka has sent it. */
   pthread_rwlock_rdlock(&s->rk_lock);
   rd_kafka_resp_err_t e = rd_kafka_producev(
-      s->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, key_len),
-      RD_KAFKA_V_VALUE(value, value_len),
-      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(rh),
+      s->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(rec.key, rec.key_len),
+      RD_KAFKA_V_VALUE((void *)rec.value, rec.value_len),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(rec.headers),
       RD_KAFKA_V_OPAQUE(m), RD_KAFKA_V_END);
   pthread_rwlock_unlock(&s->rk_lock);
-  ceb_headers_clear(&hdrs);
-  ceb_free(key);
-  ceb_free(value);
+  if (e == RD_KAFKA_RESP_ERR_NO_ERROR) rec.headers = NULL; /* taken */
+  kafka_record_clear(&rec);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    rd_kafka_headers_destroy(rh); /* not taken on failure */
     ceb_delivery *mine = take_delivery(s, m);
     free(m);
     if (mine) settle_err(s, mine, e);

@@ -126,6 +126,35 @@ static void test_binary(const ceb_plugin *p, ktest_mock *m) {
   sink_close(&sx);
 }
 
+/* key_attribute set empty: records carry no key, even for an event that
+ * has a partitionkey (the default key attribute). */
+static void test_no_key(const ceb_plugin *p, ktest_mock *m) {
+  const char *kv[] = {"brokers",       m->bootstrap, "topic", "nokey",
+                      "key_attribute", "",           NULL};
+  sink_fixture sx;
+  CHECK_INT(sink_open(&sx, p, kv), CEB_OK);
+  if (!sx.state) return;
+  ceb_event *ev = make_event("k-1", "pk-1", "{}");
+  ceb_delivery *d = deliver(&sx, ev, NULL);
+  CHECK(ceb_fake_wait_settles(sx.f, 1, 30000));
+  check_settle(&sx, 0, CEB_ACK, NULL);
+  rd_kafka_t *r = ktest_reader(m->bootstrap, "nokey", 1);
+  rd_kafka_message_t *msg = NULL;
+  CHECK_INT(ktest_read(r, &msg, 1, 20000), 1);
+  if (msg) {
+    CHECK(msg->key == NULL);
+    CHECK_INT(msg->key_len, 0);
+    char *h = ktest_header(msg, "ce_partitionkey");
+    CHECK_STR(h, "pk-1");
+    free(h);
+    rd_kafka_message_destroy(msg);
+  }
+  ktest_reader_close(r);
+  ceb_fake_delivery_free(d);
+  ceb_event_unref(ev);
+  sink_close(&sx);
+}
+
 static void test_structured_template_override(const ceb_plugin *p,
                                               ktest_mock *m) {
   const char *kv[] = {"brokers",       m->bootstrap, "topic",
@@ -428,13 +457,15 @@ int main(void) {
   CHECK(p != NULL);
   ktest_mock m;
   const char *topics[] = {"out:1",  "out.dlq:1", "edu.nl.edu.test:1", "retry:1",
-                          "perm:1", "late:1",    "fatal:1",           NULL};
+                          "perm:1", "late:1",    "fatal:1",           "nokey:1",
+                          NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);
     test_bad_config(p, &m);
     test_binary(p, &m);
     test_structured_template_override(p, &m);
+    test_no_key(p, &m);
     test_injected_errors(p, &m);
     test_classification(p, &m);
     test_broker_permanent(p, &m);

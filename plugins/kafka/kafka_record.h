@@ -1,0 +1,39 @@
+/* A Kafka record built from an event by the CloudEvents Kafka binding, in
+ * the form rd_kafka_producev takes, without intermediate copies: the
+ * headers go straight into an rd_kafka_headers_t and the key and (binary
+ * mode) the value borrow the event's own bytes, which librdkafka copies in
+ * producev (the key always, the value with RD_KAFKA_MSG_F_COPY).
+ *
+ * The mapping is the SDK's ceb_kafka_encode (include/ceb/codec.h): binary
+ * mode ce_<attribute> headers in the event's attribute order (values as
+ * they are, no percent-encoding), datacontenttype as a content-type header
+ * last (application/json when unset and the data is JSON), the data as the
+ * value; structured mode the JSON format as the value and content-type
+ * application/cloudevents+json. test_kafka_record holds the two equal.
+ * Reentrant; no state. */
+#ifndef CEB_KAFKA_RECORD_H
+#define CEB_KAFKA_RECORD_H
+
+#include <ceb/ceb.h>
+#include <librdkafka/rdkafka.h>
+
+typedef struct kafka_record {
+  rd_kafka_headers_t *headers; /* owned until producev takes it */
+  const char *key;             /* borrowed from the event; NULL: no key */
+  size_t key_len;
+  const void *value; /* borrowed from the event, or `owned`; may be NULL */
+  size_t value_len;
+  char *owned; /* structured mode's JSON text (ceb_free) */
+} kafka_record;
+
+/* Builds *r for ev. key_attr names the attribute or extension that becomes
+ * the key; NULL: no key. Borrowed parts stay valid while ev lives unchanged.
+ * CEB_OK, or CEB_ENOMEM / CEB_EINVAL with *r cleared. */
+int kafka_record_build(const ceb_event *ev, ceb_mode mode,
+                       const char *key_attr, kafka_record *r);
+
+/* Frees what r owns: headers (unless producev took them: set r->headers to
+ * NULL then) and the structured value. Leaves *r zeroed. */
+void kafka_record_clear(kafka_record *r);
+
+#endif
