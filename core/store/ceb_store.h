@@ -24,7 +24,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version this build writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 7
+#define CEB_STORE_SCHEMA_VERSION 8
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {

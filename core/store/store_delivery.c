@@ -177,7 +177,7 @@ static const char SQL_ATTEMPT[] =
     " attempts = attempts - ?8"
     " WHERE seq = ?1 AND route = ?2 AND state = 1";
 static const char SQL_SETTLE_JOURNAL[] =
-    "UPDATE journal SET open_routes = open_routes - 1,"
+    "UPDATE journal_settle SET open_routes = open_routes - 1,"
     " settled_at = CASE WHEN open_routes - 1 <= 0 THEN ?2 END WHERE seq = ?1";
 static const char SQL_DLQ_INSERT[] =
     "INSERT INTO dlq (seq, route, sink, reason, last_reason, status, attempts,"
@@ -348,8 +348,8 @@ static int64_t *id_candidates(ceb_store *st, const char *id, size_t *n) {
  * shows it. */
 static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
   json_t *o = json_object();
-  static const char *const cols[] = {"seq", "client",      "source",
-                                     "id",  "type",        "received_at",
+  static const char *const cols[] = {"seq", "client",    "source",
+                                     "id",  "type",      "received_at",
                                      NULL,  "settled_at"};
   for (int i = 0; i < 8; i++)
     if (cols[i]) cebs_json_col(o, cols[i], j, i);
@@ -392,8 +392,9 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   int ok =
       sqlite3_prepare_v2(
           db,
-          "SELECT seq, client, source, id, type, received_at,"
-          " unrouted, settled_at FROM journal WHERE seq = ?3 AND id = ?1"
+          "SELECT j.seq, client, source, id, type, received_at, unrouted,"
+          " s.settled_at FROM journal j LEFT JOIN journal_settle s"
+          " ON s.seq = j.seq WHERE j.seq = ?3 AND id = ?1"
           " AND (?2 IS NULL OR source = ?2)",
           -1, &j, NULL) == SQLITE_OK &&
       sqlite3_prepare_v2(db,

@@ -140,10 +140,11 @@ static int replay_run(sqlite3 *db, void *arg) {
                          " next_at = ?3, first_at = NULL, last_at = NULL"
                          " WHERE seq = ?1 AND route = ?2 AND state = 4",
                          -1, &d, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "UPDATE journal SET open_routes = open_routes + 1,"
-                         " settled_at = NULL WHERE seq = ?1",
-                         -1, &j, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(
+          db,
+          "UPDATE journal_settle SET open_routes = open_routes + 1,"
+          " settled_at = NULL WHERE seq = ?1",
+          -1, &j, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(db,
                          "UPDATE dlq SET replayed_at = ?2, replays ="
                          " replays + 1 WHERE id = ?1",

@@ -15,8 +15,11 @@ static const char SQL_SAME[] =
     " client = ?4";
 static const char SQL_JOURNAL[] =
     "INSERT INTO journal (client, source, id, type, received_at, event, size,"
-    " open_routes, unrouted, settled_at, idh) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-    " ?7, ?8, ?9, ?10, ?11)";
+    " unrouted, idh) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+/* an unrouted event is settled at once */
+static const char SQL_SETTLE[] =
+    "INSERT INTO journal_settle (seq, open_routes, settled_at)"
+    " VALUES (?1, ?2, ?3)";
 static const char SQL_DELIVERY[] =
     "INSERT INTO delivery (seq, route, state, next_at, order_key)"
     " VALUES (?1, ?2, 0, ?3, ?4)";
@@ -78,7 +81,8 @@ int ceb_store_ingest_run(sqlite3 *db, void *arg) {
 static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b) {
   sqlite3_stmt *j = cebs_stmt(db, SQL_JOURNAL);
   sqlite3_stmt *d = cebs_stmt(db, SQL_DELIVERY);
-  if (!j || !d) return CEB_EIO;
+  sqlite3_stmt *t = cebs_stmt(db, SQL_SETTLE);
+  if (!j || !d || !t) return CEB_EIO;
   for (size_t i = 0; i < b->count; i++) {
     ceb_ingest_event *e = &b->events[i];
     if (!e->source || !e->id || !e->json) return CEB_EINVAL;
@@ -98,18 +102,21 @@ static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b) {
     sqlite3_bind_int64(j, 5, b->now);
     sqlite3_bind_text(j, 6, e->json, (int)e->json_len, SQLITE_STATIC);
     sqlite3_bind_int64(j, 7, (sqlite3_int64)e->json_len);
-    sqlite3_bind_int64(j, 8, (sqlite3_int64)e->nroutes);
-    sqlite3_bind_int(j, 9, e->nroutes == 0);
-    if (e->nroutes == 0)
-      sqlite3_bind_int64(j, 10, b->now);
-    else
-      sqlite3_bind_null(j, 10);
-    sqlite3_bind_int64(j, 11, idh);
+    sqlite3_bind_int(j, 8, e->nroutes == 0);
+    sqlite3_bind_int64(j, 9, idh);
     if (sqlite3_step(j) != SQLITE_DONE) {
       ceb_log_error("store: journal insert: %s", sqlite3_errmsg(db));
       return CEB_EIO;
     }
     e->seq = sqlite3_last_insert_rowid(db);
+    sqlite3_reset(t);
+    sqlite3_bind_int64(t, 1, e->seq);
+    sqlite3_bind_int64(t, 2, (sqlite3_int64)e->nroutes);
+    if (e->nroutes == 0) sqlite3_bind_int64(t, 3, b->now);
+    if (sqlite3_step(t) != SQLITE_DONE) {
+      ceb_log_error("store: journal insert: %s", sqlite3_errmsg(db));
+      return CEB_EIO;
+    }
     int arc = cebs_idmap_add(ids, idh, e->seq);
     if (arc != CEB_OK) return arc;
     e->inserted = 1;
@@ -131,5 +138,6 @@ static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b) {
   }
   sqlite3_reset(j);
   sqlite3_reset(d);
+  sqlite3_reset(t);
   return CEB_OK;
 }

@@ -120,6 +120,9 @@ int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);
+/* The same up to target only: tests build the databases of older
+ * versions with it. */
+int cebs_migrate_to(sqlite3 *db, int target, char *err, size_t errlen);
 
 /* Runs one statement with optional text binds; CEB_OK or CEB_EIO. */
 int cebs_exec(sqlite3 *db, const char *sql);

@@ -55,11 +55,12 @@ static int sweep_run(sqlite3 *db, void *arg) {
       /* journal rows settled before the cut-off and not held by the DLQ */
       "CREATE TEMP TABLE IF NOT EXISTS sweep_seq (seq INTEGER PRIMARY KEY)",
       "DELETE FROM sweep_seq",
-      "INSERT INTO sweep_seq SELECT seq FROM journal j WHERE settled_at"
-      " IS NOT NULL AND settled_at <= ?1 - ?3 AND NOT EXISTS (SELECT 1 FROM"
-      " dlq q WHERE q.seq = j.seq) LIMIT ?2",
+      "INSERT INTO sweep_seq SELECT seq FROM journal_settle s WHERE"
+      " settled_at IS NOT NULL AND settled_at <= ?1 - ?3 AND NOT EXISTS"
+      " (SELECT 1 FROM dlq q WHERE q.seq = s.seq) LIMIT ?2",
       "DELETE FROM delivery WHERE seq IN (SELECT seq FROM sweep_seq)",
       "DELETE FROM journal WHERE seq IN (SELECT seq FROM sweep_seq)",
+      "DELETE FROM journal_settle WHERE seq IN (SELECT seq FROM sweep_seq)",
   };
   for (size_t i = 0; i < sizeof sql / sizeof sql[0] && rc == CEB_OK; i++) {
     if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)

@@ -92,7 +92,8 @@ int main(void) {
   ceb_claims_free(c, n);
   r = outcome(a1, "r", CEB_DS_DONE, 1300);
   CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
-  CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal WHERE id='a1'"),
+  CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal_settle WHERE seq ="
+                            " (SELECT seq FROM journal WHERE id='a1')"),
             1300);
 
   /* Now a2 is due. */

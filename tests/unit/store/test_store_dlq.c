@@ -80,9 +80,11 @@ int main(void) {
   CHECK_INT(fixture_int(st, "SELECT state FROM delivery WHERE seq=1"), 0);
   CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq=1"), 0);
   CHECK_INT(fixture_int(st, "SELECT next_at FROM delivery WHERE seq=1"), 5000);
-  CHECK_INT(fixture_int(st, "SELECT open_routes FROM journal WHERE seq=1"), 1);
-  CHECK_INT(fixture_int(st, "SELECT settled_at IS NULL FROM journal WHERE"
+  CHECK_INT(fixture_int(st, "SELECT open_routes FROM journal_settle WHERE"
                             " seq=1"),
+            1);
+  CHECK_INT(fixture_int(st, "SELECT settled_at IS NULL FROM journal_settle"
+                            " WHERE seq=1"),
             1);
   CHECK_INT(fixture_int(st, "SELECT replays FROM dlq WHERE id=1"), 1);
   CHECK_INT(fixture_int(st, "SELECT replayed_at FROM dlq WHERE id=1"), 5000);

@@ -88,8 +88,7 @@ int main(void) {
   }
   CHECK(same_as_model(&m, 37));
   while (g_nmodel) {
-    cebs_idmap_remove(&m, g_model[g_nmodel - 1].idh,
-                      g_model[g_nmodel - 1].seq);
+    cebs_idmap_remove(&m, g_model[g_nmodel - 1].idh, g_model[g_nmodel - 1].seq);
     g_nmodel--;
   }
   CHECK_INT((int)cebs_idmap_count(&m), 0);

@@ -255,8 +255,9 @@ int main(void) {
   CHECK_INT(fixture_int(g_st, "SELECT unrouted FROM journal WHERE id ="
                               " 'lonely'"),
             1);
-  CHECK_INT(fixture_int(g_st, "SELECT settled_at FROM journal WHERE id ="
-                              " 'lonely'"),
+  CHECK_INT(fixture_int(g_st, "SELECT settled_at FROM journal_settle WHERE"
+                              " seq = (SELECT seq FROM journal WHERE id ="
+                              " 'lonely')"),
             7);
   ceb_store_close(g_st);
 

@@ -1,4 +1,6 @@
-/* Migrations from an empty database, reopening, and refusing a newer one. */
+/* Migrations from an empty database, reopening, upgrading an old one, and
+ * refusing a newer one. */
+#include "store/store_internal.h"
 #include "store_fixture.h"
 
 /* 1 when SQLite's plan for sql names index. */
@@ -43,19 +45,52 @@ int main(void) {
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 1);
   ceb_store_close(st);
 
-  /* Upgrade from version 1: migration 2 adds the oldest-open index. */
-  sqlite3_open(path, &db);
-  CHECK_INT(sqlite3_exec(db,
-                         "DROP INDEX delivery_open_seq;"
-                         " PRAGMA user_version = 1",
-                         NULL, NULL, NULL),
-            SQLITE_OK);
+  /* Upgrade from version 1: a database made by migration 1 alone, with a
+   * settled and an open event, reaches the current version with its
+   * rows' settle state moved to journal_settle (8). */
+  char *old = malloc(strlen(path) + 8);
+  sprintf(old, "%s.v1", path);
+  CHECK_INT(sqlite3_open(old, &db), SQLITE_OK);
+  CHECK_INT(cebs_migrate_to(db, 1, err, sizeof err), 0);
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "INSERT INTO journal (seq, source, id, type, received_at, event,"
+           " size, open_routes, settled_at, idh) VALUES"
+           " (1, 'urn:a', 'old1', 't', 1000, '{}', 2, 0, 1500, %lld),"
+           " (2, 'urn:a', 'old2', 't', 1000, '{}', 2, 1, NULL, %lld);"
+           " INSERT INTO delivery (seq, route, state, next_at) VALUES"
+           " (1, 'r1', 3, 1000), (2, 'r1', 0, 1000)",
+           (long long)cebs_id_hash("old1"), (long long)cebs_id_hash("old2"));
+  CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
-  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
+  ceb_store_opts ov1 = {.path = old, .synchronous_full = 1, .group_max = 4};
+  CHECK_INT(ceb_store_open(&ov1, &st, err, sizeof err), 0);
   CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'delivery_open_seq'"),
             1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM pragma_table_info("
+                            "'journal') WHERE name IN ('open_routes',"
+                            " 'settled_at')"),
+            0);
+  CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal_settle WHERE"
+                            " seq = 1"),
+            1500);
+  CHECK_INT(fixture_int(st, "SELECT open_routes FROM journal_settle WHERE"
+                            " seq = 2 AND settled_at IS NULL"),
+            1);
+  /* the sweeper finds the settled one through journal_settle */
+  CHECK(plan_uses(st,
+                  "SELECT seq FROM journal_settle WHERE settled_at IS NOT"
+                  " NULL AND settled_at <= 5",
+                  "journal_settle_at"));
+  CHECK_INT(ceb_store_sweep(st, 1500 + 1000, 1000, 100), 1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal_settle"), 1);
+  CHECK_INT(fixture_ingest(st, "urn:a", "old2", "t", NULL, NULL, 3000), 0);
+  CHECK(fixture_ingest(st, "urn:a", "old1", "t", NULL, NULL, 3000) > 0);
+  ceb_store_close(st);
+  free(old);
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   /* The oldest-open query must not scan the journal. */
   CHECK(plan_uses(st,
                   "SELECT MIN(seq) FROM delivery WHERE route = 'r' AND"
