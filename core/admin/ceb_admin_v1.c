@@ -42,6 +42,10 @@ static void refresh_store_counters(struct ceb_bridge *b, ceb_store *st) {
   ceb_metrics_set_total(m, "cebridge_store_ops_total", "", (double)ops);
   ceb_metrics_set_total(m, "cebridge_store_syncs_total", "",
                         (double)ceb_store_syncs(st));
+  uint64_t entries = 0, bytes = 0;
+  ceb_store_dedupe_stats(st, &entries, &bytes);
+  ceb_metrics_set(m, "cebridge_store_dedupe_entries", "", (double)entries);
+  ceb_metrics_set(m, "cebridge_store_dedupe_bytes", "", (double)bytes);
 }
 
 int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {

@@ -75,6 +75,10 @@ static void declare_metrics(ceb_metrics *m) {
        "Store operations (ingest batches, claims, outcomes) committed."},
       {"cebridge_store_syncs_total", CEB_MT_COUNTER,
        "fdatasync calls of the WAL before acknowledgements."},
+      {"cebridge_store_dedupe_entries", CEB_MT_GAUGE,
+       "Journal rows in the in-memory dedupe map."},
+      {"cebridge_store_dedupe_bytes", CEB_MT_GAUGE,
+       "Memory of the in-memory dedupe map's table."},
   };
   for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
     ceb_metrics_declare(m, k[i].name, k[i].type, k[i].help);

@@ -102,6 +102,10 @@ size_t ceb_store_queued(ceb_store *st);
 void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
 /* WAL fdatasyncs the syncer completed (0 when SQLite syncs, or nothing). */
 uint64_t ceb_store_syncs(ceb_store *st);
+/* Entries of the in-memory dedupe map (one per journal row) and the
+ * bytes its table holds. Any thread. */
+void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries,
+                            uint64_t *bytes);
 
 /* ---- reads ---- */
 

@@ -284,3 +284,9 @@ int64_t cebs_id_hash(const char *id) {
   }
   return (int64_t)h;
 }
+
+void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries,
+                            uint64_t *bytes) {
+  if (entries) *entries = cebs_idmap_count(&st->ids);
+  if (bytes) *bytes = cebs_idmap_bytes(&st->ids);
+}

@@ -77,6 +77,10 @@ awk '/^cebridge_store_commits_total /{c=$2} /^cebridge_store_ops_total /{o=$2}
      /^cebridge_store_syncs_total /{s=$2}
      END {exit !(c >= 1 && o >= c && s >= 1)}' "$out" ||
   fail "store metrics missing or inconsistent"
+# the tour's one event is in the journal, so in the dedupe map
+awk '/^cebridge_store_dedupe_entries /{e=$2} /^cebridge_store_dedupe_bytes /{b=$2}
+     END {exit !(e >= 1 && b >= 16 * e)}' "$out" ||
+  fail "dedupe map metrics missing or inconsistent"
 
 kill -TERM "$pid"
 wait "$pid"
