@@ -520,6 +520,11 @@ static void lose(mqtt_pub *p, const char *why) {
 }
 
 static int wbuf_add(mqtt_pub *p, const unsigned char *b, size_t n) {
+  if (p->woff && p->wcap - p->wlen < n) { /* drop what was written */
+    memmove(p->wbuf, p->wbuf + p->woff, p->wlen - p->woff);
+    p->wlen -= p->woff;
+    p->woff = 0;
+  }
   if (p->wcap - p->wlen < n) {
     size_t cap = p->wcap ? p->wcap : 65536;
     while (cap - p->wlen < n)
