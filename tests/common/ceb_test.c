@@ -1,6 +1,8 @@
 #include "ceb_test.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -9,13 +11,50 @@
 int ceb_test_failures = 0;
 int ceb_test_checks = 0;
 
+/* The temp dirs this test made: removed when it passes, kept (and named)
+ * when it fails, or always with CEB_TEST_KEEP=1. */
+static char **g_tmpdirs;
+static size_t g_ntmpdirs;
+static pthread_mutex_t g_tmplock = PTHREAD_MUTEX_INITIALIZER;
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+void ceb_test_rmtree(const char *path) {
+  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void tmpdirs_settle(int passed) {
+  const char *keep = getenv("CEB_TEST_KEEP");
+  int rm = passed && !(keep && *keep && strcmp(keep, "0") != 0);
+  pthread_mutex_lock(&g_tmplock);
+  for (size_t i = 0; i < g_ntmpdirs; i++) {
+    if (rm)
+      ceb_test_rmtree(g_tmpdirs[i]);
+    else
+      fprintf(stderr, "kept %s\n", g_tmpdirs[i]);
+    free(g_tmpdirs[i]);
+  }
+  free(g_tmpdirs);
+  g_tmpdirs = NULL;
+  g_ntmpdirs = 0;
+  pthread_mutex_unlock(&g_tmplock);
+}
+
 int ceb_test_done(const char *name) {
   if (ceb_test_checks == 0) {
     fprintf(stderr, "%s: no check ran\n", name);
+    tmpdirs_settle(0);
     return 1;
   }
   printf("%s: %d checks, %d failed\n", name, ceb_test_checks,
          ceb_test_failures);
+  tmpdirs_settle(ceb_test_failures == 0);
   return ceb_test_failures ? 1 : 0;
 }
 
@@ -78,5 +117,16 @@ char *ceb_test_tmpdir(const char *tag) {
     free(p);
     return NULL;
   }
+  pthread_mutex_lock(&g_tmplock);
+  char **grown = realloc(g_tmpdirs, (g_ntmpdirs + 1) * sizeof *grown);
+  char *copy = strdup(p);
+  if (grown && copy) {
+    g_tmpdirs = grown;
+    g_tmpdirs[g_ntmpdirs++] = copy;
+  } else {
+    if (grown) g_tmpdirs = grown;
+    free(copy); /* out of memory in a test: the dir is just not removed */
+  }
+  pthread_mutex_unlock(&g_tmplock);
   return p;
 }

@@ -68,7 +68,13 @@ int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms);
 /* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
 char *ceb_test_read_file(const char *path, size_t *len);
 
-/* A fresh empty directory under $TMPDIR (or /tmp), malloc'd path. */
+/* A fresh empty directory under $TMPDIR (or /tmp), malloc'd path.
+ * ceb_test_done removes it (and what is in it) when the test passed, and
+ * names it on stderr when it failed (CEB_TEST_KEEP=1 keeps it always):
+ * stop the processes writing into it before. */
 char *ceb_test_tmpdir(const char *tag);
+
+/* Removes a directory tree (ignores errors). */
+void ceb_test_rmtree(const char *path);
 
 #endif

@@ -3,7 +3,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,17 +136,6 @@ int ceb_test_wait_port_file(const char *path, int64_t timeout_ms) {
   return ceb_test_wait(port_ready, &w, timeout_ms) ? w.port : -1;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag,
-                    struct FTW *ftw) {
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
-
-void ceb_test_rmtree(const char *path) {
-  nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 typedef struct membuf {
   char *p;
