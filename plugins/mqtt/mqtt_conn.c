@@ -60,14 +60,6 @@ static void on_connect_ok(void *ctx, MQTTAsync_successData *r) {
 
 static void on_connect_ok5(void *ctx, MQTTAsync_successData5 *r) {
   mqtt_conn *c = ctx;
-  int rm = 65535; /* MQTT 5: absent means 65535 */
-  if (r && MQTTProperties_hasProperty(&r->properties,
-                                      MQTTPROPERTY_CODE_RECEIVE_MAXIMUM))
-    rm = MQTTProperties_getNumericValue(&r->properties,
-                                        MQTTPROPERTY_CODE_RECEIVE_MAXIMUM);
-  pthread_mutex_lock(&c->lock);
-  c->server_receive_max = rm > 0 ? rm : 65535;
-  pthread_mutex_unlock(&c->lock);
   if (r && r->alt.connect.sessionPresent)
     CEB_LOG(c->host, c->inst, CEB_LOG_DEBUG, "broker resumed the session");
   mark_connected(ctx, "connect");
@@ -180,7 +172,6 @@ static void do_connect(mqtt_conn *c) {
   if (c->opts.max_inflight > 0) o.maxInflight = c->opts.max_inflight;
   o.username = f->username;
   o.password = f->password;
-  if (c->opts.paho_tls) o.ssl = &c->ssl;
   int rc = MQTTAsync_connect(c->h, &o);
   if (rc != MQTTASYNC_SUCCESS) connect_failed(c, rc, 0, MQTTAsync_strerror(rc));
 }
@@ -229,13 +220,6 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
   pthread_cond_init(&c->cond, NULL);
   MQTTProperties empty = MQTTProperties_initializer;
   c->props = empty;
-  MQTTAsync_SSLOptions ssl = MQTTAsync_SSLOptions_initializer;
-  c->ssl = ssl;
-  c->ssl.trustStore = conf->ca_file;
-  c->ssl.keyStore = conf->client_cert;
-  c->ssl.privateKey = conf->client_key;
-  c->ssl.enableServerCertAuth = conf->tls_verify;
-  c->ssl.verify = conf->tls_verify;
   if (!(c->uri = strdup(opts->uri)) || !(c->client_id = strdup(client_id)))
     return CEB_ENOMEM;
   MQTTAsync_createOptions co = MQTTAsync_createOptions_initializer;
@@ -281,14 +265,6 @@ int mqtt_conn_start(mqtt_conn *c) {
   /* named for top -H / perf (15 characters at most) */
   pthread_setname_np(c->thread, "mqtt-supervisor");
   return CEB_OK;
-}
-
-int mqtt_conn_publish_window(mqtt_conn *c) {
-  pthread_mutex_lock(&c->lock);
-  int rm = c->server_receive_max;
-  pthread_mutex_unlock(&c->lock);
-  if (c->conf->version != 5 || rm <= 0) return 65535;
-  return rm > 1 ? rm - 1 : 1;
 }
 
 int mqtt_conn_ever_connected(mqtt_conn *c) {

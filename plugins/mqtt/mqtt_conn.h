@@ -1,4 +1,5 @@
-/* One paho MQTTAsync client with its connection lifecycle: the first
+/* One paho MQTTAsync client (the source's; it reaches the broker through
+ * the ack gate, which does TLS) with its connection lifecycle: the first
  * connection is retried with doubling backoff by a supervisor thread, later
  * losses by paho's automatic reconnect (reconnect.min .. reconnect.max).
  * Every connect, loss and refusal is logged with its reason code, and the
@@ -24,8 +25,7 @@ typedef struct mqtt_conn_ops {
 } mqtt_conn_ops;
 
 typedef struct mqtt_conn_opts {
-  const char *uri;          /* "tcp://h:p" or "ssl://h:p" (copied) */
-  int paho_tls;             /* paho does TLS itself (sink) */
+  const char *uri;          /* "tcp://h:p" (copied) */
   int clean;                /* clean start / clean session */
   int64_t session_expiry_s; /* MQTT 5, with clean == 0 */
   int receive_max;          /* MQTT 5 Receive Maximum, 0: broker default */
@@ -43,7 +43,6 @@ typedef struct mqtt_conn {
   char *client_id;
   mqtt_conn_opts opts;
   MQTTProperties props;
-  MQTTAsync_SSLOptions ssl;
   pthread_t thread;
   int thread_started;
   pthread_mutex_t lock;
@@ -55,7 +54,6 @@ typedef struct mqtt_conn {
   int64_t next_attempt_ms;
   int64_t backoff_ms;
   unsigned long connects; /* successful connects, for tests and logs */
-  int server_receive_max; /* MQTT 5 CONNACK Receive Maximum */
 } mqtt_conn;
 
 /* Creates the paho client. client_id is copied. CEB_OK or < 0 logged. */
@@ -67,9 +65,6 @@ int mqtt_conn_init(mqtt_conn *c, const ceb_host *host, ceb_instance *inst,
 int mqtt_conn_start(mqtt_conn *c);
 /* 1 while a session is up. Any thread. */
 int mqtt_conn_is_connected(mqtt_conn *c);
-/* How many QoS 1/2 publishes may await completion without filling paho's
- * window: one below the broker's MQTT 5 Receive Maximum. Any thread. */
-int mqtt_conn_publish_window(mqtt_conn *c);
 /* 1 once a first connection succeeded. Any thread. */
 int mqtt_conn_ever_connected(mqtt_conn *c);
 /* Sends DISCONNECT (waiting up to timeout_ms) and stops reconnecting. */

@@ -1,14 +1,14 @@
 #include "mqtt_gate.h"
 
+#include "mqtt_tls.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,15 +72,6 @@ static void wake(mqtt_gate *g) {
   uint64_t one = 1;
   ssize_t n = write(g->wfd, &one, sizeof one);
   (void)n;
-}
-
-static void ssl_log(mqtt_gate *g, const char *what) {
-  char buf[256] = "";
-  unsigned long e = ERR_get_error();
-  if (e) ERR_error_string_n(e, buf, sizeof buf);
-  ERR_clear_error();
-  CEB_LOG(g->host, g->inst, CEB_LOG_WARN, "TLS to %s:%d: %s%s%s", g->conf->host,
-          g->conf->port, what, buf[0] ? ": " : "", buf);
 }
 
 static int send_all(int fd, const void *buf, size_t len) {
@@ -193,39 +184,9 @@ static int connect_broker(mqtt_gate *g) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   g->bfd = fd;
   if (!g->ctx) return 0;
-  struct timeval tv = {g->conf->connect_timeout_s, 0}, zero = {0, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  /* An IP literal is checked against IP SANs and sent without SNI (RFC
-   * 6066); a name against DNS SANs, with SNI. */
-  unsigned char ip[16];
-  int is_ip = inet_pton(AF_INET, g->conf->host, ip) == 1 ||
-              inet_pton(AF_INET6, g->conf->host, ip) == 1;
-  if (!(g->ssl = SSL_new(g->ctx)) || SSL_set_fd(g->ssl, fd) != 1 ||
-      (!is_ip && SSL_set_tlsext_host_name(g->ssl, g->conf->host) != 1) ||
-      (g->conf->tls_verify &&
-       (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(g->ssl),
-                                              g->conf->host) != 1
-              : SSL_set1_host(g->ssl, g->conf->host) != 1))) {
-    ssl_log(g, "setup failed");
-    return -1;
-  }
-  if (SSL_connect(g->ssl) != 1) {
-    long vr = SSL_get_verify_result(g->ssl);
-    if (vr != X509_V_OK)
-      CEB_LOG(g->host, g->inst, CEB_LOG_WARN,
-              "TLS to %s:%d: certificate verification failed: %s",
-              g->conf->host, g->conf->port, X509_verify_cert_error_string(vr));
-    else
-      ssl_log(g, "handshake failed");
-    return -1;
-  }
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &zero, sizeof zero);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
-  /* Readable is not "application data ready" with TLS (a TLS 1.3 session
-   * ticket is a record too): a blocking SSL_read would hang the relay. */
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  return 0;
+  return (g->ssl = mqtt_tls_connect(g->host, g->inst, g->conf, g->ctx, fd))
+             ? 0
+             : -1;
 }
 
 static void accept_client(mqtt_gate *g) {
@@ -463,28 +424,6 @@ static void *relay(void *arg) {
   return NULL;
 }
 
-static int make_ctx(mqtt_gate *g) {
-  const mqtt_conf *f = g->conf;
-  if (!(g->ctx = SSL_CTX_new(TLS_client_method()))) return -1;
-  SSL_CTX_set_min_proto_version(g->ctx, TLS1_2_VERSION);
-  SSL_CTX_set_verify(g->ctx, f->tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
-                     NULL);
-  if (f->ca_file ? SSL_CTX_load_verify_locations(g->ctx, f->ca_file, NULL) != 1
-                 : SSL_CTX_set_default_verify_paths(g->ctx) != 1) {
-    ssl_log(g, "cannot load the CA certificates");
-    return -1;
-  }
-  if (f->client_cert &&
-      (SSL_CTX_use_certificate_chain_file(g->ctx, f->client_cert) != 1 ||
-       SSL_CTX_use_PrivateKey_file(g->ctx, f->client_key, SSL_FILETYPE_PEM) !=
-           1 ||
-       SSL_CTX_check_private_key(g->ctx) != 1)) {
-    ssl_log(g, "cannot load tls.client_cert / tls.client_key");
-    return -1;
-  }
-  return 0;
-}
-
 int mqtt_gate_new(const ceb_host *host, ceb_instance *inst,
                   const mqtt_conf *conf, mqtt_gate **out) {
   *out = NULL;
@@ -509,7 +448,7 @@ int mqtt_gate_new(const ceb_host *host, ceb_instance *inst,
     return CEB_EIO;
   }
   g->port = ntohs(a.sin_port);
-  if (conf->tls && make_ctx(g) != 0) {
+  if (conf->tls && !(g->ctx = mqtt_tls_ctx_new(host, inst, conf))) {
     mqtt_gate_free(g);
     return CEB_ECONFIG;
   }

@@ -1,11 +1,15 @@
 #include "mqtt_pub.h"
 
+#include "mqtt_tls.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +59,10 @@ struct mqtt_pub {
   int bye_timeout_ms; /* how long disconnecting may write what is queued */
   int window;
   unsigned long connects;
+  SSL_CTX *ctx; /* tls: made at init */
   /* I/O thread only */
   int fd;
+  SSL *ssl;          /* tls: the session's connection over fd */
   pkt_list pending;  /* taken, not yet written (window full) */
   pkt_list inflight; /* written, awaiting PUBACK / PUBREC / PUBCOMP */
   pkt_list flushing; /* QoS 0 in the write buffer: done once written */
@@ -127,6 +133,41 @@ static void wake(mqtt_pub *p) {
   uint64_t one = 1;
   ssize_t n = write(p->efd, &one, sizeof one);
   (void)n;
+}
+
+/* Writes up to n bytes: how many, 0 when it would block, -1 when the
+ * connection broke. */
+static ssize_t io_send(mqtt_pub *p, const void *b, size_t n) {
+  if (p->ssl) {
+    int w = SSL_write(p->ssl, b, n > INT_MAX ? INT_MAX : (int)n);
+    if (w > 0) return w;
+    int e = SSL_get_error(p->ssl, w);
+    return e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? 0 : -1;
+  }
+  ssize_t w = send(p->fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (w > 0) return w;
+  return w < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+}
+
+/* Reads up to n bytes: how many, 0 when nothing is there now, -1 when the
+ * connection closed or broke. */
+static ssize_t io_recv(mqtt_pub *p, void *b, size_t n) {
+  if (p->ssl) {
+    int r = SSL_read(p->ssl, b, n > INT_MAX ? INT_MAX : (int)n);
+    if (r > 0) return r;
+    int e = SSL_get_error(p->ssl, r);
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+  }
+  ssize_t r = recv(p->fd, b, n, MSG_DONTWAIT);
+  if (r > 0) return r;
+  return r < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+}
+
+static void io_close(mqtt_pub *p) {
+  if (p->ssl) SSL_free(p->ssl);
+  p->ssl = NULL;
+  if (p->fd >= 0) close(p->fd);
+  p->fd = -1;
 }
 
 static void gauge(mqtt_pub *p, int up) {
@@ -290,18 +331,14 @@ static int tcp_connect(mqtt_pub *p, int64_t deadline, char *why, size_t wn) {
 }
 
 /* Writes all of buf to the non-blocking fd before the deadline. */
-static int write_all(mqtt_pub *p, int fd, const unsigned char *buf, size_t n,
+static int write_all(mqtt_pub *p, const unsigned char *buf, size_t n,
                      int64_t deadline) {
   while (n) {
-    ssize_t w = send(fd, buf, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      buf += w;
-      n -= (size_t)w;
-    } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (wait_fd(p, fd, POLLOUT, deadline) <= 0) return -1;
-    } else {
-      return -1;
-    }
+    ssize_t w = io_send(p, buf, n);
+    if (w < 0) return -1;
+    if (w == 0 && wait_fd(p, p->fd, POLLOUT | POLLIN, deadline) <= 0) return -1;
+    buf += w;
+    n -= (size_t)w;
   }
   return 0;
 }
@@ -309,7 +346,7 @@ static int write_all(mqtt_pub *p, int fd, const unsigned char *buf, size_t n,
 /* Reads one whole packet into p->rbuf (body at *body, *len bytes) before
  * the deadline; returns the first byte or -1. Only for the CONNACK: later
  * reads are in bulk. */
-static int read_packet(mqtt_pub *p, int fd, int64_t deadline,
+static int read_packet(mqtt_pub *p, int64_t deadline,
                        const unsigned char **body, size_t *len) {
   p->rlen = 0;
   for (;;) {
@@ -327,21 +364,17 @@ static int read_packet(mqtt_pub *p, int fd, int64_t deadline,
       }
     }
     if (p->rlen == p->rcap) return -1; /* a CONNACK is small */
-    if (wait_fd(p, fd, POLLIN, deadline) <= 0) return -1;
-    ssize_t r = recv(fd, p->rbuf + p->rlen, p->rcap - p->rlen, 0);
-    if (r == 0) return -1;
-    if (r < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return -1;
-    }
+    ssize_t r = io_recv(p, p->rbuf + p->rlen, p->rcap - p->rlen);
+    if (r < 0) return -1;
+    if (r == 0 && wait_fd(p, p->fd, POLLIN, deadline) <= 0) return -1;
     p->rlen += (size_t)r;
   }
 }
 
 /* CONNECT and CONNACK on a fresh socket. 0 with the session's window and
  * keep-alive set; -1 with why (and *reason when the broker refused). */
-static int handshake(mqtt_pub *p, int fd, int64_t deadline, int *reason,
-                     char *why, size_t wn) {
+static int handshake(mqtt_pub *p, int64_t deadline, int *reason, char *why,
+                     size_t wn) {
   const mqtt_conf *c = p->conf;
   int v5 = c->version == 5;
   size_t cl = strlen(p->client_id);
@@ -371,11 +404,11 @@ static int handshake(mqtt_pub *p, int fd, int64_t deadline, int *reason,
   n += put_bytes(b + n, p->client_id, cl);
   if (c->username) n += put_bytes(b + n, c->username, ul);
   if (c->password) n += put_bytes(b + n, c->password, pl);
-  int w = write_all(p, fd, b, n, deadline);
+  int w = write_all(p, b, n, deadline);
   free(b);
   const unsigned char *body = NULL;
   size_t len = 0;
-  int type = w == 0 ? read_packet(p, fd, deadline, &body, &len) : -1;
+  int type = w == 0 ? read_packet(p, deadline, &body, &len) : -1;
   if (type != 0x20 || len < 2) {
     snprintf(why, wn, "%s", type < 0 ? "no CONNACK" : "unexpected packet");
     return -1;
@@ -438,11 +471,16 @@ static void connect_once(mqtt_pub *p) {
   int64_t deadline = now_ms(p) + (int64_t)p->conf->connect_timeout_s * 1000;
   char why[200] = "";
   int reason = 0;
-  int fd = tcp_connect(p, deadline, why, sizeof why);
-  if (fd >= 0 && handshake(p, fd, deadline, &reason, why, sizeof why) != 0) {
-    close(fd);
-    fd = -1;
+  p->fd = tcp_connect(p, deadline, why, sizeof why);
+  if (p->fd >= 0 && p->ctx) { /* the TLS handshake blocks, bounded */
+    fcntl(p->fd, F_SETFL, fcntl(p->fd, F_GETFL) & ~O_NONBLOCK);
+    p->ssl = mqtt_tls_connect(p->host, p->inst, p->conf, p->ctx, p->fd);
+    if (!p->ssl) snprintf(why, sizeof why, "TLS handshake failed");
   }
+  if (p->fd >= 0 && ((p->ctx && !p->ssl) ||
+                     handshake(p, deadline, &reason, why, sizeof why) != 0))
+    io_close(p);
+  int fd = p->fd;
   int64_t min = (int64_t)p->conf->reconnect_min_s * 1000;
   int64_t max = (int64_t)p->conf->reconnect_max_s * 1000;
   if (fd < 0) {
@@ -465,7 +503,6 @@ static void connect_once(mqtt_pub *p) {
               p->conf->port, why, (long long)p->backoff_ms);
     return;
   }
-  p->fd = fd;
   p->backoff_ms = 0;
   p->rlen = p->wlen = p->woff = 0;
   p->last_write_ms = now_ms(p);
@@ -503,8 +540,7 @@ static void fail_all(mqtt_pub *p, const char *detail) {
 
 /* Ends the session: closes, reports the loss, fails what it had. */
 static void lose(mqtt_pub *p, const char *why) {
-  if (p->fd >= 0) close(p->fd);
-  p->fd = -1;
+  io_close(p);
   pthread_mutex_lock(&p->lock);
   p->connected = 0;
   int quiet = p->stopping || p->disconnecting;
@@ -542,16 +578,11 @@ static int wbuf_add(mqtt_pub *p, const unsigned char *b, size_t n) {
 /* Writes what the socket takes now. 0, or -1 when the connection broke. */
 static int flush(mqtt_pub *p) {
   while (p->woff < p->wlen) {
-    ssize_t w = send(p->fd, p->wbuf + p->woff, p->wlen - p->woff,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) {
-      p->woff += (size_t)w;
-      p->last_write_ms = now_ms(p);
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == EAGAIN) return 0;
-    return -1;
+    ssize_t w = io_send(p, p->wbuf + p->woff, p->wlen - p->woff);
+    if (w < 0) return -1;
+    if (w == 0) return 0; /* the socket is full: poll says when */
+    p->woff += (size_t)w;
+    p->last_write_ms = now_ms(p);
   }
   p->wlen = p->woff = 0;
   pub_pkt *k;
@@ -683,16 +714,14 @@ static int read_input(mqtt_pub *p, char *why, size_t wn) {
       p->rbuf = g;
       p->rcap = cap;
     }
-    ssize_t r = recv(p->fd, p->rbuf + p->rlen, p->rcap - p->rlen, MSG_DONTWAIT);
-    if (r > 0) {
-      p->rlen += (size_t)r;
-      if (take_input(p, why, wn) != 0) return -1;
-      continue;
+    ssize_t r = io_recv(p, p->rbuf + p->rlen, p->rcap - p->rlen);
+    if (r == 0) return 0;
+    if (r < 0) {
+      snprintf(why, wn, "closed by the broker");
+      return -1;
     }
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && errno == EAGAIN) return 0;
-    snprintf(why, wn, "%s", r == 0 ? "closed by the broker" : strerror(errno));
-    return -1;
+    p->rlen += (size_t)r;
+    if (take_input(p, why, wn) != 0) return -1;
   }
 }
 
@@ -701,7 +730,7 @@ static int read_input(mqtt_pub *p, char *why, size_t wn) {
 static int session_step(mqtt_pub *p, char *why, size_t wn) {
   fill(p);
   if (flush(p) != 0) {
-    snprintf(why, wn, "%s", strerror(errno));
+    snprintf(why, wn, "write failed");
     return -1;
   }
   int64_t now = now_ms(p);
@@ -759,10 +788,10 @@ static void say_goodbye(mqtt_pub *p, int64_t deadline) {
     fill(p);
     if (flush(p) != 0) return;
     if (p->woff == p->wlen && !p->pending.head) break;
-    if (wait_fd(p, p->fd, POLLOUT, deadline) <= 0) break;
+    if (wait_fd(p, p->fd, POLLOUT | POLLIN, deadline) <= 0) break;
   }
   static const unsigned char bye[2] = {0xe0, 0};
-  if (p->woff == p->wlen) (void)send(p->fd, bye, 2, MSG_NOSIGNAL);
+  if (p->woff == p->wlen) (void)io_send(p, bye, 2);
   (void)read_input(p, why, sizeof why); /* acknowledgements in the buffer */
 }
 
@@ -770,8 +799,7 @@ static void say_goodbye(mqtt_pub *p, int64_t deadline) {
  * reported (the owner is shutting down). */
 static void end_session(mqtt_pub *p, int timeout_ms) {
   say_goodbye(p, now_ms(p) + timeout_ms);
-  close(p->fd);
-  p->fd = -1;
+  io_close(p);
   pthread_mutex_lock(&p->lock);
   p->connected = 0;
   pthread_mutex_unlock(&p->lock);
@@ -784,6 +812,10 @@ static void end_session(mqtt_pub *p, int timeout_ms) {
 static void *io_main(void *arg) {
   mqtt_pub *p = arg;
   char why[200];
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE); /* SSL_write must fail with EPIPE, not kill */
+  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
   for (;;) {
     pthread_mutex_lock(&p->lock);
     int stop = p->stopping, bye = p->disconnecting, done = p->disconnected;
@@ -820,8 +852,7 @@ static void *io_main(void *arg) {
     }
     if (session_step(p, why, sizeof why) != 0) lose(p, why);
   }
-  if (p->fd >= 0) close(p->fd);
-  p->fd = -1;
+  io_close(p);
   return NULL;
 }
 
@@ -847,6 +878,10 @@ int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
   if (p->efd < 0 || !p->rbuf || !p->client_id) {
     mqtt_pub_free(p);
     return CEB_ENOMEM;
+  }
+  if (conf->tls && !(p->ctx = mqtt_tls_ctx_new(host, inst, conf))) {
+    mqtt_pub_free(p);
+    return CEB_ECONFIG;
   }
   *out = p;
   return CEB_OK;
@@ -920,6 +955,7 @@ void mqtt_pub_free(mqtt_pub *p) {
   free_list(&p->inflight);
   free_list(&p->flushing);
   if (p->efd >= 0) close(p->efd);
+  if (p->ctx) SSL_CTX_free(p->ctx);
   free(p->wbuf);
   free(p->rbuf);
   free(p->client_id);

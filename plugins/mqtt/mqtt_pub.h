@@ -1,11 +1,10 @@
-/* The sink's own MQTT publisher connection over plain TCP (MQTT 5 or 3.1.1):
- * one I/O thread writes queued PUBLISH packets while the broker's Receive
- * Maximum allows, several per write, and reads the acknowledgements in
- * bulk. paho MQTTAsync spent 55-65 us of CPU per binary-mode event in the
- * sink (it copies every user property twice on its tracked heap, frees them
- * again, and wakes its send thread per message); this costs a fraction of
- * that (bench/mqtt/README.md, session 4). TLS connections keep paho
- * (mqtt_conn.h).
+/* The sink's MQTT publisher connection (MQTT 5 or 3.1.1, plain TCP or TLS
+ * with OpenSSL, mqtt_tls.h): one I/O thread writes queued PUBLISH packets
+ * while the broker's Receive Maximum allows, several per write, and reads
+ * the acknowledgements in bulk. paho MQTTAsync spent 55-65 us of CPU per
+ * binary-mode event in the sink (it copies every user property twice on
+ * its tracked heap, frees them again, and wakes its send thread per
+ * message); this takes about 14 (bench/mqtt/README.md, session 4).
  *
  * Lifecycle as mqtt_conn: the connection is made at start and remade after
  * a failure or loss with doubling backoff (reconnect.min .. reconnect.max);
@@ -39,8 +38,10 @@ typedef struct mqtt_pub_ops {
 
 typedef struct mqtt_pub mqtt_pub;
 
-/* Creates the publisher (nothing connects before start). conf and arg are
- * borrowed until destroy; client_id is copied. CEB_OK or CEB_ENOMEM. */
+/* Creates the publisher (nothing connects before start; with conf->tls
+ * the TLS context is made here). conf and arg are borrowed until destroy;
+ * client_id is copied. CEB_OK, CEB_ENOMEM, or CEB_ECONFIG (TLS files,
+ * logged). */
 int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
                  const mqtt_conf *conf, const char *client_id,
                  const mqtt_pub_ops *ops, void *arg, mqtt_pub **out);

@@ -1,7 +1,6 @@
-/* The MQTT sink: one PUBLISH per delivery, settled from the connection's
- * completion callback (PUBACK for QoS 1, PUBCOMP for QoS 2), never on
- * enqueue. Plain TCP uses the plugin's own publisher (mqtt_pub.h), TLS
- * paho MQTTAsync (mqtt_conn.h). */
+/* The MQTT sink: one PUBLISH per delivery through the plugin's publisher
+ * connection (mqtt_pub.h), settled from its completion callback (PUBACK
+ * for QoS 1, PUBCOMP for QoS 2, written for QoS 0), never on enqueue. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,16 +8,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mqtt_conn.h"
 #include "mqtt_plugin.h"
 #include "mqtt_pub.h"
 
 /* A PUBLISH's MQTT 5 properties as one plain array pointing into the
- * encoded user properties and content type, which it owns. paho's
- * MQTTAsync_sendMessage copies the properties anyway; building them with
- * MQTTProperties_add made a second copy on paho's tracked heap: two
- * allocations per property and their frees, per message (bench/mqtt/README.md
- * has the profile). */
+ * encoded user properties and content type, which it owns; the publisher
+ * encodes them into the packet when the PUBLISH is queued. */
 typedef struct sink_props {
   ceb_headers user; /* the event's attributes */
   char *ct;         /* content type (ceb_free), or NULL */
@@ -31,8 +26,8 @@ typedef struct sink_msg {
   struct sink_msg *qnext;       /* the send queue */
   struct mqtt_sink *s;
   ceb_delivery *d; /* NULL once settled */
-  int queued;      /* waiting for a window slot: paho has not seen it */
-  /* prepared PUBLISH, handed to paho (which copies) when a slot frees */
+  int queued;      /* waiting for a window slot: not handed over yet */
+  /* prepared PUBLISH, handed to the publisher when a window slot frees */
   char *topic; /* owned, or the sink's fixed topic (topic_owned == 0) */
   int topic_owned;
   char *payload;
@@ -45,8 +40,7 @@ typedef struct mqtt_sink {
   const ceb_host *host;
   ceb_instance *inst;
   mqtt_conf conf;
-  mqtt_conn conn; /* TLS: paho */
-  mqtt_pub *pub;  /* plain TCP: the plugin's publisher (conn unused) */
+  mqtt_pub *pub;
   int conn_ready;
   char client_id[256];
   const char *topic;
@@ -56,31 +50,14 @@ typedef struct mqtt_sink {
   int max_inflight;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  sink_msg *msgs;  /* every record paho may still call back for */
+  sink_msg *msgs;  /* every record the publisher may still call back for */
   size_t inflight; /* records not yet settled */
   sink_msg *qhead, *qtail;
-  size_t sent; /* handed to paho, completion pending */
+  size_t sent; /* handed to the publisher, completion pending */
   int draining;
 } mqtt_sink;
 
 static void pump(mqtt_sink *s);
-
-static int link_up(mqtt_sink *s) {
-  return s->pub ? mqtt_pub_is_connected(s->pub)
-                : mqtt_conn_is_connected(&s->conn);
-}
-
-static int link_ever_up(mqtt_sink *s) {
-  return s->pub ? mqtt_pub_ever_connected(s->pub)
-                : mqtt_conn_ever_connected(&s->conn);
-}
-
-/* How many publishes may await completion: the broker's Receive Maximum
- * for the plugin's publisher; one below it for paho, which stalls when its
- * window is full (see pump). */
-static int link_window(mqtt_sink *s) {
-  return s->pub ? mqtt_pub_window(s->pub) : mqtt_conn_publish_window(&s->conn);
-}
 
 static void props_clear(sink_props *p) {
   ceb_headers_clear(&p->user);
@@ -148,8 +125,8 @@ static void unlink_msg(mqtt_sink *s, sink_msg *m) {
   if (m->next) m->next->prev = m->prev;
 }
 
-/* Ends a record from paho's callback: settles it unless a connection loss
- * or timeout already did, and frees it. */
+/* Ends a record from the publisher's callback: settles it unless a
+ * connection loss or timeout already did, and frees it. */
 static void finish(sink_msg *m, ceb_outcome outcome, int code,
                    const char *reason, const char *detail) {
   mqtt_sink *s = m->s;
@@ -180,41 +157,6 @@ static int permanent_reason(int rc) {
   }
 }
 
-static void on_sent(void *ctx, MQTTAsync_successData *r) {
-  (void)r;
-  finish(ctx, CEB_ACK, 0, NULL, NULL);
-}
-
-static void on_sent5(void *ctx, MQTTAsync_successData5 *r) {
-  int rc = r ? (int)r->reasonCode : 0;
-  finish(ctx, CEB_ACK, rc, NULL, NULL);
-}
-
-static void on_failed(void *ctx, MQTTAsync_failureData *r) {
-  char detail[256];
-  snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
-           r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1),
-           r ? r->code : -1);
-  finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
-}
-
-static void on_failed5(void *ctx, MQTTAsync_failureData5 *r) {
-  int rc = r ? (int)r->reasonCode : 0;
-  char reason[32], detail[256];
-  if (rc >= 0x80) {
-    snprintf(reason, sizeof reason, "mqtt.0x%02x", (unsigned)rc);
-    snprintf(detail, sizeof detail, "broker refused the publish: %s",
-             MQTTReasonCode_toString((enum MQTTReasonCodes)rc));
-    finish(ctx, permanent_reason(rc) ? CEB_REJECT : CEB_RETRY, rc, reason,
-           detail);
-    return;
-  }
-  snprintf(detail, sizeof detail, "publish failed: %s (code %d)",
-           r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1),
-           r ? r->code : -1);
-  finish(ctx, CEB_RETRY, 0, "mqtt.publish_failed", detail);
-}
-
 static void on_pub_done(void *arg, void *ctx, int ok, int reason,
                         const char *detail) {
   (void)arg;
@@ -235,14 +177,14 @@ static void on_pub_done(void *arg, void *ctx, int ok, int reason,
   }
 }
 
-/* Settles every unsettled record with RETRY; the records stay until paho
- * calls back (or destroy), so a late callback finds them. */
+/* Settles every unsettled record with RETRY; the records stay until the
+ * publisher calls back (or destroy), so a late callback finds them. */
 static void settle_all(mqtt_sink *s, const char *reason, const char *detail,
                        int only_expired) {
   int64_t now = only_expired ? s->host->now_ms(s->inst) : 0;
   for (;;) {
     ceb_delivery *d = NULL;
-    sink_msg *dead = NULL; /* a queued record paho never saw */
+    sink_msg *dead = NULL; /* a queued record never handed over */
     pthread_mutex_lock(&s->lock);
     for (sink_msg *m = s->msgs; m; m = m->next) {
       if (m->d && (!only_expired ||
@@ -335,39 +277,25 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
 
 int mqtt_sink_start(void *state) {
   mqtt_sink *s = state;
-  if (!s->conf.tls) {
-    mqtt_pub_ops pops = {on_connected, on_lost, on_tick, on_pub_done};
-    int rc = mqtt_pub_new(s->host, s->inst, &s->conf, s->client_id, &pops, s,
-                          &s->pub);
-    s->conn_ready = rc == CEB_OK;
-    return rc == CEB_OK ? mqtt_pub_start(s->pub) : rc;
-  }
-  char uri[300];
-  snprintf(uri, sizeof uri, "%s://%s:%d", s->conf.tls ? "ssl" : "tcp",
-           s->conf.host, s->conf.port);
-  mqtt_conn_opts o = {uri, s->conf.tls, 1, 0, 0, s->max_inflight};
-  mqtt_conn_ops ops = {on_connected, on_lost, on_tick, NULL};
-  int rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->client_id,
-                          &o, &ops, s);
-  s->conn_ready = 1; /* destroy cleans up a half-made client too */
-  if (rc != CEB_OK) return rc;
-  return mqtt_conn_start(&s->conn);
+  mqtt_pub_ops ops = {on_connected, on_lost, on_tick, on_pub_done};
+  int rc =
+      mqtt_pub_new(s->host, s->inst, &s->conf, s->client_id, &ops, s, &s->pub);
+  s->conn_ready = rc == CEB_OK;
+  return rc == CEB_OK ? mqtt_pub_start(s->pub) : rc;
 }
 
-/* Hands queued publishes to paho while fewer than the window are pending.
- * paho 1.3 stalls up to a second once its own window (the broker's MQTT 5
- * Receive Maximum, 20 on mosquitto) is full (eclipse-paho/paho.mqtt.c#1252:
- * 235 vs 12k msg/s measured here), so the sink never fills it.
- *
- * Each completion refills at once. Refilling in batches (only once half the
- * window had come back) woke paho's send thread 6x less often but stalled
- * the flow: mosquitto (Nagle on by default) holds back PUBACKs while an
+/* Hands queued publishes to the publisher while fewer than the window
+ * (the broker's Receive Maximum, capped by max_inflight) await completion:
+ * the rest wait here, in order, still unsettled. Each completion refills at
+ * once. Refilling in batches (only once half the window had come back) was
+ * tried with paho: it woke its send thread 6x less often but stalled the
+ * flow, as mosquitto (Nagle on by default) holds back PUBACKs while an
  * earlier one is unacknowledged, and with nothing to send our side delays
  * that TCP ACK (bench/mqtt/README.md, session 4). Called from deliver and
- * from paho's completion callbacks. */
+ * from the publisher's callbacks. */
 static void pump(mqtt_sink *s) {
-  if (!link_up(s)) return; /* the connect callback pumps */
-  int window = link_window(s);
+  if (!mqtt_pub_is_connected(s->pub)) return; /* the connect callback pumps */
+  int window = mqtt_pub_window(s->pub);
   if (window > s->max_inflight) window = s->max_inflight;
   for (;;) {
     pthread_mutex_lock(&s->lock);
@@ -380,8 +308,8 @@ static void pump(mqtt_sink *s) {
     if (!s->qhead) s->qtail = NULL;
     m->queued = 0;
     s->sent++;
-    /* Take the prepared data out: paho may complete (and free m) before
-     * sendMessage returns. */
+    /* Take the prepared data out: the publisher may complete (and free m)
+     * before send returns. */
     char *topic = m->topic, *payload = m->payload;
     int topic_owned = m->topic_owned;
     sink_props props = m->props;
@@ -390,49 +318,22 @@ static void pump(mqtt_sink *s) {
     m->topic_owned = 0;
     memset(&m->props, 0, sizeof m->props);
     pthread_mutex_unlock(&s->lock);
-    /* Not queued: no completion follows for m, so it ends here. */
-    char detail[160] = "";
-    int too_large = 0;
-    if (s->pub) { /* it encodes the packet now: ours stay our memory */
-      MQTTProperties pr = MQTTProperties_initializer;
-      pr.count = pr.max_count = props.count;
-      pr.length = props.length;
-      pr.array = props.array;
-      int rc = mqtt_pub_send(s->pub, topic, s->qos, &pr, payload, len, m);
-      too_large = rc == CEB_ETOOLARGE;
-      if (rc != CEB_OK)
-        snprintf(detail, sizeof detail, "publish not queued: %s",
-                 rc == CEB_ESHUTDOWN ? "not connected" : ceb_strerror(rc));
-    } else {
-      MQTTAsync_message msg = MQTTAsync_message_initializer;
-      msg.payload = payload ? payload : "";
-      msg.payloadlen = (int)len;
-      msg.qos = s->qos;
-      msg.retained = 0;
-      /* paho copies them (MQTTProperties_copy); ours stay our memory */
-      msg.properties.count = msg.properties.max_count = props.count;
-      msg.properties.length = props.length;
-      msg.properties.array = props.array;
-      MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-      ro.context = m;
-      if (s->conf.version == 5) {
-        ro.onSuccess5 = on_sent5;
-        ro.onFailure5 = on_failed5;
-      } else {
-        ro.onSuccess = on_sent;
-        ro.onFailure = on_failed;
-      }
-      int prc = MQTTAsync_sendMessage(s->conn.h, topic, &msg, &ro);
-      if (prc != MQTTASYNC_SUCCESS)
-        snprintf(detail, sizeof detail, "publish not queued: %s",
-                 MQTTAsync_strerror(prc));
-    }
+    /* It encodes the packet now: ours stay our memory. */
+    MQTTProperties pr = MQTTProperties_initializer;
+    pr.count = pr.max_count = props.count;
+    pr.length = props.length;
+    pr.array = props.array;
+    int rc = mqtt_pub_send(s->pub, topic, s->qos, &pr, payload, len, m);
     if (topic_owned) free(topic);
     ceb_free(payload);
     props_clear(&props);
-    if (detail[0]) {
-      finish(m, too_large ? CEB_REJECT : CEB_RETRY, 0,
-             too_large ? "mqtt.too_large" : "mqtt.publish_failed", detail);
+    if (rc != CEB_OK) { /* not queued: no completion follows for m */
+      char detail[160];
+      snprintf(detail, sizeof detail, "publish not queued: %s",
+               rc == CEB_ESHUTDOWN ? "not connected" : ceb_strerror(rc));
+      finish(m, rc == CEB_ETOOLARGE ? CEB_REJECT : CEB_RETRY, 0,
+             rc == CEB_ETOOLARGE ? "mqtt.too_large" : "mqtt.publish_failed",
+             detail);
       return; /* finish pumped again */
     }
   }
@@ -450,7 +351,8 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   /* Before the first connection (start-up) deliveries wait in the queue,
    * bounded by their deadline; once a connection was lost they go back to
    * the route's retry policy at once. */
-  if (!s->conn_ready || (!link_up(s) && link_ever_up(s))) {
+  if (!s->conn_ready ||
+      (!mqtt_pub_is_connected(s->pub) && mqtt_pub_ever_connected(s->pub))) {
     settle(s, d, CEB_RETRY, 0, "mqtt.disconnected",
            "not connected to the broker");
     return CEB_OK;
@@ -533,22 +435,16 @@ int mqtt_sink_drain(void *state, int64_t deadline_ms) {
   pthread_mutex_unlock(&s->lock);
   if (left)
     settle_all(s, "shutdown", "the sink drained before the acknowledgement", 0);
-  if (s->conn_ready && s->pub) mqtt_pub_disconnect(s->pub, 1000);
-  if (s->conn_ready && !s->pub) mqtt_conn_disconnect(&s->conn, 1000);
+  if (s->conn_ready) mqtt_pub_disconnect(s->pub, 1000);
   return left ? CEB_ETIMEOUT : CEB_OK;
 }
 
 void mqtt_sink_destroy(void *state) {
   mqtt_sink *s = state;
   if (!s) return;
-  if (s->conn_ready && s->pub) {
-    mqtt_pub_disconnect(s->pub, 1000);
-    mqtt_pub_free(s->pub); /* no callback after this */
-    s->pub = NULL;
-  } else if (s->conn_ready) {
-    mqtt_conn_disconnect(&s->conn, 1000);
-    mqtt_conn_destroy(&s->conn); /* no paho callback after this */
-  }
+  if (s->conn_ready) mqtt_pub_disconnect(s->pub, 1000);
+  mqtt_pub_free(s->pub); /* no callback after this */
+  s->pub = NULL;
   settle_all(s, "shutdown", "the sink stopped before the acknowledgement", 0);
   while (s->msgs) {
     sink_msg *m = s->msgs;

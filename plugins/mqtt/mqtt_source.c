@@ -552,8 +552,11 @@ int mqtt_source_start(void *state) {
   if (rc != CEB_OK) return rc;
   char uri[64];
   snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
-  mqtt_conn_opts o = {
-      uri, 0, 0, s->session_expiry_s, s->max_inflight, s->max_inflight};
+  mqtt_conn_opts o = {.uri = uri,
+                      .clean = 0,
+                      .session_expiry_s = s->session_expiry_s,
+                      .receive_max = s->max_inflight,
+                      .max_inflight = s->max_inflight};
   mqtt_conn_ops ops = {on_connected, on_lost, on_tick, on_message};
   rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
                       &o, &ops, s);

@@ -1,6 +1,7 @@
 /* TLS and authentication against a real mosquitto:
  * - TLS listener with a test CA: the source (TLS in the ack gate) receives
- *   and the sink (TLS in paho) is acknowledged; a wrong CA never connects.
+ *   and the sink (TLS in its publisher) is acknowledged; a wrong CA never
+ *   connects.
  * - Password file: wrong credentials are refused (logged with the reason
  *   code), right ones connect.
  * - ACL: a publish the broker refuses with PUBACK 0x87 settles REJECT. */
@@ -113,7 +114,7 @@ static void tls(const char *dir) {
   ceb_mosq *b = ceb_mosq_start(&o);
   CHECK(b != NULL);
   if (!b) return;
-  /* Source over TLS (the gate's OpenSSL), sink over TLS (paho's). */
+  /* Source over TLS (the gate), sink over TLS (its publisher). */
   const char *skv[] = {"broker",      b->addr,  "client_id",
                        "tls-src",     "topics", "tls/#",
                        "tls.ca_file", ca,       NULL};
