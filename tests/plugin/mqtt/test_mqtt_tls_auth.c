@@ -2,6 +2,8 @@
  * - TLS listener with a test CA: the source (TLS in the ack gate) receives
  *   and the sink (TLS in its publisher) is acknowledged; a wrong CA never
  *   connects.
+ * - Mutual TLS: a broker requiring client certificates admits both roles
+ *   with tls.client_cert / tls.client_key, and a sink without one never.
  * - Password file: wrong credentials are refused (logged with the reason
  *   code), right ones connect.
  * - ACL: a publish the broker refuses with PUBACK 0x87 settles REJECT. */
@@ -30,7 +32,8 @@ static int run(const char *const argv[]) {
 }
 
 /* A CA and a server certificate for 127.0.0.1 signed by it, in dir; a
- * second, unrelated CA as other-ca.pem. */
+ * second, unrelated CA as other-ca.pem; a client certificate signed by the
+ * first CA as client.pem / client.key. */
 static int make_certs(const char *dir) {
   char ca[512], cakey[512], key[512], csr[512], crt[512], ext[512];
   char other[512], otherkey[512];
@@ -100,7 +103,30 @@ static int make_certs(const char *dir) {
                       "-subj",
                       "/CN=other CA",
                       NULL};
-  return run(a1) || run(a2) || run(a3) || run(a4) ? -1 : 0;
+  char ckey[512], ccsr[512], ccrt[512];
+  snprintf(ckey, sizeof ckey, "%s/client.key", dir);
+  snprintf(ccsr, sizeof ccsr, "%s/client.csr", dir);
+  snprintf(ccrt, sizeof ccrt, "%s/client.pem", dir);
+  const char *a5[] = {o,
+                      "req",
+                      "-new",
+                      "-newkey",
+                      "ec",
+                      "-pkeyopt",
+                      "ec_paramgen_curve:prime256v1",
+                      "-nodes",
+                      "-keyout",
+                      ckey,
+                      "-out",
+                      ccsr,
+                      "-subj",
+                      "/CN=cebridge",
+                      NULL};
+  const char *a6[] = {o,      "x509", "-req",   "-in", ccsr,
+                      "-CA",  ca,     "-CAkey", cakey, "-CAcreateserial",
+                      "-out", ccrt,   "-days",  "2",   NULL};
+  return run(a1) || run(a2) || run(a3) || run(a4) || run(a5) || run(a6) ? -1
+                                                                        : 0;
 }
 
 static void tls(const char *dir) {
@@ -160,6 +186,70 @@ static void tls(const char *dir) {
   ceb_mosq_free(b);
 }
 
+/* A broker that requires a client certificate: without one neither role
+ * connects; with tls.client_cert / tls.client_key both do (the source's
+ * gate and the sink's publisher share mqtt_tls.c). */
+static void mutual_tls(const char *dir) {
+  char extra[2048], ca[512], cert[512], key[512];
+  snprintf(extra, sizeof extra,
+           "cafile %s/ca.pem\ncertfile %s/server.pem\nkeyfile "
+           "%s/server.key\nrequire_certificate true\n",
+           dir, dir, dir);
+  snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+  snprintf(cert, sizeof cert, "%s/client.pem", dir);
+  snprintf(key, sizeof key, "%s/client.key", dir);
+  ceb_mosq_opts o = {.extra = extra};
+  ceb_mosq *b = ceb_mosq_start(&o);
+  CHECK(b != NULL);
+  if (!b) return;
+  const char *anon[] = {"broker",      b->addr, "topic", "m/x",
+                        "tls.ca_file", ca,      NULL};
+  mtest_inst sink, src;
+  CHECK_INT(mtest_init(&sink, CEB_ROLE_SINK, anon), CEB_OK);
+  CHECK_INT(mtest_start(&sink), CEB_OK);
+  CHECK(!mtest_wait_connected(&sink, 1500));
+  mtest_free(&sink);
+
+  const char *skv[] = {"broker",
+                       b->addr,
+                       "client_id",
+                       "mtls-src",
+                       "topics",
+                       "m/#",
+                       "tls.ca_file",
+                       ca,
+                       "tls.client_cert",
+                       cert,
+                       "tls.client_key",
+                       key,
+                       NULL};
+  const char *kkv[] = {
+      "broker", b->addr,           "topic", "m/${type}",      "tls.ca_file",
+      ca,       "tls.client_cert", cert,    "tls.client_key", key,
+      NULL};
+  CHECK_INT(mtest_init(&src, CEB_ROLE_SOURCE, skv), CEB_OK);
+  CHECK_INT(mtest_start(&src), CEB_OK);
+  CHECK(mtest_wait_subscribed(&src));
+  CHECK_INT(mtest_init(&sink, CEB_ROLE_SINK, kkv), CEB_OK);
+  CHECK_INT(mtest_start(&sink), CEB_OK);
+  CHECK(mtest_wait_connected(&sink, 10000));
+  ceb_event *ev = mtest_event("mtls-1", "nl.edu.mtls");
+  ceb_delivery *d = ceb_fake_delivery_new(sink.fake, ev, "r", NULL, 1);
+  CHECK_INT(sink.p->deliver(sink.state, d), CEB_OK);
+  CHECK(ceb_fake_wait_settles(sink.fake, 1, 10000));
+  ceb_fake_settle s;
+  CHECK(ceb_fake_settle_get(sink.fake, 0, &s) && s.info.outcome == CEB_ACK);
+  CHECK(ceb_fake_wait_events(src.fake, 1, 10000));
+  ceb_event *got = ceb_fake_event(src.fake, 0);
+  CHECK(mtest_event_equal(ev, got));
+  ceb_event_unref(got);
+  ceb_fake_delivery_free(d);
+  ceb_event_unref(ev);
+  mtest_free(&src);
+  mtest_free(&sink);
+  ceb_mosq_free(b);
+}
+
 static void auth(void) {
   ceb_mosq_opts o = {.username = "bridge",
                      .password = "s3cret",
@@ -207,9 +297,10 @@ static void auth(void) {
 int main(void) {
   char *dir = ceb_test_tmpdir("mqtt-tls");
   CHECK(dir != NULL);
-  if (dir && make_certs(dir) == 0)
+  if (dir && make_certs(dir) == 0) {
     tls(dir);
-  else
+    mutual_tls(dir);
+  } else
     CHECK_MSG(0, "cannot make test certificates");
   auth();
   if (dir) {
