@@ -187,7 +187,8 @@ static double self_cpu_s(void) {
 
 /* Reads what the running bridge has cost so far (before it is stopped). */
 static bridge_cost cost_sample(pid_t bridge) {
-  bridge_cost c = {proc_cpu_s(bridge), threads_cpu_s(bridge, "kafka-source"),
+  bridge_cost c = {proc_cpu_s(bridge),
+                   threads_cpu_s(bridge, "kafka-source"),
                    threads_cpu_s(bridge, "kafka-sink"),
                    threads_cpu_s(bridge, "rdk:"),
                    threads_cpu_s(bridge, "engine-"),
@@ -310,9 +311,8 @@ static long record_seq(const rd_kafka_message_t *m) {
   if (!p) return -1;
   long seq = 0;
   int digits = 0;
-  for (p += sizeof tag - 1; p < v + m->len && *p >= '0' && *p <= '9' &&
-                            digits < 12;
-       p++, digits++)
+  for (p += sizeof tag - 1;
+       p < v + m->len && *p >= '0' && *p <= '9' && digits < 12; p++, digits++)
     seq = seq * 10 + (*p - '0');
   return digits ? seq : -1;
 }

@@ -301,8 +301,7 @@ int main(int argc, char **argv) {
     ok = wait_settled(sent, window - 1, deadline);
     if (!ok) break;
     /* Paced in steps of 1 ms: sleep until this delivery's due time. */
-    if (rate && sent * 1000 / rate > ceb_test_now_ms() - t0)
-      usleep(1000);
+    if (rate && sent * 1000 / rate > ceb_test_now_ms() - t0) usleep(1000);
     if (rate && sent * 1000 / rate > ceb_test_now_ms() - t0) continue;
     ds[sent] = ceb_fake_delivery_new(f, evs[sent % pool], "r1", NULL, 1);
     rc = p->deliver(state, ds[sent]);

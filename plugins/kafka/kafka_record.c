@@ -53,19 +53,18 @@ static int build_structured(const ceb_event *ev, kafka_record *r) {
   r->value = r->owned;
   r->headers = rd_kafka_headers_new(1);
   if (!r->headers) return CEB_ENOMEM;
-  return add_header(r->headers, "content-type",
-                    "application/cloudevents+json");
+  return add_header(r->headers, "content-type", "application/cloudevents+json");
 }
 
-int kafka_record_build(const ceb_event *ev, ceb_mode mode,
-                       const char *key_attr, kafka_record *r) {
+int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
+                       kafka_record *r) {
   memset(r, 0, sizeof *r);
   if (!ev || (mode != CEB_MODE_BINARY && mode != CEB_MODE_STRUCTURED))
     return CEB_EINVAL;
   if (key_attr && (r->key = ceb_event_get(ev, key_attr)))
     r->key_len = strlen(r->key);
-  int rc = mode == CEB_MODE_BINARY ? build_binary(ev, r)
-                                   : build_structured(ev, r);
+  int rc =
+      mode == CEB_MODE_BINARY ? build_binary(ev, r) : build_structured(ev, r);
   if (rc != CEB_OK) kafka_record_clear(r);
   return rc;
 }

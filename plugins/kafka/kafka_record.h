@@ -29,8 +29,8 @@ typedef struct kafka_record {
 /* Builds *r for ev. key_attr names the attribute or extension that becomes
  * the key; NULL: no key. Borrowed parts stay valid while ev lives unchanged.
  * CEB_OK, or CEB_ENOMEM / CEB_EINVAL with *r cleared. */
-int kafka_record_build(const ceb_event *ev, ceb_mode mode,
-                       const char *key_attr, kafka_record *r);
+int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
+                       kafka_record *r);
 
 /* Frees what r owns: headers (unless producev took them: set r->headers to
  * NULL then) and the structured value. Leaves *r zeroed. */

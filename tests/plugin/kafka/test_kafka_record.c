@@ -44,8 +44,8 @@ static void check_same(const char *what, const ceb_event *ev, ceb_mode mode,
     }
     if (strcmp(name, want.items[i].name) || size != want.items[i].value_len ||
         memcmp(val, want.items[i].value, size)) {
-      fprintf(stderr, "%s: header %zu is %s=%.*s, want %s=%s\n", what, i,
-              name, (int)size, (const char *)val, want.items[i].name,
+      fprintf(stderr, "%s: header %zu is %s=%.*s, want %s=%s\n", what, i, name,
+              (int)size, (const char *)val, want.items[i].name,
               want.items[i].value);
       CHECK(0);
     }
@@ -103,9 +103,9 @@ int main(void) {
   CHECK_INT(rd_kafka_header_get_last(r.headers, "content-type", &val, &size),
             RD_KAFKA_RESP_ERR_NO_ERROR);
   CHECK(size == 16 && !memcmp(val, "application/json", 16));
-  CHECK_INT(rd_kafka_header_get_last(r.headers, "ce_datacontenttype", &val,
-                                     &size),
-            RD_KAFKA_RESP_ERR__NOENT);
+  CHECK_INT(
+      rd_kafka_header_get_last(r.headers, "ce_datacontenttype", &val, &size),
+      RD_KAFKA_RESP_ERR__NOENT);
   CHECK(r.key_len == 5 && !memcmp(r.key, "key-7", 5));
   kafka_record_clear(&r);
   ceb_event_unref(ev);

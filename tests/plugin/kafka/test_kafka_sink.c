@@ -456,9 +456,9 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"out:1",  "out.dlq:1", "edu.nl.edu.test:1", "retry:1",
-                          "perm:1", "late:1",    "fatal:1",           "nokey:1",
-                          NULL};
+  const char *topics[] = {"out:1",   "out.dlq:1", "edu.nl.edu.test:1",
+                          "retry:1", "perm:1",    "late:1",
+                          "fatal:1", "nokey:1",   NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   if (p && m.pid > 0) {
     CHECK(p->roles & CEB_ROLE_TOPICS);
