@@ -50,7 +50,13 @@ int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
   else
     st->head = op;
   st->tail = op;
-  pthread_cond_signal(&st->cond);
+  /* Wake the committer only where its wait (cebs_committer_main) can end:
+   * the first op, a queue long enough to overlap the running sync, a full
+   * group. A wake per op cost a futex call and a context switch each while
+   * the committer waited for the syncer. */
+  size_t n = ++st->queued;
+  if (n == 1 || n == CEBS_OVERLAP_MIN || n == st->group_max)
+    pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
   return CEB_OK;
 }
@@ -131,13 +137,6 @@ static void wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t ms) {
     ts.tv_nsec -= 1000000000L;
   }
   pthread_cond_timedwait(cond, lock, &ts);
-}
-
-static size_t queue_len(store_op *op, size_t max) {
-  size_t n = 0;
-  for (; op && n < max; op = op->next)
-    n++;
-  return n;
 }
 
 /* Transaction control statements, prepared once (cebs_stmt caches them):
@@ -234,17 +233,17 @@ void *cebs_committer_main(void *arg) {
      * with a few ops costs a commit each (smaller groups cost more CPU per
      * event) and gains nothing, as their acks wait for the next sync
      * anyway. A longer queue goes ahead and overlaps the sync. */
-    while (st->syncing && !st->stopping &&
-           queue_len(st->head, CEBS_OVERLAP_MIN) < CEBS_OVERLAP_MIN)
+    while (st->syncing && !st->stopping && st->queued < CEBS_OVERLAP_MIN)
       pthread_cond_wait(&st->cond, &st->lock);
-    if (st->group_wait_ms > 0 && !st->stopping &&
-        queue_len(st->head, st->group_max) < st->group_max)
+    if (st->group_wait_ms > 0 && !st->stopping && st->queued < st->group_max)
       wait_ms(&st->cond, &st->lock, st->group_wait_ms);
     store_op *group = st->head, *last = group;
-    for (size_t i = 1; i < st->group_max && last->next; i++)
+    size_t taken = 1;
+    for (; taken < st->group_max && last->next; taken++)
       last = last->next;
     st->head = last->next;
     if (!st->head) st->tail = NULL;
+    st->queued -= taken;
     last->next = NULL;
     pthread_mutex_unlock(&st->lock);
     run_group(st, group);

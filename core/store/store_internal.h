@@ -28,6 +28,7 @@ struct ceb_store {
   pthread_mutex_t lock;
   pthread_cond_t cond; /* committer: work queued / stop */
   store_op *head, *tail;
+  size_t queued; /* ops in head..tail */
   size_t queued_bounded;
   size_t queue_max;
   size_t group_max;
