@@ -1,11 +1,14 @@
 /* Kafka end-to-end benchmarks through the real `cebridge run` binary and a
  * librdkafka mock cluster (ceb-kafka-mock), everything on loopback:
  *
- *   bench_kafka http2kafka [-n EVENTS] [-c CONNECTIONS] [-s DATA_BYTES]
- *     C connections POST structured CloudEvents to the http source as fast
- *     as the 202s come back; the kafka sink produces them to a topic.
- *     Reports request rate, 202 latency p50/p99/max, and the time until the
- *     last event was on the topic (all read back and counted).
+ *   bench_kafka http2kafka [-n EVENTS] [-c CONNECTIONS] [-s PAD_BYTES]
+ *     C keep-alive connections (bench/http's raw-socket load generator)
+ *     POST structured CloudEvents (PAD_BYTES of data padding, ~260 B more of
+ *     JSON) to the http source as fast as the 202s come back; the route
+ *     orders by subject (1,000 keys) and the kafka sink produces them to a
+ *     topic. Reports request rate, 202 latency p50/p99/max, and the time
+ *     until the last event was on the topic (all read back: each exactly
+ *     once, in order per key and sending connection).
  *     Target: >= 12k ev/s, p99 <= 30 ms at 64 connections, 1 KiB events.
  *
  *   bench_kafka kafka2http [-n EVENTS] [-k KEYS] [-p PARTITIONS]
@@ -29,7 +32,6 @@
  * exits non-zero when an event is missing or out of order (not on a missed
  * target: targets are for the report). Bounded: every wait has a deadline. */
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -45,6 +47,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ceb_bench_load.h"
 #include "ceb_test.h"
 #include "kafka_test_util.h"
 
@@ -226,9 +229,10 @@ static int rm_entry(const char *p, const struct stat *st, int fl,
   return remove(p);
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
+static int64_t now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* Extra "key = value" lines for the kafka sink's section (-x), to compare
@@ -246,48 +250,16 @@ static int sink_extra_add(const char *kv) {
 
 /* ---- http2kafka ---- */
 
-typedef struct load_slot {
-  CURL *h;
-  char body[8192];
-  int64_t start_us;
-  long seq;
-  struct curl_slist *hdrs;
-} load_slot;
-
-static int64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static size_t discard(char *p, size_t s, size_t n, void *u) {
-  (void)p;
-  (void)u;
-  return s * n;
-}
-
-/* Ordering keys of http2kafka: event seq has partitionkey key-(seq % 1000)
- * and data {"seq":seq,...}. */
+/* Load: bench/http's raw-socket generator (ceb_bench_load.h), structured
+ * CloudEvents with ids H2K_PREFIX-CCCC-SSSSSSSSSS (sending connection,
+ * global sequence from 0) and subject key-(seq mod H2K_KEYS); the route
+ * orders by subject and the sink keys records by it. libcurl cost this
+ * process 37-49 us of CPU per event (on the 2 cores the bridge needs); the
+ * generator about 16. */
 #define H2K_KEYS 1000
-
-static void slot_prepare(load_slot *s, const char *url, long seq,
-                         const char *data) {
-  snprintf(s->body, sizeof s->body,
-           "{\"specversion\":\"1.0\",\"id\":\"h-%ld\",\"source\":\"" SRC
-           "\",\"type\":\"nl.edu.bench\",\"time\":\"2026-11-22T18:00:00Z\","
-           "\"partitionkey\":\"key-%ld\",\"datacontenttype\":\"application/"
-           "json\",\"data\":{\"seq\":%ld,\"pad\":\"%s\"}}",
-           seq, seq % H2K_KEYS, seq, data);
-  s->seq = seq;
-  curl_easy_setopt(s->h, CURLOPT_URL, url);
-  curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
-  curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE, (long)strlen(s->body));
-  curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, s->hdrs);
-  curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, discard);
-  curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
-  curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, 30000L);
-  s->start_us = now_us();
-}
+#define H2K_PREFIX "h2k"
+/* The event's JSON around the pad is about this long: -s is the pad. */
+#define H2K_ENVELOPE 260
 
 /* Reads the output topic while the load runs: the mock cluster keeps only
  * about 5 MiB per partition, so reading afterwards would miss the start. */
@@ -297,24 +269,28 @@ typedef struct topic_counter {
   atomic_long count;
   int64_t last_us; /* read after join */
   atomic_llong deadline_ms;
-  long *order;   /* seq of each record in read order (-1: no seq in it) */
-  long capacity; /* of order */
+  long *seq, *conn; /* per record in read order; -1: no id of this run */
+  long capacity;    /* of seq and conn */
 } topic_counter;
 
-/* The seq of the data {"seq":N,...} a record carries (binary mode: the
- * value is the data), -1 when there is none. */
-static long record_seq(const rd_kafka_message_t *m) {
-  static const char tag[] = "\"seq\":";
-  const char *v = m->payload;
-  if (!v || m->len < sizeof tag) return -1;
-  const char *p = memmem(v, m->len, tag, sizeof tag - 1);
-  if (!p) return -1;
-  long seq = 0;
-  int digits = 0;
-  for (p += sizeof tag - 1;
-       p < v + m->len && *p >= '0' && *p <= '9' && digits < 12; p++, digits++)
-    seq = seq * 10 + (*p - '0');
-  return digits ? seq : -1;
+/* Sending connection and sequence from a record's ce_id header
+ * (binary mode); 0, or -1 when it is not an id of this run. */
+static int record_id(const rd_kafka_message_t *m, long *conn, long *seq) {
+  rd_kafka_headers_t *h = NULL;
+  const void *v;
+  size_t n;
+  char id[64];
+  if (rd_kafka_message_headers(m, &h) || !h ||
+      rd_kafka_header_get_last(h, "ce_id", &v, &n) || !v || n >= sizeof id)
+    return -1;
+  memcpy(id, v, n);
+  id[n] = '\0';
+  char *end;
+  if (strncmp(id, H2K_PREFIX "-", sizeof H2K_PREFIX)) return -1;
+  *conn = strtol(id + sizeof H2K_PREFIX, &end, 10);
+  if (*end != '-') return -1;
+  *seq = strtol(end + 1, &end, 10);
+  return *end ? -1 : 0;
 }
 
 static void *count_topic(void *arg) {
@@ -325,8 +301,13 @@ static void *count_topic(void *arg) {
     size_t n = ktest_read(tc->reader, batch, 512, 100);
     long at = atomic_load(&tc->count);
     for (size_t i = 0; i < n; i++) {
-      if (at + (long)i < tc->capacity)
-        tc->order[at + (long)i] = record_seq(batch[i]);
+      long k = at + (long)i, conn = -1, seq = -1;
+      if (k < tc->capacity && !record_id(batch[i], &conn, &seq)) {
+        tc->seq[k] = seq;
+        tc->conn[k] = conn;
+      } else if (k < tc->capacity) {
+        tc->seq[k] = tc->conn[k] = -1;
+      }
       rd_kafka_message_destroy(batch[i]);
     }
     if (n) {
@@ -337,44 +318,53 @@ static void *count_topic(void *arg) {
   return NULL;
 }
 
-/* Checks what was read back against what was accepted: every accepted seq
- * on the topic exactly once, and per key no record ahead of one that was
- * accepted (202) before it was sent. Records of one key that were in
- * flight at once have no defined order; a record sent after another's 202
- * must follow it. Prints the findings; 0 when all is well. */
-static int check_topic(const topic_counter *tc, long events,
-                       const int64_t *sent_us, const int64_t *done_us,
-                       const char *accepted) {
+/* Checks what was read back: every sequence 0..events-1 on the topic
+ * exactly once, and per (key, sending connection) in sending order: the
+ * generator writes a connection's next request only after the previous
+ * answer, so those are the events of a key whose order the bridge must
+ * keep (concurrent senders define no order between them). Prints the
+ * findings; 0 when all is well. */
+static int check_topic(const topic_counter *tc, long events, int conns) {
   long n = atomic_load(&tc->count), missing = 0, dups = 0, foreign = 0;
   long disorder = 0;
   unsigned char *seen = calloc((size_t)events, 1);
-  int64_t *max_sent = calloc(H2K_KEYS, sizeof *max_sent);
-  if (!seen || !max_sent) {
+  long *last = malloc((size_t)H2K_KEYS * (size_t)conns * sizeof *last);
+  if (!seen || !last) {
     free(seen);
-    free(max_sent);
+    free(last);
     return -1;
   }
+  for (size_t i = 0; i < (size_t)H2K_KEYS * (size_t)conns; i++)
+    last[i] = -1;
   if (n > tc->capacity) n = tc->capacity;
   for (long i = 0; i < n; i++) {
-    long seq = tc->order[i];
-    if (seq < 0 || seq >= events || !accepted[seq]) {
+    long seq = tc->seq[i], conn = tc->conn[i];
+    if (seq < 0 || seq >= events || conn < 0 || conn >= conns) {
       foreign++;
       continue;
     }
     if (seen[seq]++) dups++;
-    long key = seq % H2K_KEYS;
-    if (max_sent[key] > done_us[seq]) disorder++;
-    if (sent_us[seq] > max_sent[key]) max_sent[key] = sent_us[seq];
+    long *l = &last[(seq % H2K_KEYS) * conns + conn];
+    if (seq < *l) disorder++;
+    if (seq > *l) *l = seq;
   }
   for (long seq = 0; seq < events; seq++)
-    if (accepted[seq] && !seen[seq]) missing++;
+    if (!seen[seq]) missing++;
   free(seen);
-  free(max_sent);
+  free(last);
   printf("bench kafka http2kafka check: %ld records read, %ld missing, %ld "
-         "duplicates, %ld out of order per key, %ld not from this run\n",
+         "duplicates, %ld out of order per key and connection, %ld not from "
+         "this run\n",
          atomic_load(&tc->count), missing, dups, disorder, foreign);
   return missing || dups || disorder || foreign ? 1 : 0;
 }
+
+typedef struct load_run {
+  ceb_bench_load_opts o;
+  ceb_bench_load_result r;
+  int rc;
+  char err[256];
+} load_run;
 
 static int http2kafka(long events, int conns, int size) {
   ktest_mock m;
@@ -390,9 +380,9 @@ static int http2kafka(long events, int conns, int size) {
            "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
            "port_file = %s/port\nauth = none\nidempotency = off\n"
            "\n[sink internal]\nplugin = kafka\nbrokers = %s\n"
-           "topic = bench.out\n%s"
+           "topic = bench.out\nkey_attribute = subject\n%s"
            "\n[route in]\nfrom = intermediary\nto = internal\n"
-           "order_by = partitionkey\nmax_inflight = 4096\n",
+           "order_by = subject\nmax_inflight = 4096\n",
            dir, dir, m.bootstrap, sink_extra);
   snprintf(path, sizeof path, "%s/conf/00.conf", dir);
   write_file(path, text);
@@ -406,90 +396,44 @@ static int http2kafka(long events, int conns, int size) {
     port = p ? atoi(p) : 0;
     free(p);
   }
-  if (!port) {
-    fprintf(stderr, "bridge did not write its port (see %s/bridge.log)\n", dir);
-    bridge_stop(bridge);
-    ktest_mock_stop(&m);
-    free(dir);
-    return 2;
-  }
-  char url[128];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
-  char *pad = malloc((size_t)size + 1);
-  memset(pad, 'x', (size_t)size);
-  pad[size] = '\0';
-
-  topic_counter tc = {.reader = ktest_reader(m.bootstrap, "bench.out", 16),
-                      .want = events,
+  topic_counter tc = {.want = events,
                       .deadline_ms = ceb_test_now_ms() + 600000,
-                      .order = calloc((size_t)events * 2, sizeof(long)),
+                      .seq = calloc((size_t)events * 2, sizeof(long)),
+                      .conn = calloc((size_t)events * 2, sizeof(long)),
                       .capacity = events * 2};
-  int64_t *sent_us = calloc((size_t)events, sizeof *sent_us);
-  int64_t *done_us = calloc((size_t)events, sizeof *done_us);
-  char *accepted_seq = calloc((size_t)events, 1);
-  if (!tc.order || !sent_us || !done_us || !accepted_seq) {
-    fprintf(stderr, "out of memory for %ld events\n", events);
-    free(tc.order);
-    free(sent_us);
-    free(done_us);
-    free(accepted_seq);
-    free(pad);
-    ktest_reader_close(tc.reader);
+  if (!port || !tc.seq || !tc.conn) {
+    fprintf(stderr, "%s\n",
+            port ? "out of memory" : "bridge did not write its port");
+    free(tc.seq);
+    free(tc.conn);
     bridge_stop(bridge);
     ktest_mock_stop(&m);
+    fprintf(stderr, "kept %s for inspection\n", dir);
     free(dir);
     return 2;
   }
+  tc.reader = ktest_reader(m.bootstrap, "bench.out", 16);
   pthread_t counter;
   pthread_create(&counter, NULL, count_topic, &tc);
 
-  CURLM *multi = curl_multi_init();
-  curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)conns);
-  load_slot *slots = calloc((size_t)conns, sizeof *slots);
-  int64_t *lat = calloc((size_t)events, sizeof *lat);
-  long sent = 0, done = 0, accepted = 0, other = 0;
-  for (int i = 0; i < conns && sent < events; i++) {
-    slots[i].h = curl_easy_init();
-    /* SIGPIPE is ignored process-wide (main): without NOSIGNAL libcurl sets
-     * and restores its handler around every transfer step, two sigaction
-     * calls each, a tenth of this load generator's CPU. */
-    curl_easy_setopt(slots[i].h, CURLOPT_NOSIGNAL, 1L);
-    slots[i].hdrs =
-        curl_slist_append(NULL, "Content-Type: application/cloudevents+json");
-    slot_prepare(&slots[i], url, sent++, pad);
-    sent_us[slots[i].seq] = slots[i].start_us;
-    curl_multi_add_handle(multi, slots[i].h);
-  }
-  int64_t t0 = now_us(), deadline = t0 + 300 * 1000000LL;
-  while (done < sent && now_us() < deadline) {
-    int running = 0;
-    curl_multi_perform(multi, &running);
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(multi, &left))) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      load_slot *s;
-      long code = 0;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&s);
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
-      done_us[s->seq] = now_us();
-      lat[done++] = done_us[s->seq] - s->start_us;
-      if (code == 202) {
-        accepted++;
-        accepted_seq[s->seq] = 1;
-      } else {
-        other++;
-      }
-      curl_multi_remove_handle(multi, s->h);
-      if (sent < events) {
-        slot_prepare(s, url, sent++, pad);
-        sent_us[s->seq] = s->start_us;
-        curl_multi_add_handle(multi, s->h);
-      }
-    }
-    if (done < sent) curl_multi_poll(multi, NULL, 0, 100, NULL);
-  }
-  int64_t t_http = now_us() - t0;
+  load_run L = {.o = {.port = port,
+                      .path = "/events",
+                      .connections = conns,
+                      .count = events,
+                      .drain_ms = 30000,
+                      .event_size = size + H2K_ENVELOPE,
+                      .keys = H2K_KEYS,
+                      .binary = 0,
+                      .id_prefix = H2K_PREFIX,
+                      .source = SRC,
+                      .type = "nl.edu.bench"}};
+  int64_t t0 = now_us();
+  L.rc = ceb_bench_load_run(&L.o, &L.r, L.err, sizeof L.err);
+  long accepted = L.rc == 0 ? L.r.status[202] : 0;
+  long other =
+      L.rc == 0 ? L.r.completed - accepted + L.r.transport_errors + L.r.timeouts
+                : 0;
+  if (L.rc) fprintf(stderr, "load: %s\n", L.err);
 
   /* Everything accepted must be on the topic. */
   atomic_store(&tc.deadline_ms, ceb_test_now_ms() + 120000);
@@ -501,32 +445,20 @@ static int http2kafka(long events, int conns, int size) {
   int64_t t_kafka = tc.last_us - t0;
   ktest_reader_close(tc.reader);
 
-  qsort(lat, (size_t)done, sizeof *lat, cmp_i64);
-  double secs = (double)t_http / 1e6;
-  printf("bench kafka http2kafka: %ld events, %d connections, %d B pad: "
+  double secs = L.r.elapsed_s > 0 ? L.r.elapsed_s : 1;
+  printf("bench kafka http2kafka: %ld events, %d connections, %d B event: "
          "%.0f ev/s accepted (202: %ld, other: %ld), latency p50 %.1f ms "
          "p99 %.1f ms max %.1f ms; on topic %ld after %.2f s (%.0f ev/s)\n",
-         events, conns, size, (double)accepted / secs, accepted, other,
-         done ? lat[done / 2] / 1000.0 : 0,
-         done ? lat[(size_t)(done * 99 / 100)] / 1000.0 : 0,
-         done ? lat[done - 1] / 1000.0 : 0, on_topic, t_kafka / 1e6,
-         (double)on_topic / (t_kafka / 1e6));
+         events, conns, L.o.event_size, (double)accepted / secs, accepted,
+         other, L.r.lat.p50 / 1000.0, L.r.lat.p99 / 1000.0,
+         L.r.lat.max / 1000.0, on_topic, t_kafka / 1e6,
+         t_kafka > 0 ? (double)on_topic / (t_kafka / 1e6) : 0);
   print_cost("http2kafka", on_topic ? on_topic : 1, &cost, mock_cpu);
-  int bad = check_topic(&tc, events, sent_us, done_us, accepted_seq);
-  for (int i = 0; i < conns; i++) {
-    if (slots[i].h) curl_easy_cleanup(slots[i].h);
-    curl_slist_free_all(slots[i].hdrs);
-  }
-  curl_multi_cleanup(multi);
-  free(slots);
-  free(lat);
-  free(pad);
-  free(tc.order);
-  free(sent_us);
-  free(done_us);
-  free(accepted_seq);
-  int rc = bridge_stop(bridge) == 0 && other == 0 && on_topic == accepted &&
-                   accepted == events && bad == 0
+  int bad = check_topic(&tc, events, conns);
+  free(tc.seq);
+  free(tc.conn);
+  int rc = bridge_stop(bridge) == 0 && L.rc == 0 && other == 0 &&
+                   on_topic == accepted && accepted == events && bad == 0
                ? 0
                : 1;
   ktest_mock_stop(&m);
@@ -835,7 +767,6 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
   int rc;
   if (!strcmp(mode, "http2kafka"))
     rc = http2kafka(events, conns, size);
@@ -849,6 +780,5 @@ int main(int argc, char **argv) {
     usage();
     rc = 2;
   }
-  curl_global_cleanup();
   return rc;
 }
