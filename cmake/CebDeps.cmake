@@ -35,6 +35,7 @@ if(CEB_WITH_MQTT)
   if(NOT PAHO_MQTT3AS OR NOT PAHO_INCLUDE)
     list(APPEND CEB_MISSING_DEBS libpaho-mqtt-dev)
   endif()
+  ceb_dep(MOSQUITTO libmosquitto libmosquitto-dev)
 endif()
 
 if(CEB_MISSING_DEBS)

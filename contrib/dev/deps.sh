@@ -15,8 +15,8 @@ fi
 PKGS=(build-essential cmake pkg-config git
       libjansson-dev libsqlite3-dev sqlite3 libinih-dev libmicrohttpd-dev
       libpcre2-dev libyaml-dev libcurl4-openssl-dev libssl-dev libjwt-dev
-      librdkafka-dev libpaho-mqtt-dev libsystemd-dev libgnutls28-dev
-      mosquitto curl clang libclang-rt-14-dev)
+      librdkafka-dev libpaho-mqtt-dev libmosquitto-dev libsystemd-dev
+      libgnutls28-dev mosquitto curl clang libclang-rt-14-dev)
 # Tools that may come from elsewhere than Debian (a Node.js or Python build
 # already on PATH): installed from Debian only when the command is missing.
 TOOLS=("node:nodejs" "npm:npm" "python3:python3")

@@ -1,16 +1,19 @@
-/* The sink's MQTT publisher connection (MQTT 5 or 3.1.1, plain TCP or TLS
- * with OpenSSL, mqtt_tls.h): one I/O thread writes queued PUBLISH packets
- * while the broker's Receive Maximum allows, several per write, and reads
- * the acknowledgements in bulk. paho MQTTAsync spent 55-65 us of CPU per
- * binary-mode event in the sink (it copies every user property twice on
- * its tracked heap, frees them again, and wakes its send thread per
- * message); this takes about 14 (bench/mqtt/README.md, session 4).
+/* The sink's MQTT publisher connection (MQTT 5 or 3.1.1, plain TCP or TLS)
+ * on libmosquitto: one I/O thread per sink drives the client itself (poll
+ * on its socket, mosquitto_loop_read / _write / _misc), hands queued
+ * publishes to mosquitto_publish_v5 in batches and is woken by a caller
+ * only when it sleeps, never per message. Completions come from
+ * libmosquitto's on_publish (PUBACK for QoS 1, PUBCOMP for QoS 2, written
+ * for QoS 0). paho MQTTAsync spent 55-65 us of CPU per binary-mode event
+ * in the sink (bench/mqtt/README.md, session 4).
  *
  * Lifecycle as mqtt_conn: the connection is made at start and remade after
  * a failure or loss with doubling backoff (reconnect.min .. reconnect.max);
  * each connect, refusal and loss is logged with its reason and the gauge
- * cebridge_mqtt_connected follows the state. Every session starts clean:
- * publishes in flight when a connection goes fail (the route retries them).
+ * cebridge_mqtt_connected follows the state. Every session starts clean, on
+ * a fresh client: publishes in flight when a connection goes fail (the
+ * route retries them) and are never resent by the library. keepalive below
+ * libmosquitto's minimum of 5 s is raised to 5 s (logged).
  *
  * Threading: init/start/disconnect/destroy on the control thread; send from
  * any thread; the ops run on the I/O thread, never concurrently with
@@ -38,10 +41,10 @@ typedef struct mqtt_pub_ops {
 
 typedef struct mqtt_pub mqtt_pub;
 
-/* Creates the publisher (nothing connects before start; with conf->tls
- * the TLS context is made here). conf and arg are borrowed until destroy;
- * client_id is copied. CEB_OK, CEB_ENOMEM, or CEB_ECONFIG (TLS files,
- * logged). */
+/* Creates the publisher (nothing connects before start; a client is
+ * configured here once to check the options and TLS files). conf and arg
+ * are borrowed until destroy; client_id is copied. CEB_OK, CEB_ENOMEM, or
+ * CEB_ECONFIG (TLS files, logged). */
 int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
                  const mqtt_conf *conf, const char *client_id,
                  const mqtt_pub_ops *ops, void *arg, mqtt_pub **out);
@@ -54,10 +57,12 @@ int mqtt_pub_ever_connected(mqtt_pub *p);
 /* How many QoS 1/2 publishes may await acknowledgement: the broker's MQTT 5
  * Receive Maximum (65535 for 3.1.1). Any thread. */
 int mqtt_pub_window(mqtt_pub *p);
-/* Queues one PUBLISH (topic, payload and the MQTT 5 properties are copied
- * into the packet; props may be NULL). done(ctx) follows exactly once, on
- * the I/O thread, unless this returns an error (CEB_ESHUTDOWN when not
- * connected, CEB_ETOOLARGE, CEB_ENOMEM): then it never does. Any thread. */
+/* Queues one PUBLISH (topic, payload and the MQTT 5 properties, only
+ * Content Type and User Property, are copied; props may be NULL and are
+ * ignored for 3.1.1). done(ctx) follows exactly once, on the I/O thread,
+ * unless this returns an error (CEB_ESHUTDOWN when not connected,
+ * CEB_ETOOLARGE, CEB_EINVAL for a property that is not UTF-8 or not one of
+ * those two, CEB_ENOMEM): then it never does. Any thread. */
 int mqtt_pub_send(mqtt_pub *p, const char *topic, int qos,
                   const MQTTProperties *props, const void *payload, size_t len,
                   void *ctx);

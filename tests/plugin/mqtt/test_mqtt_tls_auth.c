@@ -188,7 +188,7 @@ static void tls(const char *dir) {
 
 /* A broker that requires a client certificate: without one neither role
  * connects; with tls.client_cert / tls.client_key both do (the source's
- * gate and the sink's publisher share mqtt_tls.c). */
+ * gate through mqtt_tls.c, the sink's publisher through libmosquitto). */
 static void mutual_tls(const char *dir) {
   char extra[2048], ca[512], cert[512], key[512];
   snprintf(extra, sizeof extra,
