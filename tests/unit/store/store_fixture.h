@@ -8,6 +8,7 @@
 
 #include "ceb_test.h"
 #include "store/ceb_store.h"
+#include "store/store_internal.h"
 
 static inline ceb_store *fixture_open(const char *tag, char **path_out) {
   char *dir = ceb_test_tmpdir(tag);
@@ -40,6 +41,27 @@ static inline long long fixture_int(ceb_store *st, const char *sql) {
   sqlite3_finalize(s);
   ceb_store_read_end(st, db);
   return v;
+}
+
+/* A database of schema `version` next to path (path + suffix), made by
+ * the migrations up to that version and filled by sql, then opened as a
+ * store of this build: so upgraded. NULL (and a failed check) on error. */
+static inline ceb_store *fixture_open_old(const char *path, const char *suffix,
+                                          int version, const char *sql) {
+  char old[1024], err[256] = "";
+  snprintf(old, sizeof old, "%s%s", path, suffix);
+  sqlite3 *db = NULL;
+  CHECK_INT(sqlite3_open(old, &db), SQLITE_OK);
+  CHECK_INT(cebs_migrate_to(db, version, err, sizeof err), 0);
+  CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  ceb_store_opts o = {.path = old, .synchronous_full = 1, .group_max = 64};
+  ceb_store *st = NULL;
+  int rc = ceb_store_open(&o, &st, err, sizeof err);
+  CHECK_MSG(rc == 0, "upgrade from %d: %s", version, err);
+  if (st)
+    CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  return st;
 }
 
 /* Rows by which the claimable set (delivery_ready) differs from its

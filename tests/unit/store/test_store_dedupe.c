@@ -112,22 +112,14 @@ int main(void) {
 
   /* Upgrade from schema 6: a database made by migrations 1-6 with the
    * random-keyed index; its rows still dedupe after the upgrade. */
-  char *old = malloc(strlen(path) + 8);
-  sprintf(old, "%s.v6", path);
-  sqlite3 *db = NULL;
-  CHECK_INT(sqlite3_open(old, &db), SQLITE_OK);
-  CHECK_INT(cebs_migrate_to(db, 6, err, sizeof err), 0);
   char sql[512];
   snprintf(sql, sizeof sql,
            "INSERT INTO journal (client, source, id, type, received_at,"
            " event, size, open_routes, settled_at, idh) VALUES"
            " ('c', 'urn:a', 'x', 't', 7, '{}', 2, 0, 7, %lld)",
            (long long)cebs_id_hash("x"));
-  CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(db);
-  ceb_store_opts o6 = {.path = old, .synchronous_full = 1, .group_max = 64};
-  CHECK_INT(ceb_store_open(&o6, &st, err, sizeof err), 0);
-  CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  st = fixture_open_old(path, ".v6", 6, sql);
+  CHECK(st != NULL);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'journal_idh'"),
             0);
@@ -138,7 +130,6 @@ int main(void) {
   CHECK_INT(one(st, "c", "urn:a", "x"), 0);
   CHECK_INT(one(st, "c", "urn:b", "x"), 1);
   ceb_store_close(st);
-  free(old);
   free(path);
   return ceb_test_done("unit_store_dedupe");
 }

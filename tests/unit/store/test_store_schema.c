@@ -48,10 +48,6 @@ int main(void) {
   /* Upgrade from version 1: a database made by migration 1 alone, with a
    * settled and an open event, reaches the current version with its
    * rows' settle state moved to journal_settle (8). */
-  char *old = malloc(strlen(path) + 8);
-  sprintf(old, "%s.v1", path);
-  CHECK_INT(sqlite3_open(old, &db), SQLITE_OK);
-  CHECK_INT(cebs_migrate_to(db, 1, err, sizeof err), 0);
   char sql[512];
   snprintf(sql, sizeof sql,
            "INSERT INTO journal (seq, source, id, type, received_at, event,"
@@ -61,11 +57,8 @@ int main(void) {
            " INSERT INTO delivery (seq, route, state, next_at) VALUES"
            " (1, 'r1', 3, 1000), (2, 'r1', 0, 1000)",
            (long long)cebs_id_hash("old1"), (long long)cebs_id_hash("old2"));
-  CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(db);
-  ceb_store_opts ov1 = {.path = old, .synchronous_full = 1, .group_max = 4};
-  CHECK_INT(ceb_store_open(&ov1, &st, err, sizeof err), 0);
-  CHECK_INT(fixture_int(st, "PRAGMA user_version"), CEB_STORE_SCHEMA_VERSION);
+  st = fixture_open_old(path, ".v1", 1, sql);
+  CHECK(st != NULL);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'delivery_open_seq'"),
             1);
@@ -89,7 +82,6 @@ int main(void) {
   CHECK_INT(fixture_ingest(st, "urn:a", "old2", "t", NULL, NULL, 3000), 0);
   CHECK(fixture_ingest(st, "urn:a", "old1", "t", NULL, NULL, 3000) > 0);
   ceb_store_close(st);
-  free(old);
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   /* The oldest-open query must not scan the journal. */
   CHECK(plan_uses(st,
