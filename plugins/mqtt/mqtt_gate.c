@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,8 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PKT_PUBLISH 3
 #define PKT_PUBACK 4
+#define PKT_PUBREC 5
+#define PKT_PUBREL 6
+#define PKT_PUBCOMP 7
 #define MAX_PREREL 4096
+#define MAX_QOS2 65536                 /* packet ids are 16 bits */
 #define MAX_FRAME (256u * 1024 * 1024) /* MQTT's own limit */
 
 typedef struct held_ack {
@@ -60,8 +66,11 @@ struct mqtt_gate {
   /* relay thread only */
   int cfd, bfd;
   SSL *ssl;
-  unsigned char *cbuf;
-  size_t clen, ccap;
+  unsigned char *cbuf, *bbuf; /* partial frames from paho / the broker */
+  size_t clen, ccap, blen, bcap;
+  /* Packet ids of QoS 2 PUBLISHes forwarded to paho as QoS 1 whose PUBACK
+   * from paho has not arrived yet: that PUBACK goes out as PUBREC. */
+  unsigned char qos2[MAX_QOS2 / 8];
   held_ack *held;
   size_t hhead, htail, hcap;
   int prerel[MAX_PREREL];
@@ -137,7 +146,8 @@ static void close_pair(mqtt_gate *g) {
     free(g->held[i].big);
   g->hhead = g->htail = 0;
   g->nprerel = 0;
-  g->clen = 0;
+  g->clen = g->blen = 0;
+  memset(g->qos2, 0, sizeof g->qos2);
   update_shared(g, 0, 1);
 }
 
@@ -268,33 +278,53 @@ static int hold(mqtt_gate *g, const unsigned char *frame, size_t len, int id) {
   return 0;
 }
 
+/* Splits the MQTT packet at buf (fixed header + remaining length):
+ * 1 with *total (header included) and *hl (header length) when it is
+ * complete, 0 when more bytes are needed, -1 when it is malformed. */
+static int frame_next(const unsigned char *buf, size_t len, size_t *hl,
+                      size_t *total) {
+  size_t rl = 0, mult = 1, i = 1;
+  for (;; i++) {
+    if (i > 4) return -1; /* malformed remaining length */
+    if (i >= len) return 0;
+    rl += (size_t)(buf[i] & 0x7f) * mult;
+    mult *= 128;
+    if (!(buf[i] & 0x80)) break;
+  }
+  *hl = i + 1;
+  *total = *hl + rl;
+  if (*total > MAX_FRAME) return -1;
+  return len >= *total;
+}
+
+static int qos2_take(mqtt_gate *g, int id) {
+  unsigned char bit = (unsigned char)(1u << (id & 7));
+  int was = (g->qos2[id >> 3] & bit) != 0;
+  g->qos2[id >> 3] &= (unsigned char)~bit;
+  return was;
+}
+
 /* Parses complete packets from paho: acknowledgements are held, the rest
  * is forwarded. -1 closes the pair. */
 static int pump_client(mqtt_gate *g) {
-  size_t off = 0;
-  while (g->clen - off >= 2) {
-    const unsigned char *p = g->cbuf + off;
-    size_t rl = 0, mult = 1, i = 1;
-    for (;; i++) {
-      if (i > 4) return -1; /* malformed remaining length */
-      if (off + i >= g->clen) goto partial;
-      rl += (size_t)(p[i] & 0x7f) * mult;
-      mult *= 128;
-      if (!(p[i] & 0x80)) break;
-    }
-    size_t hl = i + 1, total = hl + rl;
-    if (total > MAX_FRAME) return -1;
-    if (g->clen - off < total) break;
+  size_t off = 0, hl, total;
+  int r;
+  while ((r = frame_next(g->cbuf + off, g->clen - off, &hl, &total)) == 1) {
+    unsigned char *p = g->cbuf + off;
     int type = p[0] >> 4;
-    int gated = type == PKT_PUBACK;
-    if (gated && rl >= 2) {
-      if (hold(g, p, total, (p[hl] << 8) | p[hl + 1]) != 0) return -1;
+    if (type == PKT_PUBACK && total - hl >= 2) {
+      int id = (p[hl] << 8) | p[hl + 1];
+      /* A QoS 2 message: its durable acknowledgement is PUBREC (the reason
+       * codes of a success are the same); the broker's PUBREL that follows
+       * is answered by pump_broker. */
+      if (qos2_take(g, id)) p[0] = (unsigned char)(PKT_PUBREC << 4);
+      if (hold(g, p, total, id) != 0) return -1;
     } else if (broker_write(g, p, total) != 0) {
       return -1;
     }
     off += total;
   }
-partial:
+  if (r < 0) return -1;
   if (off) {
     memmove(g->cbuf, g->cbuf + off, g->clen - off);
     g->clen -= off;
@@ -302,14 +332,60 @@ partial:
   return flush_ready(g);
 }
 
-static int read_client(mqtt_gate *g) {
-  if (g->ccap - g->clen < 16384) {
-    size_t cap = g->ccap ? g->ccap * 2 : 65536;
-    unsigned char *n = realloc(g->cbuf, cap);
-    if (!n) return -1;
-    g->cbuf = n;
-    g->ccap = cap;
+/* Parses complete packets from the broker and forwards them to paho, except
+ * that a QoS 2 PUBLISH goes to paho as QoS 1 (paho then acknowledges it with
+ * a PUBACK the gate can hold; paho would hand a QoS 2 message over only after
+ * the PUBREL, which needs the PUBREC that waits for durability) and a PUBREL
+ * is answered with PUBCOMP here, for any packet id: after a reconnect the
+ * broker resends PUBREL for PUBRECs sent on an earlier connection, and the
+ * message was taken in either case. -1 closes the pair. */
+static int pump_broker(mqtt_gate *g) {
+  size_t off = 0, from = 0, hl, total;
+  int r;
+  while ((r = frame_next(g->bbuf + off, g->blen - off, &hl, &total)) == 1) {
+    unsigned char *p = g->bbuf + off;
+    int type = p[0] >> 4;
+    if (type == PKT_PUBLISH && ((p[0] >> 1) & 3) == 2) {
+      /* Topic name (2-byte length + bytes), then the packet id. */
+      if (total - hl < 2) return -1;
+      size_t tl = ((size_t)p[hl] << 8) | p[hl + 1];
+      if (total - hl < 2 + tl + 2) return -1;
+      int id = (p[hl + 2 + tl] << 8) | p[hl + 2 + tl + 1];
+      g->qos2[id >> 3] |= (unsigned char)(1u << (id & 7));
+      p[0] = (unsigned char)((p[0] & ~0x06) | 0x02);
+    } else if (type == PKT_PUBREL) {
+      if (total - hl < 2) return -1;
+      unsigned char comp[4] = {PKT_PUBCOMP << 4, 2, p[hl], p[hl + 1]};
+      if (off > from && send_all(g->cfd, g->bbuf + from, off - from) != 0)
+        return -1;
+      from = off + total;
+      if (broker_write(g, comp, sizeof comp) != 0) return -1;
+    }
+    off += total;
   }
+  if (r < 0) return -1;
+  if (off > from && send_all(g->cfd, g->bbuf + from, off - from) != 0)
+    return -1;
+  if (off) {
+    memmove(g->bbuf, g->bbuf + off, g->blen - off);
+    g->blen -= off;
+  }
+  return 0;
+}
+
+/* Room for at least 16 KiB more in *buf. */
+static int buf_reserve(unsigned char **buf, size_t len, size_t *cap) {
+  if (*cap - len >= 16384) return 0;
+  size_t ncap = *cap ? *cap * 2 : 65536;
+  unsigned char *n = realloc(*buf, ncap);
+  if (!n) return -1;
+  *buf = n;
+  *cap = ncap;
+  return 0;
+}
+
+static int read_client(mqtt_gate *g) {
+  if (buf_reserve(&g->cbuf, g->clen, &g->ccap) != 0) return -1;
   ssize_t n = recv(g->cfd, g->cbuf + g->clen, g->ccap - g->clen, 0);
   if (n < 0 && errno == EINTR) return 0;
   if (n <= 0) return -1;
@@ -318,11 +394,13 @@ static int read_client(mqtt_gate *g) {
 }
 
 static int read_broker(mqtt_gate *g) {
-  unsigned char buf[65536];
   do {
+    if (buf_reserve(&g->bbuf, g->blen, &g->bcap) != 0) return -1;
+    unsigned char *at = g->bbuf + g->blen;
+    size_t room = g->bcap - g->blen;
     ssize_t n;
     if (g->ssl) {
-      int r = SSL_read(g->ssl, buf, sizeof buf);
+      int r = SSL_read(g->ssl, at, room > INT_MAX ? INT_MAX : (int)room);
       if (r <= 0) {
         int e = SSL_get_error(g->ssl, r);
         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
@@ -330,11 +408,12 @@ static int read_broker(mqtt_gate *g) {
       }
       n = r;
     } else {
-      n = recv(g->bfd, buf, sizeof buf, 0);
+      n = recv(g->bfd, at, room, 0);
       if (n < 0 && errno == EINTR) return 0;
       if (n <= 0) return -1;
     }
-    if (send_all(g->cfd, buf, (size_t)n) != 0) return -1;
+    g->blen += (size_t)n;
+    if (pump_broker(g) != 0) return -1;
   } while (g->ssl && SSL_pending(g->ssl) > 0);
   return 0;
 }
@@ -547,6 +626,7 @@ void mqtt_gate_free(mqtt_gate *g) {
   if (g->wfd >= 0) close(g->wfd);
   if (g->ctx) SSL_CTX_free(g->ctx);
   free(g->cbuf);
+  free(g->bbuf);
   free(g->held);
   free(g->rel);
   free(g->reset_why);

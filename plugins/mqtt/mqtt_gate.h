@@ -1,14 +1,20 @@
 /* The ack gate: a loopback relay between paho and the broker that holds the
- * source's acknowledgements (PUBACK; the source subscribes at QoS 1) until
- * the host has made the message durable.
+ * source's acknowledgements (PUBACK at QoS 1, PUBREC at QoS 2) until the
+ * host has made the message durable.
  *
  * Why: paho.mqtt.c acknowledges an incoming QoS 1 PUBLISH on the wire before
  * it calls messageArrived (MQTTProtocol_handlePublishes sends PUBACK first),
- * and has no manual-ack API. The gate parses the client->broker byte stream
- * (MQTT fixed header + remaining length), forwards every packet except the
- * held acknowledgements, and releases those in arrival order once
+ * and has no manual-ack API. The gate parses both byte streams (MQTT fixed
+ * header + remaining length), forwards every packet except the held
+ * acknowledgements, and releases those in arrival order once
  * mqtt_gate_release() is called for their packet id. A connection that ends
  * drops what it held, so the broker redelivers (persistent session).
+ *
+ * QoS 2: paho hands an inbound QoS 2 message over only after the broker's
+ * PUBREL, which needs our PUBREC, which must wait for durability. So the gate
+ * forwards a QoS 2 PUBLISH to paho as QoS 1 (same packet id), sends the
+ * broker a PUBREC where paho's released PUBACK for that id would go, and
+ * answers every PUBREL with PUBCOMP itself (PUBREL is not forwarded).
  *
  * TLS to the broker is done here (OpenSSL); paho talks plain TCP to
  * 127.0.0.1 only.

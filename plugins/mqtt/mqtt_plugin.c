@@ -13,8 +13,8 @@ const ceb_config_spec mqtt_spec_source[] = {
     {"topics", CEB_CFG_LIST, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
      "Topic filters to subscribe to (wildcards + and # allowed)."},
     {"qos", CEB_CFG_INT, 0, "1", 1, 2, NULL,
-     "Subscription QoS; only 1 is accepted (2 is refused with the reason: "
-     "redeliveries are deduped by the bridge instead)."},
+     "Subscription QoS: 1, or 2 (PUBREC is sent once the event is durable, "
+     "PUBREL is answered with PUBCOMP; redeliveries are deduped)."},
     {"session_expiry", CEB_CFG_DURATION, 0, "1d", 1000, 4294967294000LL, NULL,
      "MQTT 5 session expiry: how long the broker keeps the session and "
      "queues messages while the bridge is away."},

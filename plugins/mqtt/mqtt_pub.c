@@ -188,8 +188,12 @@ static void fill(mqtt_pub *p) {
   pub_rec *k;
   while ((k = list_pop(&q)))
     list_push(&p->pending, k);
-  /* at most 65534 outstanding: libmosquitto's next id is then free */
-  while (p->pending.head && !p->gone && p->outstanding < MQTT_PUB_MIDS - 2) {
+  /* Never more outstanding than the broker's Receive Maximum: past it
+   * libmosquitto 2.0.11 queues publishes itself and may send a later one
+   * before an earlier queued one (seen as a reordered burst under ASan).
+   * And at most 65534: libmosquitto's next id is then free. */
+  while (p->pending.head && !p->gone && p->outstanding < MQTT_PUB_MIDS - 2 &&
+         p->outstanding < (size_t)p->window) {
     k = list_pop(&p->pending);
     p->cur_ctx = k->ctx;
     p->cur_mid = 0;
@@ -324,8 +328,9 @@ static void say_goodbye(mqtt_pub *p, int64_t deadline) {
         (!more && !p->pending.head && !mosquitto_want_write(p->mosq)))
       break;
     int wait = left > MQTT_PUB_TICK_MS ? MQTT_PUB_TICK_MS : (int)left;
-    if (io_round(p, more || p->pending.head ? 0 : wait) != MOSQ_ERR_SUCCESS)
-      return;
+    int can_send =
+        more || (p->pending.head && p->outstanding < (size_t)p->window);
+    if (io_round(p, can_send ? 0 : wait) != MOSQ_ERR_SUCCESS) return;
   }
   if (p->gone) return;
   if (mosquitto_disconnect_v5(p->mosq, 0, NULL) != MOSQ_ERR_SUCCESS) return;

@@ -1,6 +1,6 @@
 /* The MQTT source: subscribes with a persistent session and submits each
- * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK: the subscription
- * is QoS 1) is held by the ack gate (mqtt_gate.h) until the host's
+ * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK at QoS 1, PUBREC at
+ * QoS 2) is held by the ack gate (mqtt_gate.h) until the host's
  * submit callback reports the event durable; malformed messages are
  * republished raw to dlq_topic and acknowledged once that publish is. */
 #include <pthread.h>
@@ -518,15 +518,11 @@ int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
       goto fail;
     }
   s->qos = (int)ceb_config_int(cfg, "qos", 1);
-  if (s->qos != 1) {
-    /* paho keeps inbound QoS 2 state and does not hand a redelivered QoS 2
-     * message to the application again, yet the broker waits for the PUBREC
-     * the gate held: the message would be stuck. QoS 1 plus the host's
-     * dedupe on (source, id) gives the same effect. */
+  if (s->qos != 1 && s->qos != 2) {
+    /* The spec's range says so too; QoS 0 has no acknowledgement that could
+     * wait for durability. */
     CEB_LOG(host, inst, CEB_LOG_ERROR,
-            "qos = %d is not supported by the source: use qos = 1 (the "
-            "bridge dedupes redeliveries, which gives QoS 2's effect)",
-            s->qos);
+            "qos = %d: the source subscribes at QoS 1 or 2", s->qos);
     goto fail;
   }
   s->dlq_topic = ceb_config_str(cfg, "dlq_topic");

@@ -74,6 +74,12 @@ int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
 
 int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
                         const ceb_event *ev, int version, ceb_mode mode) {
+  return mtest_publish_event_qos(c, topic, ev, version, mode, 1);
+}
+
+int mtest_publish_event_qos(ceb_mqtt_client *c, const char *topic,
+                            const ceb_event *ev, int version, ceb_mode mode,
+                            int qos) {
   ceb_headers h = {0};
   char *ct = NULL, *payload = NULL;
   size_t len = 0;
@@ -86,8 +92,8 @@ int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
     props[n++] = h.items[i].value;
   }
   props[n] = NULL;
-  rc = ceb_mqtt_publish(c, topic, payload, len, 1, ct, props) == 0 ? CEB_OK
-                                                                   : CEB_EIO;
+  rc = ceb_mqtt_publish(c, topic, payload, len, qos, ct, props) == 0 ? CEB_OK
+                                                                     : CEB_EIO;
   ceb_headers_clear(&h);
   ceb_free(ct);
   ceb_free(payload);

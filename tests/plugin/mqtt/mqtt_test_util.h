@@ -39,9 +39,13 @@ int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
 #define mtest_wait_subscribed(t)                                               \
   mtest_wait_gauge((t), "mqtt_subscribed", 1, 10000)
 
-/* Publishes ev with the MQTT binding (version 5 or 4, mode) through c. */
+/* Publishes ev with the MQTT binding (version 5 or 4, mode) through c, at
+ * QoS 1 or (the _qos variant) qos, waiting for its completion. */
 int mtest_publish_event(ceb_mqtt_client *c, const char *topic,
                         const ceb_event *ev, int version, ceb_mode mode);
+int mtest_publish_event_qos(ceb_mqtt_client *c, const char *topic,
+                            const ceb_event *ev, int version, ceb_mode mode,
+                            int qos);
 
 /* A valid event with id, type and a JSON data body. Unref it. */
 ceb_event *mtest_event(const char *id, const char *type);

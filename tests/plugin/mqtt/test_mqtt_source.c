@@ -150,10 +150,10 @@ int main(void) {
                               "topics", "a/#/b", NULL};
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, bad_filter), CEB_ECONFIG);
   mtest_free(&t);
-  const char *qos2_v4[] = {"broker",       b->addr, "client_id", "x",
-                           "topics",       "a/#",   "qos",       "2",
-                           "mqtt_version", "3.1.1", NULL};
-  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, qos2_v4), CEB_ECONFIG);
+  /* QoS 0 has no acknowledgement to hold until the event is durable. */
+  const char *qos0[] = {"broker", b->addr, "client_id", "x", "topics",
+                        "a/#",    "qos",   "0",         NULL};
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, qos0), CEB_ECONFIG);
   mtest_free(&t);
   ceb_mosq_free(b);
   return ceb_test_done("test_mqtt_source");
