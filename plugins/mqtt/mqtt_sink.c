@@ -49,6 +49,10 @@ typedef struct mqtt_sink {
   ceb_mode mode;
   int max_inflight;
   pthread_mutex_t lock;
+  /* held by the one thread that hands publishes over (pump): taking a
+   * message off the queue and handing it to the publisher must be one
+   * step, or a completion's pump and a deliver's pump reorder them */
+  pthread_mutex_t pump_lock;
   pthread_cond_t cond;
   sink_msg *msgs;  /* every record the publisher may still call back for */
   size_t inflight; /* records not yet settled */
@@ -239,6 +243,7 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
   s->host = host;
   s->inst = inst;
   pthread_mutex_init(&s->lock, NULL);
+  pthread_mutex_init(&s->pump_lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   int rc = mqtt_conf_load(host, inst, cfg, &s->conf);
   if (rc != CEB_OK) {
@@ -297,11 +302,13 @@ static void pump(mqtt_sink *s) {
   if (!mqtt_pub_is_connected(s->pub)) return; /* the connect callback pumps */
   int window = mqtt_pub_window(s->pub);
   if (window > s->max_inflight) window = s->max_inflight;
+  pthread_mutex_lock(&s->pump_lock);
   for (;;) {
     pthread_mutex_lock(&s->lock);
     sink_msg *m = s->qhead;
     if (!m || s->sent >= (size_t)window) {
       pthread_mutex_unlock(&s->lock);
+      pthread_mutex_unlock(&s->pump_lock);
       return;
     }
     s->qhead = m->qnext;
@@ -328,6 +335,7 @@ static void pump(mqtt_sink *s) {
     ceb_free(payload);
     props_clear(&props);
     if (rc != CEB_OK) { /* not queued: no completion follows for m */
+      pthread_mutex_unlock(&s->pump_lock); /* finish pumps again */
       char detail[160];
       snprintf(detail, sizeof detail, "publish not queued: %s",
                rc == CEB_ESHUTDOWN ? "not connected" : ceb_strerror(rc));
@@ -453,6 +461,7 @@ void mqtt_sink_destroy(void *state) {
     free(m);
   }
   pthread_mutex_destroy(&s->lock);
+  pthread_mutex_destroy(&s->pump_lock);
   pthread_cond_destroy(&s->cond);
   free(s);
 }
