@@ -159,3 +159,18 @@ ceb_event *mtest_decode(const ceb_mqtt_msg *m, int version) {
   if (rc != CEB_OK) fprintf(stderr, "decode: %s: %s\n", err.code, err.message);
   return ev;
 }
+
+int mtest_start_source(mtest_inst *t, const char *const *kv,
+                       ceb_fake_submit_mode mode) {
+  if (mtest_init(t, CEB_ROLE_SOURCE, kv) != CEB_OK) return -1;
+  t->fake->mode = mode;
+  if (mtest_start(t) != CEB_OK || !mtest_wait_subscribed(t)) return -1;
+  return 0;
+}
+
+void mtest_check_id(mtest_inst *t, size_t i, const char *id) {
+  ceb_event *ev = ceb_fake_event(t->fake, i);
+  CHECK(ev != NULL);
+  if (ev) CHECK_STR(ceb_event_get(ev, "id"), id);
+  ceb_event_unref(ev);
+}

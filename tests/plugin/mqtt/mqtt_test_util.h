@@ -39,6 +39,13 @@ int mtest_wait_gauge(mtest_inst *t, const char *name, double value,
 #define mtest_wait_subscribed(t)                                               \
   mtest_wait_gauge((t), "mqtt_subscribed", 1, 10000)
 
+/* init + start of a source from kv with the fake host's submit mode, then
+ * waits for its SUBACK. 0, or -1 when any step failed. */
+int mtest_start_source(mtest_inst *t, const char *const *kv,
+                       ceb_fake_submit_mode mode);
+/* Checks that the i-th event the fake host got has this id. */
+void mtest_check_id(mtest_inst *t, size_t i, const char *id);
+
 /* Publishes ev with the MQTT binding (version 5 or 4, mode) through c, at
  * QoS 1 or (the _qos variant) qos, waiting for its completion. */
 int mtest_publish_event(ceb_mqtt_client *c, const char *topic,

@@ -14,16 +14,6 @@
 
 #define N 300
 
-typedef struct settled_wait {
-  ceb_fake_host *fake;
-  size_t n;
-} settled_wait;
-
-static int settled_enough(void *arg) {
-  settled_wait *w = arg;
-  return ceb_fake_settle_count(w->fake) >= w->n;
-}
-
 static void run(ceb_mosq *b, const char *mode) {
   fprintf(stderr, "-- sink burst %s\n", mode);
   ceb_mqtt_client *sub = ceb_mqtt_client_new(b->url, "burst-reader", 5);
@@ -52,8 +42,9 @@ static void run(ceb_mosq *b, const char *mode) {
     /* EBUSY: wait for one more settle (bounded), then offer it again */
     while ((rc = t.p->deliver(t.state, ds[i])) == CEB_EBUSY) {
       busy++;
-      settled_wait w = {t.fake, ceb_fake_settle_count(t.fake) + 1};
-      if (!ceb_test_wait(settled_enough, &w, 10000)) break;
+      if (!ceb_fake_wait_settles(t.fake, ceb_fake_settle_count(t.fake) + 1,
+                                 10000))
+        break;
     }
     CHECK_INT(rc, CEB_OK);
     if (rc != CEB_OK) break;

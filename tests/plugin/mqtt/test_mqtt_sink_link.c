@@ -18,16 +18,6 @@
 #include "ceb_test.h"
 #include "mqtt_test_util.h"
 
-typedef struct settled_wait {
-  ceb_fake_host *fake;
-  size_t n;
-} settled_wait;
-
-static int settled_enough(void *arg) {
-  settled_wait *w = arg;
-  return ceb_fake_settle_count(w->fake) >= w->n;
-}
-
 /* Delivers one event and waits for its settle: its outcome, or -1. */
 static int publish_one(mtest_inst *t, const char *id, ceb_fake_settle *s) {
   ceb_event *ev = mtest_event(id, "nl.edu.link");
@@ -105,8 +95,9 @@ static void broker_loss(ceb_mosq *b) {
     if (i == N / 2) CHECK_INT(ceb_mosq_kill(b), 0);
     int rc;
     while ((rc = t.p->deliver(t.state, ds[i])) == CEB_EBUSY) {
-      settled_wait w = {t.fake, ceb_fake_settle_count(t.fake) + 1};
-      if (!ceb_test_wait(settled_enough, &w, 10000)) break;
+      if (!ceb_fake_wait_settles(t.fake, ceb_fake_settle_count(t.fake) + 1,
+                                 10000))
+        break;
     }
     CHECK_INT(rc, CEB_OK);
     if (rc != CEB_OK) break;

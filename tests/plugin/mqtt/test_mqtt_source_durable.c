@@ -25,17 +25,7 @@ static const char *kv_for(ceb_mosq *b, const char **kv) {
 static int start_source(mtest_inst *t, ceb_mosq *b, ceb_fake_submit_mode mode) {
   const char *kv[10];
   kv_for(b, kv);
-  if (mtest_init(t, CEB_ROLE_SOURCE, kv) != CEB_OK) return -1;
-  t->fake->mode = mode;
-  if (mtest_start(t) != CEB_OK || !mtest_wait_subscribed(t)) return -1;
-  return 0;
-}
-
-static void check_id(mtest_inst *t, size_t i, const char *id) {
-  ceb_event *ev = ceb_fake_event(t->fake, i);
-  CHECK(ev != NULL);
-  if (ev) CHECK_STR(ceb_event_get(ev, "id"), id);
-  ceb_event_unref(ev);
+  return mtest_start_source(t, kv, mode);
 }
 
 int main(void) {
@@ -52,7 +42,7 @@ int main(void) {
   CHECK_INT(mtest_publish_event(pub, "orders/1", e1, 5, CEB_MODE_BINARY),
             CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "held-1");
+  mtest_check_id(&t, 0, "held-1");
   /* Draining cannot finish: the submit is still in the host's hands. */
   CHECK_INT(mtest_drain(&t, 300), CEB_ETIMEOUT);
   ceb_fake_commit(t.fake, CEB_ESHUTDOWN); /* the host gave up on it */
@@ -62,7 +52,7 @@ int main(void) {
    * PUBACK. Now the host commits. */
   CHECK_INT(start_source(&t, b, CEB_FAKE_COMMIT_HOLD), 0);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "held-1");
+  mtest_check_id(&t, 0, "held-1");
   ceb_fake_commit(t.fake, CEB_OK);
   CHECK_INT(ceb_fake_committed_count(t.fake), 1);
   CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
@@ -76,7 +66,7 @@ int main(void) {
   CHECK_INT(mtest_publish_event(pub, "orders/2", marker, 5, CEB_MODE_BINARY),
             CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "marker-1");
+  mtest_check_id(&t, 0, "marker-1");
   CHECK_INT(ceb_fake_event_count(t.fake), 1);
 
   /* 4. Backpressure: refused with EBUSY, the message waits in the source
@@ -95,7 +85,7 @@ int main(void) {
   t.fake->accepting = 1;
   pthread_mutex_unlock(&t.fake->lock);
   CHECK(ceb_fake_wait_events(t.fake, 2, 10000));
-  check_id(&t, 1, "busy-1");
+  mtest_check_id(&t, 1, "busy-1");
   CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
   mtest_free(&t);
 
@@ -105,7 +95,7 @@ int main(void) {
   CHECK_INT(mtest_publish_event(pub, "orders/4", marker2, 5, CEB_MODE_BINARY),
             CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "marker-2");
+  mtest_check_id(&t, 0, "marker-2");
   CHECK_INT(ceb_fake_event_count(t.fake), 1);
   CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
   mtest_free(&t);

@@ -55,17 +55,7 @@ static int start_source(mtest_inst *t, ceb_mosq *b, const char *ver,
                       "client_id", client,  "topics",        "orders/#",
                       "qos",       "2",     "reconnect.min", "1s",
                       NULL};
-  if (mtest_init(t, CEB_ROLE_SOURCE, kv) != CEB_OK) return -1;
-  t->fake->mode = mode;
-  if (mtest_start(t) != CEB_OK || !mtest_wait_subscribed(t)) return -1;
-  return 0;
-}
-
-static void check_id(mtest_inst *t, size_t i, const char *id) {
-  ceb_event *ev = ceb_fake_event(t->fake, i);
-  CHECK(ev != NULL);
-  if (ev) CHECK_STR(ceb_event_get(ev, "id"), id);
-  ceb_event_unref(ev);
+  return mtest_start_source(t, kv, mode);
 }
 
 static int publish(ceb_mqtt_client *pub, int version, const char *topic,
@@ -98,7 +88,7 @@ static void run(ceb_mosq *b, int version) {
   CHECK(ceb_fake_wait_events(t.fake, NMSG, 10000));
   for (int i = 0; i < NMSG; i++) {
     snprintf(id, sizeof id, "q2-%d", i);
-    check_id(&t, (size_t)i, id);
+    mtest_check_id(&t, (size_t)i, id);
   }
   CHECK_INT(wait_received(b, "PUBREC", client, NMSG, 10000), NMSG);
   CHECK_INT(wait_received(b, "PUBCOMP", client, NMSG, 10000), NMSG);
@@ -111,7 +101,7 @@ static void run(ceb_mosq *b, int version) {
   CHECK_INT(start_source(&t, b, ver, client, CEB_FAKE_COMMIT_HOLD), 0);
   CHECK_INT(publish(pub, version, "orders/b", "q2-held"), CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "q2-held");
+  mtest_check_id(&t, 0, "q2-held");
   CHECK_INT(wait_received(b, "PUBREC", client, NMSG + 1, 300), NMSG);
   ceb_fake_commit(t.fake, CEB_ESHUTDOWN); /* the host gave up on it */
   mtest_free(&t);
@@ -120,7 +110,7 @@ static void run(ceb_mosq *b, int version) {
    * gets its PUBREC, and the PUBREL its PUBCOMP. */
   CHECK_INT(start_source(&t, b, ver, client, CEB_FAKE_COMMIT_HOLD), 0);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "q2-held");
+  mtest_check_id(&t, 0, "q2-held");
   CHECK_INT(wait_received(b, "PUBREC", client, NMSG + 1, 300), NMSG);
   ceb_fake_commit(t.fake, CEB_OK);
   CHECK_INT(ceb_fake_committed_count(t.fake), 1);
@@ -134,7 +124,7 @@ static void run(ceb_mosq *b, int version) {
   CHECK_INT(start_source(&t, b, ver, client, CEB_FAKE_COMMIT_NOW), 0);
   CHECK_INT(publish(pub, version, "orders/c", "q2-marker"), CEB_OK);
   CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
-  check_id(&t, 0, "q2-marker");
+  mtest_check_id(&t, 0, "q2-marker");
   CHECK_INT(wait_received(b, "PUBCOMP", client, NMSG + 2, 10000), NMSG + 2);
   CHECK_INT(ceb_fake_event_count(t.fake), 1);
   CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
