@@ -42,11 +42,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_kafka_proc.h"
 #include "ceb_bench_load.h"
 #include "ceb_test.h"
 #include "kafka_test_util.h"
@@ -84,26 +84,6 @@ static int bridge_stop(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* CPU seconds (user + system, all threads) process pid has used so far;
- * -1 when /proc cannot tell. */
-static double proc_cpu_s(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  /* Fields after the parenthesised command name, which may hold spaces. */
-  const char *p = strrchr(buf, ')');
-  unsigned long long ut, st;
-  if (!p ||
-      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-             &ut, &st) != 2)
-    return -1;
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* A "Key:   123 kB" line of /proc/pid/status (VmHWM: peak RSS); -1 when
  * unavailable. */
 static long proc_status_kb(pid_t pid, const char *key) {
@@ -122,55 +102,6 @@ static long proc_status_kb(pid_t pid, const char *key) {
   return kb;
 }
 
-/* CPU seconds of pid's threads whose name starts with prefix (the kafka
- * plugin names its poll threads "kafka-source" and "kafka-sink"). */
-static double threads_cpu_s(pid_t pid, const char *prefix) {
-  char path[96];
-  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(path);
-  if (!d) return -1;
-  double sum = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char comm[64] = "";
-    snprintf(path, sizeof path, "/proc/%d/task/%.16s/comm", (int)pid,
-             e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
-    fclose(f);
-    if (strncmp(comm, prefix, strlen(prefix)) != 0) continue;
-    snprintf(path, sizeof path, "/proc/%d/task/%.16s/stat", (int)pid,
-             e->d_name);
-    f = fopen(path, "r");
-    if (!f) continue;
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (p &&
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-               &ut, &st) == 2)
-      sum += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-  }
-  closedir(d);
-  return sum;
-}
-
-/* The 1-minute load average: other work on the cores skews every rate. */
-static double loadavg1(void) {
-  double l = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
-}
-
 /* One line with what the run cost: bridge and mock-cluster CPU per event,
  * the bridge's peak RSS, the load average. */
 typedef struct bridge_cost {
@@ -181,21 +112,14 @@ typedef struct bridge_cost {
   long hwm_kb;     /* peak RSS */
 } bridge_cost;
 
-static double self_cpu_s(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-         (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 /* Reads what the running bridge has cost so far (before it is stopped). */
 static bridge_cost cost_sample(pid_t bridge) {
-  bridge_cost c = {proc_cpu_s(bridge),
-                   threads_cpu_s(bridge, "kafka-source"),
-                   threads_cpu_s(bridge, "kafka-sink"),
-                   threads_cpu_s(bridge, "rdk:"),
-                   threads_cpu_s(bridge, "engine-"),
-                   self_cpu_s(),
+  bridge_cost c = {bk_proc_cpu_s(bridge),
+                   bk_threads_cpu_s(bridge, "kafka-source"),
+                   bk_threads_cpu_s(bridge, "kafka-sink"),
+                   bk_threads_cpu_s(bridge, "rdk:"),
+                   bk_threads_cpu_s(bridge, "engine-"),
+                   bk_self_cpu_s(),
                    proc_status_kb(bridge, "VmHWM")};
   return c;
 }
@@ -211,7 +135,7 @@ static void print_cost(const char *mode, long events, const bridge_cost *c,
          mode, c->cpu_s, c->cpu_s * 1e6 / n, c->source_s * 1e6 / n,
          c->sink_s * 1e6 / n, c->rdk_s * 1e6 / n, c->engine_s * 1e6 / n,
          mock_cpu_s * 1e6 / n, c->self_s * 1e6 / n, c->hwm_kb / 1024,
-         loadavg1());
+         bk_loadavg1());
 }
 
 static int write_file(const char *path, const char *text) {
@@ -386,7 +310,7 @@ static int http2kafka(long events, int conns, int size) {
            dir, dir, m.bootstrap, sink_extra);
   snprintf(path, sizeof path, "%s/conf/00.conf", dir);
   write_file(path, text);
-  double mock0 = proc_cpu_s(m.pid);
+  double mock0 = bk_proc_cpu_s(m.pid);
   pid_t bridge = bridge_start(dir);
   snprintf(path, sizeof path, "%s/port", dir);
   int port = 0;
@@ -440,7 +364,7 @@ static int http2kafka(long events, int conns, int size) {
   atomic_store(&tc.want, accepted);
   pthread_join(counter, NULL);
   bridge_cost cost = cost_sample(bridge);
-  double mock_cpu = proc_cpu_s(m.pid) - mock0;
+  double mock_cpu = bk_proc_cpu_s(m.pid) - mock0;
   long on_topic = atomic_load(&tc.count);
   int64_t t_kafka = tc.last_us - t0;
   ktest_reader_close(tc.reader);
@@ -662,7 +586,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
   write_file(path, text);
   int64_t t0 = now_us();
   rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8) : NULL;
-  double mock0 = proc_cpu_s(m.pid);
+  double mock0 = bk_proc_cpu_s(m.pid);
   pid_t bridge = bridge_start(dir);
   int64_t until = ceb_test_now_ms() + 600000;
   long got = 0;
@@ -686,7 +610,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
     if (!out) usleep(20000);
   }
   bridge_cost cost = cost_sample(bridge);
-  double mock_cpu = proc_cpu_s(m.pid) - mock0;
+  double mock_cpu = bk_proc_cpu_s(m.pid) - mock0;
   ktest_reader_close(out);
   int stopped = bridge_stop(bridge);
   MHD_stop_daemon(d);

@@ -16,15 +16,14 @@
  * and a condition variable), the mock's CPU per event and the load average.
  * Exits 1 when a delivery settles other than ACK or the run times out.
  * The figure to compare is CPU per event: it moves little with the load. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_kafka_proc.h"
 #include "ceb_fake_host.h"
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
@@ -76,77 +75,10 @@ static int wait_settled(long sent, long limit, int64_t deadline_ms) {
   return ok;
 }
 
-static double cpu_self_s(void) {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-         (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
-/* CPU seconds of pid's (or this process's, pid 0) threads whose name starts
- * with prefix; with prefix NULL the whole process. */
-static double cpu_s(pid_t pid, const char *prefix) {
-  char path[96], buf[1024];
-  if (!prefix) {
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (!p ||
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-               &ut, &st) != 2)
-      return 0;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-  }
-  snprintf(path, sizeof path, "/proc/self/task");
-  DIR *d = opendir(path);
-  if (!d) return 0;
-  double sum = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char comm[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%.16s/comm", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
-    fclose(f);
-    if (strncmp(comm, prefix, strlen(prefix)) != 0) continue;
-    snprintf(path, sizeof path, "/proc/self/task/%.16s/stat", e->d_name);
-    f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (p &&
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-               &ut, &st) == 2)
-      sum += (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-  }
-  closedir(d);
-  return sum;
-}
-
 static double thread_cpu_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double loadavg1(void) {
-  double l = -1;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &l) != 1) l = -1;
-    fclose(f);
-  }
-  return l;
 }
 
 /* A structured-mode-sized event like bench_kafka http2kafka's. */
@@ -292,8 +224,10 @@ int main(int argc, char **argv) {
   for (long i = 0; i < pool; i++)
     evs[i] = make_event(i, keys, pad);
 
-  double cpu0 = cpu_self_s(), mock0 = cpu_s(m.pid, NULL), thr0 = thread_cpu_s();
-  double sink0 = cpu_s(0, "kafka-sink"), rdk0 = cpu_s(0, "rdk:");
+  double cpu0 = bk_self_cpu_s(), mock0 = bk_proc_cpu_s(m.pid),
+         thr0 = thread_cpu_s();
+  double sink0 = bk_threads_cpu_s(0, "kafka-sink"),
+         rdk0 = bk_threads_cpu_s(0, "rdk:");
   int64_t t0 = ceb_test_now_ms(), deadline = t0 + 300000;
   long sent = 0;
   int ok = 1;
@@ -317,8 +251,9 @@ int main(int argc, char **argv) {
   double thr = thread_cpu_s() - thr0;
   if (ok) ok = wait_settled(sent, 0, deadline);
   int64_t ms = ceb_test_now_ms() - t0;
-  double cpu = cpu_self_s() - cpu0, mock = cpu_s(m.pid, NULL) - mock0;
-  double sink = cpu_s(0, "kafka-sink") - sink0, rdk = cpu_s(0, "rdk:") - rdk0;
+  double cpu = bk_self_cpu_s() - cpu0, mock = bk_proc_cpu_s(m.pid) - mock0;
+  double sink = bk_threads_cpu_s(0, "kafka-sink") - sink0,
+         rdk = bk_threads_cpu_s(0, "rdk:") - rdk0;
   pthread_mutex_lock(&g.lock);
   long acked = g.acked, failed = g.failed;
   pthread_mutex_unlock(&g.lock);
@@ -331,7 +266,7 @@ int main(int argc, char **argv) {
          "thread %.1f, librdkafka threads %.1f), mock cluster CPU %.1f "
          "us/event, load average %.2f\n",
          cpu * 1e6 / n, thr * 1e6 / n, sink * 1e6 / n, rdk * 1e6 / n,
-         mock * 1e6 / n, loadavg1());
+         mock * 1e6 / n, bk_loadavg1());
 
   p->drain(state, ceb_test_now_ms() + 10000);
   p->destroy(state);
