@@ -17,10 +17,6 @@ int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,
 /* 1 when the len bytes are well-formed UTF-8 (no overlongs, no surrogates)
  * without NUL bytes. */
 int cebi_utf8_valid(const void *buf, size_t len);
-/* Length of the one multi-byte UTF-8 sequence at s (lead byte >= 0x80, at
- * most avail bytes there): 2..4, or 0 when it is not valid UTF-8 (overlong,
- * surrogate, past U+10FFFF, cut short). */
-size_t cebi_utf8_seq(const unsigned char *s, size_t avail);
 
 /* Case-insensitive comparison of the media type's "type/subtype" (parameters
  * and surrounding whitespace ignored) with `essence`. */

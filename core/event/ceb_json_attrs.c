@@ -108,7 +108,7 @@ static int string_read(cur *c, sbuf *b, int *escaped) {
     }
     if (ch < 0x20) return 0;
     if (ch >= 0x80) {
-      size_t k = cebi_utf8_seq(s + i, n - i);
+      size_t k = ceb_utf8_seq(s + i, n - i);
       if (!k) return 0;
       i += k;
       continue;

@@ -83,7 +83,7 @@ static int string_ok(scan *p, int *escaped) {
       i++;
       continue;
     }
-    size_t k = cebi_utf8_seq(s + i, n - i);
+    size_t k = ceb_utf8_seq(s + i, n - i);
     if (!k) return 0;
     i += k;
   }

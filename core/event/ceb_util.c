@@ -31,8 +31,10 @@ char *cebi_memdup(const void *p, size_t len) {
   return c;
 }
 
-size_t cebi_utf8_seq(const unsigned char *s, size_t avail) {
+size_t ceb_utf8_seq(const unsigned char *s, size_t avail) {
+  if (avail == 0) return 0;
   unsigned c = s[0], cp;
+  if (c < 0x80) return 1;
   size_t n;
   if (c >= 0xC2 && c <= 0xDF) {
     n = 1;
@@ -67,7 +69,7 @@ int cebi_utf8_valid(const void *buf, size_t len) {
       i++;
       continue;
     }
-    size_t n = cebi_utf8_seq(s + i, len - i);
+    size_t n = ceb_utf8_seq(s + i, len - i);
     if (!n) return 0;
     i += n;
   }

@@ -145,6 +145,12 @@ char *ceb_percent_encode(const char *value);
  * UTF-8 result. *out freed with ceb_free. */
 int ceb_percent_decode(const char *value, char **out);
 
+/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong form,
+ * no surrogate, nothing past U+10FFFF) at s, of which avail bytes may be
+ * read: 1 for an ASCII byte, 2..4, or 0 when none starts there (or avail is
+ * 0). Pure; any thread. */
+size_t ceb_utf8_seq(const unsigned char *s, size_t avail);
+
 /* Standard base64 (RFC 4648 with padding). Free results with ceb_free. */
 char *ceb_base64_encode(const void *data, size_t len);
 int ceb_base64_decode(const char *text, size_t text_len, unsigned char **out,

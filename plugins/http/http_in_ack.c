@@ -4,31 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing past U+10FFFF), or 0 when s does not start one. */
-static size_t utf8_len(const unsigned char *s) {
-  unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  unsigned char lo = 0x80, hi = 0xBF;
-  size_t n;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (size_t i = 2; i < n; i++)
-    if (s[i] < 0x80 || s[i] > 0xBF) return 0;
-  return n;
-}
+#include <ceb/codec.h>
 
 static size_t put(char *out, size_t at, const char *text, size_t n) {
   if (out) memcpy(out + at, text, n);
@@ -38,6 +14,7 @@ static size_t put(char *out, size_t at, const char *text, size_t n) {
 size_t http_json_quote(char *out, const char *s) {
   static const char hex[] = "0123456789ABCDEF";
   const unsigned char *p = (const unsigned char *)(s ? s : "");
+  const unsigned char *end = p + strlen((const char *)p);
   size_t at = put(out, 0, "\"", 1);
   while (*p) {
     const unsigned char *run = p; /* bytes written as they are */
@@ -47,7 +24,7 @@ size_t http_json_quote(char *out, const char *s) {
     if (!*p) break;
     unsigned char c = *p;
     if (c >= 0x80) {
-      size_t n = utf8_len(p);
+      size_t n = ceb_utf8_seq(p, (size_t)(end - p));
       if (n) {
         at = put(out, at, (const char *)p, n);
         p += n;
