@@ -130,3 +130,14 @@ char *ceb_test_tmpdir(const char *tag) {
   pthread_mutex_unlock(&g_tmplock);
   return p;
 }
+
+void ceb_test_need_data(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0)
+    return;
+  fprintf(stderr,
+          "test data missing: %s (%s); tests/data/ holds every third-party "
+          "file the tests read, see tests/data/README.md\n",
+          path, strerror(errno));
+  exit(1);
+}

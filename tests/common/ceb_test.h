@@ -58,6 +58,11 @@ extern int ceb_test_checks;
  * test that ran no check fails: a test that cannot fail is a defect. */
 int ceb_test_done(const char *name);
 
+/* Exits the test with one line naming the missing path when a third-party
+ * data file or folder (tests/data/...) is not there, instead of letting the
+ * test crash or report a confusing count later. */
+void ceb_test_need_data(const char *path);
+
 /* Monotonic milliseconds. */
 int64_t ceb_test_now_ms(void);
 

@@ -101,6 +101,7 @@ static const ceb_contract_msg *msg(const ceb_contract *c, const char *name) {
 }
 
 int main(void) {
+  ceb_test_need_data(AA);
   int loaded = 0, seen = 0;
   load_dir(AA "/examples-2.6.0", &loaded, &seen);
   load_dir(AA "/examples-3.0.0", &loaded, &seen);

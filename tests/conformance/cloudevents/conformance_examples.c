@@ -194,6 +194,7 @@ static void test_nlgov_examples(void) {
 }
 
 int main(void) {
+  ceb_test_need_data(NLGOV_EX);
   test_spec_examples();
   test_nlgov_examples();
   return ceb_test_done("conformance_ce_examples");

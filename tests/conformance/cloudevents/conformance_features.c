@@ -154,6 +154,7 @@ static size_t run_feature(const char *path, int (*run)(const gk_scenario *,
 }
 
 int main(void) {
+  ceb_test_need_data(FEATURES);
   CHECK_INT(run_feature(FEATURES "http-protocol-binding.feature", run_http), 4);
   CHECK_INT(run_feature(FEATURES "kafka-protocol-binding.feature", run_kafka),
             3);

@@ -228,6 +228,7 @@ static void test_batches(void) {
 }
 
 int main(void) {
+  ceb_test_need_data(FORMAT_DIR);
   test_valid_events();
   test_invalid_events();
   test_batches();

@@ -202,6 +202,7 @@ static void run_draft(const char *dname, int draft, known *k) {
 }
 
 int main(void) {
+  ceb_test_need_data(SUITE);
   known k;
   known_load(&k);
   run_draft("draft7", CEB_SCHEMA_DRAFT7, &k);

@@ -84,6 +84,7 @@ static int visit(const char *path, const struct stat *sb, int type,
 }
 
 int main(void) {
+  ceb_test_need_data(CEB_CONFORMANCE_DIR);
   CASE("{" BASE "}");
   CASE("{" BASE ",\"data\":{\"a\":[1,2,{\"b\":null}]}}");
   CASE("{\"data\":[1] , " BASE "}");

@@ -52,6 +52,7 @@ static int visit(const char *path, const struct stat *sb, int type,
 }
 
 int main(void) {
+  ceb_test_need_data(CEB_CONFORMANCE_DIR);
   VALID("{}");
   VALID("[]");
   VALID(" \t\r\n{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\\n\\u00e9\"}}"

@@ -1,4 +1,4 @@
-/* Every case of shared/conformance/standard-webhooks/signature-vectors.json:
+/* Every case of tests/data/conformance/standard-webhooks/signature-vectors.json:
  * known-answer signing, verification with the case's clock and tolerance,
  * rejected secrets and rejected signing timestamps. Plus key rotation. */
 #include <stdlib.h>
@@ -142,6 +142,7 @@ static void test_rotation(void) {
 }
 
 int main(void) {
+  ceb_test_need_data(CEB_CONFORMANCE_DIR "/standard-webhooks/signature-vectors.json");
   json_error_t jerr;
   json_t *doc = json_load_file(CEB_CONFORMANCE_DIR
                                "/standard-webhooks/signature-vectors.json",
