@@ -98,10 +98,23 @@ static size_t probe(http_replay *r, const char *id, int *found) {
   return free_slot == TOMB ? s : free_slot;
 }
 
-int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms) {
-  pthread_mutex_lock(&r->lock);
+static void drop_expired(http_replay *r, int64_t now_ms) {
   while (r->count && r->ring[r->head].at_ms + r->window_ms < now_ms)
     drop_oldest(r);
+}
+
+int http_replay_seen(http_replay *r, const char *id, int64_t now_ms) {
+  pthread_mutex_lock(&r->lock);
+  drop_expired(r, now_ms);
+  int found = 0;
+  probe(r, id, &found);
+  pthread_mutex_unlock(&r->lock);
+  return found;
+}
+
+int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms) {
+  pthread_mutex_lock(&r->lock);
+  drop_expired(r, now_ms);
   int found = 0;
   probe(r, id, &found);
   char *copy = found ? NULL : strdup(id);

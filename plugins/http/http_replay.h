@@ -15,5 +15,9 @@ http_replay *http_replay_new(size_t max, int64_t window_ms);
 void http_replay_free(http_replay *r);
 /* Records id at now_ms. 1 when new, 0 when seen within the window. */
 int http_replay_check_add(http_replay *r, const char *id, int64_t now_ms);
+/* 1 when id was recorded within the window, else 0; records nothing (the
+ * intermediary asks before processing and records only once the request's
+ * events are durable, so a failed request's retry is not refused). */
+int http_replay_seen(http_replay *r, const char *id, int64_t now_ms);
 
 #endif

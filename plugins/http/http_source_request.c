@@ -69,6 +69,8 @@ typedef struct http_req {
   int has_key;
   int idem_reserved;
   const char *webhook_id; /* the header's value once verified, or NULL */
+  int webhook_seen;       /* webhook_id was accepted before: answer as a
+                             duplicate, submit nothing */
 
   int submitted; /* counted in src->pending */
   char *ids;     /* JSON array of the submitted events' ids */
@@ -488,17 +490,27 @@ static int verify_webhook(http_req *r) {
                        "webhook-id is too long");
     return 0;
   }
-  /* Seen = accepted before within the window (ids are recorded on 2xx, so a
-   * sender's retry after a failure still goes through). */
+  /* Seen = accepted before within the window (ids are recorded in
+   * queue_reply on 2xx only, once the events are durable, so a sender's
+   * retry after a 503 or a refusal is processed). A retry of an accepted
+   * request is answered as what it is, a duplicate: 202 with accepted 0,
+   * which every sender takes as delivered, and nothing is submitted. */
   r->webhook_id = id;
-  if (!http_replay_check_add(s->wh_replay, id, now_ms)) {
-    metric_auth_failure(s, "replayed");
-    http_reply_problem(&r->reply, 409, "webhook.replayed",
-                       "this webhook-id was already accepted");
-    r->webhook_id = NULL;
-    return 0;
-  }
+  r->webhook_seen = http_replay_seen(s->wh_replay, id, now_ms);
   return 1;
+}
+
+/* The answer to a request whose webhook-id was accepted before: the 202 of
+ * a request whose every event is a duplicate. */
+static void reply_webhook_seen(http_req *r, ceb_event **events, size_t count) {
+  size_t ids_len = 0, len = 0;
+  char *ids = http_ack_ids(events, count, &ids_len);
+  char *body = ids ? http_ack_body(0, count, ids, ids_len, &len) : NULL;
+  free(ids);
+  if (body)
+    http_reply_take(&r->reply, 202, "application/json", body, len);
+  else
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
 }
 
 /* Returns 1 when processing goes on (NEW or no key), 0 when r->reply is set. */
@@ -839,6 +851,11 @@ static int complete(http_req *r, const char *method, const char *url) {
   if (!decode(r, &events, &count, &batch)) return 0;
   if (!validate_all(r, events, count, batch) ||
       !authorise_types(r, events, count, batch)) {
+    events_release(events, count, batch, 1);
+    return 0;
+  }
+  if (r->webhook_seen) {
+    reply_webhook_seen(r, events, count);
     events_release(events, count, batch, 1);
     return 0;
   }

@@ -69,9 +69,14 @@ static void test_rate_limit(void) {
   hin_stop(e);
 }
 
-/* Standard Webhooks v1 signature computed independently of the plugin. */
-static hin_resp post_signed(hin_env *e, const char *secret_b64, const char *id,
-                            long ts, const char *body, int forge) {
+/* Standard Webhooks v1 signature computed independently of the plugin:
+ * fills the three header lines of a signed request. */
+typedef struct signed_hdrs {
+  char id[160], ts[64], sig[160];
+} signed_hdrs;
+
+static void sign(signed_hdrs *h, const char *secret_b64, const char *id,
+                 long ts, const char *body, int forge) {
   unsigned char *key = NULL;
   size_t key_len = 0;
   ceb_base64_decode(secret_b64, strlen(secret_b64), &key, &key_len);
@@ -84,13 +89,18 @@ static hin_resp post_signed(hin_env *e, const char *secret_b64, const char *id,
   ceb_free(key);
   if (forge) mac[0] ^= 1;
   char *sig = ceb_base64_encode(mac, mac_len);
-  char h_id[160], h_ts[64], h_sig[160];
-  snprintf(h_id, sizeof h_id, "webhook-id: %s", id);
-  snprintf(h_ts, sizeof h_ts, "webhook-timestamp: %ld", ts);
-  snprintf(h_sig, sizeof h_sig, "webhook-signature: v1,%s", sig);
+  snprintf(h->id, sizeof h->id, "webhook-id: %s", id);
+  snprintf(h->ts, sizeof h->ts, "webhook-timestamp: %ld", ts);
+  snprintf(h->sig, sizeof h->sig, "webhook-signature: v1,%s", sig);
   ceb_free(sig);
+}
+
+static hin_resp post_signed(hin_env *e, const char *secret_b64, const char *id,
+                            long ts, const char *body, int forge) {
+  signed_hdrs h;
+  sign(&h, secret_b64, id, ts, body, forge);
   const char *const hdrs[] = {"Content-Type: application/cloudevents+json",
-                              h_id, h_ts, h_sig, NULL};
+                              h.id, h.ts, h.sig, NULL};
   return hin_post(e, hdrs, body);
 }
 
@@ -124,14 +134,68 @@ static void test_webhook_signatures(void) {
   CHECK_INT(r.status, 401);
   CHECK(hin_json_str(&r, "code", "webhook.timestamp"));
   hin_resp_free(&r);
-  /* a captured request replayed (freshly timestamped) */
+  /* a captured request replayed (freshly timestamped), or the sender's
+   * retry after a lost 202: a duplicate, delivered, nothing submitted */
   r = post_signed(e, SECRET1, "msg_1", now + 1, EVENT("w1"), 0);
-  CHECK_INT(r.status, 409);
-  CHECK(hin_json_str(&r, "code", "webhook.replayed"));
+  CHECK_INT(r.status, 202);
+  CHECK(r.body && strstr(r.body, "\"accepted\":0,\"duplicates\":1"));
   hin_resp_free(&r);
   /* a refused request's id is not burnt: its retry goes through */
   r = post_signed(e, SECRET1, "msg_3", now, EVENT("w3"), 0);
   CHECK_INT(r.status, 202);
+  hin_resp_free(&r);
+  CHECK_INT(ceb_fake_event_count(e->fake), 3);
+  hin_stop(e);
+}
+
+/* A verified webhook-id is burnt only once its request's events are durable:
+ * the retry of a request that got 503 (refused at submit, or not durable
+ * after it) is processed, not refused as a replay. */
+static void test_webhook_id_after_failure(void) {
+  static const char *const cfg[] = {"auth=none",
+                                    "webhook.secrets=whsec_" SECRET1, NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  long now = (long)time(NULL);
+  /* refused at submit (backpressure) */
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->mode = CEB_FAKE_REFUSE;
+  e->fake->refuse_status = CEB_EBUSY;
+  pthread_mutex_unlock(&e->fake->lock);
+  hin_resp r = post_signed(e, SECRET1, "msg_f1", now, EVENT("f1"), 0);
+  CHECK_INT(r.status, 503);
+  hin_resp_free(&r);
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->mode = CEB_FAKE_COMMIT_NOW;
+  pthread_mutex_unlock(&e->fake->lock);
+  r = post_signed(e, SECRET1, "msg_f1", now + 1, EVENT("f1"), 0);
+  CHECK_INT(r.status, 202);
+  CHECK(r.body && strstr(r.body, "\"accepted\":1"));
+  hin_resp_free(&r);
+  CHECK_INT(ceb_fake_event_count(e->fake), 1);
+  /* submitted, then not durable */
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->mode = CEB_FAKE_COMMIT_HOLD;
+  pthread_mutex_unlock(&e->fake->lock);
+  signed_hdrs h;
+  sign(&h, SECRET1, "msg_f2", now, EVENT("f2"), 0);
+  const char *const hdrs[] = {"Content-Type: application/cloudevents+json",
+                              h.id, h.ts, h.sig, NULL};
+  hin_async *a = hin_post_async(e, hdrs, EVENT("f2"));
+  CHECK(ceb_fake_wait_events(e->fake, 2, 10000));
+  ceb_fake_commit(e->fake, CEB_EIO);
+  CHECK(hin_async_wait(a, 10000));
+  hin_async_free(a, &r);
+  CHECK_INT(r.status, 503);
+  CHECK(hin_json_str(&r, "code", "not_durable"));
+  hin_resp_free(&r);
+  pthread_mutex_lock(&e->fake->lock);
+  e->fake->mode = CEB_FAKE_COMMIT_NOW;
+  pthread_mutex_unlock(&e->fake->lock);
+  r = post_signed(e, SECRET1, "msg_f2", now + 1, EVENT("f2"), 0);
+  CHECK_INT(r.status, 202);
+  CHECK(r.body && strstr(r.body, "\"accepted\":1"));
   hin_resp_free(&r);
   CHECK_INT(ceb_fake_event_count(e->fake), 3);
   hin_stop(e);
@@ -250,6 +314,7 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   test_rate_limit();
   test_webhook_signatures();
+  test_webhook_id_after_failure();
   test_tls();
   curl_global_cleanup();
   return ceb_test_done("test_http_in_limits");
