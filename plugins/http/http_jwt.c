@@ -1,14 +1,11 @@
 #include "http_jwt.h"
 
 #include "http_in_util.h"
+#include "http_jws.h"
 
 #include <ceb/ceb.h>
 
 #include <jansson.h>
-#include <jwt.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/rsa.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,39 +36,18 @@ static json_t *segment_json(const char *seg, size_t len) {
   return j;
 }
 
-/* PS256 (RSASSA-PSS, SHA-256, salt length 32) over header.payload. */
-static int verify_ps256(const char *pem, const char *token, size_t signed_len,
-                        const char *sig_b64, size_t sig_b64_len) {
-  unsigned char *sig = NULL;
-  size_t sig_len = 0;
-  if (http_b64url_decode(sig_b64, sig_b64_len, &sig, &sig_len) != CEB_OK)
+/* RFC 7515 4.1.9: typ is a media type, compared case-insensitively, with
+ * "application/" implied when it holds no '/'. Accepted: a JWT (RFC 7519)
+ * and an OAuth 2.0 access token (RFC 9068 "at+jwt"); absent is a JWT. */
+static int typ_ok(json_t *typ) {
+  if (!typ) return 1;
+  const char *t = json_string_value(typ);
+  if (!t) return 0;
+  if (strncasecmp(t, "application/", 12) == 0)
+    t += 12;
+  else if (strchr(t, '/'))
     return 0;
-  BIO *bio = BIO_new_mem_buf(pem, -1);
-  EVP_PKEY *pkey = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
-  EVP_MD_CTX *md = EVP_MD_CTX_new();
-  EVP_PKEY_CTX *pctx = NULL;
-  int ok = pkey && md &&
-           EVP_DigestVerifyInit(md, &pctx, EVP_sha256(), NULL, pkey) == 1 &&
-           EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) > 0 &&
-           EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) > 0 &&
-           EVP_DigestVerify(md, sig, sig_len, (const unsigned char *)token,
-                            signed_len) == 1;
-  EVP_MD_CTX_free(md);
-  EVP_PKEY_free(pkey);
-  BIO_free(bio);
-  free(sig);
-  return ok;
-}
-
-static int verify_libjwt(const char *pem, const char *token, http_jwk_alg alg) {
-  jwt_t *jwt = NULL;
-  int rc =
-      jwt_decode(&jwt, token, (const unsigned char *)pem, (int)strlen(pem));
-  int ok = rc == 0 && jwt &&
-           jwt_get_alg(jwt) ==
-               (alg == HTTP_JWK_ES256 ? JWT_ALG_ES256 : JWT_ALG_RS256);
-  jwt_free(jwt);
-  return ok;
+  return strcasecmp(t, "jwt") == 0 || strcasecmp(t, "at+jwt") == 0;
 }
 
 /* A NumericDate claim in ms; 0 absent, -1 present but not a number. */
@@ -201,6 +177,12 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
     st = fail(res, 401, "crit", "the token has critical header parameters");
     goto out;
   }
+  if (!typ_ok(json_object_get(header, "typ"))) {
+    st = fail(res, 401, "typ",
+              "the token's typ is not a JWT or an OAuth 2.0 access token "
+              "(JWT, at+jwt)");
+    goto out;
+  }
   if (d2[1] == '\0') {
     st = fail(res, 401, "malformed", "the token has no signature");
     goto out;
@@ -219,11 +201,8 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
               "the token's alg is not the algorithm of its key");
     goto out;
   }
-  int sig_ok = key_alg == HTTP_JWK_PS256
-                   ? verify_ps256(pem, token, (size_t)(d2 - token), d2 + 1,
-                                  strlen(d2 + 1))
-                   : verify_libjwt(pem, token, key_alg);
-  if (!sig_ok) {
+  if (!http_jws_verify(pem, key_alg, token, (size_t)(d2 - token), d2 + 1,
+                       strlen(d2 + 1))) {
     st = fail(res, 401, "signature", "the token's signature is invalid");
     goto out;
   }

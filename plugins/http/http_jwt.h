@@ -2,9 +2,11 @@
  * intermediary. The algorithm comes from the key (http_jwks), never from the
  * token alone: "none", a missing or unknown kid, and a header alg differing
  * from the key's (the HS256-with-the-RSA-public-key attack) are refused
- * before any signature check. RS256 and ES256 signatures are checked with
- * libjwt, PS256 (which libjwt 1.10 lacks) with OpenSSL. exp, nbf, iss, aud
- * and scope are checked here with a leeway. Reentrant. */
+ * before any signature check, and so is a typ other than a JWT or an RFC 9068
+ * access token (JWT, at+jwt, application/at+jwt; case-insensitive).
+ * Signatures (RS256, PS256, ES256) are checked with OpenSSL (http_jws.h
+ * says why not libjwt). exp, nbf, iss, aud and scope are checked here with
+ * a leeway. Reentrant. */
 #ifndef HTTP_JWT_H
 #define HTTP_JWT_H
 

@@ -9,6 +9,7 @@
 #include <jwt.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/ec.h>
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
@@ -408,8 +409,9 @@ int hin_issuer_write_jwks(hin_issuer *is, const char *path, const char *rsa_alg,
 }
 
 static char *manual_token(hin_issuer *is, const char *alg, const char *kid,
-                          const char *claims) {
-  json_t *h = json_pack("{s:s, s:s}", "alg", alg, "typ", "JWT");
+                          const char *typ, const char *claims) {
+  json_t *h = json_pack("{s:s}", "alg", alg);
+  if (typ) json_object_set_new(h, "typ", json_string(typ));
   if (kid) json_object_set_new(h, "kid", json_string(kid));
   char *htext = json_dumps(h, JSON_COMPACT);
   json_decref(h);
@@ -437,6 +439,24 @@ static char *manual_token(hin_issuer *is, const char *alg, const char *kid,
     EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST);
     EVP_DigestSign(md, sig, &sig_len, (unsigned char *)input, strlen(input));
     EVP_MD_CTX_free(md);
+  } else if (strcmp(alg, "RS256") == 0 || strcmp(alg, "ES256") == 0) {
+    int ec = strcmp(alg, "ES256") == 0;
+    EVP_PKEY *k = ec                                ? is->ec
+                  : kid && strcmp(kid, "rsa2") == 0 ? is->rsa2
+                                                    : is->rsa;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    sig_len = sizeof sig;
+    EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k);
+    EVP_DigestSign(md, sig, &sig_len, (unsigned char *)input, strlen(input));
+    EVP_MD_CTX_free(md);
+    if (ec) { /* DER ECDSA-Sig-Value to the JWS r||s form */
+      const unsigned char *p = sig;
+      ECDSA_SIG *es = d2i_ECDSA_SIG(NULL, &p, (long)sig_len);
+      BN_bn2binpad(ECDSA_SIG_get0_r(es), sig, 32);
+      BN_bn2binpad(ECDSA_SIG_get0_s(es), sig + 32, 32);
+      sig_len = 64;
+      ECDSA_SIG_free(es);
+    }
   }
   char *s64 = b64url(sig, sig_len);
   n = strlen(input) + strlen(s64) + 2;
@@ -450,7 +470,7 @@ static char *manual_token(hin_issuer *is, const char *alg, const char *kid,
 char *hin_token(hin_issuer *is, const char *alg, const char *kid,
                 const char *claims_json) {
   if (strcmp(alg, "RS256") != 0 && strcmp(alg, "ES256") != 0)
-    return manual_token(is, alg, kid, claims_json);
+    return manual_token(is, alg, kid, "JWT", claims_json);
   EVP_PKEY *k = strcmp(alg, "ES256") == 0         ? is->ec
                 : kid && strcmp(kid, "rsa2") == 0 ? is->rsa2
                                                   : is->rsa;
@@ -467,6 +487,11 @@ char *hin_token(hin_issuer *is, const char *alg, const char *kid,
   char *out = strdup(tok);
   free(tok);
   return out;
+}
+
+char *hin_token_typ(hin_issuer *is, const char *alg, const char *kid,
+                    const char *typ, const char *claims_json) {
+  return manual_token(is, alg, kid, typ, claims_json);
 }
 
 char *hin_claims(const char *client, long exp_in, long nbf_in, const char *aud,

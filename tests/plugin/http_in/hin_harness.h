@@ -102,6 +102,11 @@ int hin_issuer_write_jwks(hin_issuer *is, const char *path, const char *rsa_alg,
  * "none" makes an unsigned token. kid NULL leaves it out. malloc'd. */
 char *hin_token(hin_issuer *is, const char *alg, const char *kid,
                 const char *claims_json);
+/* As hin_token, signed with OpenSSL rather than libjwt (which always
+ * writes typ "JWT"): header {alg, typ, kid}; typ NULL leaves it out. RS256,
+ * ES256, PS256, HS256 as above. malloc'd. */
+char *hin_token_typ(hin_issuer *is, const char *alg, const char *kid,
+                    const char *typ, const char *claims_json);
 /* Standard claims for the tests: iss https://idp.test, aud cebridge,
  * client_id given, exp/nbf relative to now (seconds), scope. */
 char *hin_claims(const char *client, long exp_in, long nbf_in, const char *aud,

@@ -142,6 +142,28 @@ static void test_tokens(hin_env *e, const char *jwks_path) {
                         "reason=\"alg_none\"") == 1);
 }
 
+/* RFC 9068 access tokens through the intermediary: typ at+jwt and
+ * application/at+jwt are accepted, another typ gets a 401 that says typ,
+ * and a tampered access token is refused as a bad signature. */
+static void test_access_token_typ(hin_env *e) {
+  char *claims = hin_claims("partner-a", 300, -10, NULL, "events.write");
+  char *tok = hin_token_typ(issuer, "RS256", "rsa1", "at+jwt", claims);
+  accepted(e, tok, "partner-a");
+  free(tok);
+  tok = hin_token_typ(issuer, "ES256", "ec1", "application/at+jwt", claims);
+  accepted(e, tok, "partner-a");
+  free(tok);
+  tok = hin_token_typ(issuer, "RS256", "rsa1", "foo", claims);
+  expect_refused(e, tok, 401, "auth.typ", "invalid_token");
+  free(tok);
+  tok = hin_token_typ(issuer, "RS256", "rsa1", "at+jwt", claims);
+  char *sig = strrchr(tok, '.') + 10; /* a signature byte */
+  *sig = *sig == 'A' ? 'B' : 'A';
+  expect_refused(e, tok, 401, "auth.signature", "invalid_token");
+  free(tok);
+  free(claims);
+}
+
 static void test_types(hin_env *e) {
   char *claims = hin_claims("partner-a", 300, -10, NULL, "events.write");
   char *tok = hin_token(issuer, "RS256", "rsa1", claims);
@@ -194,6 +216,7 @@ int main(void) {
   if (e) {
     test_tokens(e, jwks);
     test_types(e);
+    test_access_token_typ(e);
     hin_stop(e);
   }
   /* oauth2 needs a key source and an audience */

@@ -169,6 +169,91 @@ static void test_headers_and_garbage(void) {
   free(good);
 }
 
+/* Every single-character change of tok is refused; returns how many were
+ * accepted (the signature's last character may only carry padding bits,
+ * so it is left out). */
+static int mutations_accepted(const char *tok) {
+  static const char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t n = strlen(tok);
+  char *t = strdup(tok);
+  int accepted = 0;
+  for (size_t i = 0; i + 1 < n; i++) {
+    char orig = t[i];
+    if (orig == '.') continue;
+    t[i] = alphabet[(strchr(alphabet, orig) - alphabet + 17) % 64];
+    http_jwt_result res;
+    if (verify(t, &res) == CEB_OK) {
+      accepted++;
+      fprintf(stderr, "mutation at %zu accepted\n", i);
+    }
+    t[i] = orig;
+  }
+  free(t);
+  return accepted;
+}
+
+/* RFC 9068 access tokens (typ at+jwt) are accepted like JWTs, with every
+ * algorithm; other typ values are refused as such, not as a bad
+ * signature; a tampered access token is refused. */
+static void test_typ(void) {
+  char *claims = hin_claims("c-at", 300, -10, NULL, "events.write");
+  static const char *const algs[][2] = {
+      {"RS256", "rsa1"}, {"ES256", "ec1"}, {"PS256", "ps1"}};
+  static const char *const good[] = {NULL,
+                                     "JWT",
+                                     "jwt",
+                                     "at+jwt",
+                                     "AT+JWT",
+                                     "application/at+jwt",
+                                     "Application/AT+JWT",
+                                     "application/jwt"};
+  for (size_t a = 0; a < 3; a++) {
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+      char *t = hin_token_typ(iss, algs[a][0], algs[a][1], good[i], claims);
+      http_jwt_result res;
+      int st = verify(t, &res);
+      CHECK_MSG(st == CEB_OK, "%s typ %s: %s", algs[a][0],
+                good[i] ? good[i] : "(none)", st ? res.reason : "ok");
+      if (st == CEB_OK) CHECK_STR(res.client, "c-at");
+      free(t);
+    }
+  }
+  static const char *const bad[] = {
+      "foo", "JOSE",        "at+jwtx", "text/at+jwt", "application/foo",
+      "",    "application/"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char *t = hin_token_typ(iss, "RS256", "rsa1", bad[i], claims);
+    http_jwt_result res;
+    CHECK_INT(verify(t, &res), CEB_EAUTH);
+    CHECK_STR(res.reason, "typ");
+    CHECK(strstr(res.detail, "typ") != NULL);
+    free(t);
+  }
+  /* typ must be a string */
+  char *t = hin_token_typ(iss, "RS256", "rsa1", "at+jwt", claims);
+  char *numeric = with_header(t, "{\"alg\":\"RS256\",\"kid\":\"rsa1\","
+                                 "\"typ\":9068}");
+  expect(numeric, CEB_EAUTH, "typ");
+  free(numeric);
+  /* at+jwt with the header of a JWT: the signature covers the header */
+  char *swapped = with_header(t, "{\"alg\":\"RS256\",\"typ\":\"JWT\","
+                                 "\"kid\":\"rsa1\"}");
+  expect(swapped, CEB_EAUTH, "signature");
+  free(swapped);
+  CHECK_INT(mutations_accepted(t), 0);
+  free(t);
+  t = hin_token_typ(iss, "ES256", "ec1", "at+jwt", claims);
+  CHECK_INT(mutations_accepted(t), 0);
+  free(t);
+  /* an ES256 token with a signature of the wrong length */
+  t = hin_token_typ(iss, "ES256", "ec1", "at+jwt", claims);
+  t[strlen(t) - 4] = '\0';
+  expect(t, CEB_EAUTH, "signature");
+  free(t);
+  free(claims);
+}
+
 int main(void) {
   iss = hin_issuer_new();
   char *dir = ceb_test_tmpdir("http_in_jwt");
@@ -179,6 +264,7 @@ int main(void) {
   CHECK_INT(http_jwks_refresh(keys, 1), CEB_OK);
   test_claims();
   test_headers_and_garbage();
+  test_typ();
   http_jwks_free(keys);
   hin_issuer_free(iss);
   free(dir);
