@@ -265,7 +265,8 @@ static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
   ceb_settle_info info = {sizeof(info)};
   char reason[16];
   http_sink_classify(code, r->retry_after[0] ? r->retry_after : NULL,
-                     s->host->now_ms(s->inst), &info, reason, sizeof(reason));
+                     r->resp_len ? r->resp : NULL, s->host->now_ms(s->inst),
+                     &info, reason, sizeof(reason));
   if (info.outcome != CEB_ACK) info.detail = r->resp_len ? r->resp : NULL;
   if (info.flags & CEB_SETTLE_OPEN_CIRCUIT)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,

@@ -153,26 +153,36 @@ static char *single_msg_id(const ceb_delivery *d) {
   return hashed_id("sha256_", key, strlen(key));
 }
 
-/* A batch's id derives from its members' keys: stable if the very same
- * batch is sent again (401 refresh), distinct otherwise. */
+/* A batch's id derives from its members' keys: the same batch sent again
+ * (a retry, a 401 refresh) carries the same key, any other batch another.
+ * Shaped as a UUID version 4 like the members' own keys (engine_core.c):
+ * receivers following the Idempotency-Key annex (our intermediary among
+ * them, http_idem_key_parse) accept nothing else. */
 static char *batch_msg_id(ceb_delivery **ds, size_t n) {
-  size_t len = 0;
-  for (size_t i = 0; i < n; i++) {
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned char h[EVP_MAX_MD_SIZE];
+  unsigned int hl = 0;
+  int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+  for (size_t i = 0; ok && i < n; i++) {
     const char *k = ds[i]->idempotency_key ? ds[i]->idempotency_key : "";
-    len += strlen(k) + 1;
+    /* NUL-terminated: no two key lists hash alike */
+    ok = EVP_DigestUpdate(md, k, strlen(k) + 1);
   }
-  char *all = malloc(len + 1), *p = all;
-  if (!all) return NULL;
-  for (size_t i = 0; i < n; i++) {
-    const char *k = ds[i]->idempotency_key ? ds[i]->idempotency_key : "";
-    size_t kl = strlen(k);
-    memcpy(p, k, kl);
-    p[kl] = '\n';
-    p += kl + 1;
+  ok = ok && EVP_DigestFinal_ex(md, h, &hl) && hl >= 16;
+  EVP_MD_CTX_free(md);
+  if (!ok) return NULL;
+  h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 */
+  h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+  char *out = malloc(37);
+  if (!out) return NULL;
+  size_t o = 0;
+  for (unsigned i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
+    snprintf(out + o, 3, "%02x", h[i]);
+    o += 2;
   }
-  char *id = hashed_id("batch_", all, len);
-  free(all);
-  return id;
+  out[o] = '\0';
+  return out;
 }
 
 static void reject_all(http_sink *s, ceb_delivery **ds, size_t n,

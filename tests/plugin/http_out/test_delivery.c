@@ -11,6 +11,7 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
+#include "http_idem.h"
 #include "http_webhook_sig.h"
 #include "rx_server.h"
 #include "sink_fixture.h"
@@ -201,6 +202,7 @@ static void test_batch(void) {
   CHECK(fx_settle(&fx, 4, &st, 5000));
   CHECK_INT(rx_count(rx), 2);
   size_t sizes[2] = {0, 0};
+  char batch_keys[2][64];
   for (size_t i = 0; i < 2; i++) {
     const rx_request *r = rx_get(rx, i);
     if (!r) continue;
@@ -211,11 +213,18 @@ static void test_batch(void) {
     if (got && sizes[i] == 3) CHECK_STR(ceb_event_get(got[2], "id"), "b-2");
     ceb_events_free(got, sizes[i]);
     check_signature(r);
-    CHECK(strncmp(ceb_headers_get(&r->headers, "webhook-id"), "batch_", 6) ==
-          0);
+    /* The receiver's own parser (Idempotency-Key annex: a UUID v4) takes
+     * the batch's key; webhook-id is the same value. */
+    const char *key = ceb_headers_get(&r->headers, "Idempotency-Key");
+    char parsed[HTTP_IDEM_KEY_LEN + 1];
+    CHECK_MSG(key && http_idem_key_parse(key, parsed) == CEB_OK, "key %s",
+              key ? key : "(none)");
+    CHECK_STR(ceb_headers_get(&r->headers, "webhook-id"), key);
+    snprintf(batch_keys[i], sizeof(batch_keys[i]), "%s", key ? key : "");
   }
   CHECK_INT(sizes[0], 3);
   CHECK_INT(sizes[1], 2);
+  CHECK(strcmp(batch_keys[0], batch_keys[1]) != 0);
   for (size_t i = 0; i < 5; i++) {
     CHECK(ceb_fake_settle_get(fx.fake, i, &st));
     CHECK_INT(st.info.outcome, CEB_ACK);
@@ -233,6 +242,12 @@ static void test_batch(void) {
     CHECK_STR(st.reason, "http.503");
   }
   CHECK_INT(rx_count(rx), 3);
+  /* The same members again: the same key, so the receiver knows the retry. */
+  const rx_request *again = rx_get(rx, 2);
+  CHECK(again != NULL);
+  if (again)
+    CHECK_STR(ceb_headers_get(&again->headers, "Idempotency-Key"),
+              batch_keys[0]);
   fx_free(&fx);
   for (int i = 0; i < 5; i++)
     ceb_event_unref(evs[i]);

@@ -53,6 +53,19 @@ static void respond(void *arg, const rx_request *req, size_t index,
                                    "{\"error\":\"field x is wrong\"}");
     return;
   }
+  if (strncmp(p, "/conflict/", 10) == 0) {
+    /* cebridge's intermediary's 409 problems (http_source_request.c) */
+    resp->status = 409;
+    ceb_headers_add(&resp->headers, "Content-Type", "application/problem+json",
+                    24);
+    ceb_headers_add(&resp->headers, "Retry-After", "1", 1);
+    resp->len = (size_t)snprintf(
+        resp->body, sizeof(resp->body),
+        "{\"type\":\"urn:cebridge:problem:%s\",\"title\":\"Conflict\","
+        "\"status\":409,\"detail\":\"x\",\"code\":\"%s\"}",
+        p + 10, p + 10);
+    return;
+  }
   if (strcmp(p, "/slow") == 0) {
     resp->delay_ms = 5000;
     return;
@@ -107,6 +120,18 @@ static void test_statuses(void) {
     CHECK_MSG(st.info.outcome == CEB_RETRY, "%d", retryable[i]);
     CHECK_INT(st.info.status_code, retryable[i]);
   }
+
+  /* 409: the receiver has it (ACK) or is still processing it (RETRY with
+   * its Retry-After); a bare 409 is retried too. */
+  CHECK(deliver_once("/conflict/webhook.replayed", NULL, &st));
+  CHECK_INT(st.info.outcome, CEB_ACK);
+  CHECK_INT(st.info.status_code, 409);
+  CHECK(deliver_once("/conflict/idempotency.in_flight", NULL, &st));
+  CHECK_INT(st.info.outcome, CEB_RETRY);
+  CHECK_INT(st.info.retry_after_ms, 1000);
+  CHECK_STR(st.reason, "http.409");
+  CHECK(deliver_once("/status/409", NULL, &st));
+  CHECK_INT(st.info.outcome, CEB_RETRY);
 
   CHECK(deliver_once("/status/410", NULL, &st));
   CHECK_INT(st.info.outcome, CEB_REJECT);

@@ -24,7 +24,7 @@ static void test_classify(void) {
       {304, CEB_REJECT, 0}, {400, CEB_REJECT, 0},
       {401, CEB_REJECT, 0}, {403, CEB_REJECT, 0},
       {404, CEB_REJECT, 0}, {408, CEB_RETRY, 0},
-      {409, CEB_REJECT, 0}, {413, CEB_REJECT, 0},
+      {409, CEB_RETRY, 0},  {413, CEB_REJECT, 0},
       {422, CEB_REJECT, 0}, {425, CEB_RETRY, 0},
       {429, CEB_RETRY, 0},  {500, CEB_RETRY, 0},
       {501, CEB_RETRY, 0},  {503, CEB_RETRY, 0},
@@ -33,7 +33,8 @@ static void test_classify(void) {
   for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
     ceb_settle_info info = {sizeof(info)};
     char reason[16];
-    http_sink_classify(table[i].status, "12", 0, &info, reason, sizeof(reason));
+    http_sink_classify(table[i].status, "12", NULL, 0, &info, reason,
+                       sizeof(reason));
     CHECK_MSG(info.outcome == table[i].outcome, "status %ld", table[i].status);
     CHECK_MSG(info.flags == table[i].flags, "status %ld", table[i].status);
     CHECK_INT(info.status_code, table[i].status);
@@ -43,6 +44,55 @@ static void test_classify(void) {
     /* Retry-After only matters for a retry */
     CHECK_INT(info.retry_after_ms, table[i].outcome == CEB_RETRY ? 12000 : -1);
   }
+}
+
+/* 409 by what the receiver's problem says: cebridge's own intermediary
+ * (http_source_request.c) and the names other receivers use. */
+static void test_classify_409(void) {
+  static const struct {
+    const char *body;
+    ceb_outcome outcome;
+  } table[] = {
+      /* cebridge: the webhook-id was accepted before -> delivered */
+      {"{\"type\":\"urn:cebridge:problem:webhook.replayed\",\"title\":"
+       "\"Conflict\",\"status\":409,\"detail\":\"this webhook-id was "
+       "already accepted\",\"code\":\"webhook.replayed\"}",
+       CEB_ACK},
+      /* cebridge: the same Idempotency-Key is still being processed */
+      {"{\"type\":\"urn:cebridge:problem:idempotency.in_flight\","
+       "\"status\":409,\"code\":\"idempotency.in_flight\"}",
+       CEB_RETRY},
+      {"{\"type\":\"https://example.org/problems/already-processed\"}",
+       CEB_ACK},
+      {"{\"type\":\"about:blank\",\"code\":\"DUPLICATE_EVENT\"}", CEB_ACK},
+      {"{\"type\":\"https://example.org/idempotency#request-in-progress\"}",
+       CEB_RETRY},
+      {"{\"type\":\"https://example.org/p/concurrent-request\"}", CEB_RETRY},
+      /* unknown meaning, no problem, not JSON, truncated: retried */
+      {"{\"type\":\"https://example.org/p/version-conflict\"}", CEB_RETRY},
+      {"{\"type\":\"about:blank\",\"title\":\"Conflict\"}", CEB_RETRY},
+      {"conflict: already_processed", CEB_RETRY},
+      {"{\"type\":\"urn:x:already_processed", CEB_RETRY},
+      {"", CEB_RETRY},
+      {NULL, CEB_RETRY},
+  };
+  for (size_t i = 0; i < sizeof(table) / sizeof(*table); i++) {
+    ceb_settle_info info = {sizeof(info)};
+    char reason[16];
+    http_sink_classify(409, "1", table[i].body, 0, &info, reason,
+                       sizeof(reason));
+    CHECK_MSG(info.outcome == table[i].outcome, "409 body %s",
+              table[i].body ? table[i].body : "(null)");
+    CHECK_STR(info.reason, "http.409");
+    CHECK_INT(info.status_code, 409);
+    CHECK_INT(info.flags, 0);
+    CHECK_INT(info.retry_after_ms, info.outcome == CEB_RETRY ? 1000 : -1);
+  }
+  CHECK_INT(http_sink_conflict_kind("{\"code\":\"idempotency.in_flight\"}"),
+            HTTP_SINK_409_IN_FLIGHT);
+  CHECK_INT(http_sink_conflict_kind("{\"code\":\"webhook.replayed\"}"),
+            HTTP_SINK_409_PROCESSED);
+  CHECK_INT(http_sink_conflict_kind("[1]"), HTTP_SINK_409_UNKNOWN);
 }
 
 static void test_retry_after(void) {
@@ -171,6 +221,7 @@ static void test_oauth_cache(void) {
 
 int main(void) {
   test_classify();
+  test_classify_409();
   test_retry_after();
   test_url_template();
   test_oauth_cache();
