@@ -68,25 +68,64 @@ static ceb_secret_kind fail(char *err, size_t errlen, const char *msg) {
   return CEB_SECRET_ERROR;
 }
 
-static ceb_secret_kind from_env(const char *name, size_t n, char **out,
-                                char *err, size_t errlen) {
-  if (!env_name_ok(name, n))
-    return fail(err, errlen,
-                "invalid environment variable reference (write ${NAME} with "
-                "letters, digits and '_')");
-  char env[128];
-  snprintf(env, sizeof env, "%.*s", (int)n, name);
-  const char *v = getenv(env);
-  if (!v) {
-    if (err && errlen)
-      snprintf(err, errlen,
-               "environment variable %s is not set (export it in the "
-               "service environment)",
-               env);
-    return CEB_SECRET_ERROR;
+/* Appends n bytes to the growing buffer *buf (length *len). 0 when out of
+ * memory (the buffer is wiped and freed). */
+static int append(char **buf, size_t *len, const char *s, size_t n) {
+  char *nb = malloc(*len + n + 1);
+  if (!nb) {
+    ceb_secret_free(*buf);
+    *buf = NULL;
+    return 0;
   }
-  if (!(*out = strdup(v))) return fail(err, errlen, "out of memory");
+  if (*buf) memcpy(nb, *buf, *len);
+  memcpy(nb + *len, s, n);
+  nb[*len + n] = '\0';
+  ceb_secret_free(*buf); /* wiped: it may hold a secret already */
+  *buf = nb;
+  *len += n;
+  return 1;
+}
+
+/* Every ${NAME} of value replaced by the environment variable NAME, the text
+ * around kept: one reference ("${TOKEN}") or several ("${OLD} ${NEW}", the
+ * documented secret rotation of list keys). */
+static ceb_secret_kind from_env(const char *value, char **out, char *err,
+                                size_t errlen) {
+  char *buf = NULL;
+  size_t len = 0;
+  const char *p = value;
+  for (;;) {
+    const char *ref = strstr(p, "${");
+    size_t lit = ref ? (size_t)(ref - p) : strlen(p);
+    if ((lit || !buf) && !append(&buf, &len, p, lit)) goto oom;
+    if (!ref) break;
+    const char *name = ref + 2, *end = strchr(name, '}');
+    size_t n = end ? (size_t)(end - name) : 0;
+    if (!end || !env_name_ok(name, n)) {
+      ceb_secret_free(buf);
+      return fail(err, errlen,
+                  "invalid environment variable reference (write ${NAME} "
+                  "with letters, digits and '_')");
+    }
+    char env[128];
+    snprintf(env, sizeof env, "%.*s", (int)n, name);
+    const char *v = getenv(env);
+    if (!v) {
+      ceb_secret_free(buf);
+      if (err && errlen)
+        snprintf(err, errlen,
+                 "environment variable %s is not set (export it in the "
+                 "service environment)",
+                 env);
+      return CEB_SECRET_ERROR;
+    }
+    if (!append(&buf, &len, v, strlen(v))) goto oom;
+    p = end + 1;
+  }
+  *out = buf;
   return CEB_SECRET_RESOLVED;
+oom:
+  return fail(err, errlen, "out of memory");
 }
 
 static ceb_secret_kind from_file(const char *p, const char *base_dir,
@@ -125,10 +164,9 @@ ceb_secret_kind ceb_secret_resolve(const char *value, const char *base_dir,
   if (!out) return fail(err, errlen, "invalid argument");
   *out = NULL;
   size_t len = value ? strlen(value) : 0;
-  if (len >= 3 && value[0] == '$' && value[1] == '{' && value[len - 1] == '}')
-    return from_env(value + 2, len - 3, out, err, errlen);
   if (len >= 5 && strncmp(value, "file:", 5) == 0)
     return from_file(value + 5, base_dir, out, err, errlen);
+  if (value && strstr(value, "${")) return from_env(value, out, err, errlen);
   return CEB_SECRET_LITERAL;
 }
 

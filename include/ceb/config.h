@@ -100,10 +100,12 @@ typedef enum ceb_secret_kind {
 
 /* Resolves a secret reference the way the host resolves SECRET keys
  * (plugins use it for values the host cannot type, e.g. pass-through
- * keys): "${NAME}" is the environment variable NAME, "file:PATH" the
- * content of a regular file of at most 64 KiB without NUL bytes, one
- * trailing newline removed; a relative PATH is taken from base_dir (NULL:
- * the working directory). Any other value is a literal. Reentrant. */
+ * keys): "file:PATH" is the content of a regular file of at most 64 KiB
+ * without NUL bytes, one trailing newline removed (a relative PATH is taken
+ * from base_dir, NULL: the working directory); otherwise every "${NAME}" in
+ * the value is replaced by the environment variable NAME, the text around
+ * kept ("${OLD} ${NEW}" for a list of two secrets). A value with neither is
+ * a literal. Reentrant. */
 ceb_secret_kind ceb_secret_resolve(const char *value, const char *base_dir,
                                    char **out, char *err, size_t errlen);
 /* Overwrites and frees a resolved secret; NULL is ignored. */

@@ -434,7 +434,53 @@ static void check_secret_files(void) {
   free(dir);
 }
 
+/* A value may hold several ${NAME} references, text around kept (the
+ * documented rotation "webhook.secrets = ${OLD} ${NEW}"); a malformed or
+ * unset one among them is still refused. */
+static void check_several_refs(void) {
+  char *dir = ceb_test_tmpdir("conf-check-refs");
+  setenv("CEB_TEST_OLD", "whsec_old", 1);
+  setenv("CEB_TEST_NEW", "whsec_new", 1);
+  unsetenv("CEB_TEST_UNSET_VAR");
+  fx_write(dir, "a.conf",
+           "[source a]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = ${CEB_TEST_OLD} ${CEB_TEST_NEW}\n" /* 4 */
+           "[source b]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = pre-${CEB_TEST_NEW}-post$x\n" /* 8 */
+           "[source c]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = ${CEB_TEST_OLD} ${CEB_TEST_UNSET_VAR}\n" /* 12 */
+           "[source d]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = ${CEB_TEST_OLD} ${CEB_TEST_NEW\n"); /* 16 */
+  ceb_conf *conf = NULL;
+  ceb_conf_errors errs;
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
+  CHECK_INT(ceb_conf_check(conf, plugin_spec, NULL, &errs), CEB_ECONFIG);
+  CHECK_STR(ceb_config_str(ceb_conf_find(conf, "source", "a")->cfg, "token"),
+            "whsec_old whsec_new");
+  CHECK_STR(ceb_config_str(ceb_conf_find(conf, "source", "b")->cfg, "token"),
+            "pre-whsec_new-post$x");
+  expect(&errs, "a.conf", 12,
+         "environment variable CEB_TEST_UNSET_VAR is not set", NULL);
+  expect(&errs, "a.conf", 16, "invalid environment variable reference", NULL);
+  CHECK_INT(errs.count, 2);
+  char *out = fx_print(&errs);
+  CHECK(out && strstr(out, "whsec_old") == NULL);
+  free(out);
+  ceb_conf_free(conf);
+  fx_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
+  check_several_refs();
   check_secret_files();
   check_ok();
   check_errors();
