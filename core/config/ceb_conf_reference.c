@@ -125,8 +125,10 @@ int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
         "the directory of the file that sets them. Lines starting with `;` or "
         "`#` "
         "are comments, and ` ;` starts a comment after a value; values are "
-        "taken as written (no quote removal). Secrets: `${ENV}` or "
-        "`file:/path` (one trailing newline removed).\n\n",
+        "taken as written (no quote removal). Secrets: `file:/path` (one "
+        "trailing newline removed), or a value whose `${ENV}` references "
+        "are replaced by the environment variables (several in one value "
+        "too: `${OLD} ${NEW}`).\n\n",
         f);
   static const struct {
     const char *title;
