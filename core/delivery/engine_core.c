@@ -246,11 +246,18 @@ void cebe_dctx_free(dctx *c) {
 
 /* Stable across retries and restarts: receivers dedupe on it. Shaped as a
  * UUID version 4 (the Edukoppeling profile asks for one in Idempotency-Key):
- * 122 bits of sha256(source, id, route) with the version and variant bits
- * set, so the same (event, route) always gets the same key. */
-static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
+ * 122 bits of sha256(source, id, route[, replays]) with the version and
+ * variant bits set, so the same (event, route) always gets the same key
+ * until a DLQ replay: each replay is a new operation for the receiver (the
+ * annex's "new key once the old one's life is over"; the old key's stored
+ * 4xx would otherwise answer it), so it gets a key of its own. replays 0
+ * hashes exactly as before replays were counted. */
+static void idem_key(const ceb_event *ev, const char *route, uint32_t replays,
+                     char out[65]) {
   const char *src = ceb_event_get(ev, "source"), *id = ceb_event_get(ev, "id");
   EVP_MD_CTX *md = EVP_MD_CTX_new();
+  char gen[16];
+  snprintf(gen, sizeof gen, "%u", (unsigned)replays);
   unsigned char h[EVP_MAX_MD_SIZE];
   unsigned int hl = 0;
   out[0] = '\0';
@@ -258,6 +265,8 @@ static void idem_key(const ceb_event *ev, const char *route, char out[65]) {
       EVP_DigestUpdate(md, src ? src : "", strlen(src ? src : "") + 1) &&
       EVP_DigestUpdate(md, id ? id : "", strlen(id ? id : "") + 1) &&
       EVP_DigestUpdate(md, route, strlen(route)) &&
+      (replays == 0 || (EVP_DigestUpdate(md, "", 1) &&
+                        EVP_DigestUpdate(md, gen, strlen(gen)))) &&
       EVP_DigestFinal_ex(md, h, &hl)) {
     h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 */
     h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */
@@ -318,7 +327,7 @@ int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
   c->dlq_id = dlq_id;
   c->attempt = 1;
   snprintf(c->topic, sizeof c->topic, "%s", topic ? topic : "");
-  idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", c->idem_key);
+  idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", 0, c->idem_key);
   c->d = (ceb_delivery){.struct_size = sizeof c->d,
                         .event = ev,
                         .route = route,
@@ -372,7 +381,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
       c->started_at = now;
       c->attempt = cl->attempt;
       c->ev = ev;
-      idem_key(ev, rt->cfg.name, c->idem_key);
+      idem_key(ev, rt->cfg.name, cl->replays, c->idem_key);
       c->d = (ceb_delivery){.struct_size = sizeof c->d,
                             .event = ev,
                             .route = rt->cfg.name,

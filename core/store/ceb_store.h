@@ -24,7 +24,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version this build writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 8
+#define CEB_STORE_SCHEMA_VERSION 9
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -104,8 +104,7 @@ void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
 uint64_t ceb_store_syncs(ceb_store *st);
 /* Entries of the in-memory dedupe map (one per journal row) and the
  * bytes its table holds. Any thread. */
-void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries,
-                            uint64_t *bytes);
+void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes);
 
 /* ---- reads ---- */
 
@@ -157,6 +156,8 @@ typedef struct ceb_claim {
   uint32_t attempt; /* the attempt being started (1-based) */
   int64_t received_at;
   int64_t first_at; /* first attempt time */
+  uint32_t replays; /* times the dead letter was replayed: a new
+                       Idempotency-Key per replay (engine_core.c) */
 } ceb_claim;
 void ceb_claim_free(ceb_claim *c);
 

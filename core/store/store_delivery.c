@@ -31,7 +31,7 @@ void ceb_claims_free(ceb_claim *c, size_t count) {
  * returns. */
 static const char SQL_CLAIM_SELECT[] =
     "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at FROM delivery_ready r CROSS JOIN delivery d"
+    " d.first_at, d.replays FROM delivery_ready r CROSS JOIN delivery d"
     " CROSS JOIN journal j"
     " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
     " AND d.route = r.route AND j.seq = r.seq"
@@ -69,6 +69,7 @@ static int claim_run(sqlite3 *db, void *arg) {
     c->first_at = sqlite3_column_type(s, 5) == SQLITE_NULL
                       ? a->now
                       : sqlite3_column_int64(s, 5);
+    c->replays = (uint32_t)sqlite3_column_int64(s, 6);
     if (!c->event_json) {
       sqlite3_reset(s);
       return CEB_ENOMEM;

@@ -135,11 +135,12 @@ static int replay_run(sqlite3 *db, void *arg) {
   sqlite3_stmt *s = NULL, *d = NULL, *j = NULL, *q = NULL;
   int rc = CEB_OK;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db,
-                         "UPDATE delivery SET state = 0, attempts = 0,"
-                         " next_at = ?3, first_at = NULL, last_at = NULL"
-                         " WHERE seq = ?1 AND route = ?2 AND state = 4",
-                         -1, &d, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(
+          db,
+          "UPDATE delivery SET state = 0, attempts = 0,"
+          " next_at = ?3, first_at = NULL, last_at = NULL,"
+          " replays = replays + 1 WHERE seq = ?1 AND route = ?2 AND state = 4",
+          -1, &d, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(
           db,
           "UPDATE journal_settle SET open_routes = open_routes + 1,"

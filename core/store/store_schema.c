@@ -222,6 +222,11 @@ static const char *const k_migrations[] = {
     "DROP INDEX journal_settled;"
     "ALTER TABLE journal DROP COLUMN open_routes;"
     "ALTER TABLE journal DROP COLUMN settled_at;",
+    /* 9: how often a delivery was replayed from the DLQ. The outbound
+     * Idempotency-Key derives from it: a receiver following the annex
+     * keeps a key's final (4xx) response for the key's lifetime, so a
+     * replay sent with the old key would only get that answer again. */
+    "ALTER TABLE delivery ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

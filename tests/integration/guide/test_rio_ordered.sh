@@ -97,18 +97,27 @@ PY
 curl -sf -X POST "http://127.0.0.1:$status/v1/pull/status/commit?cursor=6" |
   grep -q '"committed":"6"' || fail "commit"
 
-# Replay sends b2 again with the same id and Idempotency-Key (the mock still
-# refuses it, so it is dead-lettered again). The running bridge takes work
-# the CLI put back in the store at its next (re)start: SIGHUP.
-# The CLI writes to the store beside the running bridge, which picks the
-# replayed delivery up by itself (no reload).
+# Replay sends b2 again with the same id but a new Idempotency-Key (and
+# webhook-id): a receiver following the annex keeps the first key's 400 for
+# the key's lifetime and would answer the replay with it. The mock still
+# refuses b2, so it is dead-lettered again, and a second replay gets a key
+# of its own once more. The CLI writes to the store beside the running
+# bridge, which picks the replayed delivery up by itself (no reload).
 "$bin/cebridge" dlq replay 1 -c "$c" || fail "dlq replay"
-b2_twice() { [ "$(grep -c '"id": "b2"' "$work/rio.jsonl")" = 2 ]; }
-wait_for 8 b2_twice || fail "replay did not deliver b2 again"
-python3 - "$work/rio.jsonl" <<'PY' || fail "replayed key differs"
-import json, sys
-keys = {json.loads(l)["key"] for l in open(sys.argv[1]) if '"b2"' in l}
-assert len(keys) == 1, keys
+b2_n() { [ "$(grep -c '"id": "b2"' "$work/rio.jsonl")" = "$1" ]; }
+wait_for 8 b2_n 2 || fail "replay did not deliver b2 again"
+dead_again() { "$bin/cebridge" dlq list -c "$c" --json | grep -q '"id": *2'; }
+wait_for 8 dead_again || fail "b2 not dead-lettered again"
+"$bin/cebridge" dlq replay 2 -c "$c" || fail "dlq replay 2"
+wait_for 8 b2_n 3 || fail "second replay did not deliver b2"
+python3 - "$work/rio.jsonl" <<'PY' || fail "replayed keys: $(grep b2 "$work/rio.jsonl")"
+import json, re, sys
+keys = [json.loads(l)["key"] for l in open(sys.argv[1]) if '"b2"' in l]
+assert len(keys) == 3 and len(set(keys)) == 3, keys
+uuid4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-"
+                   r"[0-9a-f]{12}$")
+assert all(uuid4.match(k) for k in keys), keys
+print("replay keys ok:", keys)
 PY
 
 # The operator guide's backup, taken while the bridge runs, is a complete
