@@ -1,8 +1,11 @@
 #include "log/ceb_log.h"
 
+#include "log/ceb_log_escape.h"
+
 #include <ctype.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -27,20 +30,19 @@ void ceb_log_configure(ceb_log_level min_level, ceb_log_format format,
 
 int ceb_log_level_parse(const char *s) {
   for (int i = 0; s && i < 4; i++)
-    if (strcmp(s, level_names[i]) == 0)
-      return i;
+    if (strcmp(s, level_names[i]) == 0) return i;
   return -1;
 }
 
 int ceb_log_format_parse(const char *s) {
-  if (s && strcmp(s, "json") == 0)
-    return CEB_LOGFMT_JSON;
-  if (s && strcmp(s, "text") == 0)
-    return CEB_LOGFMT_TEXT;
+  if (s && strcmp(s, "json") == 0) return CEB_LOGFMT_JSON;
+  if (s && strcmp(s, "text") == 0) return CEB_LOGFMT_TEXT;
   return -1;
 }
 
-int ceb_log_enabled(ceb_log_level level) { return level <= g_log.min; }
+int ceb_log_enabled(ceb_log_level level) {
+  return level <= g_log.min;
+}
 
 static void now_rfc3339(char *buf, size_t size) {
   struct timeval tv;
@@ -51,58 +53,75 @@ static void now_rfc3339(char *buf, size_t size) {
   snprintf(buf + n, size - n, ".%03ldZ", (long)(tv.tv_usec / 1000));
 }
 
+/* The record's fields, escaped (ceb_log_escape.h): whatever a field or the
+ * message holds, the record is one line, and valid JSON in that format. */
+typedef struct log_fields {
+  const char *name[5], *text_name[5];
+  char *value[5];
+  size_t n;
+} log_fields;
+
+static void field_add(log_fields *f, const char *name, const char *text_name,
+                      const char *value, int quote) {
+  if (!value) return;
+  char *v = ceb_log_escape_dup(value, quote);
+  if (!v) return;
+  f->name[f->n] = name;
+  f->text_name[f->n] = text_name;
+  f->value[f->n++] = v;
+}
+
+static char *json_line(const char *ts, const char *lv, const char *component,
+                       const log_fields *f, const char *msg) {
+  json_t *o = json_object();
+  json_object_set_new(o, "time", json_string(ts));
+  json_object_set_new(o, "level", json_string(lv));
+  if (component) json_object_set_new(o, "component", json_string(component));
+  for (size_t i = 0; i < f->n; i++)
+    json_object_set_new(o, f->name[i], json_string(f->value[i]));
+  json_object_set_new(o, "msg", json_string(msg));
+  char *line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  json_decref(o);
+  return line;
+}
+
 void ceb_log_vwrite(ceb_log_level level, const char *component,
                     const ceb_log_ctx *ctx, const char *fmt, va_list ap) {
-  if (!ceb_log_enabled(level))
-    return;
-  char msg[2048];
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  if (!ceb_log_enabled(level)) return;
+  char raw[2048];
+  vsnprintf(raw, sizeof raw, fmt, ap);
+  char msg[CEB_LOG_ESCAPED_MAX(sizeof raw)];
+  ceb_log_escape(raw, strlen(raw), 0, msg);
   char ts[40];
   now_rfc3339(ts, sizeof ts);
   const char *lv = level_names[level < 0 || level > 3 ? 0 : level];
-  char *line = NULL;
-  if (g_log.format == CEB_LOGFMT_JSON) {
-    json_t *o = json_object();
-    json_object_set_new(o, "time", json_string(ts));
-    json_object_set_new(o, "level", json_string(lv));
-    if (component)
-      json_object_set_new(o, "component", json_string(component));
-    if (ctx) {
-      if (ctx->event_id)
-        json_object_set_new(o, "event_id", json_string(ctx->event_id));
-      if (ctx->route)
-        json_object_set_new(o, "route", json_string(ctx->route));
-      if (ctx->client)
-        json_object_set_new(o, "client", json_string(ctx->client));
-      if (ctx->trace_id)
-        json_object_set_new(o, "trace_id", json_string(ctx->trace_id));
-    }
-    /* json_string rejects invalid UTF-8: keep the record, mark the text. */
-    json_t *m = json_string(msg);
-    json_object_set_new(o, "msg", m ? m : json_string("(non-UTF-8 message)"));
-    line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
+  int json = g_log.format == CEB_LOGFMT_JSON;
+  char *comp = component ? ceb_log_escape_dup(component, 0) : NULL;
+  log_fields f = {{0}, {0}, {0}, 0};
+  if (ctx) {
+    field_add(&f, "event_id", "event", ctx->event_id, !json);
+    field_add(&f, "route", "route", ctx->route, !json);
+    field_add(&f, "client", "client", ctx->client, !json);
+    field_add(&f, "trace_id", "trace", ctx->trace_id, !json);
   }
+  char *line = json ? json_line(ts, lv, comp, &f, msg) : NULL;
   pthread_mutex_lock(&g_log.lock);
   FILE *out = g_log.out ? g_log.out : stderr;
   if (line) {
     fprintf(out, "%s\n", line);
   } else {
-    fprintf(out, "%s %-5s %s%s%s", ts, lv, component ? "[" : "",
-            component ? component : "", component ? "] " : "");
-    if (ctx && ctx->event_id)
-      fprintf(out, "event=%s ", ctx->event_id);
-    if (ctx && ctx->route)
-      fprintf(out, "route=%s ", ctx->route);
-    if (ctx && ctx->client)
-      fprintf(out, "client=%s ", ctx->client);
-    if (ctx && ctx->trace_id)
-      fprintf(out, "trace=%s ", ctx->trace_id);
+    fprintf(out, "%s %-5s %s%s%s", ts, lv, comp ? "[" : "", comp ? comp : "",
+            comp ? "] " : "");
+    for (size_t i = 0; i < f.n; i++)
+      fprintf(out, "%s=%s ", f.text_name[i], f.value[i]);
     fprintf(out, "%s\n", msg);
   }
   fflush(out);
   pthread_mutex_unlock(&g_log.lock);
   free(line);
+  free(comp);
+  for (size_t i = 0; i < f.n; i++)
+    free(f.value[i]);
 }
 
 void ceb_log_write(ceb_log_level level, const char *component,
@@ -115,24 +134,20 @@ void ceb_log_write(ceb_log_level level, const char *component,
 
 const char *ceb_log_trace_id(const char *tp, char *buf) {
   /* version(2)-traceid(32)-parentid(16)-flags(2) */
-  if (!tp || strlen(tp) < 55 || tp[2] != '-' || tp[35] != '-')
-    return NULL;
+  if (!tp || strlen(tp) < 55 || tp[2] != '-' || tp[35] != '-') return NULL;
   for (int i = 0; i < 32; i++) {
     char c = tp[3 + i];
-    if (!isxdigit((unsigned char)c) || isupper((unsigned char)c))
-      return NULL;
+    if (!isxdigit((unsigned char)c) || isupper((unsigned char)c)) return NULL;
     buf[i] = c;
   }
   buf[32] = '\0';
-  if (strspn(buf, "0") == 32)
-    return NULL;
+  if (strspn(buf, "0") == 32) return NULL;
   return buf;
 }
 
 void ceb_log_ctx_event(ceb_log_ctx *ctx, const ceb_event *ev,
                        char trace_buf[33]) {
-  if (!ev)
-    return;
+  if (!ev) return;
   ctx->event_id = ceb_event_get(ev, "id");
   ctx->trace_id = ceb_log_trace_id(ceb_event_get(ev, "traceparent"), trace_buf);
 }

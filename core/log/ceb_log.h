@@ -1,5 +1,7 @@
 /* Host logging: one line per record, JSON (default) or text, to stderr.
- * Thread-safe: lines from different threads never interleave. Secrets must
+ * Thread-safe: lines from different threads never interleave. Every field
+ * and the message are escaped (ceb_log_escape.h), so a record is one line
+ * whatever its text holds, and valid JSON in that format. Secrets must
  * never be passed in. The logger is an explicit object owned by the bridge;
  * ceb_log_default() is the process-wide one the CLI sets up at start. */
 #ifndef CEB_LOG_H
@@ -10,7 +12,10 @@
 
 #include <ceb/plugin.h>
 
-typedef enum ceb_log_format { CEB_LOGFMT_JSON = 0, CEB_LOGFMT_TEXT = 1 } ceb_log_format;
+typedef enum ceb_log_format {
+  CEB_LOGFMT_JSON = 0,
+  CEB_LOGFMT_TEXT = 1
+} ceb_log_format;
 
 /* Optional structured fields of a record; any member may be NULL. */
 typedef struct ceb_log_ctx {
