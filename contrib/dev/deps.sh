@@ -12,11 +12,12 @@ if [ "${VERSION_ID:-}" != 12 ]; then
   echo "cebridge: warning: tested on Debian 12, this is Debian ${VERSION_ID:-?}" >&2
 fi
 
-PKGS=(build-essential cmake pkg-config git
-      libjansson-dev libsqlite3-dev sqlite3 libinih-dev libmicrohttpd-dev
-      libpcre2-dev libyaml-dev libcurl4-openssl-dev libssl-dev libjwt-dev
-      librdkafka-dev libpaho-mqtt-dev libmosquitto-dev libsystemd-dev
-      libgnutls28-dev mosquitto curl clang libclang-rt-14-dev)
+# The package lists live in contrib/deps/ (build.txt, runtime.txt, dev.txt),
+# one package a line, so the Dockerfile installs the same ones: add a
+# package there, not here.
+deps_dir="$(cd "$(dirname "$0")/../deps" && pwd)"
+mapfile -t PKGS < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' \
+  "$deps_dir/build.txt" "$deps_dir/runtime.txt" "$deps_dir/dev.txt" | grep -v '^$')
 # Tools that may come from elsewhere than Debian (a Node.js or Python build
 # already on PATH): installed from Debian only when the command is missing.
 TOOLS=("node:nodejs" "npm:npm" "python3:python3")

@@ -13,6 +13,10 @@
 #include "cmd_schema/ceb_cmd_schema.h"
 #define HAVE_CMD_SCHEMA 1
 #endif
+#if __has_include("cmd_health/ceb_cmd_health.h")
+#include "cmd_health/ceb_cmd_health.h"
+#define HAVE_CMD_HEALTH 1
+#endif
 #if __has_include("cmd_ops/ceb_cmd_ops.h")
 #include "cmd_ops/ceb_cmd_ops.h"
 #define HAVE_CMD_OPS 1
@@ -48,6 +52,10 @@ static const command k_commands[] = {
     {"status", ceb_cmd_status, "delivery status of an event per route"},
     {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
+#endif
+#ifdef HAVE_CMD_HEALTH
+    {"health", ceb_cmd_health,
+     "ask the running bridge whether it is ready (admin API /readyz)"},
 #endif
     {"version", cmd_version, "print the version"},
 };

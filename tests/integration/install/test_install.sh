@@ -25,8 +25,12 @@ grep -q "store = $prefix/var/lib/cebridge/store.db" "$prefix/etc/cebridge/bridge
 DESTDIR=$work/dest cmake --install "$build" --prefix /usr >/dev/null
 [ -x "$work/dest/usr/bin/cebridge" ] && [ -e "$work/dest/usr/lib/cebridge/plugins/http.so" ] \
   && [ -e "$work/dest/etc/cebridge/bridge.d/00-bridge.conf" ] \
+  && [ -e "$work/dest/etc/cebridge/bridge.d/10-intermediary.conf" ] \
+  && [ -e "$work/dest/etc/cebridge/bridge.d/20-outbox.conf" ] \
   || { echo "DESTDIR install incomplete"; exit 1; }
 grep -q "store = /var/lib/cebridge/store.db" "$work/dest/etc/cebridge/bridge.d/00-bridge.conf"
+# Nothing lands outside DESTDIR's own tree (DESTDIR nested in itself).
+[ ! -e "$work/dest$work" ] || { echo "DESTDIR nested: $work/dest$work"; exit 1; }
 
 # The installed binary runs from its prefix and finds its plugins there.
 "$prefix/bin/cebridge" version
