@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/ceb_admin_guard.h"
 #include "admin/ceb_admin_internal.h"
+#include "admin/ceb_admin_token.h"
 #include "bridge/ceb_bridge.h"
 #include "log/ceb_log.h"
 #include "runtime/ceb_runtime.h"
@@ -19,7 +21,10 @@
 struct ceb_admin {
   struct MHD_Daemon *mhd;
   struct ceb_bridge *bridge;
-  char *token; /* NULL: /v1 is open (loopback only is the default) */
+  char *token;            /* configured or from the token file; never NULL */
+  /* Host / Origin names of this listener: known once the port is bound,
+   * after MHD's thread runs; until then every guarded call is refused. */
+  _Atomic(ceb_admin_guard *) guard;
   atomic_int ready;
   int port;
 };
@@ -63,17 +68,42 @@ int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
   return rc;
 }
 
-static int authorised(ceb_admin *a, struct MHD_Connection *c) {
-  if (!a->token)
-    return 1;
-  const char *h =
+/* Probes and scrapers (kubelet, Prometheus) send neither a token nor a
+ * Host we could know in advance (a pod IP, a service name): these three
+ * read-only endpoints skip the Host and token checks. They reveal no event
+ * data. */
+static int open_endpoint(const char *url, int get) {
+  return get && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0 ||
+                 strcmp(url, "/metrics") == 0);
+}
+
+/* Origin on every request (no probe sends one, every cross-site browser
+ * request does); then, except for the open endpoints, Host (DNS
+ * rebinding) and the bearer token. Returns MHD_YES/NO when it answered, -1
+ * to go on. */
+static int guard(ceb_admin *a, struct MHD_Connection *c, const char *url,
+                 int get) {
+  const ceb_admin_guard *g = atomic_load(&a->guard);
+  const char *origin =
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+  if (origin && !ceb_admin_guard_origin_ok(g, origin))
+    return ceb_admin_problem(c, 403, "foreign_origin",
+                             "the request comes from another origin (a web "
+                             "page): the admin API refuses cross-site calls");
+  if (open_endpoint(url, get))
+    return -1;
+  const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+  if (!ceb_admin_guard_host_ok(g, host))
+    return ceb_admin_problem(c, 403, "foreign_host",
+                             "the Host header does not name this admin API "
+                             "(add the name to admin.allowed_hosts)");
+  const char *auth =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-  if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-    return 0;
-  const char *t = h + 7;
-  size_t n = strlen(a->token);
-  /* Constant time over the configured token's length. */
-  return strlen(t) == n && CRYPTO_memcmp(t, a->token, n) == 0;
+  if (!ceb_admin_bearer_ok(a->token, auth))
+    return ceb_admin_problem(c, 401, "unauthorized",
+                             "missing or wrong admin bearer token (admin.token,"
+                             " or the admin.token file beside the store)");
+  return -1;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
@@ -93,6 +123,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return MHD_YES;
   }
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  int refused = guard(a, c, url, get);
+  if (refused >= 0)
+    return (enum MHD_Result)refused;
   if (strcmp(url, "/healthz") == 0 && get)
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);
@@ -106,12 +139,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   }
   if (strcmp(url, "/metrics") == 0 && get)
     return (enum MHD_Result)ceb_admin_metrics(a->bridge, c);
-  if (strncmp(url, "/v1/", 4) == 0) {
-    if (!authorised(a, c))
-      return (enum MHD_Result)ceb_admin_problem(
-          c, 401, "unauthorized", "missing or wrong admin bearer token");
+  if (strncmp(url, "/v1/", 4) == 0)
     return (enum MHD_Result)ceb_admin_v1(a->bridge, c, method, url + 3);
-  }
   return (enum MHD_Result)ceb_admin_problem(c, 404, "not_found",
                                             "no such admin endpoint");
 }
@@ -150,9 +179,12 @@ int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
   if (!a)
     return CEB_ENOMEM;
   a->bridge = b;
-  const char *tok = ceb_config_str(cfg, "admin.token");
-  if (tok && *tok)
-    a->token = strdup(tok);
+  const char *source = NULL;
+  int st = ceb_admin_token_get(cfg, 1, &a->token, &source, err, errlen);
+  if (st != CEB_OK) {
+    free(a);
+    return st;
+  }
   atomic_store(&a->ready, 1);
   a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
                             MHD_OPTION_SOCK_ADDR, sa,
@@ -168,11 +200,25 @@ int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
   const union MHD_DaemonInfo *di =
       MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
   a->port = di ? di->port : port;
-  if (!a->token && strcmp(host, "127.0.0.1") != 0 && strcmp(host, "::1") != 0 &&
-      strcmp(host, "localhost") != 0)
-    ceb_log_warn("admin API on %s without admin.token: /v1/ is open to the "
-                 "network", listen);
+  const char *const *allowed = NULL;
+  size_t nallowed = ceb_config_list(cfg, "admin.allowed_hosts", &allowed);
+  ceb_admin_guard *g = ceb_admin_guard_new(host, a->port, allowed, nallowed);
+  atomic_store(&a->guard, g);
+  if (!g) {
+    ceb_admin_stop(a);
+    return CEB_ENOMEM;
+  }
   ceb_log_info("admin API listening on %s:%d", host, a->port);
+  if (strcmp(source, "config") == 0) {
+    ceb_log_info("admin API token: admin.token");
+  } else {
+    char path[4096];
+    ceb_admin_token_path(cfg, path, sizeof path);
+    ceb_log_info("admin API token: %s %s (mode 0600)",
+                 strcmp(source, "generated") == 0 ? "generated into"
+                                                  : "read from",
+                 path);
+  }
   const char *port_file = ceb_config_str(cfg, "admin.port_file");
   if (port_file && *port_file) {
     FILE *f = fopen(port_file, "w");
@@ -198,6 +244,9 @@ void ceb_admin_stop(ceb_admin *a) {
   if (!a)
     return;
   MHD_stop_daemon(a->mhd);
+  ceb_admin_guard_free(atomic_load(&a->guard));
+  if (a->token)
+    OPENSSL_cleanse(a->token, strlen(a->token));
   free(a->token);
   free(a);
 }

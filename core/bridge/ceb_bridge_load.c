@@ -1,6 +1,7 @@
 /* Loading half of the bridge: config, plugins, checks, instances. */
 #include "bridge/ceb_bridge_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -104,21 +105,45 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
   }
 }
 
-/* admin.listen is "off" or an address: checked here so that `check`
- * reports it with file:line instead of `run` failing later. */
+/* 127.0.0.0/8, ::1 or localhost. */
+static int loopback_host(const char *host) {
+  struct in_addr a4;
+  struct in6_addr a6;
+  if (strcmp(host, "localhost") == 0)
+    return 1;
+  if (inet_pton(AF_INET, host, &a4) == 1)
+    return (ntohl(a4.s_addr) >> 24) == 127;
+  return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+/* admin.listen is "off" or an address, and one other hosts can reach needs
+ * an admin.token (the generated token file is meant for loopback: on the
+ * network the operator must choose and distribute the token). Checked here
+ * so that `check` reports it with file:line and `run` refuses the same. */
 static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
   const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
   const char *v = sec ? ceb_config_str(sec->cfg, "admin.listen") : NULL;
   char host[256];
   int port;
-  if (!v || strcmp(v, "off") == 0 ||
-      ceb_parse_address(v, host, sizeof host, &port) == CEB_OK)
+  if (!v || strcmp(v, "off") == 0)
     return;
   char file[256];
   int line;
   key_origin(sec, "admin.listen", file, sizeof file, &line);
-  ceb_conf_error_add(errs, file, line, "e.g. 127.0.0.1:8081, or off",
-                     "admin.listen = %s is not host:port", v);
+  if (ceb_parse_address(v, host, sizeof host, &port) != CEB_OK) {
+    ceb_conf_error_add(errs, file, line, "e.g. 127.0.0.1:8081, or off",
+                       "admin.listen = %s is not host:port", v);
+    return;
+  }
+  const char *tok = ceb_config_str(sec->cfg, "admin.token");
+  if (!loopback_host(host) && (!tok || !*tok))
+    ceb_conf_error_add(errs, file, line,
+                       "set admin.token (e.g. ${CEB_ADMIN_TOKEN} or "
+                       "file:/etc/cebridge/admin.token), or listen on "
+                       "127.0.0.1",
+                       "admin.listen = %s is reachable from other hosts "
+                       "but no admin.token is set",
+                       v);
 }
 
 static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {

@@ -9,6 +9,8 @@ int ceb_cmd_run(int argc, char **argv);
 int ceb_cmd_check(int argc, char **argv);
 int ceb_cmd_plugins(int argc, char **argv);
 int ceb_cmd_config_reference(int argc, char **argv);
+/* cebridge admin get|post PATH: the admin API with the admin token. */
+int ceb_cmd_admin(int argc, char **argv);
 
 /* Shared option parsing: -c DIR / --config DIR and --plugin-dir DIR.
  * Returns the index of the first unparsed argument or -1 after printing a

@@ -42,6 +42,8 @@ static const command k_commands[] = {
     {"plugins", ceb_cmd_plugins, "list the plugins a config uses (or a file)"},
     {"config-reference", ceb_cmd_config_reference,
      "print the Markdown config reference of the host and plugins"},
+    {"admin", ceb_cmd_admin,
+     "call the running bridge's admin API with its token"},
 #ifdef HAVE_CMD_EVENT
     {"event", ceb_cmd_event, "validate or convert CloudEvents"},
 #endif

@@ -14,8 +14,15 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "Admin API address host:port (health, metrics, status, DLQ; port 0 "
      "picks one), or off."},
     {"admin.token", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
-     "Bearer token the admin API requires for /v1/ (health and metrics stay "
-     "open); ${ENV} or file:/path."},
+     "Bearer token the admin API requires for /v1/ (/healthz, /readyz and "
+     "/metrics stay open); ${ENV} or file:/path. Unset: the token in "
+     "admin.token beside the store, created (mode 0600) at the first start. "
+     "Required when admin.listen is not a loopback address."},
+    {"admin.allowed_hosts", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
+     "Further Host header values the admin API answers /v1/ for (name, or "
+     "name:port), e.g. the name a reverse proxy or a wildcard listen address "
+     "is reached by. Always accepted: the listen address, localhost, "
+     "127.0.0.1 and [::1] with the port."},
     {"admin.port_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "File the admin API writes its bound port to (useful with port 0)."},
     {"log.format", CEB_CFG_ENUM, 0, "json", 0, 0, "json|text",
