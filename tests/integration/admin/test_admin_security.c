@@ -1,0 +1,318 @@
+/* The admin API cannot be driven from a web page or without its token
+ * (issue 16 C3), with the real binary:
+ *  - the first start creates the token file (0600, 64 hex digits) beside
+ *    the store, the log never shows the token, a restart reuses it;
+ *  - a cross-site POST (foreign Origin) and a DNS-rebound Host get 403
+ *    problem+json even with the token, and purge nothing;
+ *  - a missing or wrong token gets 401 with WWW-Authenticate;
+ *  - the right token works, /healthz /readyz /metrics stay open to probes;
+ *  - `cebridge admin` finds the token (file, or CEBRIDGE_ADMIN_TOKEN);
+ *  - a token file others may read is refused at start;
+ *  - admin.listen on a non-loopback address without admin.token is refused
+ *    by `check` (file:line) and by `run`. */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "ceb_test.h"
+#include "ceb_test_proc.h"
+
+static char g_dir[512], g_conf[600], g_token[600];
+static int g_port;
+
+typedef struct reply {
+  int status;
+  char www_auth[256];
+  char ctype[128];
+  char *body;
+} reply;
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg) {
+  reply *r = arg;
+  size_t len = size * n;
+  char line[512];
+  snprintf(line, sizeof line, "%.*s", (int)(len < 511 ? len : 511), p);
+  line[strcspn(line, "\r\n")] = '\0';
+  if (strncasecmp(line, "WWW-Authenticate: ", 18) == 0)
+    snprintf(r->www_auth, sizeof r->www_auth, "%.200s", line + 18);
+  if (strncasecmp(line, "Content-Type: ", 14) == 0)
+    snprintf(r->ctype, sizeof r->ctype, "%.100s", line + 14);
+  return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg) {
+  reply *r = arg;
+  size_t len = size * n, old = r->body ? strlen(r->body) : 0;
+  char *nb = realloc(r->body, old + len + 1);
+  if (!nb)
+    return 0;
+  memcpy(nb + old, p, len);
+  nb[old + len] = '\0';
+  r->body = nb;
+  return len;
+}
+
+/* One request to the admin API; h1/h2 extra headers (may be NULL). */
+static reply req(const char *method, const char *path, const char *h1,
+                 const char *h2) {
+  reply r = {-1, "", "", NULL};
+  char url[512];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", g_port, path);
+  CURL *c = curl_easy_init();
+  struct curl_slist *hl = NULL;
+  if (h1)
+    hl = curl_slist_append(hl, h1);
+  if (h2)
+    hl = curl_slist_append(hl, h2);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  if (strcmp(method, "POST") == 0) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, 0L);
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  if (curl_easy_perform(c) == CURLE_OK) {
+    long code = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    r.status = (int)code;
+  }
+  curl_slist_free_all(hl);
+  curl_easy_cleanup(c);
+  return r;
+}
+
+static char g_bearer[700];
+
+/* Dead letters of route r, -1 when the list cannot be read. */
+static int dlq_count(void) {
+  reply r = req("GET", "/v1/dlq?route=r", g_bearer, NULL);
+  int n = -1;
+  json_t *doc = r.status == 200 && r.body ? json_loads(r.body, 0, NULL) : NULL;
+  if (json_is_array(doc))
+    n = (int)json_array_size(doc);
+  json_decref(doc);
+  free(r.body);
+  return n;
+}
+
+static int three_dead(void *arg) {
+  (void)arg;
+  return dlq_count() == 3;
+}
+
+static int write_conf(const char *dir, const char *extra) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "[bridge]\nstore = %s/var/store.db\n%s"
+           "admin.port_file = %s/admin.port\n"
+           "[source gen]\nplugin = testsource\ncount = 3\n"
+           "[sink out]\nplugin = testsink\nmode = reject\n"
+           "[route r]\nfrom = gen\nto = out\nretry.max_attempts = 1\n",
+           g_dir, extra, g_dir);
+  return ceb_test_write_file(dir, "bridge.conf", text);
+}
+
+static int start(ceb_proc *p, const char *log_name) {
+  char log[700], port[700], bin[600];
+  snprintf(log, sizeof log, "%s/%s", g_dir, log_name);
+  snprintf(port, sizeof port, "%s/admin.port", g_dir);
+  unlink(port);
+  snprintf(bin, sizeof bin, "%s/cebridge", CEB_TEST_BIN_DIR);
+  char *argv[] = {bin, "run", "-c", g_conf, "--plugin-dir", CEB_PLUGIN_PATH,
+                  NULL};
+  if (ceb_proc_start(p, argv, log) != 0)
+    return -1;
+  return ceb_test_wait_port_file(port, 30000);
+}
+
+/* Runs `cebridge ARGS...` to its end; returns the exit status, output in
+ * g_dir/name. */
+static int cli(const char *name, char *const *args) {
+  char log[700], bin[600];
+  snprintf(log, sizeof log, "%s/%s", g_dir, name);
+  unlink(log);
+  snprintf(bin, sizeof bin, "%s/cebridge", CEB_TEST_BIN_DIR);
+  char *argv[16] = {bin};
+  int n = 1;
+  for (; args[n - 1] && n < 15; n++)
+    argv[n] = args[n - 1];
+  argv[n] = NULL;
+  ceb_proc p;
+  if (ceb_proc_start(&p, argv, log) != 0)
+    return -1;
+  return ceb_proc_stop(&p, 0, 60000);
+}
+
+static int file_has(const char *name, const char *needle) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  char *text = ceb_test_read_file(path, NULL);
+  int has = text && strstr(text, needle) != NULL;
+  free(text);
+  return has;
+}
+
+static void token_file(void) {
+  struct stat st;
+  CHECK_MSG(stat(g_token, &st) == 0, "no token file %s", g_token);
+  CHECK_INT(st.st_mode & 07777, 0600);
+  char *t = ceb_test_read_file(g_token, NULL);
+  CHECK(t != NULL);
+  size_t n = t ? strspn(t, "0123456789abcdef") : 0;
+  CHECK_INT(n, 64);
+  if (t) {
+    t[n] = '\0';
+    snprintf(g_bearer, sizeof g_bearer, "Authorization: Bearer %s", t);
+  }
+  free(t);
+}
+
+static void refused(reply r, int status, const char *code) {
+  CHECK_INT(r.status, status);
+  CHECK_STR(r.ctype, "application/problem+json");
+  CHECK_MSG(r.body && strstr(r.body, code), "body %s", r.body ? r.body : "");
+  free(r.body);
+}
+
+static void guarded_api(void) {
+  CHECK_MSG(ceb_test_wait(three_dead, NULL, 30000), "dead letters: %d",
+            dlq_count());
+  const char *purge = "/v1/dlq/purge?route=r&confirm=true";
+  /* cross-site: a page's POST, with or without the token */
+  refused(req("POST", purge, "Origin: http://evil.example", g_bearer), 403,
+          "foreign_origin");
+  refused(req("POST", purge, "Origin: http://evil.example", NULL), 403,
+          "foreign_origin");
+  refused(req("POST", purge, "Origin: null", g_bearer), 403, "foreign_origin");
+  /* DNS rebinding: the page's own name in Host */
+  char host[128];
+  snprintf(host, sizeof host, "Host: evil.example:%d", g_port);
+  refused(req("POST", purge, host, g_bearer), 403, "foreign_host");
+  refused(req("GET", "/v1/dlq?route=r", host, g_bearer), 403, "foreign_host");
+  CHECK_INT(dlq_count(), 3);
+
+  /* no token, a wrong one: 401 with the challenge */
+  reply r = req("POST", purge, NULL, NULL);
+  CHECK_STR(r.www_auth, "Bearer realm=\"cebridge-admin\"");
+  refused(r, 401, "unauthorized");
+  r = req("GET", "/v1/routes", "Authorization: Bearer 00", NULL);
+  CHECK_STR(r.www_auth, "Bearer realm=\"cebridge-admin\"");
+  refused(r, 401, "unauthorized");
+  CHECK_INT(dlq_count(), 3);
+
+  /* probes and scrapers: no token, any Host */
+  const char *open[] = {"/healthz", "/readyz", "/metrics"};
+  for (int i = 0; i < 3; i++) {
+    r = req("GET", open[i], "Host: 10.1.2.3:9", NULL);
+    CHECK_MSG(r.status == 200, "%s answered %d", open[i], r.status);
+    free(r.body);
+  }
+  /* the listener's own origin with the token is fine */
+  char own[128];
+  snprintf(own, sizeof own, "Origin: http://127.0.0.1:%d", g_port);
+  r = req("POST", "/v1/dlq/replay?route=r&dry_run=true", own, g_bearer);
+  CHECK_INT(r.status, 200);
+  free(r.body);
+}
+
+/* cebridge admin with the token from the file, then a wrong one from the
+ * environment (which takes precedence). */
+static void cli_uses_token(void) {
+  char *args[] = {"admin", "-c", g_conf, "--plugin-dir", CEB_PLUGIN_PATH,
+                  "post", "/v1/dlq/purge?route=r&confirm=true", NULL};
+  setenv("CEBRIDGE_ADMIN_TOKEN", "wrong", 1);
+  CHECK_INT(cli("cli-env.out", args), 1);
+  CHECK(file_has("cli-env.out", "unauthorized"));
+  CHECK_INT(dlq_count(), 3);
+  unsetenv("CEBRIDGE_ADMIN_TOKEN");
+  CHECK_INT(cli("cli.out", args), 0);
+  CHECK_MSG(file_has("cli.out", "\"purged\":3"), "cli purge did not purge 3");
+  CHECK_INT(dlq_count(), 0);
+}
+
+static void non_loopback(void) {
+  char dir[700];
+  snprintf(dir, sizeof dir, "%s/wide.d", g_dir);
+  CHECK_INT(mkdir(dir, 0700), 0);
+  CHECK_INT(write_conf(dir, "admin.listen = 0.0.0.0:0\n"), 0);
+  char *check[] = {"check", "-c", dir, "--plugin-dir", CEB_PLUGIN_PATH, NULL};
+  char *run[] = {"run", "-c", dir, "--plugin-dir", CEB_PLUGIN_PATH, NULL};
+  CHECK_INT(cli("wide-check.out", check), 1);
+  char where[800];
+  snprintf(where, sizeof where, "%s/bridge.conf:3: admin.listen = 0.0.0.0:0",
+           dir);
+  CHECK_MSG(file_has("wide-check.out", where), "no %s", where);
+  CHECK(file_has("wide-check.out", "no admin.token"));
+  CHECK_INT(cli("wide-run.out", run), 1);
+  CHECK(file_has("wide-run.out", "no admin.token"));
+  /* [::] too; with a token both are fine for check */
+  CHECK_INT(write_conf(dir, "admin.listen = [::]:0\n"), 0);
+  CHECK_INT(cli("wide6-check.out", check), 1);
+  CHECK_INT(write_conf(dir, "admin.listen = 0.0.0.0:0\n"
+                            "admin.token = a-long-operator-token\n"),
+            0);
+  CHECK_INT(cli("wide-token-check.out", check), 0);
+}
+
+int main(void) {
+  char *d = ceb_test_tmpdir("admin-security");
+  snprintf(g_dir, sizeof g_dir, "%s", d);
+  free(d);
+  snprintf(g_conf, sizeof g_conf, "%s/bridge.d", g_dir);
+  snprintf(g_token, sizeof g_token, "%s/var/admin.token", g_dir);
+  char var[600];
+  snprintf(var, sizeof var, "%s/var", g_dir);
+  CHECK(mkdir(g_conf, 0700) == 0 && mkdir(var, 0755) == 0);
+  CHECK_INT(write_conf(g_conf, "admin.listen = 127.0.0.1:0\n"), 0);
+
+  ceb_proc p1;
+  g_port = start(&p1, "run1.log");
+  CHECK_MSG(g_port > 0, "run 1 did not come up");
+  if (g_port > 0) {
+    token_file();
+    guarded_api();
+    cli_uses_token();
+  }
+  CHECK_INT(ceb_proc_stop(&p1, SIGTERM, 30000), 0);
+  CHECK(file_has("run1.log", "admin API token: generated into"));
+  /* the token never reaches the log */
+  CHECK(strlen(g_bearer) > 30 &&
+        !file_has("run1.log", g_bearer + strlen("Authorization: Bearer ")));
+
+  /* a restart reuses the file */
+  char *before = ceb_test_read_file(g_token, NULL);
+  ceb_proc p2;
+  g_port = start(&p2, "run2.log");
+  CHECK_MSG(g_port > 0, "run 2 did not come up");
+  char *after = ceb_test_read_file(g_token, NULL);
+  CHECK(before && after && strcmp(before, after) == 0);
+  free(before);
+  free(after);
+  CHECK(file_has("run2.log", "admin API token: read from"));
+  if (g_port > 0) {
+    reply r = req("GET", "/v1/routes", g_bearer, NULL);
+    CHECK_INT(r.status, 200);
+    free(r.body);
+  }
+  CHECK_INT(ceb_proc_stop(&p2, SIGTERM, 30000), 0);
+
+  /* a token file others can read is refused */
+  CHECK_INT(chmod(g_token, 0644), 0);
+  char *run[] = {"run", "-c", g_conf, "--plugin-dir", CEB_PLUGIN_PATH, NULL};
+  CHECK_INT(cli("run3.log", run), 1);
+  CHECK(file_has("run3.log", "chmod 600"));
+
+  non_loopback();
+  return ceb_test_done("integration_admin_security");
+}
