@@ -21,7 +21,7 @@
 struct ceb_admin {
   struct MHD_Daemon *mhd;
   struct ceb_bridge *bridge;
-  char *token;            /* configured or from the token file; never NULL */
+  char *token; /* configured or from the token file; never NULL */
   /* Host / Origin names of this listener: known once the port is bound,
    * after MHD's thread runs; until then every guarded call is refused. */
   _Atomic(ceb_admin_guard *) guard;
@@ -90,8 +90,7 @@ static int guard(ceb_admin *a, struct MHD_Connection *c, const char *url,
     return ceb_admin_problem(c, 403, "foreign_origin",
                              "the request comes from another origin (a web "
                              "page): the admin API refuses cross-site calls");
-  if (open_endpoint(url, get))
-    return -1;
+  if (open_endpoint(url, get)) return -1;
   const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
   if (!ceb_admin_guard_host_ok(g, host))
     return ceb_admin_problem(c, 403, "foreign_host",
@@ -124,8 +123,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   }
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   int refused = guard(a, c, url, get);
-  if (refused >= 0)
-    return (enum MHD_Result)refused;
+  if (refused >= 0) return (enum MHD_Result)refused;
   if (strcmp(url, "/healthz") == 0 && get)
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);
@@ -245,8 +243,7 @@ void ceb_admin_stop(ceb_admin *a) {
     return;
   MHD_stop_daemon(a->mhd);
   ceb_admin_guard_free(atomic_load(&a->guard));
-  if (a->token)
-    OPENSSL_cleanse(a->token, strlen(a->token));
+  if (a->token) OPENSSL_cleanse(a->token, strlen(a->token));
   free(a->token);
   free(a);
 }

@@ -19,11 +19,9 @@ struct ceb_admin_guard {
 
 static int add(ceb_admin_guard *g, const char *h) {
   char **v = realloc(g->hosts, (g->n + 1) * sizeof *v);
-  if (!v)
-    return -1;
+  if (!v) return -1;
   g->hosts = v;
-  if (!(v[g->n] = strdup(h)))
-    return -1;
+  if (!(v[g->n] = strdup(h))) return -1;
   for (char *p = v[g->n]; *p; p++)
     *p = (char)tolower((unsigned char)*p);
   g->n++;
@@ -43,21 +41,17 @@ static int add_with_port(ceb_admin_guard *g, const char *name, int port) {
  * a bare IPv6 address ("[v6]:N" or "name:N"). */
 static int has_port(const char *e) {
   const char *colon = strrchr(e, ':');
-  if (!colon || !colon[1])
-    return 0;
+  if (!colon || !colon[1]) return 0;
   for (const char *p = colon + 1; *p; p++)
-    if (!isdigit((unsigned char)*p))
-      return 0;
-  return e[0] == '[' ? colon > e && colon[-1] == ']'
-                     : strchr(e, ':') == colon;
+    if (!isdigit((unsigned char)*p)) return 0;
+  return e[0] == '[' ? colon > e && colon[-1] == ']' : strchr(e, ':') == colon;
 }
 
 ceb_admin_guard *ceb_admin_guard_new(const char *listen_host, int port,
                                      const char *const *allowed,
                                      size_t nallowed) {
   ceb_admin_guard *g = calloc(1, sizeof *g);
-  if (!g)
-    return NULL;
+  if (!g) return NULL;
   int rc = add_with_port(g, "localhost", port) |
            add_with_port(g, "127.0.0.1", port) | add_with_port(g, "::1", port);
   /* A wildcard is no name a client uses: those go in allowed_hosts. */
@@ -65,11 +59,9 @@ ceb_admin_guard *ceb_admin_guard_new(const char *listen_host, int port,
       strcmp(listen_host, "::") != 0)
     rc |= add_with_port(g, listen_host, port);
   for (size_t i = 0; i < nallowed; i++) {
-    if (!allowed[i] || !*allowed[i])
-      continue;
+    if (!allowed[i] || !*allowed[i]) continue;
     rc |= add(g, allowed[i]);
-    if (!has_port(allowed[i]))
-      rc |= add_with_port(g, allowed[i], port);
+    if (!has_port(allowed[i])) rc |= add_with_port(g, allowed[i], port);
   }
   if (rc) {
     ceb_admin_guard_free(g);
@@ -79,8 +71,7 @@ ceb_admin_guard *ceb_admin_guard_new(const char *listen_host, int port,
 }
 
 void ceb_admin_guard_free(ceb_admin_guard *g) {
-  if (!g)
-    return;
+  if (!g) return;
   for (size_t i = 0; i < g->n; i++)
     free(g->hosts[i]);
   free(g->hosts);
@@ -88,8 +79,7 @@ void ceb_admin_guard_free(ceb_admin_guard *g) {
 }
 
 static int host_n_ok(const ceb_admin_guard *g, const char *h, size_t len) {
-  if (!h || len == 0)
-    return 0;
+  if (!h || len == 0) return 0;
   for (size_t i = 0; i < g->n; i++)
     if (strlen(g->hosts[i]) == len && strncasecmp(g->hosts[i], h, len) == 0)
       return 1;
@@ -101,16 +91,14 @@ int ceb_admin_guard_host_ok(const ceb_admin_guard *g, const char *host) {
 }
 
 int ceb_admin_guard_origin_ok(const ceb_admin_guard *g, const char *origin) {
-  if (!g || !origin)
-    return 0;
+  if (!g || !origin) return 0;
   /* Both schemes: one host:port is one listener, whichever it speaks. */
   const char *rest = NULL;
   if (strncasecmp(origin, "http://", 7) == 0)
     rest = origin + 7;
   else if (strncasecmp(origin, "https://", 8) == 0)
     rest = origin + 8;
-  if (!rest || strpbrk(rest, "/?#@"))
-    return 0;
+  if (!rest || strpbrk(rest, "/?#@")) return 0;
   return host_n_ok(g, rest, strlen(rest));
 }
 
@@ -127,7 +115,6 @@ int ceb_admin_bearer_ok(const char *token, const char *authorization) {
   while (*t == ' ')
     t++;
   unsigned char a[32], b[32];
-  if (!sha256(token, strlen(token), a) || !sha256(t, strlen(t), b))
-    return 0;
+  if (!sha256(token, strlen(token), a) || !sha256(t, strlen(t), b)) return 0;
   return CRYPTO_memcmp(a, b, sizeof a) == 0;
 }

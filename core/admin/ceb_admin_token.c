@@ -26,20 +26,16 @@ int ceb_admin_token_path(const ceb_config *bridge, char *buf, size_t size) {
 
 /* One printable word (no spaces or control characters). */
 static int word_ok(const char *s) {
-  if (!*s)
-    return 0;
+  if (!*s) return 0;
   for (; *s; s++)
-    if ((unsigned char)*s <= 0x20 || (unsigned char)*s == 0x7f)
-      return 0;
+    if ((unsigned char)*s <= 0x20 || (unsigned char)*s == 0x7f) return 0;
   return 1;
 }
 
-static int read_token(const char *path, char **out, char *err,
-                      size_t errlen) {
+static int read_token(const char *path, char **out, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT)
-      return CEB_ENOTFOUND;
+    if (errno == ENOENT) return CEB_ENOTFOUND;
     snprintf(err, errlen, "cannot open admin token file %s: %s", path,
              strerror(errno));
     return CEB_EIO;
@@ -58,8 +54,7 @@ static int read_token(const char *path, char **out, char *err,
     snprintf(err, errlen, "cannot read admin token file %s: %s", path,
              strerror(errno));
   close(fd);
-  if (n < 0)
-    return CEB_EIO;
+  if (n < 0) return CEB_EIO;
   buf[n] = '\0';
   while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
     buf[--n] = '\0';
@@ -90,14 +85,13 @@ static int create_token(const char *path, char *err, size_t errlen) {
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
   unlink(tmp);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                0600);
+  int fd =
+      open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   int ok = fd >= 0 && fchmod(fd, 0600) == 0 &&
            write(fd, hex, strlen(hex)) == (ssize_t)strlen(hex) &&
            fsync(fd) == 0;
   int saved = errno;
-  if (fd >= 0)
-    close(fd);
+  if (fd >= 0) close(fd);
   if (ok && link(tmp, path) != 0 && errno != EEXIST) {
     saved = errno;
     ok = 0;
@@ -112,8 +106,7 @@ static int create_token(const char *path, char *err, size_t errlen) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
-  if (slash)
-    *(slash == dir ? slash + 1 : slash) = '\0';
+  if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
   int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     fsync(dfd);
@@ -135,8 +128,7 @@ int ceb_admin_token_get(const ceb_config *bridge, int create, char **out,
       return CEB_ECONFIG;
     }
     *out = strdup(conf);
-    if (source)
-      *source = src;
+    if (source) *source = src;
     return *out ? CEB_OK : CEB_ENOMEM;
   }
   char path[4096];
@@ -149,15 +141,13 @@ int ceb_admin_token_get(const ceb_config *bridge, int create, char **out,
   if (rc == CEB_ENOTFOUND && create) {
     src = "generated";
     rc = create_token(path, err, errlen);
-    if (rc == CEB_OK)
-      rc = read_token(path, out, err, errlen);
+    if (rc == CEB_OK) rc = read_token(path, out, err, errlen);
   } else if (rc == CEB_ENOTFOUND) {
     snprintf(err, errlen,
              "no admin.token configured and no token file %s (the bridge "
              "creates it at its first start)",
              path);
   }
-  if (rc == CEB_OK && source)
-    *source = src;
+  if (rc == CEB_OK && source) *source = src;
   return rc;
 }

@@ -109,8 +109,7 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
 static int loopback_host(const char *host) {
   struct in_addr a4;
   struct in6_addr a6;
-  if (strcmp(host, "localhost") == 0)
-    return 1;
+  if (strcmp(host, "localhost") == 0) return 1;
   if (inet_pton(AF_INET, host, &a4) == 1)
     return (ntohl(a4.s_addr) >> 24) == 127;
   return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
@@ -125,8 +124,7 @@ static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
   const char *v = sec ? ceb_config_str(sec->cfg, "admin.listen") : NULL;
   char host[256];
   int port;
-  if (!v || strcmp(v, "off") == 0)
-    return;
+  if (!v || strcmp(v, "off") == 0) return;
   char file[256];
   int line;
   key_origin(sec, "admin.listen", file, sizeof file, &line);

@@ -38,8 +38,7 @@ static int base_url(const ceb_config *cfg, char *url, size_t size) {
   FILE *f = pf && *pf ? fopen(pf, "r") : NULL;
   if (f) {
     int p = 0;
-    if (fscanf(f, "%d", &p) == 1 && p > 0 && p < 65536)
-      port = p;
+    if (fscanf(f, "%d", &p) == 1 && p > 0 && p < 65536) port = p;
     fclose(f);
   }
   if (port <= 0) {
@@ -74,8 +73,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
 
 static int call(const char *url, int post, const char *token) {
   CURL *c = curl_easy_init();
-  if (!c)
-    return 2;
+  if (!c) return 2;
   char auth[CEB_ADMIN_TOKEN_MAX + 32];
   snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
   struct curl_slist *hl = curl_slist_append(NULL, auth);
@@ -97,8 +95,7 @@ static int call(const char *url, int post, const char *token) {
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_slist_free_all(hl);
   curl_easy_cleanup(c);
-  if (o.last != '\n')
-    putchar('\n');
+  if (o.last != '\n') putchar('\n');
   fflush(stdout);
   if (rc != CURLE_OK) {
     fprintf(stderr, "cebridge admin: %s: %s\n", url, curl_easy_strerror(rc));
@@ -114,10 +111,9 @@ static int call(const char *url, int post, const char *token) {
 int ceb_cmd_admin(int argc, char **argv) {
   ceb_cli_common cc = {"bridge.d", NULL};
   int i = ceb_cli_parse_common(argc, argv, &cc, k_admin_usage);
-  if (i < 0)
-    return i == -2 ? 0 : 2;
-  if (argc - i != 2 || (strcasecmp(argv[i], "get") != 0 &&
-                        strcasecmp(argv[i], "post") != 0)) {
+  if (i < 0) return i == -2 ? 0 : 2;
+  if (argc - i != 2 ||
+      (strcasecmp(argv[i], "get") != 0 && strcasecmp(argv[i], "post") != 0)) {
     fprintf(stderr, "%s", k_admin_usage);
     return 2;
   }
@@ -150,8 +146,7 @@ int ceb_cmd_admin(int argc, char **argv) {
   char err[512] = "";
   if (env && *env)
     token = strdup(env);
-  else if (ceb_admin_token_get(cfg, 0, &token, NULL, err, sizeof err) !=
-           CEB_OK)
+  else if (ceb_admin_token_get(cfg, 0, &token, NULL, err, sizeof err) != CEB_OK)
     fprintf(stderr, "cebridge admin: %s\n", err);
   if (token && base_url(cfg, base, sizeof base)) {
     snprintf(url, sizeof url, "%s%s", base, path);

@@ -8,7 +8,8 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "SQLite store file (journal, delivery state, DLQ, idempotency, "
      "contracts); relative paths are relative to the file that sets them."},
     {"plugin_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
-     "Directory (or dir1:dir2 search path) plugins are loaded from; default: <bindir>/../lib/cebridge/"
+     "Directory (or dir1:dir2 search path) plugins are loaded from; default: "
+     "<bindir>/../lib/cebridge/"
      "plugins, then the install location."},
     {"admin.listen", CEB_CFG_STRING, 0, "127.0.0.1:8081", 0, 0, NULL,
      "Admin API address host:port (health, metrics, status, DLQ; port 0 "

@@ -49,8 +49,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
   reply *r = arg;
   size_t len = size * n, old = r->body ? strlen(r->body) : 0;
   char *nb = realloc(r->body, old + len + 1);
-  if (!nb)
-    return 0;
+  if (!nb) return 0;
   memcpy(nb + old, p, len);
   nb[old + len] = '\0';
   r->body = nb;
@@ -65,10 +64,8 @@ static reply req(const char *method, const char *path, const char *h1,
   snprintf(url, sizeof url, "http://127.0.0.1:%d%s", g_port, path);
   CURL *c = curl_easy_init();
   struct curl_slist *hl = NULL;
-  if (h1)
-    hl = curl_slist_append(hl, h1);
-  if (h2)
-    hl = curl_slist_append(hl, h2);
+  if (h1) hl = curl_slist_append(hl, h1);
+  if (h2) hl = curl_slist_append(hl, h2);
   curl_easy_setopt(c, CURLOPT_URL, url);
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
   if (strcmp(method, "POST") == 0) {
@@ -99,8 +96,7 @@ static int dlq_count(void) {
   reply r = req("GET", "/v1/dlq?route=r", g_bearer, NULL);
   int n = -1;
   json_t *doc = r.status == 200 && r.body ? json_loads(r.body, 0, NULL) : NULL;
-  if (json_is_array(doc))
-    n = (int)json_array_size(doc);
+  if (json_is_array(doc)) n = (int)json_array_size(doc);
   json_decref(doc);
   free(r.body);
   return n;
@@ -131,8 +127,7 @@ static int start(ceb_proc *p, const char *log_name) {
   snprintf(bin, sizeof bin, "%s/cebridge", CEB_TEST_BIN_DIR);
   char *argv[] = {bin, "run", "-c", g_conf, "--plugin-dir", CEB_PLUGIN_PATH,
                   NULL};
-  if (ceb_proc_start(p, argv, log) != 0)
-    return -1;
+  if (ceb_proc_start(p, argv, log) != 0) return -1;
   return ceb_test_wait_port_file(port, 30000);
 }
 
@@ -149,8 +144,7 @@ static int cli(const char *name, char *const *args) {
     argv[n] = args[n - 1];
   argv[n] = NULL;
   ceb_proc p;
-  if (ceb_proc_start(&p, argv, log) != 0)
-    return -1;
+  if (ceb_proc_start(&p, argv, log) != 0) return -1;
   return ceb_proc_stop(&p, 0, 60000);
 }
 
@@ -229,8 +223,14 @@ static void guarded_api(void) {
 /* cebridge admin with the token from the file, then a wrong one from the
  * environment (which takes precedence). */
 static void cli_uses_token(void) {
-  char *args[] = {"admin", "-c", g_conf, "--plugin-dir", CEB_PLUGIN_PATH,
-                  "post", "/v1/dlq/purge?route=r&confirm=true", NULL};
+  char *args[] = {"admin",
+                  "-c",
+                  g_conf,
+                  "--plugin-dir",
+                  CEB_PLUGIN_PATH,
+                  "post",
+                  "/v1/dlq/purge?route=r&confirm=true",
+                  NULL};
   setenv("CEBRIDGE_ADMIN_TOKEN", "wrong", 1);
   CHECK_INT(cli("cli-env.out", args), 1);
   CHECK(file_has("cli-env.out", "unauthorized"));

@@ -15,6 +15,7 @@
 #include "ceb_test_proc.h"
 
 #define N 20
+#define ADMIN_TOKEN "dlqfwd-e2e-admin-token"
 
 static char g_dir[512], g_conf[600];
 
@@ -23,6 +24,7 @@ static int write_conf(const char *mode, const char *record) {
   snprintf(text, sizeof text,
            "[bridge]\nstore = %s/store.db\nadmin.listen = 127.0.0.1:0\n"
            "admin.port_file = %s/admin.port\nlog.level = info\n"
+           "admin.token = " ADMIN_TOKEN "\n"
            "profile = warn\n"
            "[source gen]\nplugin = testsource\ncount = %d\n"
            "[sink out]\nplugin = testsink\nmode = reject\n"
@@ -102,7 +104,8 @@ static int forwarded_rows(const api *a, int *rows) {
            a->port);
   int n = 0;
   *rows = 0;
-  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) == 200 && body) {
+  const char *auth[] = {"Authorization: Bearer " ADMIN_TOKEN, NULL};
+  if (ceb_test_http("GET", url, auth, NULL, 0, &body) == 200 && body) {
     json_t *doc = json_loads(body, 0, NULL);
     size_t i;
     json_t *row;

@@ -71,10 +71,13 @@ echo "$st" | grep -qE "route institutions-to-rio +done +attempts 2 " ||
   fail "status a1: $st"
 st=$("$bin/cebridge" status b2 -c "$c")
 echo "$st" | grep -qE "dead .*reason http.400" || fail "status b2: $st"
-curl -sf "http://127.0.0.1:$admin/v1/events/b2/status" >"$work/b2.json"
+# /v1/ needs the admin token (the file the bridge wrote beside the store)
+"$bin/cebridge" admin -c "$c" get /v1/events/b2/status >"$work/b2.json" ||
+  fail "cebridge admin get /v1/events/b2/status"
 grep -q '"state":"dead"' "$work/b2.json" || fail "admin status b2"
 grep -q '"order_key":"hva.nl"' "$work/b2.json" || fail "order key of b2"
-curl -sf "http://127.0.0.1:$admin/v1/routes" | grep -q '"queue_depth":0' ||
+curl -sf -H "Authorization: Bearer $(cat "$work/var/admin.token")" \
+  "http://127.0.0.1:$admin/v1/routes" | grep -q '"queue_depth":0' ||
   fail "queue not empty"
 
 dl=$("$bin/cebridge" dlq list -c "$c" --route institutions-to-rio --json)

@@ -26,6 +26,7 @@
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
+#define ADMIN_TOKEN "http-out-e2e-admin-token"
 
 typedef struct partner {
   pthread_mutex_t lock;
@@ -77,6 +78,7 @@ static void write_conf(const char *dir, int rx_port) {
           "store = %s/store.db\n"
           "admin.listen = 127.0.0.1:0\n"
           "admin.port_file = %s/admin.port\n"
+          "admin.token = " ADMIN_TOKEN "\n"
           "log.format = text\n"
           "drain_timeout = 5s\n"
           "\n[source intermediary]\n"
@@ -170,7 +172,10 @@ static long get_json(int port, const char *path, buf *out) {
   out->len = 0;
   out->data[0] = '\0';
   CURL *e = curl_easy_init();
+  struct curl_slist *hl =
+      curl_slist_append(NULL, "Authorization: Bearer " ADMIN_TOKEN);
   curl_easy_setopt(e, CURLOPT_URL, url);
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, hl);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, out);
   curl_easy_setopt(e, CURLOPT_TIMEOUT, 10L);
@@ -178,6 +183,7 @@ static long get_json(int port, const char *path, buf *out) {
   if (curl_easy_perform(e) == CURLE_OK)
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(e);
+  curl_slist_free_all(hl);
   return code;
 }
 
