@@ -7,6 +7,7 @@
 #include "event.h"
 #include "plugin.h"
 #include "status.h"
+#include "tls.h"
 #include "validate.h"
 
 #define CEB_VERSION "0.1.0"

@@ -41,6 +41,7 @@ struct http_jwks {
   pthread_mutex_t refresh; /* one refresh at a time; taken before lock */
   jwk_set keys;
   int64_t last_refresh_ms; /* 0: never */
+  http_tls_client tls;     /* zero: the default policy */
 };
 
 static void logf_(http_jwks *j, int error, const char *fmt, ...)
@@ -277,7 +278,8 @@ static int fetch_url(http_jwks *j, char **out, size_t *len) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = http_tls_client_apply(c, &j->tls);
+  if (rc == CURLE_OK) rc = curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_easy_cleanup(c);
@@ -324,7 +326,13 @@ void http_jwks_free(http_jwks *j) {
   pthread_mutex_destroy(&j->refresh);
   free(j->url);
   free(j->file);
+  http_tls_client_free(&j->tls);
   free(j);
+}
+
+int http_jwks_set_tls(http_jwks *j, const ceb_config *cfg, const char *prefix) {
+  http_tls_client_free(&j->tls);
+  return http_tls_client_load(&j->tls, cfg, prefix);
 }
 
 /* Caller holds j->refresh. */

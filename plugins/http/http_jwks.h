@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http_tls.h"
+
 typedef enum http_jwk_alg {
   HTTP_JWK_RS256 = 1,
   HTTP_JWK_PS256 = 2,
@@ -29,6 +31,12 @@ http_jwks *http_jwks_new(const char *url, const char *file,
                          int64_t min_refresh_ms, http_jwks_log_fn log,
                          void *log_arg);
 void http_jwks_free(http_jwks *j);
+
+/* Takes the URL fetch's TLS settings from the client keys under prefix
+ * (ceb/tls.h; "oauth2." on the listeners); without them the default policy
+ * applies. Call before the first refresh (control thread). CEB_OK or
+ * CEB_ENOMEM. */
+int http_jwks_set_tls(http_jwks *j, const ceb_config *cfg, const char *prefix);
 
 /* Loads now, ignoring the rate limit. CEB_OK when at least one key is
  * usable; the previous keys stay when loading fails. */

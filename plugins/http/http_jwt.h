@@ -58,6 +58,8 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
     {"oauth2.leeway", CEB_CFG_DURATION, 0, "60s", 0, MS(3600), NULL, \
      "Clock skew allowed on exp and nbf."}, \
     {"oauth2.client_claim", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \
-     "Claim naming the client; default client_id, then sub."},
+     "Claim naming the client; default client_id, then sub."}, \
+    CEB_TLS_CLIENT_POLICY_SPEC("oauth2."), \
+    CEB_TLS_CLIENT_FILES_SPEC("oauth2."),
 
 #endif

@@ -36,6 +36,7 @@ const ceb_config_spec http_sink_spec[] = {
      "Client certificate (PEM) for mutual TLS."},
     {"tls.client_key", CEB_CFG_PATH, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Private key (PEM) of the client certificate."},
+    CEB_TLS_CLIENT_POLICY_SPEC(""),
     {"user_agent", CEB_CFG_STRING, 0, "cebridge-webhook/1", 0, 0, NULL,
      "User-Agent header."},
     {"headers.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
@@ -252,9 +253,8 @@ static int setup(http_sink *s, const ceb_config *cfg) {
     return CEB_ECONFIG;
   }
   s->url = dup_cfg(cfg, "url", &oom);
-  s->ca_file = dup_cfg(cfg, "tls.ca_file", &oom);
-  s->client_cert = dup_cfg(cfg, "tls.client_cert", &oom);
-  s->client_key = dup_cfg(cfg, "tls.client_key", &oom);
+  /* the webhook and the OAuth2 token endpoint share these */
+  oom = oom || http_tls_client_load(&s->tls, cfg, "") != CEB_OK;
   s->user_agent = dup_cfg(cfg, "user_agent", &oom);
   s->origin = dup_cfg(cfg, "handshake.origin", &oom);
   if (!s->origin && !oom) {
@@ -265,11 +265,11 @@ static int setup(http_sink *s, const ceb_config *cfg) {
     oom = !s->origin;
   }
   if (oom) return CEB_ENOMEM;
-  if ((rc = check_file(s, "tls.ca_file", s->ca_file)) != CEB_OK ||
-      (rc = check_file(s, "tls.client_cert", s->client_cert)) != CEB_OK ||
-      (rc = check_file(s, "tls.client_key", s->client_key)) != CEB_OK)
+  if ((rc = check_file(s, "tls.ca_file", s->tls.ca_file)) != CEB_OK ||
+      (rc = check_file(s, "tls.client_cert", s->tls.client_cert)) != CEB_OK ||
+      (rc = check_file(s, "tls.client_key", s->tls.client_key)) != CEB_OK)
     return rc;
-  if (!!s->client_cert != !!s->client_key) {
+  if (!!s->tls.client_cert != !!s->tls.client_key) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "tls.client_cert and tls.client_key go together");
     return CEB_ECONFIG;
@@ -301,9 +301,7 @@ static void sink_free(http_sink *s) {
   http_oauth_client_free(s->oauth);
   http_webhook_keys_free(s->keys);
   free(s->url);
-  free(s->ca_file);
-  free(s->client_cert);
-  free(s->client_key);
+  http_tls_client_free(&s->tls);
   free(s->user_agent);
   free(s->origin);
   pthread_cond_destroy(&s->cond);

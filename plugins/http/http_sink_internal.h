@@ -12,6 +12,7 @@
 
 #include "http_oauth_client.h"
 #include "http_sink.h"
+#include "http_tls.h"
 #include "http_webhook_sig.h"
 
 /* How much of a response body a delivery keeps for the DLQ detail, and how
@@ -74,7 +75,7 @@ typedef struct http_sink {
   int64_t max_pending;
   int64_t timeout_ms;
   int allow_insecure;
-  char *ca_file, *client_cert, *client_key;
+  http_tls_client tls; /* policy, CA, client certificate */
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */
   int handshake;

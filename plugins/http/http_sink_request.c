@@ -437,11 +437,7 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   SETOPT(e, CURLOPT_NOSIGNAL, 1L);
   SETOPT(e, CURLOPT_TCP_KEEPALIVE, 1L);
   SETOPT(e, CURLOPT_TIMEOUT_MS, (long)(timeout_ms > 0 ? timeout_ms : 1));
-  SETOPT(e, CURLOPT_SSL_VERIFYPEER, 1L);
-  SETOPT(e, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (s->ca_file) SETOPT(e, CURLOPT_CAINFO, s->ca_file);
-  if (s->client_cert) SETOPT(e, CURLOPT_SSLCERT, s->client_cert);
-  if (s->client_key) SETOPT(e, CURLOPT_SSLKEY, s->client_key);
+  if (http_tls_client_apply(e, &s->tls) != CURLE_OK) return CEB_EINTERNAL;
   if (s->user_agent) SETOPT(e, CURLOPT_USERAGENT, s->user_agent);
   SETOPT(e, CURLOPT_HTTPHEADER, r->slist);
   SETOPT(e, CURLOPT_WRITEFUNCTION, on_body);

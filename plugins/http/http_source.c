@@ -3,6 +3,7 @@
 
 #include "http_in_util.h"
 #include "http_listen.h"
+#include "http_tls.h"
 
 #include <netdb.h>
 #include <stdarg.h>
@@ -113,7 +114,8 @@ static int init_oauth2(http_source *s) {
   s->jwks = http_jwks_new(
       url, file, ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000),
       jwks_log, s);
-  if (!s->jwks) return CEB_ENOMEM;
+  if (!s->jwks || http_jwks_set_tls(s->jwks, cfg, "oauth2.") != CEB_OK)
+    return CEB_ENOMEM;
   /* A file must be usable now; a URL is fetched at start (no network in
    * init) and again on the first unknown kid. */
   if (file && http_jwks_refresh(s->jwks, s->host->now_ms(s->inst)) != CEB_OK) {
@@ -176,7 +178,9 @@ static int init_config(http_source *s) {
   int st;
   if ((st = read_pem(s, "tls.cert", &s->tls_cert)) != CEB_OK ||
       (st = read_pem(s, "tls.key", &s->tls_key)) != CEB_OK ||
-      (st = read_pem(s, "tls.client_ca", &s->tls_ca)) != CEB_OK)
+      (st = read_pem(s, "tls.client_ca", &s->tls_ca)) != CEB_OK ||
+      (st = http_tls_priority(s->host, s->inst, cfg, "", &s->tls_priority)) !=
+          CEB_OK)
     return st;
   if (!s->tls_cert != !s->tls_key || (s->tls_ca && !s->tls_cert)) {
     LOG(s, CEB_LOG_ERROR,
@@ -300,6 +304,8 @@ int http_source_start(void *state) {
     OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);
     OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key);
     if (s->tls_ca) OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca);
+    /* without it GnuTLS's NORMAL applies: TLS 1.0 and static RSA */
+    OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, s->tls_priority);
   }
   OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
@@ -368,6 +374,7 @@ void http_source_destroy(void *state) {
     free(s->tls_key);
   }
   free(s->tls_ca);
+  free(s->tls_priority);
   free(s->name);
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);

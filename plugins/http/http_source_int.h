@@ -47,6 +47,7 @@ typedef struct http_source {
   size_t conn_memory;
   int retry_after_s;
   char *tls_cert, *tls_key, *tls_ca; /* PEM text */
+  char *tls_priority;                /* GnuTLS priority string */
   int auth_oauth2;
   http_jwks *jwks;
   http_jwt_rules rules;

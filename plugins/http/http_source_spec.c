@@ -22,6 +22,7 @@ const ceb_config_spec http_source_spec[] = {
     {"tls.client_ca", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "PEM CA bundle: when set, clients must present a certificate it signed "
      "(mTLS)."},
+    CEB_TLS_LISTENER_POLICY_SPEC(""),
     {"max_body", CEB_CFG_SIZE, 0, "1MiB", 1, 256 * 1024 * 1024, NULL,
      "Largest request body; larger ones get 413 without being buffered."},
     {"max_connections", CEB_CFG_INT, 0, "1024", 1, 1000000, NULL,

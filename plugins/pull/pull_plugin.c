@@ -23,7 +23,7 @@
 #include "../http/http_jwt.h"
 #include "pull_queue.h"
 
-#define MS(x) ((int64_t)(x) * 1000)
+#define MS(x) ((int64_t)(x)*1000)
 
 static const ceb_config_spec pull_spec[] = {
     {"listen", CEB_CFG_ADDRESS, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
@@ -41,8 +41,7 @@ static const ceb_config_spec pull_spec[] = {
      "(backpressure to the route)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
      "Consumer authentication; none is allowed on a loopback listener only."},
-    HTTP_OAUTH2_SPEC_ENTRIES
-    CEB_CONFIG_SPEC_END};
+    HTTP_OAUTH2_SPEC_ENTRIES CEB_CONFIG_SPEC_END};
 
 typedef struct pull_state {
   const ceb_host *host;
@@ -68,12 +67,10 @@ static int reply(struct MHD_Connection *c, unsigned status, const char *ctype,
                  const char *body) {
   struct MHD_Response *r = MHD_create_response_from_buffer(
       strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-  if (!r)
-    return MHD_NO;
+  if (!r) return MHD_NO;
   MHD_add_response_header(r, "Content-Type", ctype);
   MHD_add_response_header(r, "Cache-Control", "no-store");
-  if (status == 503)
-    MHD_add_response_header(r, "Retry-After", "5");
+  if (status == 503) MHD_add_response_header(r, "Retry-After", "5");
   int rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
@@ -94,8 +91,7 @@ static int problem(struct MHD_Connection *c, unsigned status, const char *code,
 static int reply_json(struct MHD_Connection *c, json_t *body) {
   char *t = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(body);
-  if (!t)
-    return problem(c, 500, "internal", "cannot render the response");
+  if (!t) return problem(c, 500, "internal", "cannot render the response");
   int rc = reply(c, 200, "application/json", t);
   free(t);
   return rc;
@@ -108,8 +104,7 @@ static const char *qarg(struct MHD_Connection *c, const char *k) {
 
 /* 0 when allowed; else a problem was queued and *rc holds its result. */
 static int authenticate(pull_state *s, struct MHD_Connection *c, int *rc) {
-  if (!s->jwks)
-    return 0;
+  if (!s->jwks) return 0;
   const char *h =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
@@ -118,8 +113,8 @@ static int authenticate(pull_state *s, struct MHD_Connection *c, int *rc) {
   }
   http_jwt_result res;
   memset(&res, 0, sizeof res);
-  if (http_jwt_verify(s->jwks, &s->rules, h + 7,
-                      s->host->now_ms(s->inst), &res) != CEB_OK) {
+  if (http_jwt_verify(s->jwks, &s->rules, h + 7, s->host->now_ms(s->inst),
+                      &res) != CEB_OK) {
     s->host->metric(s->inst, CEB_METRIC_COUNTER, "pull_auth_failures_total",
                     NULL, 1);
     *rc = problem(c, (unsigned)(res.http_status ? res.http_status : 401),
@@ -132,15 +127,14 @@ static int authenticate(pull_state *s, struct MHD_Connection *c, int *rc) {
 static int handle_fetch(pull_state *s, struct MHD_Connection *c) {
   int64_t cursor = 0, max = (int64_t)s->max_batch, wait = 0;
   const char *v;
-  if ((v = qarg(c, "cursor")) && (ceb_parse_int(v, &cursor) != CEB_OK ||
-                                  cursor < 0))
+  if ((v = qarg(c, "cursor")) &&
+      (ceb_parse_int(v, &cursor) != CEB_OK || cursor < 0))
     return problem(c, 400, "bad_cursor", "cursor is a non-negative integer");
-  if ((v = qarg(c, "max")) &&
-      (ceb_parse_int(v, &max) != CEB_OK || max < 1 ||
-       max > (int64_t)s->max_batch))
+  if ((v = qarg(c, "max")) && (ceb_parse_int(v, &max) != CEB_OK || max < 1 ||
+                               max > (int64_t)s->max_batch))
     return problem(c, 400, "bad_max", "max is 1 .. max_batch");
-  if ((v = qarg(c, "wait")) && (ceb_parse_duration_ms(v, &wait) != CEB_OK ||
-                                wait > s->max_wait_ms))
+  if ((v = qarg(c, "wait")) &&
+      (ceb_parse_duration_ms(v, &wait) != CEB_OK || wait > s->max_wait_ms))
     return problem(c, 400, "bad_wait", "wait is a duration up to max_wait");
   int64_t last = 0;
   json_t *events = pull_queue_read(s->queue, cursor, (size_t)max, wait, &last);
@@ -148,8 +142,8 @@ static int handle_fetch(pull_state *s, struct MHD_Connection *c) {
                   NULL, (double)json_array_size(events));
   char cur[32];
   snprintf(cur, sizeof cur, "%lld", (long long)last);
-  return reply_json(c, json_pack("{s:s, s:s, s:o}", "queue", s->name,
-                                 "cursor", cur, "events", events));
+  return reply_json(c, json_pack("{s:s, s:s, s:o}", "queue", s->name, "cursor",
+                                 cur, "events", events));
 }
 
 static int handle_commit(pull_state *s, struct MHD_Connection *c) {
@@ -168,8 +162,8 @@ static int handle_commit(pull_state *s, struct MHD_Connection *c) {
                   (double)pull_queue_depth(s->queue));
   char cur[32];
   snprintf(cur, sizeof cur, "%lld", (long long)committed);
-  return reply_json(c, json_pack("{s:s, s:s}", "queue", s->name, "committed",
-                                 cur));
+  return reply_json(
+      c, json_pack("{s:s, s:s}", "queue", s->name, "committed", cur));
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
@@ -196,8 +190,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return (enum MHD_Result)problem(c, 404, "unknown_queue", "no such queue");
   const char *rest = url + plen + 1 + nlen;
   int rc;
-  if (authenticate(s, c, &rc) != 0)
-    return (enum MHD_Result)rc;
+  if (authenticate(s, c, &rc) != 0) return (enum MHD_Result)rc;
   if (*rest == '\0') {
     if (strcmp(method, "GET") != 0)
       return (enum MHD_Result)problem(c, 405, "method_not_allowed",
@@ -226,11 +219,10 @@ static int is_loopback(const char *host) {
 static void pull_destroy(void *state);
 
 static int pull_init_state(const ceb_host *host, ceb_instance *inst,
-                           const ceb_instance_info *info,
-                           const ceb_config *cfg, void **state) {
+                           const ceb_instance_info *info, const ceb_config *cfg,
+                           void **state) {
   pull_state *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   s->name = strdup(info->name);
@@ -240,8 +232,7 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
   s->max_batch = (size_t)ceb_config_int(cfg, "max_batch", 100);
   s->max_wait_ms = ceb_config_duration_ms(cfg, "max_wait", 30000);
   *state = s;
-  if (!s->name || !s->prefix)
-    return CEB_ENOMEM;
+  if (!s->name || !s->prefix) return CEB_ENOMEM;
   if (ceb_parse_address(ceb_config_str(cfg, "listen"), s->host_addr,
                         sizeof s->host_addr, &s->port) != CEB_OK) {
     host->log(inst, CEB_LOG_ERROR, "listen is not host:port");
@@ -255,8 +246,9 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
                 s->host_addr);
       return CEB_ECONFIG;
     }
-    host->log(inst, CEB_LOG_WARN, "auth = none: consumers are not "
-                                  "authenticated (loopback only)");
+    host->log(inst, CEB_LOG_WARN,
+              "auth = none: consumers are not "
+              "authenticated (loopback only)");
   } else {
     const char *url = ceb_config_str(cfg, "oauth2.jwks_url");
     const char *file = ceb_config_str(cfg, "oauth2.jwks_file");
@@ -266,11 +258,11 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
                 "oauth2.jwks_file");
       return CEB_ECONFIG;
     }
-    s->jwks = http_jwks_new(url, file,
-                            ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh",
-                                                   30000),
-                            jwks_log, s);
-    if (!s->jwks)
+    s->jwks = http_jwks_new(
+        url, file,
+        ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000), jwks_log,
+        s);
+    if (!s->jwks || http_jwks_set_tls(s->jwks, cfg, "oauth2.") != CEB_OK)
       return CEB_ENOMEM;
     s->rules.issuer = ceb_config_str(cfg, "oauth2.issuer");
     s->rules.audience = ceb_config_str(cfg, "oauth2.audience");
@@ -315,8 +307,8 @@ static int pull_start(void *state) {
    * bounded by the connection limit. */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
                    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-  const char *h = strcmp(s->host_addr, "localhost") == 0 ? "127.0.0.1"
-                                                         : s->host_addr;
+  const char *h =
+      strcmp(s->host_addr, "localhost") == 0 ? "127.0.0.1" : s->host_addr;
   if (inet_pton(AF_INET, h, &sa4.sin_addr) != 1) {
     if (inet_pton(AF_INET6, h, &sa6.sin6_addr) != 1) {
       s->host->log(s->inst, CEB_LOG_ERROR, "listen host %s is not an IP",
@@ -326,23 +318,20 @@ static int pull_start(void *state) {
     sa = (struct sockaddr *)&sa6;
     flags |= MHD_USE_IPv6;
   }
-  s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
-                            MHD_OPTION_SOCK_ADDR, sa,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)128,
-                            MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)(s->max_wait_ms / 1000 + 30),
-                            MHD_OPTION_END);
+  s->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, sa,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)128, MHD_OPTION_CONNECTION_TIMEOUT,
+      (unsigned)(s->max_wait_ms / 1000 + 30), MHD_OPTION_END);
   if (!s->mhd) {
-    s->host->log(s->inst, CEB_LOG_ERROR, "cannot listen on %s:%d",
-                 s->host_addr, s->port);
+    s->host->log(s->inst, CEB_LOG_ERROR, "cannot listen on %s:%d", s->host_addr,
+                 s->port);
     return CEB_EIO;
   }
   const union MHD_DaemonInfo *di =
       MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-  if (di)
-    s->port = di->port;
-  s->host->log(s->inst, CEB_LOG_INFO, "pull queue '%s' on %s:%d%s/%s",
-               s->name, s->host_addr, s->port, s->prefix, s->name);
+  if (di) s->port = di->port;
+  s->host->log(s->inst, CEB_LOG_INFO, "pull queue '%s' on %s:%d%s/%s", s->name,
+               s->host_addr, s->port, s->prefix, s->name);
   if (s->port_file) {
     FILE *f = fopen(s->port_file, "w");
     if (f) {
@@ -379,8 +368,7 @@ static int pull_deliver(void *state, ceb_delivery *d) {
   pull_state *s = state;
   char *json = NULL;
   size_t len;
-  if (ceb_json_encode(d->event, &json, &len) != CEB_OK)
-    return CEB_ENOMEM;
+  if (ceb_json_encode(d->event, &json, &len) != CEB_OK) return CEB_ENOMEM;
   pull_append *a = malloc(sizeof *a);
   if (!a) {
     ceb_free(json);
@@ -389,16 +377,20 @@ static int pull_deliver(void *state, ceb_delivery *d) {
   a->s = s;
   a->d = d;
   atomic_fetch_add(&s->inflight, 1);
-  int st = pull_queue_append(s->queue, d->idempotency_key, json, on_appended,
-                             a);
+  int st =
+      pull_queue_append(s->queue, d->idempotency_key, json, on_appended, a);
   ceb_free(json);
-  if (st == CEB_OK)
-    return CEB_OK;
+  if (st == CEB_OK) return CEB_OK;
   atomic_fetch_sub(&s->inflight, 1);
   free(a);
   if (st == CEB_EBUSY) {
-    ceb_settle_info info = {sizeof info, CEB_RETRY, 1000, 0, "pull.queue_full",
-                            "the pull queue is full: consumers are behind", 0};
+    ceb_settle_info info = {sizeof info,
+                            CEB_RETRY,
+                            1000,
+                            0,
+                            "pull.queue_full",
+                            "the pull queue is full: consumers are behind",
+                            0};
     s->host->settle(s->inst, d, &info);
     return CEB_OK;
   }
@@ -419,10 +411,8 @@ static int pull_drain(void *state, int64_t deadline_ms) {
 
 static void pull_destroy(void *state) {
   pull_state *s = state;
-  if (!s)
-    return;
-  if (s->mhd)
-    MHD_stop_daemon(s->mhd);
+  if (!s) return;
+  if (s->mhd) MHD_stop_daemon(s->mhd);
   if (s->queue)
     pull_queue_close(s->queue); /* flushes and settles queued appends */
   http_jwks_free(s->jwks);
