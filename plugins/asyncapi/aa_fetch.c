@@ -1,5 +1,6 @@
 #include "aa_fetch.h"
 
+#include <ceb/tls.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -48,6 +49,26 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg) {
   return len;
 }
 
+/* The TLS policy: TLS 1.2 or newer whatever OpenSSL's security level
+ * allows, no static RSA key exchange unless tls.ciphers says so. */
+static CURLcode tls_apply(CURL *c, const aa_http_opts *o) {
+  CURLcode rc;
+#define TRY(opt, val)                                                          \
+  if ((rc = curl_easy_setopt(c, opt, val)) != CURLE_OK) return rc
+  TRY(CURLOPT_SSL_VERIFYPEER, 1L);
+  TRY(CURLOPT_SSL_VERIFYHOST, 2L);
+  TRY(CURLOPT_SSLVERSION, o->tls_min_version >= 13 ? CURL_SSLVERSION_TLSv1_3
+                                                   : CURL_SSLVERSION_TLSv1_2);
+  TRY(CURLOPT_SSL_CIPHER_LIST,
+      o->tls_ciphers ? o->tls_ciphers : CEB_TLS_CIPHERS_DEFAULT);
+  if (o->tls_ciphersuites) TRY(CURLOPT_TLS13_CIPHERS, o->tls_ciphersuites);
+  if (o->tls_ca_file) TRY(CURLOPT_CAINFO, o->tls_ca_file);
+  if (o->tls_client_cert) TRY(CURLOPT_SSLCERT, o->tls_client_cert);
+  if (o->tls_client_key) TRY(CURLOPT_SSLKEY, o->tls_client_key);
+#undef TRY
+  return CURLE_OK;
+}
+
 int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
                 aa_http_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
@@ -90,7 +111,8 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
                    o->allow_http ? "http,https" : "https");
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = tls_apply(c, o);
+  if (rc == CURLE_OK) rc = curl_easy_perform(c);
   int out = 0;
   if (rc != CURLE_OK) {
     snprintf(err, errlen, "%s: %s", url,

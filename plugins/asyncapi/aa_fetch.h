@@ -10,6 +10,11 @@ typedef struct aa_http_opts {
   int64_t timeout_ms;
   size_t max_size;
   int allow_http; /* plain http allowed (tests, loopback registries) */
+  /* TLS policy (ceb/tls.h): 12 or 13; the strings are borrowed from the
+   * config and NULL when unset (ciphers: CEB_TLS_CIPHERS_DEFAULT) */
+  int tls_min_version;
+  const char *tls_ciphers, *tls_ciphersuites;
+  const char *tls_ca_file, *tls_client_cert, *tls_client_key;
 } aa_http_opts;
 
 typedef struct aa_http_result {

@@ -6,6 +6,7 @@
  * changed document under a held version is a conflict, logged and counted;
  * pins never move by themselves. */
 #include <ceb/plugin.h>
+#include <ceb/tls.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +45,8 @@ static const ceb_config_spec k_spec[] = {
      "Most documents a contract may reference ($ref to other files/URLs)."},
     {"allow_insecure_http", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Allow plain http URLs (tests and loopback registries only)."},
+    CEB_TLS_CLIENT_POLICY_SPEC(""),
+    CEB_TLS_CLIENT_FILES_SPEC(""),
     {"types.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
      "types.<message> = <CloudEvents type>: the type a message carries when "
      "the document does not say it (payload or header const)."},
@@ -561,6 +564,12 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   st->http.timeout_ms = ceb_config_duration_ms(cfg, "timeout", 30000);
   st->http.max_size = (size_t)ceb_config_size(cfg, "max_size", 8 * MiB);
   st->http.allow_http = ceb_config_bool(cfg, "allow_insecure_http", 0);
+  st->http.tls_min_version = ceb_tls_min_version(cfg, "");
+  st->http.tls_ciphers = ceb_config_str(cfg, "tls.ciphers");
+  st->http.tls_ciphersuites = ceb_config_str(cfg, "tls.ciphersuites");
+  st->http.tls_ca_file = ceb_config_str(cfg, "tls.ca_file");
+  st->http.tls_client_cert = ceb_config_str(cfg, "tls.client_cert");
+  st->http.tls_client_key = ceb_config_str(cfg, "tls.client_key");
   st->max_docs = (size_t)ceb_config_int(cfg, "max_documents", 64);
   pthread_mutex_init(&st->sync_lock, NULL);
   pthread_mutex_init(&st->lock, NULL);
