@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#define TLS_FILE_MAX (1024 * 1024)
 #define RATELIMIT_MAX_CLIENTS 4096
 
 #define LOG(s, lvl, ...) CEB_LOG((s)->host, (s)->inst, lvl, __VA_ARGS__)
@@ -37,17 +36,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 static int is_loopback(const char *host) {
   return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
          strcasecmp(host, "localhost") == 0;
-}
-
-static int read_pem(http_source *s, const char *key, char **out) {
-  const char *path = ceb_config_str(s->cfg, key);
-  *out = NULL;
-  if (!path) return CEB_OK;
-  int st = http_file_read(path, TLS_FILE_MAX, out, NULL);
-  if (st != CEB_OK)
-    LOG(s, CEB_LOG_ERROR, "%s: cannot read %s: %s", key, path,
-        ceb_strerror(st));
-  return st == CEB_OK ? CEB_OK : CEB_ECONFIG;
 }
 
 typedef struct clients_ctx {
@@ -176,19 +164,10 @@ static int init_config(http_source *s) {
       (int)((ceb_config_duration_ms(cfg, "retry_after", 5000) + 999) / 1000);
 
   int st;
-  if ((st = read_pem(s, "tls.cert", &s->tls_cert)) != CEB_OK ||
-      (st = read_pem(s, "tls.key", &s->tls_key)) != CEB_OK ||
-      (st = read_pem(s, "tls.client_ca", &s->tls_ca)) != CEB_OK ||
-      (st = http_tls_priority(s->host, s->inst, cfg, "", &s->tls_priority)) !=
-          CEB_OK)
+  if ((st = http_tls_listener_load(s->host, s->inst, cfg, "", &s->tls)) !=
+      CEB_OK)
     return st;
-  if (!s->tls_cert != !s->tls_key || (s->tls_ca && !s->tls_cert)) {
-    LOG(s, CEB_LOG_ERROR,
-        "tls.cert and tls.key go together; tls.client_ca "
-        "needs them");
-    return CEB_ECONFIG;
-  }
-  if (!s->tls_cert && !s->loopback)
+  if (!s->tls.cert && !s->loopback)
     LOG(s, CEB_LOG_WARN,
         "serving plain HTTP on %s: terminate TLS in front "
         "or set tls.cert and tls.key",
@@ -289,7 +268,6 @@ int http_source_start(void *state) {
   unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
                    MHD_USE_ERROR_LOG;
   if (v6) flags |= MHD_USE_IPv6;
-  if (s->tls_cert) flags |= MHD_USE_TLS;
   struct MHD_OptionItem opts[16];
   size_t n = 0;
 #define OPT(o, v, p)                                                           \
@@ -300,20 +278,14 @@ int http_source_start(void *state) {
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
   OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->conn_memory, NULL);
   OPT(MHD_OPTION_NOTIFY_COMPLETED, http_source_completed, s);
-  if (s->tls_cert) {
-    OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);
-    OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key);
-    if (s->tls_ca) OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca);
-    /* without it GnuTLS's NORMAL applies: TLS 1.0 and static RSA */
-    OPT(MHD_OPTION_HTTPS_PRIORITIES, 0, s->tls_priority);
-  }
+  http_tls_listener_options(&s->tls, &flags, opts, &n);
   OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
   st = http_listen_start(s, &ss, flags, opts);
   if (st != CEB_OK) return st;
   LOG(s, CEB_LOG_INFO, "listening on %s%s%s:%d%s (%s, %u thread(s))",
       v6 ? "[" : "", s->listen_host, v6 ? "]" : "", s->bound_port, s->path,
-      s->tls_cert ? (s->tls_ca ? "https, client certificates" : "https")
+      s->tls.cert ? (s->tls.client_ca ? "https, client certificates" : "https")
                   : "http",
       s->ndaemons);
   if (s->port_file) {
@@ -368,13 +340,7 @@ void http_source_destroy(void *state) {
   for (size_t i = 0; i < s->nclients; i++)
     free(s->clients[i].client);
   free(s->clients);
-  free(s->tls_cert);
-  if (s->tls_key) {
-    memset(s->tls_key, 0, strlen(s->tls_key));
-    free(s->tls_key);
-  }
-  free(s->tls_ca);
-  free(s->tls_priority);
+  http_tls_listener_free(&s->tls);
   free(s->name);
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);

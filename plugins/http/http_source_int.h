@@ -8,6 +8,7 @@
 #include "http_ratelimit.h"
 #include "http_replay.h"
 #include "http_source.h"
+#include "http_tls.h"
 #include "http_webhook_sig.h"
 
 #include <microhttpd.h>
@@ -46,8 +47,7 @@ typedef struct http_source {
   unsigned conn_timeout_s;
   size_t conn_memory;
   int retry_after_s;
-  char *tls_cert, *tls_key, *tls_ca; /* PEM text */
-  char *tls_priority;                /* GnuTLS priority string */
+  http_tls_listener tls; /* no cert: plain HTTP */
   int auth_oauth2;
   http_jwks *jwks;
   http_jwt_rules rules;

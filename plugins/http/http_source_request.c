@@ -21,7 +21,6 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,17 +242,6 @@ static void handshake(http_req *r) {
   http_reply_header(&r->reply, "WebHook-Allowed-Rate", rate);
 }
 
-static int client_cert_ok(http_req *r) {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-  if (!ci || !ci->tls_session) return 0;
-  gnutls_session_t session = (gnutls_session_t)ci->tls_session;
-  unsigned status = 0;
-  unsigned n = 0;
-  if (!gnutls_certificate_get_peers(session, &n) || n == 0) return 0;
-  return gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
-}
-
 static void remote_ip(http_req *r, char *buf, size_t n) {
   const union MHD_ConnectionInfo *ci =
       MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -353,7 +341,7 @@ static int first_call(http_req *r, const char *url, const char *method) {
                       "the bridge is not accepting events right now");
     return 0;
   }
-  if (s->tls_ca && !client_cert_ok(r)) {
+  if (s->tls.client_ca && !http_tls_peer_verified(r->conn)) {
     metric_auth_failure(s, "client_certificate");
     http_reply_problem(&r->reply, 403, "tls.client_certificate",
                        "a valid client certificate is required");

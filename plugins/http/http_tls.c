@@ -2,6 +2,8 @@
  * (http_tls.h). */
 #include "http_tls.h"
 
+#include "http_in_util.h"
+
 #include <gnutls/gnutls.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,82 @@ int http_tls_priority(const ceb_host *host, ceb_instance *inst,
   gnutls_priority_deinit(p);
   *out = strdup(buf);
   return *out ? CEB_OK : CEB_ENOMEM;
+}
+
+#define PEM_MAX (1024 * 1024)
+
+static int read_pem(const ceb_host *host, ceb_instance *inst,
+                    const ceb_config *cfg, const char *prefix, const char *name,
+                    char **out) {
+  char key[64];
+  snprintf(key, sizeof key, "%s%s", prefix, name);
+  const char *path = ceb_config_str(cfg, key);
+  *out = NULL;
+  if (!path) return CEB_OK;
+  int st = http_file_read(path, PEM_MAX, out, NULL);
+  if (st == CEB_OK) return CEB_OK;
+  CEB_LOG(host, inst, CEB_LOG_ERROR, "%s (%s): cannot read %s: %s", key,
+          ceb_config_origin(cfg, key), path, ceb_strerror(st));
+  return st == CEB_ENOMEM ? CEB_ENOMEM : CEB_ECONFIG;
+}
+
+int http_tls_listener_load(const ceb_host *host, ceb_instance *inst,
+                           const ceb_config *cfg, const char *prefix,
+                           http_tls_listener *t) {
+  memset(t, 0, sizeof *t);
+  int st;
+  if ((st = read_pem(host, inst, cfg, prefix, "tls.cert", &t->cert)) !=
+          CEB_OK ||
+      (st = read_pem(host, inst, cfg, prefix, "tls.key", &t->key)) != CEB_OK ||
+      (st = read_pem(host, inst, cfg, prefix, "tls.client_ca",
+                     &t->client_ca)) != CEB_OK ||
+      (st = http_tls_priority(host, inst, cfg, prefix, &t->priority)) != CEB_OK)
+    return st;
+  if (!t->cert != !t->key || (t->client_ca && !t->cert)) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "%stls.cert and %stls.key go together; %stls.client_ca needs "
+            "them",
+            prefix, prefix, prefix);
+    return CEB_ECONFIG;
+  }
+  return CEB_OK;
+}
+
+void http_tls_listener_free(http_tls_listener *t) {
+  if (!t) return;
+  if (t->key) {
+    memset(t->key, 0, strlen(t->key));
+    free(t->key);
+  }
+  free(t->cert);
+  free(t->client_ca);
+  free(t->priority);
+  memset(t, 0, sizeof *t);
+}
+
+void http_tls_listener_options(const http_tls_listener *t, unsigned *flags,
+                               struct MHD_OptionItem *opts, size_t *n) {
+  if (!t->cert) return;
+  *flags |= MHD_USE_TLS;
+  opts[(*n)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, t->cert};
+  opts[(*n)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, t->key};
+  if (t->client_ca)
+    opts[(*n)++] =
+        (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, t->client_ca};
+  /* without it GnuTLS's NORMAL applies: TLS 1.0 and static RSA */
+  opts[(*n)++] =
+      (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0, t->priority};
+}
+
+int http_tls_peer_verified(struct MHD_Connection *conn) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (!ci || !ci->tls_session) return 0;
+  gnutls_session_t session = (gnutls_session_t)ci->tls_session;
+  unsigned status = 0;
+  unsigned n = 0;
+  if (!gnutls_certificate_get_peers(session, &n) || n == 0) return 0;
+  return gnutls_certificate_verify_peers2(session, &status) == 0 && status == 0;
 }
 
 static char *dup_key(const ceb_config *cfg, const char *prefix,

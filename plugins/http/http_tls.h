@@ -10,6 +10,7 @@
 
 #include <ceb/ceb.h>
 #include <curl/curl.h>
+#include <microhttpd.h>
 
 /* A client's TLS settings, copied from the config. */
 typedef struct http_tls_client {
@@ -17,6 +18,29 @@ typedef struct http_tls_client {
   char *ciphers, *ciphersuites;
   char *ca_file, *client_cert, *client_key;
 } http_tls_client;
+
+/* A listener's TLS material (PEM text) and priority string. */
+typedef struct http_tls_listener {
+  char *cert, *key, *client_ca; /* NULL: unset (no cert: plain HTTP) */
+  char *priority;               /* GnuTLS priority string */
+} http_tls_listener;
+
+/* Reads prefix tls.cert, tls.key, tls.client_ca (PEM files up to 1 MiB)
+ * and builds the priority (http_tls_priority). cert and key go together,
+ * client_ca needs them. CEB_OK, CEB_ECONFIG with the reason logged, or
+ * CEB_ENOMEM; t holds what was read either way (free it). */
+int http_tls_listener_load(const ceb_host *host, ceb_instance *inst,
+                           const ceb_config *cfg, const char *prefix,
+                           http_tls_listener *t);
+/* Frees t, overwriting the key. */
+void http_tls_listener_free(http_tls_listener *t);
+/* With a certificate: adds MHD_USE_TLS to *flags and the certificate, key,
+ * trust and priority options at opts[*n] (at most 4, *n advanced). */
+void http_tls_listener_options(const http_tls_listener *t, unsigned *flags,
+                               struct MHD_OptionItem *opts, size_t *n);
+/* 1 when the connection's client presented a certificate that verifies
+ * against the listener's client_ca; 0 otherwise. Request threads. */
+int http_tls_peer_verified(struct MHD_Connection *conn);
 
 /* The GnuTLS priority string of a listener under prefix ("" or
  * "admin."), checked with GnuTLS: CEB_OK with *out (malloc'd, caller

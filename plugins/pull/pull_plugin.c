@@ -8,7 +8,8 @@
  * the route's retry/DLQ machinery covers only getting it there; the queue
  * keeps it until a consumer commits past it. Consumers authenticate like at
  * the intermediary (OAuth2 bearer JWT, same keys), or not at all on a
- * loopback listener. */
+ * loopback listener. With tls.cert/tls.key the listener serves HTTPS under
+ * the same TLS policy as the intermediary (http_tls.h). */
 #include <arpa/inet.h>
 #include <ceb/ceb.h>
 #include <jansson.h>
@@ -21,6 +22,7 @@
 
 #include "../http/http_jwks.h"
 #include "../http/http_jwt.h"
+#include "../http/http_tls.h"
 #include "pull_queue.h"
 
 #define MS(x) ((int64_t)(x)*1000)
@@ -41,6 +43,8 @@ static const ceb_config_spec pull_spec[] = {
      "(backpressure to the route)."},
     {"auth", CEB_CFG_ENUM, 0, "oauth2", 0, 0, "oauth2|none",
      "Consumer authentication; none is allowed on a loopback listener only."},
+    CEB_TLS_LISTENER_FILES_SPEC(""),
+    CEB_TLS_LISTENER_POLICY_SPEC(""),
     HTTP_OAUTH2_SPEC_ENTRIES CEB_CONFIG_SPEC_END};
 
 typedef struct pull_state {
@@ -56,7 +60,8 @@ typedef struct pull_state {
   pull_queue *queue;
   struct MHD_Daemon *mhd;
   atomic_int draining;
-  atomic_long inflight; /* deliveries appended, not yet settled */
+  atomic_long inflight;  /* deliveries appended, not yet settled */
+  http_tls_listener tls; /* no cert: plain HTTP */
   http_jwks *jwks;
   http_jwt_rules rules;
   const char *const *scopes;
@@ -189,6 +194,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
       strncmp(url + plen + 1, s->name, nlen) != 0)
     return (enum MHD_Result)problem(c, 404, "unknown_queue", "no such queue");
   const char *rest = url + plen + 1 + nlen;
+  if (s->tls.client_ca && !http_tls_peer_verified(c))
+    return (enum MHD_Result)problem(c, 403, "tls.client_certificate",
+                                    "a valid client certificate is required");
   int rc;
   if (authenticate(s, c, &rc) != 0) return (enum MHD_Result)rc;
   if (*rest == '\0') {
@@ -238,6 +246,14 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
     host->log(inst, CEB_LOG_ERROR, "listen is not host:port");
     return CEB_ECONFIG;
   }
+  int st = http_tls_listener_load(host, inst, cfg, "", &s->tls);
+  if (st != CEB_OK) return st;
+  if (!s->tls.cert && !is_loopback(s->host_addr))
+    host->log(inst, CEB_LOG_WARN,
+              "serving plain HTTP on %s: consumers' tokens and events cross "
+              "the network in clear; set tls.cert and tls.key or terminate "
+              "TLS in front",
+              s->host_addr);
   const char *auth = ceb_config_str(cfg, "auth");
   if (strcmp(auth, "none") == 0) {
     if (!is_loopback(s->host_addr)) {
@@ -318,10 +334,15 @@ static int pull_start(void *state) {
     sa = (struct sockaddr *)&sa6;
     flags |= MHD_USE_IPv6;
   }
+  struct MHD_OptionItem tls[5];
+  size_t n = 0;
+  http_tls_listener_options(&s->tls, &flags, tls, &n);
+  tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   s->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, sa,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)128, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)(s->max_wait_ms / 1000 + 30), MHD_OPTION_END);
+      (unsigned)(s->max_wait_ms / 1000 + 30), MHD_OPTION_ARRAY, tls,
+      MHD_OPTION_END);
   if (!s->mhd) {
     s->host->log(s->inst, CEB_LOG_ERROR, "cannot listen on %s:%d", s->host_addr,
                  s->port);
@@ -330,8 +351,9 @@ static int pull_start(void *state) {
   const union MHD_DaemonInfo *di =
       MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
   if (di) s->port = di->port;
-  s->host->log(s->inst, CEB_LOG_INFO, "pull queue '%s' on %s:%d%s/%s", s->name,
-               s->host_addr, s->port, s->prefix, s->name);
+  s->host->log(s->inst, CEB_LOG_INFO, "pull queue '%s' on %s://%s:%d%s/%s",
+               s->name, s->tls.cert ? "https" : "http", s->host_addr, s->port,
+               s->prefix, s->name);
   if (s->port_file) {
     FILE *f = fopen(s->port_file, "w");
     if (f) {
@@ -416,6 +438,7 @@ static void pull_destroy(void *state) {
   if (s->queue)
     pull_queue_close(s->queue); /* flushes and settles queued appends */
   http_jwks_free(s->jwks);
+  http_tls_listener_free(&s->tls);
   free(s->name);
   free(s->prefix);
   free(s->port_file);
