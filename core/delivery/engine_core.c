@@ -347,10 +347,16 @@ int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
   return CEB_OK;
 }
 
-/* Claims up to n due deliveries of route r and dispatches them. Called
- * with the lock held; drops it around the store and the plugins. Returns
- * how many were claimed. */
-static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
+/* Claims up to n due deliveries of route r and dispatches them, or with
+ * `refuse` (the sink's circuit is open, or half-open with its probe out)
+ * settles them RETRY "circuit.open" without sending: an attempt that falls
+ * due while the circuit is open fails at once and counts, as a send that
+ * failed would, so the circuit spares the peer but never stretches the
+ * route's retry schedule (docs/operator-guide.md). Called with the lock
+ * held; drops it around the store and the plugins. Returns how many were
+ * claimed. */
+static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
+                          int refuse) {
   eng_route *rt = &e->routes[r];
   eng_sink *s = &e->sinks[rt->cfg.sink];
   ceb_claim *claims = NULL;
@@ -419,8 +425,25 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n) {
   pthread_mutex_lock(&e->lock);
   size_t unused = n - count;
   if (!ready) unused = n;
+  if (refuse) unused += nready;
   rt->inflight -= (uint32_t)unused;
   e->inflight_total -= unused;
+  if (refuse) {
+    pthread_cond_broadcast(&e->idle);
+    pthread_mutex_unlock(&e->lock);
+    ceb_settle_info info = {.struct_size = sizeof info,
+                            .outcome = CEB_RETRY,
+                            .retry_after_ms = -1,
+                            .reason = "circuit.open",
+                            .detail = "not sent: the sink's circuit is open"};
+    for (size_t i = 0; i < nready; i++) {
+      cebe_outcome(e, ready[i], &info);
+      cebe_dctx_free(ready[i]);
+    }
+    free(ready);
+    pthread_mutex_lock(&e->lock);
+    return count;
+  }
   for (size_t i = 0; i < nready; i++) {
     ceb_circuit_started(&s->circuit);
     ceb_token_bucket_take(&s->bucket, 1);
@@ -566,6 +589,12 @@ void *cebe_worker_main(void *arg) {
         if (s->circuit.state == CEB_CIRCUIT_OPEN &&
             s->circuit.open_until < next)
           next = s->circuit.open_until;
+        if (s->circuit.state != CEB_CIRCUIT_CLOSED) {
+          /* what falls due meanwhile fails at once (claim_route) */
+          size_t want =
+              (size_t)(free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX);
+          if (claim_route(e, r, now, want, 1) == want) progress = 1;
+        }
         continue;
       }
       if (s->busy_until > now) { /* the sink asked for a pause */
@@ -578,7 +607,7 @@ void *cebe_worker_main(void *arg) {
         if (t < next) next = t;
         continue;
       }
-      size_t got = claim_route(e, r, now, (size_t)tokens);
+      size_t got = claim_route(e, r, now, (size_t)tokens, 0);
       if (got == (size_t)tokens) progress = 1; /* maybe more is due */
     }
     cebe_update_gauges_locked(e, 0);

@@ -251,6 +251,11 @@ static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
     in.retry_after_ms = s->busy_until - now;
   } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
     ceb_circuit_trip(&s->circuit, now);
+  } else if (in.flags & CEB_SETTLE_DESTINATION) {
+    /* one destination's result: the sink keeps that destination's circuit;
+     * for the whole sink it only shows the sink works (a half-open probe
+     * closes) */
+    if (c->kind != DCTX_FORWARD) ceb_circuit_success(&s->circuit);
   } else if (c->kind == DCTX_FORWARD) {
     /* forwards back off on their own (cebe_fwd_settled); they take no
      * circuit probe, so they neither use nor give one back */

@@ -63,7 +63,7 @@ enum {
   CEB_ROLE_SOURCE = 1u << 0,    /* submits events into the bridge */
   CEB_ROLE_SINK = 1u << 1,      /* delivers events out of the bridge */
   CEB_ROLE_CONTRACTS = 1u << 2, /* fetches contracts into the register */
-  CEB_ROLE_TOPICS = 1u << 3     /* sink honours ceb_delivery.topic (DLQ topics) */
+  CEB_ROLE_TOPICS = 1u << 3 /* sink honours ceb_delivery.topic (DLQ topics) */
 };
 
 typedef enum ceb_log_level {
@@ -101,8 +101,8 @@ typedef void (*ceb_submit_cb)(void *arg, const ceb_submit_result *result);
 
 typedef struct ceb_submit_opts {
   uint32_t struct_size;
-  const char *client;     /* authenticated client identity, or NULL */
-  const char *traceparent;/* W3C trace context of the request, or NULL */
+  const char *client;      /* authenticated client identity, or NULL */
+  const char *traceparent; /* W3C trace context of the request, or NULL */
   /* Out, optional: on CEB_EVALIDATION, the violations of the first failing
    * event and its index in the batch. */
   ceb_violations *violations;
@@ -133,8 +133,15 @@ typedef struct ceb_delivery {
 } ceb_delivery;
 
 enum {
-  CEB_SETTLE_OPEN_CIRCUIT = 1u << 0 /* the peer is gone (HTTP 410): open the
-                                       sink's circuit and alert */
+  CEB_SETTLE_OPEN_CIRCUIT = 1u << 0, /* the peer is gone (HTTP 410): open the
+                                        sink's circuit and alert */
+  /* The outcome concerns one destination of a sink that sends to several
+   * (a URL template per institution) and keeps a circuit per destination
+   * itself: the host does not count it as a failure of the whole sink (it
+   * only shows the sink is alive). A host that predates the flag ignores it
+   * and counts the outcome for the sink's circuit, as for any sink: a bit
+   * of an existing field, no new member, so the ABI minor is unchanged. */
+  CEB_SETTLE_DESTINATION = 1u << 1
 };
 
 typedef struct ceb_settle_info {
@@ -160,9 +167,9 @@ typedef enum ceb_idem_state {
 typedef struct ceb_idem_record {
   uint32_t struct_size;
   ceb_idem_state state;
-  int http_status;      /* REPLAY: stored status */
-  char *content_type;   /* REPLAY: stored Content-Type; free with ceb_free */
-  char *body;           /* REPLAY: stored body bytes; free with ceb_free */
+  int http_status;    /* REPLAY: stored status */
+  char *content_type; /* REPLAY: stored Content-Type; free with ceb_free */
+  char *body;         /* REPLAY: stored body bytes; free with ceb_free */
   size_t body_len;
 } ceb_idem_record;
 
@@ -229,9 +236,8 @@ typedef struct ceb_host {
    * Returns CEB_OK (stored as new), CEB_EDUPLICATE (identical copy held) or
    * CEB_ECONFLICT (a different document under a held version: flagged, not
    * stored). provenance is the URL or path it came from. */
-  int (*contract_put)(ceb_instance *inst, const char *name,
-                      const char *version, const char *document, size_t len,
-                      const char *provenance);
+  int (*contract_put)(ceb_instance *inst, const char *name, const char *version,
+                      const char *document, size_t len, const char *provenance);
 } ceb_host;
 
 /* ---- the plugin descriptor ---- */
@@ -243,7 +249,7 @@ typedef struct ceb_plugin {
   const char *name;     /* "kafka": matches plugin = kafka */
   const char *version;  /* the plugin's own version */
   const char *description;
-  uint32_t roles;       /* CEB_ROLE_* */
+  uint32_t roles; /* CEB_ROLE_* */
 
   /* Typed config per role, CEB_CONFIG_SPEC_END-terminated; NULL when the
    * plugin lacks the role. Keys common to every section (plugin) are the
@@ -289,17 +295,18 @@ typedef const ceb_plugin *(*ceb_plugin_query_fn)(uint32_t host_abi_major,
                                                  uint32_t host_abi_minor);
 
 /* Defines the exported query function for a descriptor. */
-#define CEB_PLUGIN_DEFINE(descriptor)                                        \
-  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,     \
-                                                uint32_t host_abi_minor);    \
-  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,     \
-                                                uint32_t host_abi_minor) {   \
-    (void)host_abi_minor;                                                    \
-    return host_abi_major == CEB_ABI_MAJOR ? &(descriptor) : NULL;           \
+#define CEB_PLUGIN_DEFINE(descriptor)                                          \
+  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,       \
+                                                uint32_t host_abi_minor);      \
+  CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t host_abi_major,       \
+                                                uint32_t host_abi_minor) {     \
+    (void)host_abi_minor;                                                      \
+    return host_abi_major == CEB_ABI_MAJOR ? &(descriptor) : NULL;             \
   }
 
 /* Logs through the host with printf checking. */
-#define CEB_LOG(host, inst, level, ...) (host)->log((inst), (level), __VA_ARGS__)
+#define CEB_LOG(host, inst, level, ...)                                        \
+  (host)->log((inst), (level), __VA_ARGS__)
 
 #ifdef __cplusplus
 }

@@ -284,6 +284,14 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   s->idle = calloc((size_t)s->max_connections + 2, sizeof(*s->idle));
   s->multi = curl_multi_init();
   if (!s->batch || !s->idle || !s->multi) return CEB_ENOMEM;
+  if (s->url_templated) {
+    /* the host's circuit keys (the sink section's circuit.*) per
+     * destination */
+    s->dests =
+        http_dest_new((uint32_t)ceb_config_int(cfg, "circuit.failures", 5),
+                      ceb_config_duration_ms(cfg, "circuit.open_for", 30000));
+    if (!s->dests) return CEB_ENOMEM;
+  }
   curl_multi_setopt(s->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                     (long)s->max_connections + 1);
   curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS,
@@ -295,6 +303,7 @@ static void sink_free(http_sink *s) {
   for (size_t i = 0; i < s->nidle; i++)
     curl_easy_cleanup(s->idle[i]);
   if (s->multi) curl_multi_cleanup(s->multi);
+  http_dest_free(s->dests);
   free(s->idle);
   free(s->batch);
   curl_slist_free_all(s->static_headers);

@@ -12,6 +12,7 @@
 
 #include "http_oauth_client.h"
 #include "http_sink.h"
+#include "http_sink_circuit.h"
 #include "http_tls.h"
 #include "http_webhook_sig.h"
 
@@ -51,7 +52,8 @@ typedef struct http_req {
   size_t resp_len, resp_cap;
   char retry_after[64];
   char allowed_origin[256];
-  int refreshed; /* already re-sent once after a 401 */
+  int refreshed;   /* already re-sent once after a 401 */
+  int dest_passed; /* its destination's circuit let it through */
   uint64_t token_generation;
   int64_t started_mono_ms;
 } http_req;
@@ -109,6 +111,9 @@ typedef struct http_sink {
   char token_error[160];
   http_gate handshake_gate;
   int64_t expired_mono_ms; /* last deadline sweep of the pending queue */
+  /* templated URL: a circuit per expanded URL (loop thread); NULL else,
+   * and the host's circuit covers the sink */
+  http_dest_table *dests;
 } http_sink;
 
 /* ---- http_sink_loop.c ---- */

@@ -56,6 +56,8 @@ static void active_unlink(http_sink *s, http_req *r) {
   if (r->kind == HTTP_REQ_DELIVERY) s->nactive--;
 }
 
+static void dest_unsent(http_sink *s, http_req *r);
+
 static void settle_one(http_sink *s, ceb_delivery *d, ceb_outcome outcome,
                        const char *reason, const char *detail) {
   ceb_settle_info info = {sizeof(info), outcome, -1, 0, reason, detail, 0};
@@ -69,6 +71,7 @@ static void fail_pending(http_sink *s, ceb_outcome outcome, int status,
                          unsigned flags) {
   http_req *r;
   while ((r = pending_pop(s))) {
+    dest_unsent(s, r);
     http_sink_settle_req(s, r, outcome, status, reason, detail, -1, flags);
     http_sink_req_free(s, r);
   }
@@ -93,6 +96,7 @@ void http_sink_abort_all(http_sink *s) {
     http_req *r = s->active;
     curl_multi_remove_handle(s->multi, r->easy);
     active_unlink(s, r);
+    if (r->kind == HTTP_REQ_DELIVERY) dest_unsent(s, r);
     http_sink_settle_req(s, r, CEB_RETRY, 0, "shutdown",
                          "the sink stopped during the transfer", -1, 0);
     http_sink_req_free(s, r);
@@ -197,10 +201,39 @@ static void expire_pending(http_sink *s) {
     }
     *p = r->next;
     if (s->pending_tail == r) s->pending_tail = prev;
+    dest_unsent(s, r);
     http_sink_settle_req(s, r, CEB_RETRY, 0, "deadline",
                          "the attempt's deadline passed before sending", -1, 0);
     http_sink_req_free(s, r);
   }
+}
+
+/* Templated URL: 1 when r's destination circuit lets it go now, else r is
+ * settled RETRY "circuit.open" (not sent; the attempt counts, as if it
+ * had failed, so an open circuit never stretches the route's schedule)
+ * and freed. */
+static int dest_pass(http_sink *s, http_req *r) {
+  if (!s->dests || r->dest_passed) return 1;
+  int64_t now = s->host->now_ms(s->inst), until = now;
+  if (http_dest_allow(s->dests, r->url, now, &until)) {
+    r->dest_passed = 1;
+    return 1;
+  }
+  char detail[96];
+  snprintf(detail, sizeof(detail),
+           "not sent: this destination's circuit is open (next probe in "
+           "%lld ms)",
+           (long long)(until > now ? until - now : 0));
+  http_sink_settle_req(s, r, CEB_RETRY, 0, "circuit.open", detail, -1, 0);
+  http_sink_req_free(s, r);
+  return 0;
+}
+
+/* r was let through but is not sent after all: a half-open destination may
+ * probe again. */
+static void dest_unsent(http_sink *s, http_req *r) {
+  if (s->dests && r->dest_passed) http_dest_cancel(s->dests, r->url);
+  r->dest_passed = 0;
 }
 
 static void dispatch(http_sink *s) {
@@ -209,8 +242,10 @@ static void dispatch(http_sink *s) {
     uint64_t gen = 0;
     if (!gates_open(s, &token, &gen)) return;
     http_req *r = pending_pop(s);
+    if (!dest_pass(s, r)) continue;
     int64_t timeout = s->timeout_ms, left = req_remaining_ms(s, r);
     if (left <= 0) {
+      dest_unsent(s, r);
       http_sink_settle_req(s, r, CEB_RETRY, 0, "deadline",
                            "the attempt's deadline passed before sending", -1,
                            0);
@@ -223,6 +258,7 @@ static void dispatch(http_sink *s) {
     if (rc == CEB_OK && curl_multi_add_handle(s->multi, r->easy) != CURLM_OK)
       rc = CEB_EINTERNAL;
     if (rc != CEB_OK) {
+      dest_unsent(s, r);
       http_sink_settle_req(s, r, CEB_RETRY, 0, "internal", ceb_strerror(rc), -1,
                            0);
       http_sink_req_free(s, r);
@@ -241,12 +277,36 @@ static const char *transfer_error(const http_req *r, CURLcode res) {
   return r->errbuf[0] ? r->errbuf : curl_easy_strerror(res);
 }
 
+/* Templated URL: the answer of r's destination moves its circuit, as the
+ * host moves its circuit of a sink (RETRY fails, any answer else succeeds,
+ * 410 opens at once). */
+static void dest_result(http_sink *s, http_req *r, ceb_outcome outcome,
+                        long code) {
+  if (!s->dests || !r->dest_passed) return;
+  r->dest_passed = 0;
+  int64_t now = s->host->now_ms(s->inst);
+  if (code == 410) {
+    http_dest_trip(s->dests, r->url, now);
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "ALERT the destination %s answered 410 (gone): its circuit is "
+            "open; other destinations go on",
+            r->url);
+  } else if (outcome == CEB_RETRY) {
+    if (http_dest_failure(s->dests, r->url, now))
+      CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+              "destination %s circuit open; other destinations go on", r->url);
+  } else {
+    http_dest_success(s->dests, r->url);
+  }
+}
+
 static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
                               long code) {
   double secs = (double)(http_sink_mono_ms() - r->started_mono_ms) / 1000.0;
   s->host->metric(s->inst, CEB_METRIC_HISTOGRAM, "http_sink_delivery_seconds",
                   NULL, secs);
   if (res != CURLE_OK) {
+    dest_result(s, r, CEB_RETRY, 0);
     http_sink_settle_req(s, r, CEB_RETRY, 0,
                          res == CURLE_OPERATION_TIMEDOUT ? "timeout"
                                                          : "network",
@@ -268,7 +328,9 @@ static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
                      r->resp_len ? r->resp : NULL, s->host->now_ms(s->inst),
                      &info, reason, sizeof(reason));
   if (info.outcome != CEB_ACK) info.detail = r->resp_len ? r->resp : NULL;
-  if (info.flags & CEB_SETTLE_OPEN_CIRCUIT)
+  if (s->dests)
+    dest_result(s, r, info.outcome, code);
+  else if (info.flags & CEB_SETTLE_OPEN_CIRCUIT)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
             "the endpoint answered %ld (gone): opening the circuit", code);
   http_sink_settle_req(s, r, info.outcome, info.status_code, info.reason,

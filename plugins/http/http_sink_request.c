@@ -31,7 +31,16 @@ void http_sink_metric_delivery(http_sink *s, const ceb_settle_info *info,
 
 void http_sink_settle(http_sink *s, ceb_delivery *d,
                       const ceb_settle_info *info) {
-  s->host->settle(s->inst, d, info);
+  if (s->dests) {
+    /* The sink keeps the circuit of each destination: no outcome of one
+     * institution's endpoint may open the host's circuit of the whole sink
+     * (a 410 opens that destination's circuit, http_sink_loop.c). */
+    ceb_settle_info own = *info;
+    own.flags = (own.flags & ~CEB_SETTLE_OPEN_CIRCUIT) | CEB_SETTLE_DESTINATION;
+    s->host->settle(s->inst, d, &own);
+  } else {
+    s->host->settle(s->inst, d, info);
+  }
   pthread_mutex_lock(&s->lock);
   s->outstanding--;
   pthread_cond_broadcast(&s->cond);

@@ -84,7 +84,7 @@ static void test_half_open_probe(void) {
       "[sink out]\nplugin = testsink\ncircuit.failures = 1\n"
       "circuit.open_for = 1s\n"
       "[route r]\nfrom = in\nto = out\n"
-      "retry.schedule = 0s 200ms 200ms 200ms 200ms\n";
+      "retry.schedule = 0s 1s 1s 1s 1s\n";
   harness h;
   if (harness_open(&h, "busyprobe", NULL, conf) != 0) return;
   testsink *out = harness_sink(&h, "out");

@@ -74,6 +74,23 @@ static int ceb_test_wait_accepting(const ceb_host *host, ceb_instance *inst) {
   return ceb_test_wait(is_accepting, &a, 10000);
 }
 
+/* The route status field of event id on route "r" as a string. */
+static const char *route_str(harness *h, const char *id, const char *field) {
+  static char buf[128];
+  buf[0] = '\0';
+  json_t *st = ceb_runtime_event_status(h->rt, id, NULL);
+  json_t *routes = json_object_get(json_array_get(st, 0), "routes");
+  size_t i;
+  json_t *r;
+  json_array_foreach(routes, i, r) {
+    const char *v = json_string_value(json_object_get(r, field));
+    if (strcmp(json_string_value(json_object_get(r, "route")), "r") == 0 && v)
+      snprintf(buf, sizeof buf, "%s", v);
+  }
+  json_decref(st);
+  return buf;
+}
+
 static void circuit_breaker(void) {
   harness h;
   if (harness_open(&h, "circuit", NULL,
@@ -81,7 +98,7 @@ static void circuit_breaker(void) {
                    "[sink out]\nplugin = testsink\ncircuit.failures = 2\n"
                    "circuit.open_for = 30s\n"
                    "[route r]\nfrom = in\nto = out\n"
-                   "retry.schedule = 0s 1s 1s 1s 1s 1s\n") != 0)
+                   "retry.schedule = 0s 1s 30s 30s 30s\n") != 0)
     return;
   testsink *out = harness_sink(&h, "out");
   testsink_script(out, flaky, NULL);
@@ -90,41 +107,52 @@ static void circuit_breaker(void) {
             0);
   CHECK(harness_wait_state(&h, "c1", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "closed");
-  harness_advance(&h, 1000); /* second failure: open */
+  harness_advance(&h, 1000); /* second failure: open until +31 s */
   CHECK(harness_wait_id(out, "c1", 2));
-  CHECK(harness_wait_state(&h, "c1", "r", "retrying"));
+  CHECK(harness_wait_route_int(&h, "c1", "r", "attempts", 2));
   CHECK_STR(circuit_of(&h, "r"), "open");
-  /* open: due work waits, nothing is attempted for 30 s */
+  /* open: nothing is sent; what falls due fails at once and counts (reason
+   * circuit.open), on the route's schedule: c2's attempts 1 and 2 */
   CHECK_INT(harness_submit(&h, "in", harness_event("c2", "nl.test.x", NULL)),
             0);
+  /* (each outcome is waited for before the clock moves: it reads the
+   * clock for the next attempt's time) */
+  CHECK(harness_wait_route_int(&h, "c2", "r", "next_attempt_at",
+                               HARNESS_T0 + 2000));
+  CHECK_INT(harness_route_int(&h, "c2", "r", "attempts"), 1);
+  CHECK_STR(route_str(&h, "c2", "last_reason"), "circuit.open");
   harness_advance(&h, 1000);
-  harness_advance(&h, 28999); /* opened at +1 s: still 1 ms to go */
+  CHECK(harness_wait_route_int(&h, "c2", "r", "next_attempt_at",
+                               HARNESS_T0 + 32000));
+  CHECK_INT(harness_route_int(&h, "c2", "r", "attempts"), 2);
   CHECK_INT(testsink_count(out), 2);
   CHECK_STR(circuit_of(&h, "r"), "open");
-  /* half-open: exactly one probe; it fails: open again */
-  harness_advance(&h, 1);
+  /* half-open at +31 s: c1 (due at +31 s) is the one probe; it fails: open
+   * again until +61 s; c2, due at +32 s, fails at once */
+  harness_advance(&h, 29000);
   CHECK(harness_wait_count(out, 3));
+  CHECK(harness_wait_route_int(&h, "c1", "r", "next_attempt_at",
+                               HARNESS_T0 + 61000));
   CHECK(ceb_test_wait_state_circuit(&h, "r", "open"));
-  /* The probe is c2 (due at +1 s, c1's retry at +2 s). The circuit opens in
-   * the settle, before the outcome reads the clock for the retry time and is
-   * committed: wait for that record before the clock moves on. */
-  CHECK(harness_wait_state(&h, "c2", "r", "retrying"));
-  CHECK_INT(harness_route_int(&h, "c2", "r", "next_attempt_at"),
-            HARNESS_T0 + 32000);
-  CHECK_INT(harness_route_int(&h, "c1", "r", "attempts"), 2);
+  harness_advance(&h, 1000);
+  CHECK(harness_wait_route_int(&h, "c2", "r", "next_attempt_at",
+                               HARNESS_T0 + 62000));
+  CHECK_INT(harness_route_int(&h, "c2", "r", "attempts"), 3);
   CHECK_INT(testsink_count(out), 3);
-  /* next probe succeeds: closed, and the rest flows */
+  /* the next probe (c1 at +61 s) succeeds: closed, and the rest flows */
   atomic_store(&g_fail, 0);
-  harness_advance(&h, 30000);
-  CHECK(harness_wait_state(&h, "c1", "r", "done"));
-  if (!harness_wait_state(&h, "c2", "r", "done")) {
-    json_t *st = ceb_runtime_event_status(h.rt, "c2", NULL);
+  harness_advance(&h, 29000);
+  if (!harness_wait_state(&h, "c1", "r", "done")) {
+    json_t *st = ceb_runtime_event_status(h.rt, "c1", NULL);
     char *d = json_dumps(st, 0);
-    CHECK_MSG(0, "c2: %s (now %lld)", d, (long long)harness_now(&h));
+    CHECK_MSG(0, "c1: %s (now %lld)", d, (long long)harness_now(&h));
     free(d);
     json_decref(st);
   }
   CHECK_STR(circuit_of(&h, "r"), "closed");
+  harness_advance(&h, 1000);
+  CHECK(harness_wait_state(&h, "c2", "r", "done"));
+  CHECK_INT(harness_route_int(&h, "c2", "r", "attempts"), 4);
   CHECK_INT(
       ceb_metrics_get(h.metrics, "cebridge_circuit_state", "sink=\"out\""), 0);
   /* 410 opens at once */
@@ -133,6 +161,87 @@ static void circuit_breaker(void) {
             0);
   CHECK(harness_wait_state(&h, "c3", "r", "retrying"));
   CHECK_STR(circuit_of(&h, "r"), "open");
+  harness_close(&h);
+}
+
+/* Issue 16 D5: a 0/1/2/3 s schedule with a circuit that opens after two
+ * failures for 30 s dead-letters on that schedule (after its 4 attempts, at
+ * +6 s), not after one probe per 30 s per attempt left (minutes). */
+static void circuit_keeps_schedule(void) {
+  harness h;
+  if (harness_open(&h, "circsched", NULL,
+                   "[source in]\nplugin = testsource\n"
+                   "[sink out]\nplugin = testsink\ncircuit.failures = 2\n"
+                   "circuit.open_for = 30s\n"
+                   "[route r]\nfrom = in\nto = out\n"
+                   "retry.schedule = 0s 1s 2s 3s\n") != 0)
+    return;
+  testsink *out = harness_sink(&h, "out");
+  testsink_script(out, flaky, NULL);
+  atomic_store(&g_fail, 1);
+  CHECK_INT(harness_submit(&h, "in", harness_event("s1", "nl.test.x", NULL)),
+            0);
+  CHECK_INT(harness_submit(&h, "in", harness_event("s2", "nl.test.x", NULL)),
+            0);
+  /* due at +1, +3, +6 s; each outcome recorded before the clock moves */
+  static const int64_t due[] = {1000, 3000, 6000};
+  CHECK(harness_wait_route_int(&h, "s1", "r", "next_attempt_at",
+                               HARNESS_T0 + due[0]));
+  CHECK(harness_wait_route_int(&h, "s2", "r", "next_attempt_at",
+                               HARNESS_T0 + due[0]));
+  CHECK(ceb_test_wait_state_circuit(&h, "r", "open")); /* two failures */
+  for (size_t i = 1; i < 3; i++) {
+    harness_advance(&h, due[i - 1] - (harness_now(&h) - HARNESS_T0));
+    CHECK(harness_wait_route_int(&h, "s1", "r", "next_attempt_at",
+                                 HARNESS_T0 + due[i]));
+    CHECK(harness_wait_route_int(&h, "s2", "r", "next_attempt_at",
+                                 HARNESS_T0 + due[i]));
+    CHECK_INT(harness_route_int(&h, "s1", "r", "attempts"), (int)i + 1);
+  }
+  harness_advance(&h, due[2] - (harness_now(&h) - HARNESS_T0));
+  /* +6 s: both dead (maxattempts), each sent once: the circuit spared the
+   * partner the other 6 attempts */
+  CHECK(harness_wait_state(&h, "s1", "r", "dead"));
+  CHECK(harness_wait_state(&h, "s2", "r", "dead"));
+  CHECK_INT(harness_now(&h), HARNESS_T0 + 6000);
+  CHECK_INT(testsink_count(out), 2);
+  harness_close(&h);
+}
+
+/* One destination of a sink that keeps circuits per destination fails
+ * (CEB_SETTLE_DESTINATION): the sink's own circuit stays closed and another
+ * destination's event is delivered at once, the clock standing still. */
+static ceb_outcome per_destination(void *arg, const ceb_delivery *d,
+                                   ceb_settle_info *info) {
+  (void)arg;
+  info->flags = CEB_SETTLE_DESTINATION;
+  int bad = strncmp(ceb_event_get(d->event, "id"), "bad", 3) == 0;
+  info->reason = bad ? "http.503" : "ok";
+  return bad ? CEB_RETRY : CEB_ACK;
+}
+
+static void circuit_per_destination(void) {
+  harness h;
+  if (harness_open(&h, "circdest", NULL,
+                   "[source in]\nplugin = testsource\n"
+                   "[sink out]\nplugin = testsink\ncircuit.failures = 2\n"
+                   "circuit.open_for = 30s\n"
+                   "[route r]\nfrom = in\nto = out\n"
+                   "retry.schedule = 0s 1m\n") != 0)
+    return;
+  testsink *out = harness_sink(&h, "out");
+  testsink_script(out, per_destination, NULL);
+  static const char *const bad[] = {"bad1", "bad2", "bad3"};
+  for (size_t i = 0; i < 3; i++) {
+    CHECK_INT(
+        harness_submit(&h, "in", harness_event(bad[i], "nl.test.x", NULL)), 0);
+    CHECK(harness_wait_state(&h, bad[i], "r", "retrying"));
+  }
+  CHECK_STR(circuit_of(&h, "r"), "closed");
+  CHECK_INT(harness_submit(&h, "in", harness_event("good1", "nl.test.x", NULL)),
+            0);
+  CHECK(harness_wait_state(&h, "good1", "r", "done"));
+  CHECK_INT(harness_route_int(&h, "good1", "r", "attempts"), 1);
   harness_close(&h);
 }
 
@@ -250,6 +359,8 @@ static void rate_limit_and_backpressure(void) {
 
 int main(void) {
   circuit_breaker();
+  circuit_keeps_schedule();
+  circuit_per_destination();
   timeout_and_settles();
   rate_limit_and_backpressure();
   return ceb_test_done("integration_core_guard");
