@@ -30,9 +30,9 @@ struct ceb_runtime;
 typedef int64_t (*ceb_bridge_clock_fn)(void *arg);
 
 typedef struct ceb_bridge_opts {
-  const char *config_dir;   /* bridge.d/ */
-  const char *plugin_dir;   /* NULL: [bridge] plugin_dir, else the default */
-  ceb_bridge_clock_fn clock;/* NULL: wall clock (tests inject one) */
+  const char *config_dir;    /* bridge.d/ */
+  const char *plugin_dir;    /* NULL: [bridge] plugin_dir, else the default */
+  ceb_bridge_clock_fn clock; /* NULL: wall clock (tests inject one) */
   void *clock_arg;
 } ceb_bridge_opts;
 
@@ -49,6 +49,22 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen);
  * flight settled, CEB_ETIMEOUT when something was left pending (it stays in
  * the store and is delivered after the next start). */
 int ceb_bridge_drain(ceb_bridge *b, int64_t deadline_ms);
+
+/* Undoes a start (after ceb_bridge_drain, or a failed start): admin API
+ * off, plugin instances destroyed, runtime closed; the loaded config and
+ * plugins stay, so that ceb_bridge_start may run again (a reload's
+ * rollback, a retry). NULL ignored. */
+void ceb_bridge_stop(ceb_bridge *b);
+
+/* 1 when the last ceb_bridge_start failed because the store could not be
+ * opened for an I/O reason (a full disk): worth retrying, unlike a damaged
+ * or foreign store (CEB_ECONFLICT) or a configuration error. */
+int ceb_bridge_store_unavailable(const ceb_bridge *b);
+
+/* Starts only the admin API, without a runtime: /healthz 200, /readyz 503,
+ * for a bridge waiting for its store (ceb_bridge_start later replaces it).
+ * < 0 with err as for ceb_bridge_start. */
+int ceb_bridge_start_waiting(ceb_bridge *b, char *err, size_t errlen);
 
 /* Destroys plugin instances, closes the runtime, unloads. NULL ignored. */
 void ceb_bridge_free(ceb_bridge *b);

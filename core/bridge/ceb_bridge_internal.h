@@ -22,6 +22,7 @@ struct ceb_bridge {
   ceb_bridge_clock_fn clock;
   void *clock_arg;
   int started;
+  int store_unavailable; /* the last start failed opening the store (I/O) */
 };
 
 #endif

@@ -26,8 +26,7 @@ static int mkdir_p(const char *path) {
   for (char *p = tmp + 1; *p; p++)
     if (*p == '/') {
       *p = '\0';
-      if (mkdir(tmp, 0750) != 0 && errno != EEXIST)
-        return -1;
+      if (mkdir(tmp, 0750) != 0 && errno != EEXIST) return -1;
       *p = '/';
     }
   return mkdir(tmp, 0750) != 0 && errno != EEXIST ? -1 : 0;
@@ -48,16 +47,14 @@ static void instance_data_dir(ceb_bridge *b, const ceb_instance *inst,
   const char *kind = inst->role == CEB_ROLE_SOURCE ? "source"
                      : inst->role == CEB_ROLE_SINK ? "sink"
                                                    : "contracts";
-  if (snprintf(buf, size, "%s/data/%s-%s", dir, kind, inst->name) >=
-      (int)size)
+  if (snprintf(buf, size, "%s/data/%s-%s", dir, kind, inst->name) >= (int)size)
     buf[0] = '\0'; /* too long: mkdir_p("") fails with a clear error */
 }
 
 static int init_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
   for (size_t i = 0; i < b->ninstances; i++) {
     ceb_instance *inst = b->instances[i];
-    if (inst->role != role)
-      continue;
+    if (inst->role != role) continue;
     char data_dir[PATH_MAX];
     instance_data_dir(b, inst, data_dir, sizeof data_dir);
     if (mkdir_p(data_dir) != 0) {
@@ -82,8 +79,7 @@ static int init_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
 static int start_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
   for (size_t i = 0; i < b->ninstances; i++) {
     ceb_instance *inst = b->instances[i];
-    if (inst->role != role)
-      continue;
+    if (inst->role != role) continue;
     int st = inst->plugin->start(inst->state);
     if (st != CEB_OK) {
       snprintf(err, errlen, "[%s] start failed: %s (see the log above)",
@@ -99,8 +95,7 @@ static int drain_role(ceb_bridge *b, uint32_t role, int64_t deadline_ms) {
   int rc = CEB_OK;
   for (size_t i = 0; i < b->ninstances; i++) {
     ceb_instance *inst = b->instances[i];
-    if (inst->role != role || !inst->started)
-      continue;
+    if (inst->role != role || !inst->started) continue;
     int st = inst->plugin->drain(inst->state, deadline_ms);
     if (st != CEB_OK) {
       ceb_log_write(CEB_LOG_WARN, inst->component, NULL,
@@ -114,6 +109,7 @@ static int drain_role(ceb_bridge *b, uint32_t role, int64_t deadline_ms) {
 }
 
 int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
+  ceb_bridge_stop(b); /* what a failed start or a waiting one left */
   b->metrics = ceb_metrics_new();
   if (!b->metrics) {
     snprintf(err, errlen, "out of memory");
@@ -128,15 +124,14 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
       .clock_arg = b->clock_arg,
   };
   int st = ceb_runtime_open(&ro, &b->rt, err, errlen);
-  if (st != CEB_OK)
-    return st;
+  b->store_unavailable = st == CEB_EIO; /* runtime open: only the store */
+  if (st != CEB_OK) return st;
 #ifdef CEB_HAVE_CONTRACTS
   /* Pins resolve once, against the register as it is now: a version
    * synced later is not applied until the operator changes the pin. */
-  st = ceb_contracts_open(b->conf, ceb_runtime_store(b->rt), &b->contracts,
-                          err, errlen);
-  if (st != CEB_OK)
-    return st;
+  st = ceb_contracts_open(b->conf, ceb_runtime_store(b->rt), &b->contracts, err,
+                          errlen);
+  if (st != CEB_OK) return st;
   ceb_runtime_set_contract_check(b->rt, ceb_contracts_check, b->contracts);
 #endif
   /* Sinks first so that deliveries resumed from the store find them ready;
@@ -144,49 +139,62 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   static const uint32_t order[] = {CEB_ROLE_SINK, CEB_ROLE_CONTRACTS,
                                    CEB_ROLE_SOURCE};
   for (size_t r = 0; r < 3; r++)
-    if ((st = init_role(b, order[r], err, errlen)) != CEB_OK)
-      return st;
+    if ((st = init_role(b, order[r], err, errlen)) != CEB_OK) return st;
   if ((st = ceb_runtime_start(b->rt)) != CEB_OK) {
     snprintf(err, errlen, "runtime start failed: %s", ceb_strerror(st));
     return st;
   }
   for (size_t r = 0; r < 3; r++)
-    if ((st = start_role(b, order[r], err, errlen)) != CEB_OK)
-      return st;
+    if ((st = start_role(b, order[r], err, errlen)) != CEB_OK) return st;
 #ifdef CEB_HAVE_ADMIN
-  if ((st = ceb_admin_start(b, &b->admin, err, errlen)) != CEB_OK)
-    return st;
+  if ((st = ceb_admin_start(b, &b->admin, err, errlen)) != CEB_OK) return st;
 #endif
   b->started = 1;
-  ceb_log_info("bridge started: %zu instances, plugins from %s",
-               b->ninstances, b->plugin_dir);
+  ceb_log_info("bridge started: %zu instances, plugins from %s", b->ninstances,
+               b->plugin_dir);
   return CEB_OK;
 }
 
 int ceb_bridge_drain(ceb_bridge *b, int64_t deadline_ms) {
   int rc = CEB_OK, st;
 #ifdef CEB_HAVE_ADMIN
-  if (b->admin)
-    ceb_admin_set_ready(b->admin, 0);
+  if (b->admin) ceb_admin_set_ready(b->admin, 0);
 #endif
   /* Sources first: they answer 503 / pause from now on, and settle what
    * they submitted (the runtime still commits). */
-  if ((st = drain_role(b, CEB_ROLE_SOURCE, deadline_ms)) != CEB_OK)
-    rc = st;
-  if (b->rt && (st = ceb_runtime_drain(b->rt, deadline_ms)) != CEB_OK)
-    rc = st;
-  if ((st = drain_role(b, CEB_ROLE_CONTRACTS, deadline_ms)) != CEB_OK)
-    rc = st;
-  if ((st = drain_role(b, CEB_ROLE_SINK, deadline_ms)) != CEB_OK)
-    rc = st;
+  if ((st = drain_role(b, CEB_ROLE_SOURCE, deadline_ms)) != CEB_OK) rc = st;
+  if (b->rt && (st = ceb_runtime_drain(b->rt, deadline_ms)) != CEB_OK) rc = st;
+  if ((st = drain_role(b, CEB_ROLE_CONTRACTS, deadline_ms)) != CEB_OK) rc = st;
+  if ((st = drain_role(b, CEB_ROLE_SINK, deadline_ms)) != CEB_OK) rc = st;
   return rc;
 }
 
-void ceb_bridge_free(ceb_bridge *b) {
-  if (!b)
-    return;
+int ceb_bridge_start_waiting(ceb_bridge *b, char *err, size_t errlen) {
+  ceb_bridge_stop(b);
+  b->metrics = ceb_metrics_new();
+  if (!b->metrics) {
+    snprintf(err, errlen, "out of memory");
+    return CEB_ENOMEM;
+  }
+#ifdef CEB_HAVE_ADMIN
+  /* no runtime: /readyz answers 503, /v1 "the store is not open" */
+  return ceb_admin_start(b, &b->admin, err, errlen);
+#else
+  (void)err;
+  (void)errlen;
+  return CEB_OK;
+#endif
+}
+
+int ceb_bridge_store_unavailable(const ceb_bridge *b) {
+  return b->store_unavailable;
+}
+
+void ceb_bridge_stop(ceb_bridge *b) {
+  if (!b) return;
 #ifdef CEB_HAVE_ADMIN
   ceb_admin_stop(b->admin);
+  b->admin = NULL;
 #endif
   /* Sources, then contracts, then sinks: a source's last callbacks may
    * still reach the runtime, which may still hand work to sinks. */
@@ -201,11 +209,22 @@ void ceb_bridge_free(ceb_bridge *b) {
         inst->state = NULL;
       }
     }
-  if (b->rt)
-    ceb_runtime_close(b->rt);
+  if (b->rt) ceb_runtime_close(b->rt);
+  b->rt = NULL;
 #ifdef CEB_HAVE_CONTRACTS
   ceb_contracts_free(b->contracts); /* the hook's last caller is gone */
+  b->contracts = NULL;
 #endif
+  for (size_t i = 0; i < b->ninstances; i++)
+    b->instances[i]->started = 0;
+  ceb_metrics_free(b->metrics);
+  b->metrics = NULL;
+  b->started = 0;
+}
+
+void ceb_bridge_free(ceb_bridge *b) {
+  if (!b) return;
+  ceb_bridge_stop(b);
   for (size_t i = 0; i < b->ninstances; i++) {
     free(b->instances[i]->name);
     free(b->instances[i]);
@@ -213,6 +232,5 @@ void ceb_bridge_free(ceb_bridge *b) {
   free(b->instances);
   ceb_loader_free(b->loader);
   ceb_conf_free(b->conf);
-  ceb_metrics_free(b->metrics);
   free(b);
 }

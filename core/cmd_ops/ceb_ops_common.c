@@ -16,10 +16,10 @@ int ceb_ops_parse(int argc, char **argv, const char *usage, ceb_ops_args *a) {
   struct {
     const char *flag;
     const char **dst;
-  } valued[] = {{"-c", &a->config_dir},  {"--config", &a->config_dir},
+  } valued[] = {{"-c", &a->config_dir},      {"--config", &a->config_dir},
                 {"--store", &a->store_path}, {"--route", &a->route},
-                {"--type", &a->type},    {"--source", &a->source},
-                {"--reason", &a->reason}, {"--since", &a->since},
+                {"--type", &a->type},        {"--source", &a->source},
+                {"--reason", &a->reason},    {"--since", &a->since},
                 {"--name", &a->name}};
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
@@ -50,8 +50,7 @@ int ceb_ops_parse(int argc, char **argv, const char *usage, ceb_ops_args *a) {
         matched = 1;
         break;
       }
-    if (matched)
-      continue;
+    if (matched) continue;
     if (s[0] == '-' && s[1]) {
       fprintf(stderr, "unknown option '%s'\n%s", s, usage);
       return -1;
@@ -92,8 +91,7 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
     const char *slash = NULL;
     if (colon)
       for (const char *p = o; p < colon; p++)
-        if (*p == '/')
-          slash = p;
+        if (*p == '/') slash = p;
     if (slash)
       snprintf(resolved, sizeof resolved, "%.*s/%s", (int)(slash - o), o, path);
   }
@@ -107,7 +105,9 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
                       .synchronous_full = 1,
                       .group_max = 64,
                       .group_wait_ms = 0,
-                      .queue_max = 1024};
+                      .queue_max = 1024,
+                      .check =
+                          CEB_STORE_CHECK_OFF}; /* the bridge checks at start */
   ceb_store *st;
   char err[512];
   if (ceb_store_open(&o, &st, err, sizeof err) != CEB_OK) {
@@ -125,15 +125,13 @@ int64_t ceb_ops_now_ms(void) {
 
 void ceb_ops_print_json(json_t *j) {
   char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  if (s)
-    printf("%s\n", s);
+  if (s) printf("%s\n", s);
   free(s);
   json_decref(j);
 }
 
 const char *ceb_ops_time(int64_t ms, char *buf) {
-  if (ms <= 0)
-    return strcpy(buf, "-");
+  if (ms <= 0) return strcpy(buf, "-");
   ceb_timestamp_format(ms, buf, 32);
   return buf;
 }

@@ -1,7 +1,7 @@
 #include "config/ceb_core_spec.h"
 
-#define MS(x) ((int64_t)(x) * 1000)
-#define DAYS(x) ((int64_t)(x) * 86400 * 1000)
+#define MS(x) ((int64_t)(x)*1000)
+#define DAYS(x) ((int64_t)(x)*86400 * 1000)
 
 const ceb_config_spec ceb_spec_bridge[] = {
     {"store", CEB_CFG_PATH, 0, "/var/lib/cebridge/store.db", 0, 0, NULL,
@@ -49,6 +49,12 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "(no acknowledged event lost on power failure); normal: acknowledged "
      "after the commit (safe against a crash of the bridge, not of the "
      "machine)."},
+    {"store.check", CEB_CFG_ENUM, 0, "quick", 0, 0, "quick|full|off",
+     "Integrity check of the store at start, before anything is accepted: "
+     "quick (PRAGMA quick_check: reads every page), full (PRAGMA "
+     "integrity_check: also cross-checks indexes, slower) or off (huge "
+     "stores whose start time matters; damage then shows only when a page "
+     "is read). A damaged store refuses to start."},
     {"idempotency.ttl", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
      "How long Idempotency-Key records are kept."},
     {"retention", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
@@ -73,8 +79,8 @@ const ceb_config_spec ceb_spec_route[] = {
      "Where dead letters go: store, or SINK:topic on a sink with topics."},
     {"retry.mode", CEB_CFG_ENUM, 0, "schedule", 0, 0, "schedule|exponential",
      "Retry policy: an explicit schedule, or exponential with full jitter."},
-    {"retry.schedule", CEB_CFG_LIST, 0, CEB_DEFAULT_RETRY_SCHEDULE, 0, 0,
-     NULL, "Delay before each attempt (the first is usually 0s)."},
+    {"retry.schedule", CEB_CFG_LIST, 0, CEB_DEFAULT_RETRY_SCHEDULE, 0, 0, NULL,
+     "Delay before each attempt (the first is usually 0s)."},
     {"retry.base", CEB_CFG_DURATION, 0, "1s", 1, DAYS(1), NULL,
      "Exponential: first delay."},
     {"retry.max_delay", CEB_CFG_DURATION, 0, "1h", 1, DAYS(7), NULL,

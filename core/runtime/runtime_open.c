@@ -37,6 +37,12 @@ static ceb_profile_level profile_of(const char *s, ceb_profile_level dflt) {
   return dflt;
 }
 
+static int store_check_of(const char *s) {
+  if (s && strcmp(s, "off") == 0) return CEB_STORE_CHECK_OFF;
+  if (s && strcmp(s, "full") == 0) return CEB_STORE_CHECK_FULL;
+  return CEB_STORE_CHECK_QUICK;
+}
+
 static void declare_metrics(ceb_metrics *m) {
   if (!m) return;
   static const struct {
@@ -204,7 +210,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
       .synchronous_full = !sync || strcmp(sync, "normal") != 0,
       .group_max = (size_t)ceb_config_int(b, "store.group_max", 512),
       .group_wait_ms = ceb_config_duration_ms(b, "store.group_wait", 0),
-      .queue_max = 4096};
+      .queue_max = 4096,
+      .check = store_check_of(ceb_config_str(b, "store.check"))};
   int rc = ceb_store_open(&so, &rt->store, err, errlen);
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;
@@ -318,6 +325,7 @@ void ceb_runtime_close(ceb_runtime *rt) {
 
 int ceb_runtime_ready(ceb_runtime *rt) {
   return rt && rt->started && !atomic_load(&rt->draining) &&
+         ceb_store_writable(rt->store, NULL, 0) &&
          ceb_engine_accepting(rt->engine);
 }
 

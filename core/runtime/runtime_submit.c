@@ -180,6 +180,13 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
   if (opts && opts->struct_size < sizeof(ceb_submit_opts))
     opts = NULL; /* too old to read: no client, no outputs */
   if (atomic_load(&rt->draining) || !rt->started) return CEB_ESHUTDOWN;
+  /* A store that cannot write (full disk, I/O error, damage) could never
+   * make the events durable: refuse before taking anything (sources answer
+   * 503 with Retry-After), rather than fail each batch after the fact. */
+  if (!ceb_store_writable(rt->store, NULL, 0)) {
+    reject_metric(rt, inst, "store_unavailable");
+    return CEB_EIO;
+  }
   if (!ceb_engine_accepting(rt->engine)) {
     reject_metric(rt, inst, "backpressure");
     return CEB_EBUSY;

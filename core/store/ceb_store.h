@@ -38,16 +38,29 @@ typedef enum ceb_dstate {
 /* "pending", "in-progress", "retrying", "done", "dead". */
 const char *ceb_dstate_name(int state);
 
+/* Integrity check at open (ceb_store_opts.check). */
+enum {
+  CEB_STORE_CHECK_QUICK = 0, /* PRAGMA quick_check: every page, no index
+                                cross-check (the default) */
+  CEB_STORE_CHECK_FULL = 1,  /* PRAGMA integrity_check: also indexes */
+  CEB_STORE_CHECK_OFF = 2    /* none (huge stores; start time matters) */
+};
+
 typedef struct ceb_store_opts {
   const char *path;      /* database file; created when missing */
   int synchronous_full;  /* 1: PRAGMA synchronous=FULL, 0: NORMAL */
   size_t group_max;      /* most ops per transaction (>= 1) */
   int64_t group_wait_ms; /* wait this long (real time) to fill a group */
   size_t queue_max;      /* most queued ingest ops before CEB_EBUSY */
+  int check;             /* CEB_STORE_CHECK_* */
 } ceb_store_opts;
 
 /* Opens (creating and migrating) the store and starts the committer.
- * Control thread. On error returns < 0 with a one-line reason in err. */
+ * Control thread. On error returns < 0 with a one-line reason in err:
+ * CEB_ECONFLICT when the file must not be used as it is (damaged, another
+ * program's, or missing / empty / replaced while its marker "<path>.id"
+ * says a store existed: store_ident.c), CEB_EIO for I/O errors such as a
+ * full disk (worth retrying), others for the rest. */
 int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
                    size_t errlen);
 /* Runs every queued op, stops the committer and closes. Control thread;
@@ -96,6 +109,11 @@ int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
 int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
 /* ceb_store_call with CEB_STORE_NOSYNC (see there). */
 int ceb_store_call_nosync(ceb_store *st, ceb_store_run_fn run, void *arg);
+/* 1 while writes succeed; 0 after a failed commit (a full disk, an I/O
+ * error: until a write succeeds again, the committer probing each second
+ * when idle), after damage met at run time or a failed WAL fsync (until a
+ * restart). why (may be NULL) gets the reason. Any thread. */
+int ceb_store_writable(ceb_store *st, char *why, size_t whylen);
 /* Number of bounded ops queued and not yet done. */
 size_t ceb_store_queued(ceb_store *st);
 /* Test and bench counters: transactions committed and ops they held. */

@@ -162,6 +162,9 @@ static int step_cached(sqlite3 *db, const char *sql) {
 static void run_group(ceb_store *st, store_op *group) {
   cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
+  /* the first error meaning "not written" (full disk, I/O, damage) */
+  int werr = began ? 0 : cebs_write_error_of(st->wdb);
+  if (!began && !werr) werr = SQLITE_ERROR;
   size_t n = 0;
   for (store_op *op = group; op; op = op->next) {
     n++;
@@ -174,17 +177,23 @@ static void run_group(ceb_store *st, store_op *group) {
       continue;
     }
     op->status = op->run(st->wdb, op->arg);
-    if (op->status < 0) step_cached(st->wdb, SQL_ROLLBACK_TO);
+    if (op->status < 0) {
+      if (!werr) werr = cebs_write_error_of(st->wdb);
+      step_cached(st->wdb, SQL_ROLLBACK_TO);
+    }
     step_cached(st->wdb, SQL_RELEASE);
   }
   int ok = began;
   if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {
+    int code = cebs_write_error_of(st->wdb);
+    werr = code ? code : werr ? werr : SQLITE_ERROR;
     ceb_log_error("store: group commit of %zu ops failed; every op fails", n);
-    cebs_exec(st->wdb, "ROLLBACK");
+    if (!sqlite3_get_autocommit(st->wdb)) cebs_exec(st->wdb, "ROLLBACK");
     for (store_op *op = group; op; op = op->next)
       op->status = CEB_EIO;
     ok = 0;
   }
+  cebs_health_group(st, werr);
   pthread_mutex_lock(&st->lock);
   st->batches++;
   st->ops += n;
@@ -219,16 +228,42 @@ static void run_group(ceb_store *st, store_op *group) {
 
 static _Thread_local ceb_store *t_store;
 
-ceb_store *cebs_committer_store(void) { return t_store; }
+ceb_store *cebs_committer_store(void) {
+  return t_store;
+}
 
 void *cebs_committer_main(void *arg) {
   ceb_store *st = arg;
   t_store = st;
   pthread_mutex_lock(&st->lock);
   for (;;) {
-    while (!st->head && !st->stopping)
-      pthread_cond_wait(&st->cond, &st->lock);
+    while (!st->head && !st->stopping) {
+      if (!cebs_health_needs_probe(st)) {
+        pthread_cond_wait(&st->cond, &st->lock);
+        continue;
+      }
+      /* writes failed and nothing else writes: try one each second, so
+       * that readiness comes back when the disk has room again */
+      wait_ms(&st->cond, &st->lock, 1000);
+      if (st->head || st->stopping) break;
+      pthread_mutex_unlock(&st->lock);
+      cebs_health_probe(st);
+      pthread_mutex_lock(&st->lock);
+    }
     if (!st->head && st->stopping) break;
+    if (cebs_health_needs_probe(st) && !st->stopping) {
+      /* busy with other writes (claims, outcomes): probe between groups,
+       * at most once a second */
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      int64_t ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+      if (ms - st->probe_at >= 1000) {
+        st->probe_at = ms;
+        pthread_mutex_unlock(&st->lock);
+        cebs_health_probe(st);
+        pthread_mutex_lock(&st->lock);
+      }
+    }
     /* While the syncer is busy, a short queue waits for it: running ahead
      * with a few ops costs a commit each (smaller groups cost more CPU per
      * event) and gains nothing, as their acks wait for the next sync

@@ -65,7 +65,50 @@ struct ceb_store {
   /* journal seqs by id hash (store_idmap.h): the committer adds on ingest,
    * the sweeper removes after its delete committed, readers look up */
   cebs_idmap ids;
+  /* write health (store_health.c), under lock */
+  char *path;
+  int write_failed; /* the last group (or probe) failed to write */
+  int write_code;   /* its SQLite error code */
+  int corrupt;      /* SQLite reported damage at run time: final */
+  int64_t probe_at; /* committer: CLOCK_MONOTONIC ms of the last probe */
 };
+
+/* Store identity (store_ident.c): the marker file beside the store and
+ * the id in the SQLite header. */
+typedef struct cebs_ident {
+  char marker[4200]; /* "<store>.id" */
+  int have_marker;
+  uint32_t id; /* the marker's, when have_marker */
+} cebs_ident;
+/* Before SQLite opens the file: reads the marker and refuses a missing or
+ * empty store file the marker says existed (CEB_ECONFLICT). */
+int cebs_ident_precheck(const char *path, cebs_ident *id, char *err,
+                        size_t errlen);
+/* After opening, before migrating: refuses another program's database. */
+int cebs_ident_foreign_check(sqlite3 *db, const char *path, char *err,
+                             size_t errlen);
+/* After migrating: the store's identity must match the marker
+ * (CEB_ECONFLICT otherwise); without a marker the store gets an identity
+ * when it has none, and the marker is written. */
+int cebs_ident_settle(sqlite3 *db, const char *path, const cebs_ident *id,
+                      char *err, size_t errlen);
+
+/* Health (store_health.c). CEB_ECONFLICT for damage (SQLITE_CORRUPT,
+ * SQLITE_NOTADB), CEB_ENOMEM, else CEB_EIO. */
+int cebs_status_of(int sqlite_rc);
+/* PRAGMA quick_check / integrity_check per mode (CEB_STORE_CHECK_*);
+ * CEB_ECONFLICT with the findings in err when the store is damaged. */
+int cebs_integrity_check(sqlite3 *db, const char *path, int mode, char *err,
+                         size_t errlen);
+/* The connection's last error when it means the write did not reach the
+ * file (full, I/O, damage), else 0. */
+int cebs_write_error_of(sqlite3 *db);
+/* Committer: records how a group ended (0: written) and logs changes. */
+void cebs_health_group(ceb_store *st, int code);
+/* Under lock: 1 while the committer should probe writes when idle. */
+int cebs_health_needs_probe(ceb_store *st);
+/* Committer thread, without lock: one small write transaction. */
+void cebs_health_probe(ceb_store *st);
 
 /* The store whose committer runs on the calling thread, NULL on any other
  * thread: how a run function (given only the connection) reaches the

@@ -47,8 +47,9 @@ int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
   if (sqlite3_open_v2(path, &db, flags, vfs) != SQLITE_OK) {
     snprintf(err, errlen, "store: cannot open %s: %s", path,
              db ? sqlite3_errmsg(db) : "out of memory");
+    int st = db ? cebs_status_of(sqlite3_errcode(db)) : CEB_ENOMEM;
     sqlite3_close(db);
-    return CEB_EIO;
+    return st;
   }
   sqlite3_busy_timeout(db, 10000);
   char sql[256];
@@ -59,10 +60,18 @@ int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
            sync_full ? "FULL" : "NORMAL");
   char *msg = NULL;
   if (!readonly && sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    snprintf(err, errlen, "store: %s: %s", path, msg ? msg : "pragma failed");
+    int st = cebs_status_of(sqlite3_errcode(db));
+    if (st == CEB_ECONFLICT)
+      snprintf(err, errlen,
+               "store: %s is not a usable SQLite database (%s): restore the "
+               "store from a backup, or point [bridge] store at the right "
+               "file",
+               path, msg ? msg : sqlite3_errmsg(db));
+    else
+      snprintf(err, errlen, "store: %s: %s", path, msg ? msg : "pragma failed");
     sqlite3_free(msg);
     sqlite3_close(db);
-    return CEB_EIO;
+    return st;
   }
   *out = db;
   return CEB_OK;
@@ -88,9 +97,20 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
   st->wal_fd = -1;
   cebs_idmap_init(&st->ids);
-  int rc = cebs_open_conn_vfs(opts->path, 0, opts->synchronous_full,
-                              cebs_vfs_writer(), &st->wdb, err, errlen);
+  cebs_ident ident;
+  st->path = strdup(opts->path);
+  int rc = st->path ? cebs_ident_precheck(opts->path, &ident, err, errlen)
+                    : CEB_ENOMEM;
+  if (rc == CEB_OK)
+    rc = cebs_open_conn_vfs(opts->path, 0, opts->synchronous_full,
+                            cebs_vfs_writer(), &st->wdb, err, errlen);
+  if (rc == CEB_OK)
+    rc = cebs_ident_foreign_check(st->wdb, opts->path, err, errlen);
+  if (rc == CEB_OK)
+    rc = cebs_integrity_check(st->wdb, opts->path, opts->check, err, errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
+  if (rc == CEB_OK)
+    rc = cebs_ident_settle(st->wdb, opts->path, &ident, err, errlen);
   if (rc == CEB_OK) rc = cebs_idmap_load(&st->ids, st->wdb, err, errlen);
   if (rc == CEB_OK && opts->synchronous_full) {
     /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
@@ -123,6 +143,7 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
     pthread_cond_destroy(&st->cond);
     pthread_mutex_destroy(&st->rlock);
     pthread_cond_destroy(&st->rcond);
+    free(st->path);
     free(st);
     return rc;
   }
@@ -149,6 +170,7 @@ void ceb_store_close(ceb_store *st) {
   pthread_cond_destroy(&st->cond);
   pthread_mutex_destroy(&st->rlock);
   pthread_cond_destroy(&st->rcond);
+  free(st->path);
   free(st);
 }
 
@@ -285,8 +307,7 @@ int64_t cebs_id_hash(const char *id) {
   return (int64_t)h;
 }
 
-void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries,
-                            uint64_t *bytes) {
+void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes) {
   if (entries) *entries = cebs_idmap_count(&st->ids);
   if (bytes) *bytes = cebs_idmap_bytes(&st->ids);
 }
