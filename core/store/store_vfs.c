@@ -37,7 +37,7 @@ typedef struct wal_file {
   unsigned char *buf;
   sqlite3_int64 off;
   size_t len;
-  int commit_next;  /* the last write was a commit frame's header */
+  int commit_next; /* the last write was a commit frame's header */
 } wal_file;
 
 static sqlite3_vfs g_vfs;
