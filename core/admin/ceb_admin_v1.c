@@ -8,6 +8,7 @@
 
 #include "admin/ceb_admin_internal.h"
 #include "bridge/ceb_bridge.h"
+#include "metrics/ceb_metrics_process.h"
 #include "runtime/ceb_runtime.h"
 #include "store/ceb_store.h"
 
@@ -55,6 +56,8 @@ int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {
     refresh_route_gauges(b, st);
   if (st)
     refresh_store_counters(b, st);
+  ceb_metrics_process_refresh(ceb_bridge_metrics(b));
+  ceb_metrics_build_info(ceb_bridge_metrics(b));
   char *text = ceb_metrics_render(ceb_bridge_metrics(b));
   if (!text)
     return ceb_admin_problem(c, 500, "internal", "cannot render metrics");

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metrics/ceb_metrics_help.h"
+
 static const double k_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                    0.05,   0.1,   0.25,   0.5,   1,    2.5,
                                    5,      10,    30,     60};
@@ -216,6 +218,24 @@ static const char *type_name(ceb_metric_type t) {
                              : "histogram";
 }
 
+/* HELP text escaping of the exposition format: backslash and newline. */
+static void sb_help(sbuf *b, const char *name, const char *help) {
+  if (!strpbrk(help, "\\\n")) {
+    sb_printf(b, "# HELP %s %s\n", name, help);
+    return;
+  }
+  sb_printf(b, "# HELP %s ", name);
+  for (const char *p = help; *p; p++) {
+    if (*p == '\\')
+      sb_printf(b, "\\\\");
+    else if (*p == '\n')
+      sb_printf(b, "\\n");
+    else
+      sb_printf(b, "%c", *p);
+  }
+  sb_printf(b, "\n");
+}
+
 char *ceb_metrics_render(ceb_metrics *m) {
   sbuf b = {malloc(4096), 0, 4096, 0};
   if (!b.p)
@@ -223,8 +243,10 @@ char *ceb_metrics_render(ceb_metrics *m) {
   b.p[0] = '\0';
   pthread_mutex_lock(&m->lock);
   for (family *f = m->families; f; f = f->next) {
-    if (f->help)
-      sb_printf(&b, "# HELP %s %s\n", f->name, f->help);
+    /* Every family gets HELP (Prometheus convention): declared text, else
+     * the catalogue's, else a generic line. */
+    const char *help = f->help ? f->help : ceb_metrics_known_help(f->name);
+    sb_help(&b, f->name, help ? help : CEB_METRICS_HELP_UNKNOWN);
     sb_printf(&b, "# TYPE %s %s\n", f->name, type_name(f->type));
     for (series *s = f->series; s; s = s->next) {
       const char *l = s->labels;
