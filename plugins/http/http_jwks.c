@@ -14,9 +14,11 @@
 #include <openssl/pem.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define JWKS_MAX_BYTES (1024 * 1024)
 #define JWKS_FETCH_TIMEOUT_MS 5000L
@@ -32,17 +34,47 @@ typedef struct jwk_set {
   size_t count;
 } jwk_set;
 
+/* A request waiting for a refresh (http_jwks_notify). */
+typedef struct jwks_waiter {
+  struct jwks_waiter *next;
+  uint64_t gen;        /* woken once this many refreshes have finished */
+  int64_t deadline_ns; /* CLOCK_MONOTONIC; or woken then */
+  http_jwks_wake_fn cb;
+  void *arg;
+} jwks_waiter;
+
 struct http_jwks {
   char *url, *file;
   int64_t min_refresh_ms;
+  int64_t wait_ms;
   http_jwks_log_fn log;
   void *log_arg;
-  pthread_mutex_t lock;    /* guards keys */
+  pthread_mutex_t lock;    /* guards keys and everything below */
   pthread_mutex_t refresh; /* one refresh at a time; taken before lock */
   jwk_set keys;
-  int64_t last_refresh_ms; /* 0: never */
+  int64_t last_refresh_ms; /* host clock of the last refresh started; 0 */
   http_tls_client tls;     /* zero: the default policy */
+  /* the refresher thread fetches when `want`; the timer thread wakes the
+   * waiters whose deadline passed (the refresher may be inside a fetch) */
+  pthread_cond_t cond;  /* want, stop, done changed */
+  pthread_cond_t tcond; /* waiters or stop changed */
+  pthread_t refresher, timer;
+  int threads; /* both started */
+  int want, running;
+  atomic_int stop; /* read by the fetch's progress callback too */
+  uint64_t done;   /* refreshes finished */
+  jwks_waiter *waiters;
 };
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static struct timespec abs_of(int64_t ns) {
+  return (struct timespec){(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+}
 
 static void logf_(http_jwks *j, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -267,6 +299,16 @@ static size_t fetch_write(char *ptr, size_t size, size_t nmemb, void *arg) {
   return n;
 }
 
+/* Ends a fetch under way when the keys are freed (shutdown). */
+static int fetch_progress(void *arg, curl_off_t dt, curl_off_t dn,
+                          curl_off_t ut, curl_off_t un) {
+  (void)dt;
+  (void)dn;
+  (void)ut;
+  (void)un;
+  return atomic_load(&((http_jwks *)arg)->stop) != 0;
+}
+
 static int fetch_url(http_jwks *j, char **out, size_t *len) {
   CURL *c = curl_easy_init();
   if (!c) return CEB_ENOMEM;
@@ -278,6 +320,9 @@ static int fetch_url(http_jwks *j, char **out, size_t *len) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, fetch_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, j);
   CURLcode rc = http_tls_client_apply(c, &j->tls);
   if (rc == CURLE_OK) rc = curl_easy_perform(c);
   long code = 0;
@@ -300,34 +345,30 @@ static int fetch_url(http_jwks *j, char **out, size_t *len) {
   return *out ? CEB_OK : CEB_ENOMEM;
 }
 
-http_jwks *http_jwks_new(const char *url, const char *file,
-                         int64_t min_refresh_ms, http_jwks_log_fn log,
-                         void *log_arg) {
-  http_jwks *j = calloc(1, sizeof *j);
-  if (!j) return NULL;
-  j->url = url ? strdup(url) : NULL;
-  j->file = file ? strdup(file) : NULL;
-  if ((url && !j->url) || (file && !j->file)) {
-    http_jwks_free(j);
-    return NULL;
+/* Caller holds j->lock; drops it while calling back. Wakes the waiters
+ * whose refresh finished or whose deadline passed (all when stopping). */
+static void wake_locked(http_jwks *j, int64_t now_ns) {
+  jwks_waiter *fire = NULL;
+  for (jwks_waiter **p = &j->waiters; *p;) {
+    jwks_waiter *w = *p;
+    if (w->gen <= j->done || w->deadline_ns <= now_ns ||
+        atomic_load(&j->stop)) {
+      *p = w->next;
+      w->next = fire;
+      fire = w;
+    } else {
+      p = &w->next;
+    }
   }
-  j->min_refresh_ms = min_refresh_ms;
-  j->log = log;
-  j->log_arg = log_arg;
-  pthread_mutex_init(&j->lock, NULL);
-  pthread_mutex_init(&j->refresh, NULL);
-  return j;
-}
-
-void http_jwks_free(http_jwks *j) {
-  if (!j) return;
-  set_free(&j->keys);
-  pthread_mutex_destroy(&j->lock);
-  pthread_mutex_destroy(&j->refresh);
-  free(j->url);
-  free(j->file);
-  http_tls_client_free(&j->tls);
-  free(j);
+  if (!fire) return;
+  pthread_mutex_unlock(&j->lock);
+  while (fire) {
+    jwks_waiter *w = fire;
+    fire = w->next;
+    w->cb(w->arg);
+    free(w);
+  }
+  pthread_mutex_lock(&j->lock);
 }
 
 int http_jwks_set_tls(http_jwks *j, const ceb_config *cfg, const char *prefix) {
@@ -336,11 +377,10 @@ int http_jwks_set_tls(http_jwks *j, const ceb_config *cfg, const char *prefix) {
 }
 
 /* Caller holds j->refresh. */
-static int refresh_locked(http_jwks *j, int64_t now_ms) {
+static int refresh_locked(http_jwks *j) {
   char *text = NULL;
   size_t len = 0;
   int st;
-  j->last_refresh_ms = now_ms;
   if (j->url) {
     st = fetch_url(j, &text, &len);
   } else {
@@ -366,41 +406,184 @@ static int refresh_locked(http_jwks *j, int64_t now_ms) {
   return CEB_OK;
 }
 
+/* The refresher: one fetch at a time, when a lookup asked for one. */
+static void *refresher_main(void *arg) {
+  http_jwks *j = arg;
+  pthread_mutex_lock(&j->lock);
+  for (;;) {
+    while (!j->want && !atomic_load(&j->stop))
+      pthread_cond_wait(&j->cond, &j->lock);
+    if (atomic_load(&j->stop)) break;
+    j->want = 0;
+    j->running = 1;
+    pthread_mutex_unlock(&j->lock);
+    pthread_mutex_lock(&j->refresh);
+    refresh_locked(j);
+    pthread_mutex_unlock(&j->refresh);
+    pthread_mutex_lock(&j->lock);
+    j->running = 0;
+    j->done++;
+    pthread_cond_broadcast(&j->cond);
+    wake_locked(j, mono_ns());
+  }
+  pthread_mutex_unlock(&j->lock);
+  return NULL;
+}
+
+/* The timer: wakes waiters at their deadline while a fetch is slow. */
+static void *timer_main(void *arg) {
+  http_jwks *j = arg;
+  pthread_mutex_lock(&j->lock);
+  while (!atomic_load(&j->stop)) {
+    int64_t next = INT64_MAX;
+    for (jwks_waiter *w = j->waiters; w; w = w->next)
+      if (w->deadline_ns < next) next = w->deadline_ns;
+    if (next == INT64_MAX) {
+      pthread_cond_wait(&j->tcond, &j->lock);
+    } else {
+      struct timespec ts = abs_of(next);
+      pthread_cond_timedwait(&j->tcond, &j->lock, &ts);
+    }
+    wake_locked(j, mono_ns());
+  }
+  pthread_mutex_unlock(&j->lock);
+  return NULL;
+}
+
+http_jwks *http_jwks_new(const char *url, const char *file,
+                         int64_t min_refresh_ms, int64_t wait_ms,
+                         http_jwks_log_fn log, void *log_arg) {
+  http_jwks *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  pthread_mutex_init(&j->lock, NULL);
+  pthread_mutex_init(&j->refresh, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&j->cond, &ca);
+  pthread_cond_init(&j->tcond, &ca);
+  pthread_condattr_destroy(&ca);
+  atomic_init(&j->stop, 0);
+  j->url = url ? strdup(url) : NULL;
+  j->file = file ? strdup(file) : NULL;
+  j->min_refresh_ms = min_refresh_ms;
+  j->wait_ms = wait_ms;
+  j->log = log;
+  j->log_arg = log_arg;
+  if ((url && !j->url) || (file && !j->file) ||
+      pthread_create(&j->refresher, NULL, refresher_main, j) != 0) {
+    http_jwks_free(j);
+    return NULL;
+  }
+  if (pthread_create(&j->timer, NULL, timer_main, j) != 0) {
+    atomic_store(&j->stop, 1);
+    pthread_mutex_lock(&j->lock);
+    pthread_cond_broadcast(&j->cond);
+    pthread_mutex_unlock(&j->lock);
+    pthread_join(j->refresher, NULL);
+    http_jwks_free(j);
+    return NULL;
+  }
+  j->threads = 1;
+  return j;
+}
+
+void http_jwks_free(http_jwks *j) {
+  if (!j) return;
+  if (j->threads) {
+    pthread_mutex_lock(&j->lock);
+    atomic_store(&j->stop, 1);
+    pthread_cond_broadcast(&j->cond);
+    pthread_cond_broadcast(&j->tcond);
+    pthread_mutex_unlock(&j->lock);
+    pthread_join(j->refresher, NULL);
+    pthread_join(j->timer, NULL);
+  }
+  pthread_mutex_lock(&j->lock);
+  wake_locked(j, INT64_MAX); /* each waiter is called back exactly once */
+  pthread_mutex_unlock(&j->lock);
+  set_free(&j->keys);
+  pthread_cond_destroy(&j->cond);
+  pthread_cond_destroy(&j->tcond);
+  pthread_mutex_destroy(&j->lock);
+  pthread_mutex_destroy(&j->refresh);
+  free(j->url);
+  free(j->file);
+  http_tls_client_free(&j->tls);
+  free(j);
+}
+
 int http_jwks_refresh(http_jwks *j, int64_t now_ms) {
+  pthread_mutex_lock(&j->lock);
+  j->last_refresh_ms = now_ms;
+  pthread_mutex_unlock(&j->lock);
   pthread_mutex_lock(&j->refresh);
-  int st = refresh_locked(j, now_ms);
+  int st = refresh_locked(j);
   pthread_mutex_unlock(&j->refresh);
   return st;
 }
 
-static int lookup(http_jwks *j, const char *kid, char **pem,
-                  http_jwk_alg *alg) {
-  int st = CEB_ENOTFOUND;
-  pthread_mutex_lock(&j->lock);
+/* Caller holds j->lock. */
+static int lookup_locked(http_jwks *j, const char *kid, char **pem,
+                         http_jwk_alg *alg) {
   for (size_t i = 0; i < j->keys.count; i++)
     if (strcmp(j->keys.keys[i].kid, kid) == 0) {
       *pem = strdup(j->keys.keys[i].pem);
       *alg = j->keys.keys[i].alg;
-      st = *pem ? CEB_OK : CEB_ENOMEM;
-      break;
+      return *pem ? CEB_OK : CEB_ENOMEM;
     }
+  return CEB_ENOTFOUND;
+}
+
+int http_jwks_find(http_jwks *j, const char *kid, int64_t now_ms, char **pem,
+                   http_jwk_alg *alg, uint64_t *gen) {
+  pthread_mutex_lock(&j->lock);
+  int st = lookup_locked(j, kid, pem, alg);
+  int asked = 0;
+  if (st == CEB_ENOTFOUND && gen) {
+    int pending = j->want || j->running;
+    if (!pending && (j->last_refresh_ms == 0 ||
+                     now_ms - j->last_refresh_ms >= j->min_refresh_ms)) {
+      j->want = 1;
+      j->last_refresh_ms = now_ms;
+      pthread_cond_broadcast(&j->cond);
+      pending = asked = 1;
+    }
+    if (pending) {
+      *gen = j->done + 1;
+      st = HTTP_JWKS_PENDING;
+    }
+  }
   pthread_mutex_unlock(&j->lock);
+  if (asked) logf_(j, 0, "unknown kid %.64s: refreshing the JWKS", kid);
   return st;
+}
+
+int http_jwks_notify(http_jwks *j, uint64_t gen, http_jwks_wake_fn cb,
+                     void *arg) {
+  jwks_waiter *w = malloc(sizeof *w);
+  if (!w) return CEB_ENOMEM;
+  *w = (jwks_waiter){NULL, gen, mono_ns() + j->wait_ms * 1000000, cb, arg};
+  pthread_mutex_lock(&j->lock);
+  w->next = j->waiters;
+  j->waiters = w;
+  pthread_cond_broadcast(&j->tcond);
+  wake_locked(j, mono_ns()); /* the refresh may have finished already */
+  pthread_mutex_unlock(&j->lock);
+  return CEB_OK;
 }
 
 int http_jwks_get(http_jwks *j, const char *kid, int64_t now_ms, char **pem,
                   http_jwk_alg *alg) {
-  int st = lookup(j, kid, pem, alg);
-  if (st != CEB_ENOTFOUND) return st;
-  pthread_mutex_lock(&j->refresh);
-  /* Another thread may have refreshed while this one waited. */
-  st = lookup(j, kid, pem, alg);
-  if (st == CEB_ENOTFOUND &&
-      (j->last_refresh_ms == 0 ||
-       now_ms - j->last_refresh_ms >= j->min_refresh_ms)) {
-    logf_(j, 0, "unknown kid %.64s: refreshing the JWKS", kid);
-    if (refresh_locked(j, now_ms) == CEB_OK) st = lookup(j, kid, pem, alg);
-  }
-  pthread_mutex_unlock(&j->refresh);
+  uint64_t gen = 0;
+  int st = http_jwks_find(j, kid, now_ms, pem, alg, &gen);
+  if (st != HTTP_JWKS_PENDING) return st;
+  int64_t deadline = mono_ns() + j->wait_ms * 1000000;
+  pthread_mutex_lock(&j->lock);
+  struct timespec ts = abs_of(deadline);
+  while (j->done < gen && !atomic_load(&j->stop) && mono_ns() < deadline)
+    pthread_cond_timedwait(&j->cond, &j->lock, &ts);
+  st = lookup_locked(j, kid, pem, alg);
+  pthread_mutex_unlock(&j->lock);
   return st;
 }

@@ -146,8 +146,11 @@ static int check_claims(const http_jwt_rules *rules, json_t *claims,
   return CEB_OK;
 }
 
-int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
-                    const char *token, int64_t now_ms, http_jwt_result *res) {
+/* gen: NULL with block set waits for a refresh (http_jwks_get); not NULL
+ * may give HTTP_JWKS_PENDING; NULL without block takes the keys as they are. */
+static int verify(http_jwks *keys, const http_jwt_rules *rules,
+                  const char *token, int64_t now_ms, http_jwt_result *res,
+                  int block, uint64_t *gen) {
   memset(res, 0, sizeof *res);
   size_t len = token ? strlen(token) : 0;
   if (len == 0) return fail(res, 401, "missing", "a bearer token is required");
@@ -192,8 +195,11 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
     goto out;
   }
   http_jwk_alg key_alg;
-  if (http_jwks_get(keys, kid, now_ms, &pem, &key_alg) != CEB_OK) {
+  int found = block ? http_jwks_get(keys, kid, now_ms, &pem, &key_alg)
+                    : http_jwks_find(keys, kid, now_ms, &pem, &key_alg, gen);
+  if (found != CEB_OK) {
     st = fail(res, 401, "kid_unknown", "the token's kid is not a known key");
+    if (found == HTTP_JWKS_PENDING) st = HTTP_JWKS_PENDING;
     goto out;
   }
   if (strcmp(alg, http_jwk_alg_name(key_alg)) != 0) {
@@ -212,4 +218,15 @@ out:
   json_decref(header);
   json_decref(claims);
   return st;
+}
+
+int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
+                    const char *token, int64_t now_ms, http_jwt_result *res) {
+  return verify(keys, rules, token, now_ms, res, 1, NULL);
+}
+
+int http_jwt_verify_async(http_jwks *keys, const http_jwt_rules *rules,
+                          const char *token, int64_t now_ms,
+                          http_jwt_result *res, uint64_t *gen) {
+  return verify(keys, rules, token, now_ms, res, 0, gen);
 }

@@ -34,9 +34,18 @@ typedef struct http_jwt_result {
 
 /* Verifies token against keys and rules at now_ms. CEB_OK with res->client
  * set, or CEB_EAUTH (401) / CEB_EFORBIDDEN (403, insufficient scope) with
- * res filled. */
+ * res filled. An unknown kid waits (blocking) at most the keys' wait bound
+ * for a refresh (http_jwks_get). */
 int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
                     const char *token, int64_t now_ms, http_jwt_result *res);
+
+/* The same without blocking. gen not NULL: an unknown kid with a refresh
+ * under way gives HTTP_JWKS_PENDING and *gen (res says kid_unknown); wait with
+ * http_jwks_notify, then call again with gen NULL, which takes the keys as
+ * they are. */
+int http_jwt_verify_async(http_jwks *keys, const http_jwt_rules *rules,
+                          const char *token, int64_t now_ms,
+                          http_jwt_result *res, uint64_t *gen);
 
 /* The OAuth2 bearer-token keys, shared by every listener that verifies
  * tokens with http_jwt (the intermediary and the pull plugin); MS() must be
@@ -49,6 +58,10 @@ int http_jwt_verify(http_jwks *keys, const http_jwt_rules *rules,
      "unknown kid."}, \
     {"oauth2.jwks_min_refresh", CEB_CFG_DURATION, 0, "30s", 0, MS(86400), NULL, \
      "Least time between two JWKS refreshes caused by unknown kids."}, \
+    {"oauth2.jwks_wait", CEB_CFG_DURATION, 0, "500ms", 0, MS(10), NULL, \
+     "Longest a request with an unknown kid waits for the JWKS refresh " \
+     "under way (in the background) before it is refused with 401; " \
+     "requests with known kids never wait."}, \
     {"oauth2.issuer", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \
      "Required iss claim."}, \
     {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL, \

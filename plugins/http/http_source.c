@@ -101,7 +101,7 @@ static int init_oauth2(http_source *s) {
   s->rules.client_claim = ceb_config_str(cfg, "oauth2.client_claim");
   s->jwks = http_jwks_new(
       url, file, ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000),
-      jwks_log, s);
+      ceb_config_duration_ms(cfg, "oauth2.jwks_wait", 500), jwks_log, s);
   if (!s->jwks || http_jwks_set_tls(s->jwks, cfg, "oauth2.") != CEB_OK)
     return CEB_ENOMEM;
   /* A file must be usable now; a URL is fetched at start (no network in

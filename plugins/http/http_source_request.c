@@ -3,11 +3,14 @@
  * First call (headers read): path, method, draining, TLS client
  * certificate, size announced, authentication, rate limit, media type and
  * the Idempotency-Key format are checked, so most refusals happen before
- * the body is read. Body calls append to a buffer capped at max_body.
- * Last call: webhook signature, idempotency reservation, decode, validate,
- * authorise types, submit -- then the connection is suspended until the
- * host's submit callback (another thread) resumes it, and only then is the
- * 202 (or 503) queued.
+ * the body is read. A token whose kid is unknown while the JWKS is being
+ * refreshed suspends the connection (never the listener thread, which
+ * serves every other connection) until the refresh ends or
+ * oauth2.jwks_wait passes; then the head's checks go on. Body calls append to a
+ * buffer capped at max_body. Last call: webhook signature, idempotency
+ * reservation, decode, validate, authorise types, submit -- then the connection
+ * is suspended until the host's submit callback (another thread) resumes it,
+ * and only then is the 202 (or 503) queued.
  *
  * A request record is shared by the MHD thread and the host's callback
  * thread: `lock` guards the hand-over fields and `refs` keeps it alive until
@@ -33,7 +36,8 @@
 typedef enum req_phase {
   PHASE_BODY = 0, /* reading the body */
   PHASE_WAIT = 1, /* submitted: waiting for the durability callback */
-  PHASE_DONE = 2  /* a response was queued */
+  PHASE_DONE = 2, /* a response was queued */
+  PHASE_KEYS = 3  /* head read; unknown kid: waiting for the JWKS refresh */
 } req_phase;
 
 /* Request headers held without copies (most requests have fewer). */
@@ -77,9 +81,10 @@ typedef struct http_req {
   http_reply reply;
   int status;
 
-  /* hand-over with the submit callback, under lock */
+  /* hand-over with the submit and JWKS callbacks, under lock */
   pthread_mutex_t lock;
   int suspended, closed, done;
+  int keys_suspended, keys_woken;
   int cb_status;
   size_t accepted, duplicates;
 } http_req;
@@ -258,7 +263,68 @@ static void remote_ip(http_req *r, char *buf, size_t n) {
               (socklen_t)n);
 }
 
-static int authenticate(http_req *r) {
+/* Resumes a request that waited for the JWKS (http_jwks_notify's
+ * callback: a refresh finished, or oauth2.jwks_wait passed). */
+static void on_keys(void *arg) {
+  http_req *r = arg;
+  pthread_mutex_lock(&r->lock);
+  r->keys_woken = 1;
+  if (r->keys_suspended && !r->closed) {
+    r->keys_suspended = 0;
+    MHD_resume_connection(r->conn);
+  }
+  pthread_mutex_unlock(&r->lock);
+  req_unref(r);
+}
+
+/* Caller holds s->lock. */
+static void unlist(http_source *s, http_req *r) {
+  if (!r->listed) return;
+  if (r->prev)
+    r->prev->next = r->next;
+  else
+    s->suspended = r->next;
+  if (r->next) r->next->prev = r->prev;
+  r->listed = 0;
+}
+
+/* Caller holds s->lock. */
+static void enlist(http_source *s, http_req *r) {
+  r->next = s->suspended;
+  r->prev = NULL;
+  if (s->suspended) s->suspended->prev = r;
+  s->suspended = r;
+  r->listed = 1;
+}
+
+/* An unknown kid while the JWKS is being refreshed: the connection is
+ * suspended, never the listener thread, until the refresh ends or
+ * oauth2.jwks_wait passes. 1 when suspended; 0 when the wake-up came
+ * already or cannot be had (go on with the keys as they are). */
+static int await_keys(http_req *r, uint64_t gen) {
+  http_source *s = r->src;
+  atomic_fetch_add(&r->refs, 1); /* the callback's */
+  if (http_jwks_notify(s->jwks, gen, on_keys, r) != CEB_OK) {
+    atomic_fetch_sub(&r->refs, 1);
+    return 0;
+  }
+  pthread_mutex_lock(&s->lock);
+  pthread_mutex_lock(&r->lock);
+  int suspend = !r->keys_woken && !s->stopping;
+  if (suspend) {
+    r->keys_suspended = 1;
+    r->phase = PHASE_KEYS;
+    MHD_suspend_connection(r->conn);
+    enlist(s, r);
+  }
+  pthread_mutex_unlock(&r->lock);
+  pthread_mutex_unlock(&s->lock);
+  return suspend;
+}
+
+/* 1 authenticated, 0 refused (r->reply set), 2 suspended waiting for the
+ * JWKS. after_wait: the keys as they are, no new refresh or wait. */
+static int authenticate(http_req *r, int after_wait) {
   http_source *s = r->src;
   if (!s->auth_oauth2) return 1;
   const char *authz = ceb_headers_get(&r->headers, "Authorization");
@@ -275,8 +341,15 @@ static int authenticate(http_req *r) {
   while (*token == ' ')
     token++;
   http_jwt_result res;
-  int st = http_jwt_verify(s->jwks, &s->rules, token, s->host->now_ms(s->inst),
-                           &res);
+  uint64_t gen = 0;
+  int st =
+      http_jwt_verify_async(s->jwks, &s->rules, token, s->host->now_ms(s->inst),
+                            &res, after_wait ? NULL : &gen);
+  if (st == HTTP_JWKS_PENDING) {
+    if (await_keys(r, gen)) return 2;
+    st = http_jwt_verify_async(s->jwks, &s->rules, token,
+                               s->host->now_ms(s->inst), &res, NULL);
+  }
   if (st == CEB_OK) {
     snprintf(r->client, sizeof r->client, "%s", res.client);
     r->has_client = 1;
@@ -306,7 +379,10 @@ static const char *client_types(http_source *s, const char *client) {
   return NULL;
 }
 
-/* Returns 1 to go on reading the body, 0 when r->reply is set. */
+static int after_auth(http_req *r);
+
+/* Returns 1 to go on reading the body, 0 when r->reply is set, 2 when the
+ * connection is suspended for the JWKS (resumed into keys_resumed). */
 static int first_call(http_req *r, const char *url, const char *method) {
   http_source *s = r->src;
   r->headers.items = r->headers_inline;
@@ -358,7 +434,15 @@ static int first_call(http_req *r, const char *url, const char *method) {
     }
     r->announced = (size_t)n;
   }
-  if (!authenticate(r)) return 0;
+  int auth = authenticate(r, 0);
+  if (auth != 1) return auth;
+  return after_auth(r);
+}
+
+/* The checks of the request head after authentication. 1 to go on reading
+ * the body, 0 when r->reply is set. */
+static int after_auth(http_req *r) {
+  http_source *s = r->src;
   if (s->nclients > 0 && !client_types(s, r->has_client ? r->client : "")) {
     http_reply_problem(&r->reply, 403, "client.not_allowed",
                        "this client may not send events here");
@@ -798,11 +882,7 @@ static int submit(http_req *r, ceb_event **events, size_t count, int batch) {
   if (suspend) {
     r->suspended = 1;
     MHD_suspend_connection(r->conn);
-    r->next = s->suspended;
-    r->prev = NULL;
-    if (s->suspended) s->suspended->prev = r;
-    s->suspended = r;
-    r->listed = 1;
+    enlist(s, r);
   }
   int done = r->done;
   pthread_mutex_unlock(&r->lock);
@@ -850,6 +930,23 @@ static int complete(http_req *r, const char *method, const char *url) {
   return submit(r, events, count, batch);
 }
 
+static enum MHD_Result keys_resumed(http_req *r) {
+  http_source *s = r->src;
+  pthread_mutex_lock(&s->lock);
+  unlist(s, r);
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_lock(&r->lock);
+  int woken = r->keys_woken;
+  pthread_mutex_unlock(&r->lock);
+  r->phase = PHASE_BODY;
+  if (!woken) { /* resumed by the daemon stopping */
+    reply_unavailable(r, "draining", "the intermediary is shutting down");
+    return queue_reply(r);
+  }
+  if (authenticate(r, 1) != 1 || !after_auth(r)) return queue_reply(r);
+  return MHD_YES;
+}
+
 enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
                                    const char *url, const char *method,
                                    const char *version, const char *upload_data,
@@ -874,6 +971,9 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
     *upload_data_size = 0;
     return MHD_YES;
   }
+  /* resumed from the JWKS wait: libmicrohttpd calls again in the request
+   * head's state (no body yet), where a response may still be queued */
+  if (r->phase == PHASE_KEYS) return keys_resumed(r);
   if (*upload_data_size) {
     int ok = append_body(r, upload_data, *upload_data_size);
     *upload_data_size = 0;
@@ -915,14 +1015,7 @@ void http_source_completed(void *cls, struct MHD_Connection *conn,
   r->closed = 1;
   pthread_mutex_unlock(&r->lock);
   pthread_mutex_lock(&s->lock);
-  if (r->listed) {
-    if (r->prev)
-      r->prev->next = r->next;
-    else
-      s->suspended = r->next;
-    if (r->next) r->next->prev = r->prev;
-    r->listed = 0;
-  }
+  unlist(s, r);
   if (r->submitted) {
     s->pending--;
     pthread_cond_broadcast(&s->cond);
@@ -936,8 +1029,8 @@ void http_source_resume_all(http_source *s) {
   s->stopping = 1;
   for (http_req *r = s->suspended; r; r = r->next) {
     pthread_mutex_lock(&r->lock);
-    if (r->suspended && !r->closed) {
-      r->suspended = 0;
+    if ((r->suspended || r->keys_suspended) && !r->closed) {
+      r->suspended = r->keys_suspended = 0;
       MHD_resume_connection(r->conn);
     }
     pthread_mutex_unlock(&r->lock);

@@ -276,8 +276,8 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
     }
     s->jwks = http_jwks_new(
         url, file,
-        ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000), jwks_log,
-        s);
+        ceb_config_duration_ms(cfg, "oauth2.jwks_min_refresh", 30000),
+        ceb_config_duration_ms(cfg, "oauth2.jwks_wait", 500), jwks_log, s);
     if (!s->jwks || http_jwks_set_tls(s->jwks, cfg, "oauth2.") != CEB_OK)
       return CEB_ENOMEM;
     s->rules.issuer = ceb_config_str(cfg, "oauth2.issuer");

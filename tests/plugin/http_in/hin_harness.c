@@ -276,8 +276,10 @@ int hin_error_index(const hin_resp *r, int i) {
 
 static void *async_main(void *arg) {
   hin_async *a = arg;
+  a->start_ms = ceb_test_now_ms();
   a->resp = hin_request(a->url, "POST", (const char *const *)a->headers,
                         a->body, strlen(a->body), 0);
+  a->elapsed_ms = ceb_test_now_ms() - a->start_ms;
   atomic_store(&a->done, 1);
   return NULL;
 }

@@ -72,6 +72,7 @@ typedef struct hin_async {
   char **headers;
   char *body;
   hin_resp resp;
+  int64_t start_ms, elapsed_ms; /* ceb_test_now_ms; elapsed once done */
 } hin_async;
 
 /* Runs hin_post on a thread. */

@@ -123,7 +123,9 @@ int main(void) {
   snprintf(url_entry, sizeof url_entry,
            "oauth2.jwks_url=http://127.0.0.1:%d/certs", port);
   const char *const cfg[] = {url_entry, "oauth2.audience=cebridge",
-                             "oauth2.jwks_min_refresh=10s", NULL};
+                             "oauth2.jwks_min_refresh=10s",
+                             /* the refreshes here are waited for */
+                             "oauth2.jwks_wait=10s", NULL};
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
   if (e) {

@@ -260,7 +260,7 @@ int main(void) {
   char path[512];
   snprintf(path, sizeof path, "%s/jwks.json", dir);
   CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 0), CEB_OK);
-  keys = http_jwks_new(NULL, path, 3600000, NULL, NULL);
+  keys = http_jwks_new(NULL, path, 3600000, 500, NULL, NULL);
   CHECK_INT(http_jwks_refresh(keys, 1), CEB_OK);
   test_claims();
   test_headers_and_garbage();
