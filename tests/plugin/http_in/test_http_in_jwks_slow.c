@@ -3,7 +3,7 @@
  * until the test lets it go. While it holds a refresh caused by tokens with
  * random kids, on an intermediary with one listener thread:
  * - requests with a valid token (known kid) are all answered 202 before
- *   the JWKS server answers (completion times against the answer's time);
+ *   the JWKS server answers;
  * - the random-kid requests are refused 401 auth.kid_unknown
  *   (problem+json) after waiting at most oauth2.jwks_wait (plus a margin),
  *   also before the JWKS server answers;
@@ -211,24 +211,15 @@ int main(void) {
               "unknown kid answered after %lld ms",
               (long long)rnd[i]->elapsed_ms);
   }
+  /* all of them were answered while the JWKS server still held its
+   * answer (it answers when released below, or after HOLD_MS) */
+  CHECK(!held_answered(&idp));
   CHECK_INT(idp_get(&idp, &idp.fetches), 2); /* one fetch for them all */
 
   /* rotation: the issuer publishes rsa2, then answers */
   CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 1), CEB_OK);
   release(&idp);
   CHECK(ceb_test_wait(held_answered, &idp, 20000));
-  /* everything above was answered while the JWKS server held its answer */
-  pthread_mutex_lock(&idp.lock);
-  int64_t answered_ms = idp.answered_ms;
-  pthread_mutex_unlock(&idp.lock);
-  for (int i = 0; i < VALID; i++)
-    CHECK_MSG(ok[i]->start_ms + ok[i]->elapsed_ms < answered_ms,
-              "valid request %d answered %lld ms after the JWKS", i,
-              (long long)(ok[i]->start_ms + ok[i]->elapsed_ms - answered_ms));
-  for (int i = 0; i < RANDOM_KIDS; i++)
-    CHECK_MSG(rnd[i]->start_ms + rnd[i]->elapsed_ms < answered_ms,
-              "random kid %d answered %lld ms after the JWKS", i,
-              (long long)(rnd[i]->start_ms + rnd[i]->elapsed_ms - answered_ms));
   char *tok2 = hin_token(iss, "RS256", "rsa2", claims);
   rotated rot = {e, tok2};
   CHECK(ceb_test_wait(accepted, &rot, 20000));
