@@ -13,6 +13,7 @@
 
 #include "admin/ceb_admin_guard.h"
 #include "admin/ceb_admin_internal.h"
+#include "admin/ceb_admin_tls.h"
 #include "admin/ceb_admin_token.h"
 #include "bridge/ceb_bridge.h"
 #include "log/ceb_log.h"
@@ -27,6 +28,7 @@ struct ceb_admin {
   _Atomic(ceb_admin_guard *) guard;
   atomic_int ready;
   int port;
+  ceb_admin_tls tls; /* no cert: plain HTTP */
 };
 
 int ceb_admin_reply(struct MHD_Connection *c, int status,
@@ -183,14 +185,33 @@ int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
     free(a);
     return st;
   }
+  st = ceb_admin_tls_load(cfg, &a->tls, err, errlen);
+  if (st != CEB_OK) {
+    OPENSSL_cleanse(a->token, strlen(a->token));
+    free(a->token);
+    free(a);
+    return st;
+  }
+  struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
+  if (a->tls.cert) {
+    flags |= MHD_USE_TLS;
+    tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls.cert};
+    tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls.key};
+    /* without it GnuTLS's NORMAL applies: TLS 1.0 and static RSA */
+    tls[2] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_PRIORITIES, 0,
+                                     a->tls.priority};
+    tls[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  }
   atomic_store(&a->ready, 1);
-  a->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, a,
-                            MHD_OPTION_SOCK_ADDR, sa,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                            MHD_OPTION_END);
+  a->mhd = MHD_start_daemon(
+      flags, 0, NULL, NULL, handle, a, MHD_OPTION_SOCK_ADDR, sa,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)64, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!a->mhd) {
-    snprintf(err, errlen, "admin API cannot listen on %s (in use?)", listen);
+    snprintf(err, errlen, "admin API cannot listen on %s (in use?%s)", listen,
+             a->tls.cert ? ", or admin.tls.cert / admin.tls.key unusable" : "");
+    ceb_admin_tls_free(&a->tls);
+    OPENSSL_cleanse(a->token, strlen(a->token));
     free(a->token);
     free(a);
     return CEB_EIO;
@@ -206,7 +227,8 @@ int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
     ceb_admin_stop(a);
     return CEB_ENOMEM;
   }
-  ceb_log_info("admin API listening on %s:%d", host, a->port);
+  ceb_log_info("admin API listening on %s://%s:%d",
+               a->tls.cert ? "https" : "http", host, a->port);
   if (strcmp(source, "config") == 0) {
     ceb_log_info("admin API token: admin.token");
   } else {
@@ -245,5 +267,6 @@ void ceb_admin_stop(ceb_admin *a) {
   ceb_admin_guard_free(atomic_load(&a->guard));
   if (a->token) OPENSSL_cleanse(a->token, strlen(a->token));
   free(a->token);
+  ceb_admin_tls_free(&a->tls);
   free(a);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "admin/ceb_admin_tls.h"
 #include "admin/ceb_admin_token.h"
 #include "bridge/ceb_bridge.h"
 #include "cli/ceb_cli.h"
@@ -25,7 +26,8 @@ static const char k_admin_usage[] =
 
 /* host:port in URL form for the listen address: a wildcard is reached on
  * loopback. 0 when there is no usable port. */
-static int base_url(const ceb_config *cfg, char *url, size_t size) {
+static int base_url(const ceb_config *cfg, const char *scheme, char *url,
+                    size_t size) {
   const char *listen = ceb_config_str(cfg, "admin.listen");
   char host[256];
   int port = 0;
@@ -52,7 +54,7 @@ static int base_url(const ceb_config *cfg, char *url, size_t size) {
   else if (strcmp(host, "::") == 0)
     h = "::1";
   int v6 = strchr(h, ':') != NULL;
-  snprintf(url, size, "http://%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "",
+  snprintf(url, size, "%s://%s%s%s:%d", scheme, v6 ? "[" : "", h, v6 ? "]" : "",
            port);
   return 1;
 }
@@ -71,7 +73,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
   return len;
 }
 
-static int call(const char *url, int post, const char *token) {
+/* pin: "" for plain HTTP, else the admin certificate's key pin: the
+ * connection is trusted when the bridge shows that key (the CLI reads the
+ * same config), whatever names or CA its certificate has. */
+static int call(const char *url, int post, const char *token, const char *pin) {
   CURL *c = curl_easy_init();
   if (!c) return 2;
   char auth[CEB_ADMIN_TOKEN_MAX + 32];
@@ -85,6 +90,12 @@ static int call(const char *url, int post, const char *token) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &o);
+  if (*pin) {
+    curl_easy_setopt(c, CURLOPT_PINNEDPUBLICKEY, pin);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(c, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
+  }
   if (post) {
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
@@ -148,9 +159,14 @@ int ceb_cmd_admin(int argc, char **argv) {
     token = strdup(env);
   else if (ceb_admin_token_get(cfg, 0, &token, NULL, err, sizeof err) != CEB_OK)
     fprintf(stderr, "cebridge admin: %s\n", err);
-  if (token && base_url(cfg, base, sizeof base)) {
+  char pin[128];
+  int tls = token
+                ? ceb_admin_tls_pin(cfg, NULL, pin, sizeof pin, err, sizeof err)
+                : -1;
+  if (token && tls < 0) fprintf(stderr, "cebridge admin: %s\n", err);
+  if (tls >= 0 && base_url(cfg, tls ? "https" : "http", base, sizeof base)) {
     snprintf(url, sizeof url, "%s%s", base, path);
-    out = call(url, strcasecmp(argv[i], "post") == 0, token);
+    out = call(url, strcasecmp(argv[i], "post") == 0, token, pin);
   }
   if (token) {
     OPENSSL_cleanse(token, strlen(token));

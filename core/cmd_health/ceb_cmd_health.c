@@ -85,9 +85,9 @@ int ceb_cmd_health(int argc, char **argv) {
   long timeout_ms = 2000; /* below a container runtime's usual 3 s */
   int rc = parse(argc, argv, &dir, &live, &timeout_ms);
   if (rc) return rc > 0 ? 0 : 2;
-  char base[600], why[1024];
-  ceb_health_addr_rc arc =
-      ceb_health_admin_url(dir, base, sizeof base, why, sizeof why);
+  char base[600], why[1024], pin[128];
+  ceb_health_addr_rc arc = ceb_health_admin_url(dir, base, sizeof base, pin,
+                                                sizeof pin, why, sizeof why);
   if (arc != CEB_HEALTH_ADDR_OK) {
     fprintf(stderr, "cebridge health: %s\n", why);
     return arc == CEB_HEALTH_ADDR_DOWN ? 1 : 2;
@@ -116,6 +116,12 @@ int ceb_cmd_health(int argc, char **argv) {
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, curl_err);
+  if (*pin) { /* trust exactly the configured certificate's key */
+    curl_easy_setopt(c, CURLOPT_PINNEDPUBLICKEY, pin);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    curl_easy_setopt(c, CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2);
+  }
   CURLcode cc = curl_easy_perform(c);
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

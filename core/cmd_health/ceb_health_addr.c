@@ -6,6 +6,7 @@
 
 #include <ceb/ceb.h>
 
+#include "admin/ceb_admin_tls.h"
 #include "config/ceb_conf.h"
 #include "config/ceb_core_spec.h"
 
@@ -44,8 +45,9 @@ static ceb_health_addr_rc read_port_file(const char *dir, const char *path,
 }
 
 ceb_health_addr_rc ceb_health_admin_url(const char *dir, char *url,
-                                        size_t urllen, char *why,
-                                        size_t whylen) {
+                                        size_t urllen, char *pin, size_t pinlen,
+                                        char *why, size_t whylen) {
+  pin[0] = '\0';
   ceb_conf *conf = NULL;
   ceb_conf_errors errs;
   memset(&errs, 0, sizeof errs);
@@ -94,10 +96,16 @@ ceb_health_addr_rc ceb_health_admin_url(const char *dir, char *url,
     ask = "127.0.0.1";
   else if (strcmp(host, "::") == 0)
     ask = "::1";
+  /* relative to the config directory, as ceb_conf_check resolves it */
+  char *base = realpath(dir, NULL);
+  int tls = ceb_admin_tls_pin(b, base ? base : dir, pin, pinlen, why, whylen);
+  free(base);
+  if (tls < 0) goto out;
+  const char *scheme = tls ? "https" : "http";
   if (strchr(ask, ':'))
-    snprintf(url, urllen, "http://[%s]:%d", ask, port);
+    snprintf(url, urllen, "%s://[%s]:%d", scheme, ask, port);
   else
-    snprintf(url, urllen, "http://%s:%d", ask, port);
+    snprintf(url, urllen, "%s://%s:%d", scheme, ask, port);
   rc = CEB_HEALTH_ADDR_OK;
 out:
   ceb_conf_free(conf);

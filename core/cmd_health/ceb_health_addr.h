@@ -15,10 +15,11 @@ typedef enum ceb_health_addr_rc {
   CEB_HEALTH_ADDR_CONFIG = 2, /* config unreadable, admin API off, bad value */
 } ceb_health_addr_rc;
 
-/* Writes "http://HOST:PORT" into url (urllen bytes), or the reason into why.
- * Caller owns the buffers. */
+/* Writes "http://HOST:PORT" (or https:// when admin.tls.cert is set, with
+ * the certificate's key pin for libcurl in pin, else "") into url (urllen
+ * bytes), or the reason into why. Caller owns the buffers. */
 ceb_health_addr_rc ceb_health_admin_url(const char *config_dir, char *url,
-                                        size_t urllen, char *why,
-                                        size_t whylen);
+                                        size_t urllen, char *pin, size_t pinlen,
+                                        char *why, size_t whylen);
 
 #endif

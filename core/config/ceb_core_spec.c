@@ -1,5 +1,7 @@
 #include "config/ceb_core_spec.h"
 
+#include <ceb/tls.h>
+
 #define MS(x) ((int64_t)(x)*1000)
 #define DAYS(x) ((int64_t)(x)*86400 * 1000)
 
@@ -24,6 +26,14 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "name:port), e.g. the name a reverse proxy or a wildcard listen address "
      "is reached by. Always accepted: the listen address, localhost, "
      "127.0.0.1 and [::1] with the port."},
+    {"admin.tls.cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "PEM certificate (chain) of the admin API; set with admin.tls.key to "
+     "serve HTTPS (cebridge admin and health then trust exactly this "
+     "certificate's key)."},
+    {"admin.tls.key", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "PEM private key of admin.tls.cert (unencrypted; keep the file "
+     "private)."},
+    CEB_TLS_LISTENER_POLICY_SPEC("admin."),
     {"admin.port_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "File the admin API writes its bound port to (useful with port 0)."},
     {"log.format", CEB_CFG_ENUM, 0, "json", 0, 0, "json|text",
