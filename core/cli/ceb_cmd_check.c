@@ -9,6 +9,7 @@
 #include "cli/ceb_cli.h"
 #include "config/ceb_core_spec.h"
 #include "loader/ceb_loader.h"
+#include "router/ceb_route_batch.h"
 
 static int load_or_report(const ceb_cli_common *c, ceb_bridge **b) {
   ceb_bridge_opts o = {.config_dir = c->config_dir,
@@ -25,6 +26,33 @@ static int load_or_report(const ceb_cli_common *c, ceb_bridge **b) {
             errs.count == 1 ? "" : "s", c->config_dir);
   }
   return st;
+}
+
+/* Valid but self-defeating combinations, as "file:line: warning: ..." on
+ * stderr (the exit status stays 0). Returns how many. */
+static size_t check_warnings(const ceb_conf *conf) {
+  size_t n = 0;
+  for (size_t k = 0; k < conf->count; k++) {
+    const ceb_conf_section *r = &conf->sections[k];
+    if (strcmp(r->kind, "route") != 0) continue;
+    const char *to = ceb_config_str(r->cfg, "to");
+    const ceb_config *sink = NULL;
+    for (size_t j = 0; to && j < conf->count; j++)
+      if (strcmp(conf->sections[j].kind, "sink") == 0 &&
+          strcmp(conf->sections[j].name, to) == 0)
+        sink = conf->sections[j].cfg;
+    ceb_route_batch fit = ceb_route_batch_fit(
+        r->cfg, (uint32_t)ceb_config_int(r->cfg, "max_inflight", 64), sink);
+    if (!fit.cannot_fill) continue;
+    fprintf(stderr,
+            "%s: warning: route %s: max_inflight %u is below sink %s's "
+            "batch.max %u: no batch ever fills, one goes out per batch.wait "
+            "(raise max_inflight to %u or more, or leave it unset)\n",
+            ceb_config_origin(r->cfg, "max_inflight"), r->name,
+            fit.max_inflight, to, fit.batch_max, 2 * fit.batch_max);
+    n++;
+  }
+  return n;
 }
 
 static const char k_check_usage[] =
@@ -52,6 +80,7 @@ int ceb_cmd_check(int argc, char **argv) {
     n[r == CEB_ROLE_SOURCE ? 0 : r == CEB_ROLE_SINK ? 1 : 2]++;
   }
   const ceb_conf *conf = ceb_bridge_conf(b);
+  check_warnings(conf);
   for (size_t k = 0; k < conf->count; k++)
     if (strcmp(conf->sections[k].kind, "route") == 0)
       n[3]++;

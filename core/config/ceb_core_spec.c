@@ -103,7 +103,9 @@ const ceb_config_spec ceb_spec_route[] = {
      "Per-attempt timeout; a sink that has not settled by then counts as a "
      "retryable failure."},
     {"max_inflight", CEB_CFG_INT, 0, "64", 1, 100000, NULL,
-     "Most attempts of this route in progress at once."},
+     "Most attempts of this route in progress at once. Unset, with a sink "
+     "in batch mode (mode = batch): at least 2 x the sink's batch.max, so "
+     "that batches fill."},
     {"contract", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "Contract pin NAME@1.2.0 or NAME@^1: events must match a message of it."},
     {"contract.mode", CEB_CFG_ENUM, 0, "enforce", 0, 0, "enforce|warn",

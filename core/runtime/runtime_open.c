@@ -8,6 +8,7 @@
 #include <ceb/ceb.h>
 
 #include "log/ceb_log.h"
+#include "router/ceb_route_batch.h"
 #include "runtime/runtime_internal.h"
 
 int64_t cebr_now(ceb_runtime *rt) {
@@ -145,11 +146,22 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
         return CEB_ECONFIG;
       }
     }
+    /* A batching sink needs a batch's worth in flight (defaults must not
+     * starve each other: 64 against batch.max 100 sent one partial batch
+     * per batch.wait). */
+    ceb_route_batch fit =
+        ceb_route_batch_fit(sec->cfg, r->max_inflight, rt->instances[to]->cfg);
+    if (fit.cannot_fill)
+      ceb_log_warn("%s: route %s: max_inflight %u is below sink %s's "
+                   "batch.max %u: no batch fills, one goes out per "
+                   "batch.wait (raise max_inflight to %u or more)",
+                   ceb_config_origin(sec->cfg, "max_inflight"), r->name,
+                   fit.max_inflight, r->to, fit.batch_max, 2 * fit.batch_max);
     /* Engine sink indexes are instance indexes (non-sinks are unused). */
     (*eroutes)[rt->nroutes - 1] =
         (ceb_engine_route){.name = r->name,
                            .sink = (size_t)to,
-                           .max_inflight = r->max_inflight,
+                           .max_inflight = fit.max_inflight,
                            .timeout_ms = r->timeout_ms,
                            .retry = &r->retry,
                            .dlq_sink = dlq,

@@ -19,7 +19,9 @@ const ceb_config_spec http_sink_spec[] = {
      "CloudEvents HTTP content mode; batch posts "
      "application/cloudevents-batch+json."},
     {"batch.max", CEB_CFG_INT, 0, "100", 1, 10000, NULL,
-     "Most events in one batch request."},
+     "Most events in one batch request. A route to this sink needs "
+     "max_inflight >= batch.max to fill one: left unset, it is raised to "
+     "2 x batch.max; set lower, check warns."},
     {"batch.wait", CEB_CFG_DURATION, 0, "200ms", 0, 60000, NULL,
      "Longest wait for a batch to fill before it is sent."},
     {"max_connections", CEB_CFG_INT, 0, "8", 1, 1024, NULL,

@@ -7,6 +7,7 @@
 #include "config/ceb_config_build.h"
 #include "config/ceb_core_spec.h"
 #include "router/ceb_route.h"
+#include "router/ceb_route_batch.h"
 
 static ceb_config *cfg_of(const char *const *kv) {
   ceb_config *c = ceb_config_new("r");
@@ -28,7 +29,54 @@ static ceb_event *ev_of(const char *type, const char *subject,
   return e;
 }
 
+static ceb_config *sink_of(const char *const *kv) {
+  ceb_config *c = ceb_config_new("s");
+  for (; kv[0]; kv += 2)
+    ceb_config_put(c, kv[0], kv[1], "sink.conf", 7);
+  return c;
+}
+
+/* Issue 16 B5: a route's default max_inflight (64) never starves a batching
+ * sink's batch.max (100): the effective value covers two batches; an
+ * explicit value is kept, and flagged when it cannot fill one. */
+static void test_batch_fit(void) {
+  const char *route_default[] = {"from", "in", "to", "out", NULL};
+  const char *route_50[] = {"from",         "in", "to", "out",
+                            "max_inflight", "50", NULL};
+  const char *route_300[] = {"from",         "in",  "to", "out",
+                             "max_inflight", "300", NULL};
+  const char *batch[] = {"mode", "batch", "batch.max", "100", NULL};
+  const char *binary[] = {"mode", "binary", "batch.max", "100", NULL};
+  ceb_config *rd = cfg_of(route_default), *r50 = cfg_of(route_50),
+             *r300 = cfg_of(route_300), *sb = sink_of(batch),
+             *sn = sink_of(binary);
+  ceb_route_batch f = ceb_route_batch_fit(rd, 64, sb);
+  CHECK_INT(f.batch_max, 100);
+  CHECK_INT(f.max_inflight, 200);
+  CHECK_INT(f.explicit_inflight, 0);
+  CHECK_INT(f.cannot_fill, 0);
+  f = ceb_route_batch_fit(r50, 50, sb);
+  CHECK_INT(f.max_inflight, 50);
+  CHECK_INT(f.explicit_inflight, 1);
+  CHECK_INT(f.cannot_fill, 1);
+  f = ceb_route_batch_fit(r300, 300, sb);
+  CHECK_INT(f.max_inflight, 300);
+  CHECK_INT(f.cannot_fill, 0);
+  f = ceb_route_batch_fit(rd, 64, sn); /* not batching: unchanged */
+  CHECK_INT(f.batch_max, 0);
+  CHECK_INT(f.max_inflight, 64);
+  f = ceb_route_batch_fit(r50, 50, NULL);
+  CHECK_INT(f.max_inflight, 50);
+  CHECK_INT(f.cannot_fill, 0);
+  ceb_config_free(rd);
+  ceb_config_free(r50);
+  ceb_config_free(r300);
+  ceb_config_free(sb);
+  ceb_config_free(sn);
+}
+
 int main(void) {
+  test_batch_fit();
   CHECK(ceb_pattern_match("nl.edu.*", "nl.edu.x"));
   CHECK(!ceb_pattern_match("nl.edu.*", "nl.ed"));
   CHECK(ceb_pattern_match("*.created", "a.b.created"));
