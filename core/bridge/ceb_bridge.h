@@ -41,6 +41,13 @@ typedef struct ceb_bridge_opts {
 int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
                     ceb_conf_errors *errs);
 
+/* `check`: runs every instance's plugin init (as ceb_bridge_start would,
+ * without the runtime: nothing is started, data directories are temporary)
+ * and destroys it again. Errors (file:line, the plugin's message) go to
+ * errs; CEB_ECONFIG when any init failed. Control thread; not on a bridge
+ * that is started. */
+int ceb_bridge_check_init(ceb_bridge *b, ceb_conf_errors *errs);
+
 /* Starts everything; on failure stops what started and returns < 0 with a
  * one-line reason in err. */
 int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen);

@@ -25,4 +25,17 @@ struct ceb_bridge {
   int store_unavailable; /* the last start failed opening the store (I/O) */
 };
 
+/* Why an init failed: file:line and "[component] message". */
+typedef struct cebb_init_error {
+  char file[256];
+  int line;
+  char message[720];
+} cebb_init_error;
+
+/* Runs inst's plugin init with data_dir, capturing its ERROR log lines
+ * (quiet: not logged). CEB_OK (inst->initialised set) or < 0 with e
+ * filled. Control thread. */
+int cebb_init_instance(ceb_bridge *b, ceb_instance *inst, const char *data_dir,
+                       int quiet, cebb_init_error *e);
+
 #endif

@@ -156,6 +156,7 @@ static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
     free(inst);
     return CEB_ENOMEM;
   }
+  pthread_mutex_init(&inst->capture_lock, NULL);
   inst->role = role;
   inst->plugin = p->desc;
   inst->lib = p;
@@ -168,6 +169,7 @@ static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
   ceb_instance **v =
       realloc(b->instances, (b->ninstances + 1) * sizeof *b->instances);
   if (!v) {
+    pthread_mutex_destroy(&inst->capture_lock);
     free(inst->name);
     free(inst);
     return CEB_ENOMEM;

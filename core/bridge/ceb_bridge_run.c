@@ -62,16 +62,13 @@ static int init_role(ceb_bridge *b, uint32_t role, char *err, size_t errlen) {
                inst->component, data_dir, strerror(errno));
       return CEB_EIO;
     }
-    ceb_instance_info info = {sizeof info, inst->name, inst->role, data_dir};
-    int st = inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg,
-                                &inst->state);
+    cebb_init_error e;
+    int st = cebb_init_instance(b, inst, data_dir, 0, &e);
     if (st != CEB_OK) {
-      snprintf(err, errlen, "[%s] init failed: %s (see the log above)",
-               inst->component, ceb_strerror(st));
-      inst->state = NULL;
+      /* the same text `check` prints for this config */
+      snprintf(err, errlen, "%s:%d: %s", e.file, e.line, e.message);
       return st;
     }
-    inst->initialised = 1;
   }
   return CEB_OK;
 }
@@ -227,6 +224,7 @@ void ceb_bridge_free(ceb_bridge *b) {
   ceb_bridge_stop(b);
   for (size_t i = 0; i < b->ninstances; i++) {
     free(b->instances[i]->name);
+    pthread_mutex_destroy(&b->instances[i]->capture_lock);
     free(b->instances[i]);
   }
   free(b->instances);

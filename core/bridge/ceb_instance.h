@@ -6,7 +6,18 @@
 #ifndef CEB_INSTANCE_H
 #define CEB_INSTANCE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <ceb/plugin.h>
+
+/* ceb_instance.capture: what host->log does with the instance's lines
+ * while its init runs (core/bridge/ceb_bridge_init.c). */
+enum {
+  CEB_CAPTURE_OFF = 0,  /* log only */
+  CEB_CAPTURE_ON = 1,   /* log, and keep ERROR lines in init_error */
+  CEB_CAPTURE_QUIET = 2 /* keep ERROR lines, log nothing (`check`) */
+};
 
 struct ceb_loaded_plugin;
 struct ceb_runtime;
@@ -24,6 +35,10 @@ struct ceb_instance {
   int started;                     /* start() succeeded: drain() owed */
   struct ceb_runtime *rt;          /* set by the runtime */
   void *runtime_data;              /* the runtime's per-instance data */
+  /* init's error lines (host->log may be called from a plugin's threads) */
+  atomic_int capture;              /* CEB_CAPTURE_* */
+  pthread_mutex_t capture_lock;    /* guards init_error */
+  char init_error[512];
 };
 
 #endif

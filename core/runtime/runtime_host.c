@@ -23,6 +23,23 @@ static void host_log(ceb_instance *inst, ceb_log_level level, const char *fmt,
 static void host_log(ceb_instance *inst, ceb_log_level level, const char *fmt,
                      ...) {
   va_list ap;
+  int capture = inst ? atomic_load(&inst->capture) : CEB_CAPTURE_OFF;
+  if (capture != CEB_CAPTURE_OFF && level == CEB_LOG_ERROR) {
+    /* init's reasons: the bridge reports them with file:line */
+    pthread_mutex_lock(&inst->capture_lock);
+    size_t used = strlen(inst->init_error);
+    if (used && used + 2 < sizeof inst->init_error) {
+      memcpy(inst->init_error + used, "; ", 3);
+      used += 2;
+    }
+    va_start(ap, fmt);
+    if (used < sizeof inst->init_error)
+      vsnprintf(inst->init_error + used, sizeof inst->init_error - used, fmt,
+                ap);
+    va_end(ap);
+    pthread_mutex_unlock(&inst->capture_lock);
+  }
+  if (capture == CEB_CAPTURE_QUIET) return;
   va_start(ap, fmt);
   ceb_log_vwrite(level, inst ? inst->component : NULL, NULL, fmt, ap);
   va_end(ap);
