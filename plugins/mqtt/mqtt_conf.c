@@ -35,6 +35,9 @@ int mqtt_conf_load(const ceb_host *host, ceb_instance *inst,
   out->tls = ceb_config_bool(cfg, "tls", 0) || out->ca_file ||
              out->client_cert || out->client_key;
   out->tls_verify = ceb_config_bool(cfg, "tls.verify", 1);
+  out->tls_min_version = ceb_tls_min_version(cfg, "");
+  out->tls_ciphers = ceb_config_str(cfg, "tls.ciphers");
+  if (!out->tls_ciphers) out->tls_ciphers = CEB_TLS_CIPHERS_DEFAULT;
   if (!out->client_cert != !out->client_key) {
     CEB_LOG(host, inst, CEB_LOG_ERROR,
             "tls.client_cert and tls.client_key must be set together");

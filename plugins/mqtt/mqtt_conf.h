@@ -5,6 +5,7 @@
 #define CEB_MQTT_CONF_H
 
 #include <ceb/plugin.h>
+#include <ceb/tls.h>
 
 typedef struct mqtt_conf {
   char host[256];
@@ -18,6 +19,8 @@ typedef struct mqtt_conf {
   const char *ca_file;     /* borrowed, may be NULL (system store) */
   const char *client_cert; /* borrowed, may be NULL */
   const char *client_key;  /* borrowed, may be NULL */
+  int tls_min_version;     /* 12 or 13 (ceb/tls.h) */
+  const char *tls_ciphers; /* borrowed OpenSSL list (TLS 1.2) */
   int keepalive_s;
   int connect_timeout_s;
   int reconnect_min_s;
@@ -82,6 +85,24 @@ int mqtt_conf_load(const ceb_host *host, ceb_instance *inst,
        0,                                                                      \
        NULL,                                                                   \
        "Private key (PEM) of tls.client_cert."},                               \
+      {"tls.min_version",                                                      \
+       CEB_CFG_ENUM,                                                           \
+       0,                                                                      \
+       "1.2",                                                                  \
+       0,                                                                      \
+       0,                                                                      \
+       "1.2|1.3",                                                              \
+       "Lowest TLS version accepted from the broker (TLS 1.0 and 1.1 are "     \
+       "never accepted)."},                                                    \
+      {"tls.ciphers",                                                          \
+       CEB_CFG_STRING,                                                         \
+       0,                                                                      \
+       CEB_TLS_CIPHERS_DEFAULT,                                                \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
+       "OpenSSL cipher list for TLS 1.2 (the default leaves out static RSA "   \
+       "key exchange, which has no forward secrecy)."},                        \
       {"tls.verify",                                                           \
        CEB_CFG_BOOL,                                                           \
        0,                                                                      \

@@ -117,7 +117,11 @@ struct mosquitto *mqtt_pub_client_new(mqtt_pub *p) {
                          "cannot use tls.ca_file / tls.client_cert / "
                          "tls.client_key",
                          rc);
-    rc = mosquitto_tls_opts_set(m, c->tls_verify ? 1 : 0, NULL, NULL);
+    /* libmosquitto turns the version into SSL_OP_NO_* options (TLS 1.0
+     * and 1.1 always off) and the cipher list into SSL_CTX_set_cipher_list */
+    rc = mosquitto_tls_opts_set(
+        m, c->tls_verify ? 1 : 0,
+        c->tls_min_version >= 13 ? "tlsv1.3" : "tlsv1.2", c->tls_ciphers);
     if (rc == MOSQ_ERR_SUCCESS)
       rc = mosquitto_tls_insecure_set(m, !c->tls_verify);
     if (rc != MOSQ_ERR_SUCCESS) return client_fail(p, m, "TLS options", rc);

@@ -24,7 +24,15 @@ SSL_CTX *mqtt_tls_ctx_new(const ceb_host *host, ceb_instance *inst,
     ssl_log(host, inst, f, "cannot create a TLS context");
     return NULL;
   }
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  /* The minimum is set here, not left to OpenSSL's security level: a
+   * cipher list with @SECLEVEL=0 must not bring TLS 1.0 back. */
+  SSL_CTX_set_min_proto_version(ctx, f->tls_min_version >= 13 ? TLS1_3_VERSION
+                                                              : TLS1_2_VERSION);
+  if (SSL_CTX_set_cipher_list(ctx, f->tls_ciphers) != 1) {
+    ssl_log(host, inst, f, "OpenSSL accepts no cipher of tls.ciphers");
+    SSL_CTX_free(ctx);
+    return NULL;
+  }
   SSL_CTX_set_verify(ctx, f->tls_verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
                      NULL);
   if (f->ca_file ? SSL_CTX_load_verify_locations(ctx, f->ca_file, NULL) != 1

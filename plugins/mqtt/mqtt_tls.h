@@ -12,8 +12,10 @@
 
 #include "mqtt_conf.h"
 
-/* TLS 1.2+ client context: tls.ca_file (or the system store), optional
- * client certificate and key, peer verification unless tls.verify is off.
+/* Client context under the TLS policy: tls.min_version (1.2 or 1.3),
+ * tls.ciphers (default without static RSA), tls.ca_file (or the system
+ * store), optional client certificate and key, peer verification unless
+ * tls.verify is off.
  * NULL with the reason logged. Free with SSL_CTX_free. */
 SSL_CTX *mqtt_tls_ctx_new(const ceb_host *host, ceb_instance *inst,
                           const mqtt_conf *conf);

@@ -33,7 +33,7 @@ struct ceb_tls_srv {
   int stop_pipe[2];
   pthread_t thread;
   char *body;
-  atomic_int handshakes, requests;
+  atomic_int handshakes, requests, connections;
 };
 
 /* Reads the request head and as much body as Content-Length says (5 s per
@@ -94,6 +94,7 @@ static void *run(void *arg) {
     if (cfd < 0) continue;
     serve(s, cfd);
     close(cfd);
+    atomic_fetch_add(&s->connections, 1);
   }
   return NULL;
 }
@@ -148,6 +149,9 @@ int ceb_tls_srv_handshakes(ceb_tls_srv *s) {
 }
 int ceb_tls_srv_requests(ceb_tls_srv *s) {
   return atomic_load(&s->requests);
+}
+int ceb_tls_srv_connections(ceb_tls_srv *s) {
+  return atomic_load(&s->connections);
 }
 
 void ceb_tls_srv_stop(ceb_tls_srv *s) {

@@ -28,6 +28,9 @@ ceb_tls_srv *ceb_tls_srv_start(const char *cert, const char *key,
 int ceb_tls_srv_port(const ceb_tls_srv *s);
 /* Completed handshakes and answered requests so far. */
 int ceb_tls_srv_handshakes(ceb_tls_srv *s);
+/* Connections the server is done with (handshake refused, or served):
+ * wait for it to see a client's attempt end before counting handshakes. */
+int ceb_tls_srv_connections(ceb_tls_srv *s);
 int ceb_tls_srv_requests(ceb_tls_srv *s);
 void ceb_tls_srv_stop(ceb_tls_srv *s);
 
