@@ -2,6 +2,8 @@
  * connection limits counted across them (http_listen.h says why). */
 #include "http_listen.h"
 
+#include "http_guard.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -72,7 +74,8 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr,
   if (warn) c->warned_at = now;
   unsigned total = c->total;
   pthread_mutex_unlock(&c->lock);
-  if (warn) /* at most every 10 s */
+  http_guard_admit(s->guard, total); /* keeps slots free for new clients */
+  if (warn)                          /* at most every 10 s */
     LOG(s, CEB_LOG_WARN,
         "refusing connections: %u open (max_connections %u, "
         "max_connections_per_ip %u)",
@@ -83,7 +86,6 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr,
 static void count_connection(void *cls, struct MHD_Connection *conn,
                              void **socket_ctx,
                              enum MHD_ConnectionNotificationCode code) {
-  (void)socket_ctx;
   http_source *s = cls;
   http_conns *c = s->conns;
   const union MHD_ConnectionInfo *ci =
@@ -111,6 +113,10 @@ static void count_connection(void *cls, struct MHD_Connection *conn,
     }
   }
   pthread_mutex_unlock(&c->lock);
+  if (opened)
+    *socket_ctx = http_guard_opened(s->guard, conn);
+  else
+    http_guard_closed(s->guard, *socket_ctx);
 }
 
 static void conns_free(http_conns *c) {
@@ -176,6 +182,11 @@ int http_listen_start(http_source *s, const struct sockaddr_storage *ss_in,
   s->conns = calloc(1, sizeof *s->conns);
   if (!s->conns) return CEB_ENOMEM;
   pthread_mutex_init(&s->conns->lock, NULL);
+  s->guard = http_guard_new(s->host, s->inst, &s->guard_cfg);
+  if (!s->guard) {
+    http_listen_stop(s);
+    return CEB_ENOMEM;
+  }
   /* the daemons' own connection limits in opts only backstop these (each
    * counts its share) */
   struct MHD_OptionItem all[24];
@@ -216,6 +227,8 @@ void http_listen_stop(http_source *s) {
   for (unsigned i = 0; i < s->ndaemons; i++)
     MHD_stop_daemon(s->daemons[i]);
   s->ndaemons = 0;
+  http_guard_free(s->guard); /* after the daemons: no connection is left */
+  s->guard = NULL;
   conns_free(s->conns);
   s->conns = NULL;
 }

@@ -1,6 +1,7 @@
 /* The intermediary's lifecycle: config, listeners, drain. */
 #include "http_source_int.h"
 
+#include "http_in_head.h"
 #include "http_in_util.h"
 #include "http_listen.h"
 #include "http_tls.h"
@@ -15,6 +16,7 @@
 #include <time.h>
 
 #define RATELIMIT_MAX_CLIENTS 4096
+#define MHD_LOG_EVERY_MS 10000
 
 #define LOG(s, lvl, ...) CEB_LOG((s)->host, (s)->inst, lvl, __VA_ARGS__)
 
@@ -23,14 +25,51 @@ static void jwks_log(void *arg, int error, const char *msg) {
   LOG(s, error ? CEB_LOG_ERROR : CEB_LOG_WARN, "oauth2: %s", msg);
 }
 
+/* libmicrohttpd logs a line per failing connection ("closed by remote side
+ * with incomplete request", ...): thousands a second under an attack, or
+ * when the guard closes slow connections. The same message (format) is
+ * logged at most every MHD_LOG_EVERY_MS, with the number left out. */
+static int mhd_log_admit(http_source *s, const char *fmt, unsigned *left_out) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  pthread_mutex_lock(&s->log_lock);
+  http_mhd_log_slot *slot = &s->mhd_logs[0];
+  for (size_t i = 0; i < HTTP_MHD_LOG_SLOTS; i++) {
+    if (s->mhd_logs[i].fmt == fmt) {
+      slot = &s->mhd_logs[i];
+      break;
+    }
+    if (s->mhd_logs[i].at < slot->at) slot = &s->mhd_logs[i];
+  }
+  int ok = slot->fmt != fmt || now - slot->at >= MHD_LOG_EVERY_MS;
+  if (ok) {
+    *left_out = slot->fmt == fmt ? slot->suppressed : 0;
+    slot->fmt = fmt;
+    slot->at = now;
+    slot->suppressed = 0;
+  } else {
+    slot->suppressed++;
+  }
+  pthread_mutex_unlock(&s->log_lock);
+  return ok;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   http_source *s = cls;
+  unsigned left_out = 0;
+  if (!mhd_log_admit(s, fmt, &left_out)) return;
   char msg[512];
   vsnprintf(msg, sizeof msg, fmt, ap);
   size_t n = strlen(msg);
   while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
     msg[--n] = '\0';
-  LOG(s, CEB_LOG_WARN, "libmicrohttpd: %s", msg);
+  if (left_out)
+    LOG(s, CEB_LOG_WARN,
+        "libmicrohttpd: %s (and %u more like it in the last %d s)", msg,
+        left_out, MHD_LOG_EVERY_MS / 1000);
+  else
+    LOG(s, CEB_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
 static int is_loopback(const char *host) {
@@ -159,9 +198,23 @@ static int init_config(http_source *s) {
       (unsigned)ceb_config_int(cfg, "max_connections_per_ip", 64);
   int64_t to = ceb_config_duration_ms(cfg, "connection_timeout", 30000);
   s->conn_timeout_s = (unsigned)((to + 999) / 1000);
+  http_guard_cfg *gc = &s->guard_cfg;
+  gc->head_ms = ceb_config_duration_ms(cfg, "request_head_timeout", 10000);
+  gc->keepalive_ms = to;
+  gc->body_ms = ceb_config_duration_ms(cfg, "request_body_timeout", 60000);
+  gc->min_rate = (uint64_t)ceb_config_size(cfg, "request_body_min_rate", 1024);
+  gc->max_conn = s->max_conn;
+  gc->reserve = (unsigned)ceb_config_int(cfg, "connection_reserve", 64);
+  if (gc->reserve > s->max_conn / 2) gc->reserve = s->max_conn / 2;
   s->conn_memory = (size_t)ceb_config_size(cfg, "connection_memory", 32768);
   s->retry_after_s =
       (int)((ceb_config_duration_ms(cfg, "retry_after", 5000) + 999) / 1000);
+  s->head_layout = http_in_head_layout_known();
+  if (!s->head_layout)
+    LOG(s, CEB_LOG_WARN,
+        "libmicrohttpd %s: NUL bytes and folded lines in request headers are "
+        "not detected (checked with 0.9.75 only)",
+        MHD_get_version());
 
   int st;
   if ((st = http_tls_listener_load(s->host, s->inst, cfg, "", &s->tls)) !=
@@ -227,6 +280,7 @@ int http_source_init(const ceb_host *host, ceb_instance *inst,
   s->cfg = cfg;
   s->name = strdup(info && info->name ? info->name : "http");
   pthread_mutex_init(&s->lock, NULL);
+  pthread_mutex_init(&s->log_lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   atomic_init(&s->draining, 0);
   int st = s->name ? init_config(s) : CEB_ENOMEM;
@@ -343,6 +397,7 @@ void http_source_destroy(void *state) {
   http_tls_listener_free(&s->tls);
   free(s->name);
   pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->log_lock);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }

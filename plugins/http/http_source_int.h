@@ -3,6 +3,7 @@
 #ifndef HTTP_SOURCE_INT_H
 #define HTTP_SOURCE_INT_H
 
+#include "http_guard.h"
 #include "http_jwks.h"
 #include "http_jwt.h"
 #include "http_ratelimit.h"
@@ -29,6 +30,14 @@ typedef struct http_client_types {
   const char *patterns; /* borrowed from the config */
 } http_client_types;
 
+/* One libmicrohttpd log message's rate limit (http_source.c). */
+#define HTTP_MHD_LOG_SLOTS 16
+typedef struct http_mhd_log_slot {
+  const char *fmt; /* the message's format string: its identity */
+  int64_t at;      /* last logged, monotonic ms */
+  unsigned suppressed;
+} http_mhd_log_slot;
+
 typedef struct http_source {
   const ceb_host *host;
   ceb_instance *inst;
@@ -45,9 +54,11 @@ typedef struct http_source {
   size_t max_body;
   unsigned max_conn, max_conn_per_ip;
   unsigned conn_timeout_s;
+  http_guard_cfg guard_cfg; /* request deadlines, rate, slot reserve */
   size_t conn_memory;
   int retry_after_s;
   http_tls_listener tls; /* no cert: plain HTTP */
+  int head_layout; /* the NUL and obs-fold checks can run (http_in_head.h) */
   int auth_oauth2;
   http_jwks *jwks;
   http_jwt_rules rules;
@@ -66,6 +77,7 @@ typedef struct http_source {
   struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_listen.c */
   unsigned ndaemons;
   struct http_conns *conns; /* open connections, across the daemons */
+  http_guard *guard;        /* deadlines and reserve, across the daemons */
   int bound_port;
   atomic_int draining;
   pthread_mutex_t lock;
@@ -73,6 +85,8 @@ typedef struct http_source {
   size_t pending; /* requests submitted and not yet completed */
   int stopping;   /* no more suspending: the daemon is about to stop */
   struct http_req *suspended; /* suspended requests (intrusive list) */
+  pthread_mutex_t log_lock;   /* mhd_logs */
+  http_mhd_log_slot mhd_logs[HTTP_MHD_LOG_SLOTS];
 } http_source;
 typedef struct http_conns http_conns;
 

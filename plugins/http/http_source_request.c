@@ -19,6 +19,7 @@
 
 #include "http_idem.h"
 #include "http_in_ack.h"
+#include "http_in_head.h"
 #include "http_in_reply.h"
 #include "http_in_util.h"
 
@@ -44,6 +45,7 @@ typedef enum req_phase {
 #define REQ_HEADERS_INLINE 12
 #define WEBHOOK_ID_MAX 255
 #define BODY_FIRST_MAX (64 * 1024)
+#define BODY_DISCARD_FACTOR 16 /* read and dropped to answer 413 */
 
 typedef struct http_req {
   atomic_int refs;
@@ -379,6 +381,26 @@ static const char *client_types(http_source *s, const char *client) {
   return NULL;
 }
 
+/* Refuses with 400 what libmicrohttpd let through (http_in_head.h). The
+ * parsed head starts at `method` (libmicrohttpd's pointer into its read
+ * buffer) and is header_size bytes long. */
+static int head_ok(http_req *r, const char *method) {
+  const char *head = NULL;
+  size_t head_len = 0;
+  if (r->src->head_layout) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+        r->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    if (ci) {
+      head = method;
+      head_len = ci->header_size;
+    }
+  }
+  http_head_problem p;
+  if (http_in_head_check(&r->headers, head, head_len, &p)) return 1;
+  http_reply_problem(&r->reply, 400, p.code, p.detail);
+  return 0;
+}
+
 static int after_auth(http_req *r);
 
 /* Returns 1 to go on reading the body, 0 when r->reply is set, 2 when the
@@ -393,6 +415,7 @@ static int first_call(http_req *r, const char *url, const char *method) {
     http_reply_problem(&r->reply, 500, "internal", "out of memory");
     return 0;
   }
+  if (!head_ok(r, method)) return 0;
   if (strcmp(url, s->path) != 0) {
     http_reply_problem(&r->reply, 404, "not_found", "no such endpoint");
     return 0;
@@ -495,8 +518,12 @@ static int after_auth(http_req *r) {
 
 /* ---- body ---- */
 
-/* Returns 0 to abort the connection (a sender that keeps streaming far past
- * the limit is cut off instead of read to the end). */
+/* Returns 0 to abort the connection. A body over max_body (chunked: a
+ * Content-Length over it is refused before) is read to its end and dropped,
+ * so that the client gets its 413 (libmicrohttpd can queue a response only
+ * once the request is complete); a sender that streams on past
+ * BODY_DISCARD_FACTOR * max_body is cut off instead (and the body deadline
+ * of http_listen bounds the time). */
 static int append_body(http_req *r, const char *data, size_t n) {
   size_t max = r->src->max_body;
   if (r->too_large || r->len + n > max) {
@@ -508,7 +535,9 @@ static int append_body(http_req *r, const char *data, size_t n) {
       r->len = r->cap = 0;
     }
     r->discarded += n;
-    return r->discarded <= 2 * max;
+    if (r->discarded <= BODY_DISCARD_FACTOR * max) return 1;
+    http_guard_note(r->src->guard, r->conn, HTTP_CLOSE_BODY_TOO_LARGE);
+    return 0;
   }
   if (r->len + n > r->cap) {
     /* the announced length at once: one allocation for most bodies; not
@@ -964,6 +993,7 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
     r->conn = conn;
     r->start_ns = mono_ns();
     *con_cls = r;
+    http_guard_head_done(conn); /* the body's deadline starts */
     if (!first_call(r, url, method)) return queue_reply(r);
     return MHD_YES;
   }
@@ -975,6 +1005,7 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
    * head's state (no body yet), where a response may still be queued */
   if (r->phase == PHASE_KEYS) return keys_resumed(r);
   if (*upload_data_size) {
+    http_guard_body(conn, *upload_data_size);
     int ok = append_body(r, upload_data, *upload_data_size);
     *upload_data_size = 0;
     return ok ? MHD_YES : MHD_NO;
@@ -989,6 +1020,9 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
       reply_unavailable(r, "draining", "the intermediary is shutting down");
     return queue_reply(r);
   }
+  /* complete: exempt from the deadlines now, unless already being closed
+   * for missing one (then nothing may be submitted) */
+  if (!http_guard_busy(conn)) return MHD_NO;
   if (complete(r, method, url)) return MHD_YES;
   return queue_reply(r);
 }
@@ -996,9 +1030,9 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
 void http_source_completed(void *cls, struct MHD_Connection *conn,
                            void **con_cls,
                            enum MHD_RequestTerminationCode toe) {
-  (void)conn;
   (void)toe;
   http_source *s = cls;
+  http_guard_request_done(conn); /* the next head's deadline starts */
   http_req *r = *con_cls;
   if (!r) return;
   *con_cls = NULL;

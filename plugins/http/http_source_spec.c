@@ -30,7 +30,25 @@ const ceb_config_spec http_source_spec[] = {
     {"max_connections_per_ip", CEB_CFG_INT, 0, "64", 1, 1000000, NULL,
      "Most concurrent connections from one IP address."},
     {"connection_timeout", CEB_CFG_DURATION, 0, "30s", MS(1), MS(3600), NULL,
-     "Idle connections (including slow senders) are closed after this."},
+     "Inactivity limit: a connection with no traffic for this long is "
+     "closed. Also the time a kept-alive connection has to send its next "
+     "complete request head."},
+    {"request_head_timeout", CEB_CFG_DURATION, 0, "10s", MS(1), MS(3600), NULL,
+     "A new connection's request head (TLS handshake, request line and "
+     "headers) must be complete within this, however steadily its bytes "
+     "come; otherwise the connection is closed (slow senders, slowloris)."},
+    {"request_body_timeout", CEB_CFG_DURATION, 0, "60s", MS(1), MS(3600), NULL,
+     "A request body must be complete within this after its head; "
+     "otherwise the connection is closed."},
+    {"request_body_min_rate", CEB_CFG_SIZE, 0, "1KiB", 0, 1024 * 1024 * 1024,
+     NULL,
+     "Bytes per second a request body must average, judged from 5 s after "
+     "its head; a slower sender is cut off. 0: no minimum."},
+    {"connection_reserve", CEB_CFG_INT, 0, "64", 0, 1000000, NULL,
+     "Connection slots kept for new clients: once max_connections minus "
+     "this many are open, each new connection closes the one that has "
+     "waited longest (1 s at least) for its request head. At most half of "
+     "max_connections."},
     {"connection_memory", CEB_CFG_SIZE, 0, "32KiB", 8192, 16 * 1024 * 1024,
      NULL,
      "Per-connection memory for request headers and read buffers; "

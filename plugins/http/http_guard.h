@@ -1,0 +1,85 @@
+/* Connection guard of the intermediary's listeners: deadlines and a
+ * minimum data rate per request, and a reserve of connection slots.
+ *
+ * libmicrohttpd's connection_timeout is an inactivity timer that every byte
+ * resets, so a client sending a header byte a second holds its slot for
+ * ever, and enough of them (or of idle connections) keep every other client
+ * out. The guard closes
+ *  - a connection whose request head is not complete within head_ms of its
+ *    start (first request) or keepalive_ms of the previous response;
+ *  - a request whose body is not complete within body_ms of its head, or
+ *    that falls below min_rate bytes/s after RATE_GRACE_MS;
+ *  - when the open connections reach max_conn - reserve, the connection that
+ *    has waited longest for its request head (slow, idle or kept alive), one
+ *    per new connection, so that new clients find a slot.
+ * A request being handled (submitted, waiting for durability, answered) is
+ * never closed by the guard. Closing is shutdown(2) of the socket from the
+ * guard's thread: libmicrohttpd sees the end of the stream and cleans up on
+ * its own thread (it calls the CLOSED notification before close(2), so the
+ * descriptor cannot be reused under the guard). Each close is counted by
+ * reason (metric http_connections_closed_total{reason}) and logged at most
+ * once per 10 s per reason, with the count and one client address.
+ *
+ * Threading: one guard per source, shared by its daemons; every function is
+ * thread-safe. Records belong to the guard (created by opened, freed by
+ * closed, both on the connection's daemon thread). */
+#ifndef HTTP_GUARD_H
+#define HTTP_GUARD_H
+
+#include <ceb/ceb.h>
+#include <microhttpd.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+typedef enum http_close_reason {
+  HTTP_CLOSE_HEAD_TIMEOUT = 0, /* head not complete within its deadline */
+  HTTP_CLOSE_BODY_TIMEOUT,     /* body not complete within its deadline */
+  HTTP_CLOSE_BODY_RATE,        /* body below the minimum rate */
+  HTTP_CLOSE_EVICTED,          /* waiting for a head when slots ran short */
+  HTTP_CLOSE_BODY_TOO_LARGE,   /* far over max_body: not read to the end */
+  HTTP_CLOSE_NREASONS
+} http_close_reason;
+
+typedef struct http_guard_cfg {
+  int64_t head_ms, keepalive_ms, body_ms;
+  uint64_t min_rate; /* body bytes per second; 0: no minimum */
+  unsigned max_conn, reserve;
+} http_guard_cfg;
+
+typedef struct http_guard http_guard;
+typedef struct http_guard_conn http_guard_conn;
+
+/* Starts the guard's thread. NULL on allocation or thread failure. */
+http_guard *http_guard_new(const ceb_host *host, ceb_instance *inst,
+                           const http_guard_cfg *cfg);
+/* Stops the thread and frees the guard; call after the daemons stopped
+ * (every record closed). NULL is ignored. */
+void http_guard_free(http_guard *g);
+
+/* A connection started (NOTIFY_CONNECTION STARTED): returns its record, to
+ * keep as libmicrohttpd's socket context; NULL when out of memory (the
+ * connection then goes unguarded). */
+http_guard_conn *http_guard_opened(http_guard *g, struct MHD_Connection *conn);
+/* The connection ended (NOTIFY_CONNECTION CLOSED); rec may be NULL. */
+void http_guard_closed(http_guard *g, http_guard_conn *rec);
+
+/* Called by the accept policy with the open connections counted: at
+ * max_conn - reserve or more, closes the connection that has waited
+ * longest for a request head (at least EVICT_MIN_AGE_MS). */
+void http_guard_admit(http_guard *g, unsigned open);
+
+/* Request phases, from the access handler (the connection's thread). */
+void http_guard_head_done(struct MHD_Connection *conn);
+void http_guard_body(struct MHD_Connection *conn, size_t n);
+/* The request is complete and is being handled: exempt from the guard.
+ * Returns 0 when the guard is already closing the connection (then the
+ * request must not be acted on). */
+int http_guard_busy(struct MHD_Connection *conn);
+/* The response was sent (NOTIFY_COMPLETED): the next head's clock starts. */
+void http_guard_request_done(struct MHD_Connection *conn);
+
+/* Counts and logs a close decided elsewhere (the handler returning MHD_NO). */
+void http_guard_note(http_guard *g, struct MHD_Connection *conn,
+                     http_close_reason why);
+
+#endif
