@@ -10,7 +10,9 @@
  * (the connection waiting longest for its head gives way to a new one) keep
  * ingress open. Before them, connection_timeout (reset by every byte) let
  * the slow connections hold every slot and no legitimate request got in.
- * Latencies are printed (median, max). Then the body's limits: a body
+ * Latencies are printed (median, max). Then the deadlines one by one: a
+ * head sent a byte every 100 ms (never idle) is cut off at
+ * request_head_timeout; a body
  * trickling below request_body_min_rate is cut off once the rate grace (5 s)
  * has passed, and a body above the rate but slower than
  * request_body_timeout allows is cut off at that deadline (each reason
@@ -170,8 +172,6 @@ static void measure(hin_env *e, attack *a, int want, const char *name) {
   /* past the first head deadline: the slow connections are then as old as
    * they get, and reopened ones keep the listener at its limit */
   int64_t steady = ceb_test_now_ms() + (HEAD_TIMEOUT_S + 1) * 1000;
-  full_arg g = {a, 0};
-  ceb_test_wait(attack_full, &g, 1); /* (no wait: just reads) */
   while (ceb_test_now_ms() < steady)
     poll(NULL, 0, 100); /* the attack's own duration, not a condition */
   int held = atomic_load(&a->open);
@@ -222,16 +222,22 @@ static void body_open(hin_env *e, body_sender *b, size_t chunk) {
   CHECK(b->fd >= 0 && hin_raw_send(b->fd, head, sizeof head - 1, 5000));
 }
 
-static void test_slow_bodies(hin_env *e) {
-  body_sender slow, steady;
+static void test_slow_requests(hin_env *e) {
+  body_sender slow, steady, head;
   body_open(e, &slow, 1);     /* 10 B/s: under the 1 KiB/s minimum */
   body_open(e, &steady, 300); /* 3 KB/s: over it, but 1 MiB takes 350 s */
-  body_sender *all[] = {&slow, &steady};
+  /* a head that never ends: "X-Slow: aaaa..." a byte every 100 ms */
+  head.fd = hin_raw_connect(e->port, NULL, 0);
+  head.chunk = 1;
+  head.closed = -1;
+  CHECK(head.fd >= 0 && hin_raw_send(head.fd, DRIP, sizeof DRIP - 1, 5000));
+  body_sender *all[] = {&slow, &steady, &head};
   char buf[300];
-  memset(buf, ' ', sizeof buf);
+  memset(buf, 'a', sizeof buf);
   int64_t t0 = ceb_test_now_ms(), until = t0 + (BODY_TIMEOUT_S + 8) * 1000;
-  while (ceb_test_now_ms() < until && (slow.closed < 0 || steady.closed < 0)) {
-    for (int i = 0; i < 2; i++) {
+  while (ceb_test_now_ms() < until &&
+         (slow.closed < 0 || steady.closed < 0 || head.closed < 0)) {
+    for (int i = 0; i < 3; i++) {
       body_sender *b = all[i];
       if (b->fd < 0 || b->closed >= 0) continue;
       if (peer_closed(b->fd) ||
@@ -240,8 +246,16 @@ static void test_slow_bodies(hin_env *e) {
     }
     poll(NULL, 0, 100); /* the senders' pace */
   }
-  fprintf(stderr, "slow body closed after %lld ms, steady body after %lld ms\n",
-          (long long)slow.closed, (long long)steady.closed);
+  fprintf(stderr,
+          "slow head closed after %lld ms, slow body after %lld ms, steady "
+          "body after %lld ms\n",
+          (long long)head.closed, (long long)slow.closed,
+          (long long)steady.closed);
+  /* connection_timeout (30 s) never fires: a byte comes every 100 ms */
+  CHECK_MSG(head.closed >= HEAD_TIMEOUT_S * 1000 - 500 &&
+                head.closed <= HEAD_TIMEOUT_S * 1000 + 6000,
+            "slow head closed after %lld ms", (long long)head.closed);
+  CHECK(closed_metric(e, "head_timeout") >= 1);
   /* the rate is judged after its 5 s grace, not before */
   CHECK_MSG(slow.closed >= 4500 && slow.closed <= 5000 + 6000,
             "slow body closed after %lld ms", (long long)slow.closed);
@@ -250,7 +264,7 @@ static void test_slow_bodies(hin_env *e) {
             "steady body closed after %lld ms", (long long)steady.closed);
   CHECK(closed_metric(e, "body_rate") >= 1);
   CHECK(closed_metric(e, "body_timeout") >= 1);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 3; i++)
     if (all[i]->fd >= 0) close(all[i]->fd);
 }
 
@@ -291,7 +305,7 @@ int main(void) {
   a = attack_start(e->port, 2000, 32, 20, 0);
   measure(e, a, 900, "idle");
   attack_stop(a);
-  test_slow_bodies(e);
+  test_slow_requests(e);
   hin_stop(e);
   return ceb_test_done("test_http_in_slowloris");
 }
