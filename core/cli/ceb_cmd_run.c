@@ -54,11 +54,20 @@ static int load(const ceb_cli_common *c, ceb_bridge **out) {
   return st;
 }
 
+/* The last start failure logged, so that a bridge waiting for its store
+ * logs its reason when it changes, not at every retry. */
+static char g_last_err[512];
+
 static int start(ceb_bridge *b) {
   char err[512] = "";
   int st = ceb_bridge_start(b, err, sizeof err);
-  if (st != CEB_OK)
-    ceb_log_error("cannot start: %s", err[0] ? err : ceb_strerror(st));
+  if (st == CEB_OK) {
+    g_last_err[0] = '\0';
+    return st;
+  }
+  if (!err[0]) snprintf(err, sizeof err, "%s", ceb_strerror(st));
+  if (strcmp(err, g_last_err) != 0) ceb_log_error("cannot start: %s", err);
+  snprintf(g_last_err, sizeof g_last_err, "%s", err);
   return st;
 }
 
@@ -109,6 +118,7 @@ static int64_t mono_ms(void) {
  * the running configuration starts again, and the log says why. */
 static int reload(const ceb_cli_common *c, ceb_bridge **bp, int state) {
   ceb_log_info("SIGHUP: reloading %s", c->config_dir);
+  g_last_err[0] = '\0'; /* whatever fails now is news */
   ceb_bridge *next;
   if (load(c, &next) != CEB_OK) {
     ceb_log_error("reload refused: the running configuration stays");

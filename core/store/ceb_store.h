@@ -59,8 +59,9 @@ typedef struct ceb_store_opts {
  * Control thread. On error returns < 0 with a one-line reason in err:
  * CEB_ECONFLICT when the file must not be used as it is (damaged, another
  * program's, or missing / empty / replaced while its marker "<path>.id"
- * says a store existed: store_ident.c), CEB_EIO for I/O errors such as a
- * full disk (worth retrying), others for the rest. */
+ * says a store existed: store_ident.c), CEB_EINVAL for a path that cannot
+ * be opened (a missing directory, permissions), CEB_EIO for I/O errors such
+ * as a full disk (worth retrying), others for the rest. */
 int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
                    size_t errlen);
 /* Runs every queued op, stops the committer and closes. Control thread;

@@ -32,6 +32,11 @@ int cebs_status_of(int sqlite_rc) {
     return CEB_ECONFLICT;
   case SQLITE_NOMEM:
     return CEB_ENOMEM;
+  case SQLITE_CANTOPEN: /* a missing directory, a wrong path */
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+    return CEB_EINVAL; /* not worth retrying: the operator must act */
   default:
     return CEB_EIO;
   }

@@ -94,7 +94,9 @@ int cebs_ident_settle(sqlite3 *db, const char *path, const cebs_ident *id,
                       char *err, size_t errlen);
 
 /* Health (store_health.c). CEB_ECONFLICT for damage (SQLITE_CORRUPT,
- * SQLITE_NOTADB), CEB_ENOMEM, else CEB_EIO. */
+ * SQLITE_NOTADB), CEB_EINVAL for a path or permission problem
+ * (SQLITE_CANTOPEN, SQLITE_READONLY, ...), CEB_ENOMEM, else CEB_EIO (a full
+ * disk, an I/O error: worth retrying). */
 int cebs_status_of(int sqlite_rc);
 /* PRAGMA quick_check / integrity_check per mode (CEB_STORE_CHECK_*);
  * CEB_ECONFLICT with the findings in err when the store is damaged. */
