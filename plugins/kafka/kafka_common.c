@@ -114,6 +114,15 @@ rd_kafka_conf_t *kafka_conf_build(const ceb_config *cfg,
     snprintf(errstr, errsz, "brokers: %s", err);
     goto fail;
   }
+  /* The bridge's TLS policy (ceb/tls.h): no static RSA key exchange.
+   * librdkafka 2.0 has no minimum-version property; OpenSSL's default
+   * already refuses TLS 1.0 and 1.1. rdkafka.ssl.cipher.suites, applied
+   * below, replaces it. */
+  if (rd_kafka_conf_set(conf, "ssl.cipher.suites", CEB_TLS_CIPHERS_DEFAULT, err,
+                        sizeof err)) {
+    snprintf(errstr, errsz, "internal default ssl.cipher.suites: %s", err);
+    goto fail;
+  }
   for (const char *const *d = rules ? rules->defaults : NULL; d && *d; d += 2) {
     if (rd_kafka_conf_set(conf, d[0], d[1], err, sizeof err)) {
       snprintf(errstr, errsz, "internal default %s: %s", d[0], err);

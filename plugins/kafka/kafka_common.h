@@ -18,7 +18,8 @@ typedef struct kafka_conf_rules {
 } kafka_conf_rules;
 
 /* Builds a new rd_kafka_conf_t: bootstrap.servers from the `brokers` list,
- * the rules' defaults, then every rdkafka.* key in file order, its value
+ * ssl.cipher.suites = CEB_TLS_CIPHERS_DEFAULT (the TLS policy), the rules'
+ * defaults, then every rdkafka.* key in file order, its value
  * resolved when it is a ${ENV} or file:/path secret reference
  * (kafka_secret.h). On a bad key or value returns NULL and writes
  * librdkafka's own error text (prefixed with the key and its origin; never

@@ -5,7 +5,9 @@
  * as written, and the section still starts through the real plugin ABI.
  * An unset variable or unreadable file fails init with CEB_ECONFIG and a
  * message naming the key, and a resolved value librdkafka refuses is never
- * quoted in the error. */
+ * quoted in the error. The same build sets the TLS policy's cipher list
+ * (ssl.cipher.suites = DEFAULT:!kRSA, no static RSA key exchange) unless
+ * rdkafka.ssl.cipher.suites says otherwise. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +59,37 @@ static int init_rc(const ceb_config *cfg) {
   if (rc == CEB_OK) plugin->destroy(state);
   ceb_fake_host_free(f);
   return rc;
+}
+
+/* ssl.cipher.suites of the conf built from a section with extra lines. */
+static char *cipher_suites(const char *dir, const char *extra) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "[source in]\nplugin = kafka\nbrokers = 127.0.0.1:1\n"
+           "group.id = g\ntopics = t\n%s",
+           extra);
+  CHECK_INT(ceb_test_write_file(dir, "10.conf", text), 0);
+  ceb_conf *conf = load(dir);
+  const ceb_conf_section *s = conf ? ceb_conf_find(conf, "source", "in") : 0;
+  CHECK(s != NULL);
+  char err[512] = "";
+  rd_kafka_conf_t *c = s ? kafka_conf_build(s->cfg, NULL, err, sizeof err) : 0;
+  CHECK_MSG(c != NULL, "%s", err);
+  char *v = c ? conf_get(c, "ssl.cipher.suites") : NULL;
+  if (c) rd_kafka_conf_destroy(c);
+  ceb_conf_free(conf);
+  return v;
+}
+
+/* The TLS policy's cipher list by default; rdkafka.ssl.cipher.suites
+ * replaces it. */
+static void test_cipher_policy(const char *dir) {
+  char *v = cipher_suites(dir, "");
+  CHECK_STR(v, "DEFAULT:!kRSA");
+  free(v);
+  v = cipher_suites(dir, "rdkafka.ssl.cipher.suites = HIGH\n");
+  CHECK_STR(v, "HIGH");
+  free(v);
 }
 
 static void test_resolved(const char *dir) {
@@ -159,6 +192,7 @@ int main(void) {
   if (plugin && dir) {
     test_resolved(dir);
     test_errors(dir);
+    test_cipher_policy(dir);
   }
   if (dir) ceb_test_rmtree(dir);
   free(dir);
