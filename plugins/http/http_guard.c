@@ -16,6 +16,7 @@
 #define RATE_GRACE_MS 5000    /* a body's rate is judged after this long */
 #define EVICT_MIN_AGE_MS 1000 /* a newer connection is not evicted */
 #define LOG_EVERY_MS 10000
+#define MHD_LOG_SLOTS 16 /* distinct libmicrohttpd messages tracked */
 
 enum { PH_HEAD = 0, PH_BODY = 1, PH_BUSY = 2, PH_CLOSING = 3 };
 
@@ -36,6 +37,12 @@ typedef struct reason_log {
   char example[INET6_ADDRSTRLEN];
 } reason_log;
 
+typedef struct mhd_log_slot {
+  const char *fmt; /* the message's format string: its identity */
+  int64_t at;      /* last logged, monotonic ms */
+  unsigned left_out;
+} mhd_log_slot;
+
 struct http_guard {
   const ceb_host *host;
   ceb_instance *inst;
@@ -46,6 +53,7 @@ struct http_guard {
   int stop;
   http_guard_conn *conns; /* open connections, oldest last */
   reason_log logs[HTTP_CLOSE_NREASONS];
+  mhd_log_slot mhd_logs[MHD_LOG_SLOTS];
 };
 
 static const char *const REASON_CODE[HTTP_CLOSE_NREASONS] = {
@@ -334,6 +342,42 @@ void http_guard_request_done(struct MHD_Connection *conn) {
     expect = PH_BODY; /* answered before its body was read */
     atomic_compare_exchange_strong(&r->phase, &expect, PH_HEAD);
   }
+}
+
+void http_guard_mhd_log(http_guard *g, const char *fmt, va_list ap) {
+  int64_t now = mono_ms();
+  pthread_mutex_lock(&g->lock);
+  mhd_log_slot *slot = &g->mhd_logs[0];
+  for (size_t i = 0; i < MHD_LOG_SLOTS; i++) {
+    if (g->mhd_logs[i].fmt == fmt) {
+      slot = &g->mhd_logs[i];
+      break;
+    }
+    if (g->mhd_logs[i].at < slot->at) slot = &g->mhd_logs[i];
+  }
+  int emit = slot->fmt != fmt || now - slot->at >= LOG_EVERY_MS;
+  unsigned left_out = 0;
+  if (emit) {
+    left_out = slot->fmt == fmt ? slot->left_out : 0;
+    slot->fmt = fmt;
+    slot->at = now;
+    slot->left_out = 0;
+  } else {
+    slot->left_out++;
+  }
+  pthread_mutex_unlock(&g->lock);
+  if (!emit) return;
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  size_t n = strlen(msg);
+  while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+    msg[--n] = '\0';
+  if (left_out)
+    g->host->log(g->inst, CEB_LOG_WARN,
+                 "libmicrohttpd: %s (and %u more like it in the last %d s)",
+                 msg, left_out, LOG_EVERY_MS / 1000);
+  else
+    g->host->log(g->inst, CEB_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
 void http_guard_note(http_guard *g, struct MHD_Connection *conn,

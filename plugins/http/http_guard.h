@@ -28,6 +28,7 @@
 
 #include <ceb/ceb.h>
 #include <microhttpd.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -77,6 +78,13 @@ void http_guard_body(struct MHD_Connection *conn, size_t n);
 int http_guard_busy(struct MHD_Connection *conn);
 /* The response was sent (NOTIFY_COMPLETED): the next head's clock starts. */
 void http_guard_request_done(struct MHD_Connection *conn);
+
+/* libmicrohttpd's error logger (MHD_OPTION_EXTERNAL_LOGGER) for the
+ * guard's listener: it logs a line per failing connection ("closed by
+ * remote side with incomplete request", ...), thousands a second under an
+ * attack or when the guard closes slow connections, so the same message
+ * (format) is logged at most once per 10 s, with the number left out. */
+void http_guard_mhd_log(http_guard *g, const char *fmt, va_list ap);
 
 /* Counts and logs a close decided elsewhere (the handler returning MHD_NO). */
 void http_guard_note(http_guard *g, struct MHD_Connection *conn,

@@ -16,7 +16,6 @@
 #include <time.h>
 
 #define RATELIMIT_MAX_CLIENTS 4096
-#define MHD_LOG_EVERY_MS 10000
 
 #define LOG(s, lvl, ...) CEB_LOG((s)->host, (s)->inst, lvl, __VA_ARGS__)
 
@@ -25,51 +24,17 @@ static void jwks_log(void *arg, int error, const char *msg) {
   LOG(s, error ? CEB_LOG_ERROR : CEB_LOG_WARN, "oauth2: %s", msg);
 }
 
-/* libmicrohttpd logs a line per failing connection ("closed by remote side
- * with incomplete request", ...): thousands a second under an attack, or
- * when the guard closes slow connections. The same message (format) is
- * logged at most every MHD_LOG_EVERY_MS, with the number left out. */
-static int mhd_log_admit(http_source *s, const char *fmt, unsigned *left_out) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-  pthread_mutex_lock(&s->log_lock);
-  http_mhd_log_slot *slot = &s->mhd_logs[0];
-  for (size_t i = 0; i < HTTP_MHD_LOG_SLOTS; i++) {
-    if (s->mhd_logs[i].fmt == fmt) {
-      slot = &s->mhd_logs[i];
-      break;
-    }
-    if (s->mhd_logs[i].at < slot->at) slot = &s->mhd_logs[i];
-  }
-  int ok = slot->fmt != fmt || now - slot->at >= MHD_LOG_EVERY_MS;
-  if (ok) {
-    *left_out = slot->fmt == fmt ? slot->suppressed : 0;
-    slot->fmt = fmt;
-    slot->at = now;
-    slot->suppressed = 0;
-  } else {
-    slot->suppressed++;
-  }
-  pthread_mutex_unlock(&s->log_lock);
-  return ok;
-}
-
+/* Through the guard, which limits libmicrohttpd's per-connection lines
+ * (http_guard_mhd_log); the guard exists before any daemon runs. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   http_source *s = cls;
-  unsigned left_out = 0;
-  if (!mhd_log_admit(s, fmt, &left_out)) return;
+  if (s->guard) {
+    http_guard_mhd_log(s->guard, fmt, ap);
+    return;
+  }
   char msg[512];
   vsnprintf(msg, sizeof msg, fmt, ap);
-  size_t n = strlen(msg);
-  while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-    msg[--n] = '\0';
-  if (left_out)
-    LOG(s, CEB_LOG_WARN,
-        "libmicrohttpd: %s (and %u more like it in the last %d s)", msg,
-        left_out, MHD_LOG_EVERY_MS / 1000);
-  else
-    LOG(s, CEB_LOG_WARN, "libmicrohttpd: %s", msg);
+  LOG(s, CEB_LOG_WARN, "libmicrohttpd: %s", msg);
 }
 
 static int is_loopback(const char *host) {
@@ -280,7 +245,6 @@ int http_source_init(const ceb_host *host, ceb_instance *inst,
   s->cfg = cfg;
   s->name = strdup(info && info->name ? info->name : "http");
   pthread_mutex_init(&s->lock, NULL);
-  pthread_mutex_init(&s->log_lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   atomic_init(&s->draining, 0);
   int st = s->name ? init_config(s) : CEB_ENOMEM;
@@ -327,7 +291,11 @@ int http_source_start(void *state) {
 #define OPT(o, v, p)                                                           \
   opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)}
   OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s); /* first: MHD wants it so */
-  OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_conn, NULL);
+  /* above max_connections, so that the accept policy (which libmicrohttpd
+   * calls only under its own limit) still runs at it and the guard frees a
+   * slot */
+  OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_conn + s->guard_cfg.reserve + 1,
+      NULL);
   OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_conn_per_ip, NULL);
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
   OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->conn_memory, NULL);
@@ -397,7 +365,6 @@ void http_source_destroy(void *state) {
   http_tls_listener_free(&s->tls);
   free(s->name);
   pthread_cond_destroy(&s->cond);
-  pthread_mutex_destroy(&s->log_lock);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }

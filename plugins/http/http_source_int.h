@@ -30,14 +30,6 @@ typedef struct http_client_types {
   const char *patterns; /* borrowed from the config */
 } http_client_types;
 
-/* One libmicrohttpd log message's rate limit (http_source.c). */
-#define HTTP_MHD_LOG_SLOTS 16
-typedef struct http_mhd_log_slot {
-  const char *fmt; /* the message's format string: its identity */
-  int64_t at;      /* last logged, monotonic ms */
-  unsigned suppressed;
-} http_mhd_log_slot;
-
 typedef struct http_source {
   const ceb_host *host;
   ceb_instance *inst;
@@ -85,8 +77,6 @@ typedef struct http_source {
   size_t pending; /* requests submitted and not yet completed */
   int stopping;   /* no more suspending: the daemon is about to stop */
   struct http_req *suspended; /* suspended requests (intrusive list) */
-  pthread_mutex_t log_lock;   /* mhd_logs */
-  http_mhd_log_slot mhd_logs[HTTP_MHD_LOG_SLOTS];
 } http_source;
 typedef struct http_conns http_conns;
 

@@ -20,12 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../http/http_guard.h"
 #include "../http/http_jwks.h"
 #include "../http/http_jwt.h"
 #include "../http/http_tls.h"
 #include "pull_queue.h"
 
 #define MS(x) ((int64_t)(x)*1000)
+#define PULL_MAX_CONN 128u
+/* slots kept for new consumers: slow or idle connections give way */
+#define PULL_CONN_RESERVE 16u
 
 static const ceb_config_spec pull_spec[] = {
     {"listen", CEB_CFG_ADDRESS, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
@@ -62,6 +66,8 @@ typedef struct pull_state {
   atomic_int draining;
   atomic_long inflight;  /* deliveries appended, not yet settled */
   http_tls_listener tls; /* no cert: plain HTTP */
+  http_guard *guard;     /* request deadlines and the slot reserve */
+  atomic_uint open;      /* connections open */
   http_jwks *jwks;
   http_jwt_rules rules;
   const char *const *scopes;
@@ -180,12 +186,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   pull_state *s = cls;
   if (!*con_cls) {
     *con_cls = (void *)1;
+    http_guard_head_done(c);
     return MHD_YES;
   }
   if (*upload_size) { /* parameters are in the query; ignore any body */
+    http_guard_body(c, *upload_size);
     *upload_size = 0;
     return MHD_YES;
   }
+  /* handled from here (a long poll may wait max_wait): exempt from the
+   * deadlines, unless the guard is already closing the connection */
+  if (!http_guard_busy(c)) return MHD_NO;
   if (atomic_load(&s->draining))
     return (enum MHD_Result)problem(c, 503, "draining",
                                     "the bridge is shutting down");
@@ -212,6 +223,43 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return (enum MHD_Result)handle_commit(s, c);
   }
   return (enum MHD_Result)problem(c, 404, "not_found", "no such endpoint");
+}
+
+static void pull_mhd_log(void *cls, const char *fmt, va_list ap) {
+  pull_state *s = cls;
+  http_guard_mhd_log(s->guard, fmt, ap); /* started before the daemon */
+}
+
+/* Connection accounting for the guard (http_guard.h): slow and idle
+ * connections must not hold the 128 slots (thread per connection). */
+static enum MHD_Result pull_accept(void *cls, const struct sockaddr *addr,
+                                   socklen_t len) {
+  (void)addr;
+  (void)len;
+  pull_state *s = cls;
+  unsigned open = atomic_load(&s->open);
+  http_guard_admit(s->guard, open);
+  return open < PULL_MAX_CONN ? MHD_YES : MHD_NO;
+}
+
+static void pull_conn(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                      enum MHD_ConnectionNotificationCode code) {
+  pull_state *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    atomic_fetch_add(&s->open, 1);
+    *socket_ctx = http_guard_opened(s->guard, c);
+  } else {
+    atomic_fetch_sub(&s->open, 1);
+    http_guard_closed(s->guard, *socket_ctx);
+  }
+}
+
+static void pull_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                           enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)con_cls;
+  (void)toe;
+  http_guard_request_done(c); /* the next head's deadline starts */
 }
 
 static void jwks_log(void *arg, int error, const char *msg) {
@@ -338,12 +386,23 @@ static int pull_start(void *state) {
   size_t n = 0;
   http_tls_listener_options(&s->tls, &flags, tls, &n);
   tls[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  unsigned idle_s = (unsigned)(s->max_wait_ms / 1000 + 30);
+  http_guard_cfg gc = {MS(10), MS(idle_s),    MS(60),
+                       1024,   PULL_MAX_CONN, PULL_CONN_RESERVE};
+  s->guard = http_guard_new(s->host, s->inst, &gc);
+  if (!s->guard) return CEB_ENOMEM;
   s->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, sa,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)128, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)(s->max_wait_ms / 1000 + 30), MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_END);
+      flags, 0, pull_accept, s, handle, s, MHD_OPTION_EXTERNAL_LOGGER,
+      pull_mhd_log, s, MHD_OPTION_SOCK_ADDR, sa,
+      /* a backstop above PULL_MAX_CONN: libmicrohttpd calls the accept
+       * policy (where the guard frees slots) only under its own limit */
+      MHD_OPTION_CONNECTION_LIMIT, PULL_MAX_CONN + PULL_CONN_RESERVE,
+      MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_NOTIFY_CONNECTION,
+      pull_conn, s, MHD_OPTION_NOTIFY_COMPLETED, pull_completed, s,
+      MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!s->mhd) {
+    http_guard_free(s->guard);
+    s->guard = NULL;
     s->host->log(s->inst, CEB_LOG_ERROR, "cannot listen on %s:%d", s->host_addr,
                  s->port);
     return CEB_EIO;
@@ -427,6 +486,8 @@ static int pull_drain(void *state, int64_t deadline_ms) {
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
   }
+  http_guard_free(s->guard); /* after the daemon: no connection is left */
+  s->guard = NULL;
   (void)deadline_ms; /* appends already queued are flushed at close */
   return CEB_OK;
 }
@@ -435,6 +496,7 @@ static void pull_destroy(void *state) {
   pull_state *s = state;
   if (!s) return;
   if (s->mhd) MHD_stop_daemon(s->mhd);
+  http_guard_free(s->guard);
   if (s->queue)
     pull_queue_close(s->queue); /* flushes and settles queued appends */
   http_jwks_free(s->jwks);
