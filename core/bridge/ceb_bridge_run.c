@@ -138,6 +138,8 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   for (size_t r = 0; r < 3; r++)
     if ((st = init_role(b, order[r], err, errlen)) != CEB_OK) return st;
   if ((st = ceb_runtime_start(b->rt)) != CEB_OK) {
+    /* its first writes (recovery of a crashed run) on a full disk */
+    b->store_unavailable = st == CEB_EIO;
     snprintf(err, errlen, "runtime start failed: %s", ceb_strerror(st));
     return st;
   }

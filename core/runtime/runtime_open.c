@@ -223,7 +223,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
       .group_max = (size_t)ceb_config_int(b, "store.group_max", 512),
       .group_wait_ms = ceb_config_duration_ms(b, "store.group_wait", 0),
       .queue_max = 4096,
-      .check = store_check_of(ceb_config_str(b, "store.check"))};
+      .check = store_check_of(ceb_config_str(b, "store.check")),
+      .reserve = 2u << 20};
   int rc = ceb_store_open(&so, &rt->store, err, errlen);
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;

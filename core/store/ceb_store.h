@@ -53,6 +53,9 @@ typedef struct ceb_store_opts {
   int64_t group_wait_ms; /* wait this long (real time) to fill a group */
   size_t queue_max;      /* most queued ingest ops before CEB_EBUSY */
   int check;             /* CEB_STORE_CHECK_* */
+  size_t reserve;        /* bytes kept in "<path>.reserve", given up to
+                            open on a full disk (store_reserve.c); 0: none
+                            (tools other than the bridge) */
 } ceb_store_opts;
 
 /* Opens (creating and migrating) the store and starts the committer.

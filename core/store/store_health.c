@@ -144,6 +144,15 @@ int cebs_health_needs_probe(ceb_store *st) {
 }
 
 void cebs_health_probe(ceb_store *st) {
+  if (st->reserve_released) {
+    /* room to start is not room to accept: first the reserve back */
+    if (cebs_reserve_take(st->path, st->reserve) != 0) {
+      health_set(st, SQLITE_FULL, 1);
+      return;
+    }
+    st->reserve_released = 0;
+    ceb_log_info("store: the reserve beside %s is taken back", st->path);
+  }
   /* Writes 1 MiB and commits: a probe of one page succeeded on a disk
    * still too full for the next batch of events (its frame fitted into
    * WAL space a failed commit had allocated), and readiness flapped. The

@@ -67,10 +67,12 @@ struct ceb_store {
   cebs_idmap ids;
   /* write health (store_health.c), under lock */
   char *path;
-  int write_failed; /* the last group (or probe) failed to write */
-  int write_code;   /* its SQLite error code */
-  int corrupt;      /* SQLite reported damage at run time: final */
-  int64_t probe_at; /* committer: CLOCK_MONOTONIC ms of the last probe */
+  int write_failed;     /* the last group (or probe) failed to write */
+  int write_code;       /* its SQLite error code */
+  int corrupt;          /* SQLite reported damage at run time: final */
+  int64_t probe_at;     /* committer: CLOCK_MONOTONIC ms of the last probe */
+  size_t reserve;       /* bytes of <store>.reserve (0: none) */
+  int reserve_released; /* committer: given up to open; take it back */
 };
 
 /* Store identity (store_ident.c): the marker file beside the store and
@@ -105,6 +107,10 @@ int cebs_integrity_check(sqlite3 *db, const char *path, int mode, char *err,
 /* The connection's last error when it means the write did not reach the
  * file (full, I/O, damage), else 0. */
 int cebs_write_error_of(sqlite3 *db);
+/* The reserve file "<path>.reserve" (store_reserve.c): take allocates it
+ * (no-op when held), release removes it. 0 or -errno. */
+int cebs_reserve_take(const char *path, size_t bytes);
+int cebs_reserve_release(const char *path);
 /* Committer: records how a group ended (0: written) and logs changes. */
 void cebs_health_group(ceb_store *st, int code);
 /* Under lock: 1 while the committer should probe writes when idle. */

@@ -1,5 +1,6 @@
 /* Opening and closing the store: connections, pragmas, migrations, the read
  * connection pool and small SQLite helpers. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +78,8 @@ int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
   return CEB_OK;
 }
 
-int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
-                   size_t errlen) {
+static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
+                     size_t errlen) {
   if (!opts || !opts->path || !*opts->path || !out) {
     snprintf(err, errlen, "store: no path given");
     return CEB_EINVAL;
@@ -150,6 +151,38 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->started = 1;
   *out = st;
   return CEB_OK;
+}
+
+int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
+                   size_t errlen) {
+  int rc = open_once(opts, out, err, errlen);
+  if (rc == CEB_EIO && opts->reserve && cebs_reserve_release(opts->path) == 0) {
+    ceb_log_error("ALERT store: cannot open %s (%s): gave up its reserve "
+                  "(%s.reserve, %zu KiB) to start; nothing is accepted until "
+                  "the disk has room again",
+                  opts->path, err, opts->path, opts->reserve / 1024);
+    rc = open_once(opts, out, err, errlen);
+    if (rc == CEB_OK) {
+      ceb_store *st = *out;
+      pthread_mutex_lock(&st->lock);
+      st->reserve = opts->reserve;
+      st->reserve_released = 1;
+      st->write_failed = 1; /* the probe clears it, after the reserve */
+      st->write_code = SQLITE_FULL;
+      pthread_cond_broadcast(&st->cond); /* the committer starts probing */
+      pthread_mutex_unlock(&st->lock);
+    }
+    return rc;
+  }
+  if (rc == CEB_OK && opts->reserve) {
+    (*out)->reserve = opts->reserve;
+    int r = cebs_reserve_take(opts->path, opts->reserve);
+    if (r != 0)
+      ceb_log_warn("store: cannot keep a reserve of %zu KiB in %s.reserve "
+                   "(%s): a start on a full disk will wait for room",
+                   opts->reserve / 1024, opts->path, strerror(-r));
+  }
+  return rc;
 }
 
 void ceb_store_close(ceb_store *st) {

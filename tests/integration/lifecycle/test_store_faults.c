@@ -9,8 +9,9 @@
  *    mount rights that part is skipped with a line saying so): ingress
  *    answers 503 application/problem+json with Retry-After and /readyz 503
  *    while writes fail, both recover when space is freed; a restart on the
- *    full disk stays up answering /readyz 503 and starts fully once space
- *    is back. */
+ *    full disk gives up the reserve beside the store, starts and answers
+ *    503 until space is back; without a reserve it waits, admin API up and
+ *    /readyz 503, and starts once space is back. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -346,7 +347,40 @@ static void full_disk_cases(const char *dir) {
   CHECK_MSG(ceb_test_wait(accepts, &port, 15000), "ingress did not recover");
   CHECK_INT(ceb_proc_stop(&p, SIGTERM, 30000), 0);
 
-  /* a restart on a full disk stays up and answers 503 */
+  /* a restart on a full disk: the reserve beside the store is given up to
+   * open it; ingress answers 503 (nothing accepted), /readyz 503 */
+  char reserve[700];
+  snprintf(reserve, sizeof reserve, "%s/store.db.reserve", mnt);
+  CHECK_MSG(access(reserve, F_OK) == 0, "no reserve beside the store");
+  remove(portf);
+  remove(aportf);
+  fill_disk(mnt);
+  CHECK_INT(ceb_proc_start(&p, argv, log), 0);
+  port = ceb_test_wait_port_file(portf, 30000);
+  aport = ceb_test_wait_port_file(aportf, 30000);
+  CHECK_MSG(port > 0 && aport > 0, "did not start on a full disk");
+  CHECK_INT(post(port, "r-1", &r), 503);
+  CHECK_MSG(strcasestr(r.headers, "retry-after:") &&
+                strcasestr(r.headers, "application/problem+json"),
+            "503 without Retry-After or problem+json: %s", r.headers);
+  ra = (ready_arg){aport, 503};
+  CHECK(readyz_is(&ra));
+  /* the room the reserve made is for starting, not for accepting */
+  CHECK_INT(post(port, "r-2", &r), 503);
+  unfill_disk(mnt);
+  ra.want = 200;
+  CHECK_MSG(ceb_test_wait(readyz_is, &ra, 15000), "/readyz did not recover");
+  CHECK_MSG(ceb_test_wait(accepts, &port, 15000), "no 202 once space was back");
+  CHECK_MSG(access(reserve, F_OK) == 0, "reserve not taken back");
+  CHECK_INT(ceb_proc_stop(&p, SIGTERM, 30000), 0);
+  char *l = ceb_test_read_file(log, NULL);
+  CHECK_MSG(l && strstr(l, "gave up its reserve"), "the release is not logged");
+  free(l);
+
+  /* without a reserve (lost, or never had room for one) the bridge still
+   * does not exit: it waits with the admin API up, /readyz 503, and starts
+   * once there is room */
+  CHECK_INT(unlink(reserve), 0);
   remove(portf);
   remove(aportf);
   fill_disk(mnt);
@@ -361,7 +395,7 @@ static void full_disk_cases(const char *dir) {
   CHECK_MSG(port > 0, "the bridge did not start once space was back");
   CHECK_MSG(ceb_test_wait(accepts, &port, 15000), "no 202 after the retry");
   CHECK_INT(ceb_proc_stop(&p, SIGTERM, 30000), 0);
-  char *l = ceb_test_read_file(log, NULL);
+  l = ceb_test_read_file(log, NULL);
   CHECK_MSG(l && strstr(l, "retrying"), "the wait is not logged");
   free(l);
   CHECK_INT(umount(mnt), 0);
