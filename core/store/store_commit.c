@@ -162,9 +162,9 @@ static int step_cached(sqlite3 *db, const char *sql) {
 static void run_group(ceb_store *st, store_op *group) {
   cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
-  /* the first error meaning "not written" (full disk, I/O, damage) */
+  /* the first error meaning "not written" (full disk, I/O, damage); a
+   * busy lock (another process writing) is not one */
   int werr = began ? 0 : cebs_write_error_of(st->wdb);
-  if (!began && !werr) werr = SQLITE_ERROR;
   size_t n = 0;
   for (store_op *op = group; op; op = op->next) {
     n++;
@@ -186,7 +186,7 @@ static void run_group(ceb_store *st, store_op *group) {
   int ok = began;
   if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {
     int code = cebs_write_error_of(st->wdb);
-    werr = code ? code : werr ? werr : SQLITE_ERROR;
+    if (code) werr = code;
     ceb_log_error("store: group commit of %zu ops failed; every op fails", n);
     if (!sqlite3_get_autocommit(st->wdb)) cebs_exec(st->wdb, "ROLLBACK");
     for (store_op *op = group; op; op = op->next)
