@@ -1,6 +1,7 @@
 /* TLS on the admin API (ceb_admin_tls.h). */
 #include "admin/ceb_admin_tls.h"
 
+#include <errno.h>
 #include <gnutls/gnutls.h>
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -37,36 +38,56 @@ static char *read_pem(const ceb_config *cfg, const char *key, char *err,
   return buf;
 }
 
-int ceb_admin_tls_load(const ceb_config *cfg, ceb_admin_tls *t, char *err,
-                       size_t errlen) {
-  memset(t, 0, sizeof *t);
+/* The priority string for cfg into out; CEB_OK or CEB_ECONFIG with err. */
+static int priority(const ceb_config *cfg, char *out, size_t size, char *err,
+                    size_t errlen) {
+  if (ceb_tls_priority(cfg, "admin.", out, size) != CEB_OK) {
+    snprintf(err, errlen, "admin.tls.priority is too long");
+    return CEB_ECONFIG;
+  }
+  /* checked with GnuTLS so that a typo names the key, not a listener that
+   * fails to start with libmicrohttpd's generic message */
+  gnutls_priority_t p;
+  const char *at = NULL;
+  int rc = gnutls_priority_init(&p, out, &at);
+  if (rc != GNUTLS_E_SUCCESS) {
+    snprintf(err, errlen,
+             "admin.tls.priority: GnuTLS refuses the priority string near "
+             "'%.40s': %s",
+             at ? at : out, gnutls_strerror(rc));
+    return CEB_ECONFIG;
+  }
+  gnutls_priority_deinit(p);
+  return CEB_OK;
+}
+
+int ceb_admin_tls_check(const ceb_config *cfg, const char **key, char *err,
+                        size_t errlen) {
   const char *cert = ceb_config_str(cfg, "admin.tls.cert");
-  const char *key = ceb_config_str(cfg, "admin.tls.key");
-  if (!cert != !key) {
+  const char *pkey = ceb_config_str(cfg, "admin.tls.key");
+  if (!cert != !pkey) {
+    *key = cert ? "admin.tls.cert" : "admin.tls.key";
     snprintf(err, errlen, "admin.tls.cert and admin.tls.key go together");
     return CEB_ECONFIG;
   }
   char prio[1024];
-  if (ceb_tls_priority(cfg, "admin.", prio, sizeof prio) != CEB_OK) {
-    snprintf(err, errlen, "admin.tls.priority (%s): too long",
-             ceb_config_origin(cfg, "admin.tls.priority"));
+  *key = "admin.tls.priority";
+  return priority(cfg, prio, sizeof prio, err, errlen);
+}
+
+int ceb_admin_tls_load(const ceb_config *cfg, ceb_admin_tls *t, char *err,
+                       size_t errlen) {
+  memset(t, 0, sizeof *t);
+  const char *key = NULL;
+  char why[400];
+  if (ceb_admin_tls_check(cfg, &key, why, sizeof why) != CEB_OK) {
+    snprintf(err, errlen, "%s (%s)", why, ceb_config_origin(cfg, key));
     return CEB_ECONFIG;
   }
-  /* checked here so that a typo names the key, not a listener that fails
-   * to start with libmicrohttpd's generic message */
-  gnutls_priority_t p;
-  const char *at = NULL;
-  int rc = gnutls_priority_init(&p, prio, &at);
-  if (rc != GNUTLS_E_SUCCESS) {
-    snprintf(err, errlen,
-             "admin.tls.priority (%s): GnuTLS refuses the priority string "
-             "near '%.40s': %s",
-             ceb_config_origin(cfg, "admin.tls.priority"), at ? at : prio,
-             gnutls_strerror(rc));
+  if (!ceb_config_str(cfg, "admin.tls.cert")) return CEB_OK;
+  char prio[1024];
+  if (priority(cfg, prio, sizeof prio, err, errlen) != CEB_OK)
     return CEB_ECONFIG;
-  }
-  gnutls_priority_deinit(p);
-  if (!cert) return CEB_OK;
   t->priority = strdup(prio);
   if (!t->priority) return CEB_ENOMEM;
   if (!(t->cert = read_pem(cfg, "admin.tls.cert", err, errlen)) ||

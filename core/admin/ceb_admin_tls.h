@@ -16,9 +16,17 @@ typedef struct ceb_admin_tls {
   char *priority;   /* GnuTLS priority string */
 } ceb_admin_tls;
 
-/* Reads admin.tls.cert and admin.tls.key (together or neither) and builds
- * and checks the priority. CEB_OK, or CEB_ECONFIG / CEB_ENOMEM with the
- * reason (key and file:line) in err; t is then empty. */
+/* What can be checked without the files: admin.tls.cert and admin.tls.key
+ * set together or not at all, and a priority string GnuTLS accepts.
+ * CEB_OK, or CEB_ECONFIG with the reason in err and the key at fault in
+ * *key. Used by ceb_bridge_load, so that `check` reports it with file:line
+ * and `run` refuses the same. */
+int ceb_admin_tls_check(const ceb_config *cfg, const char **key, char *err,
+                        size_t errlen);
+
+/* ceb_admin_tls_check, then reads the certificate and key. CEB_OK, or
+ * CEB_ECONFIG / CEB_ENOMEM with the reason (key and file:line) in err; t is
+ * then empty. */
 int ceb_admin_tls_load(const ceb_config *cfg, ceb_admin_tls *t, char *err,
                        size_t errlen);
 /* Frees t, overwriting the key. */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "admin/ceb_admin_tls.h"
 #include "config/ceb_core_spec.h"
 
 static const ceb_config_spec k_empty_spec[] = {CEB_CONFIG_SPEC_END};
@@ -144,6 +145,19 @@ static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
                        v);
 }
 
+/* admin.tls.*: certificate and key together, a priority string GnuTLS
+ * accepts (the files are read by run only: check may run away from them). */
+static void check_admin_tls(ceb_bridge *b, ceb_conf_errors *errs) {
+  const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
+  const char *key = NULL;
+  char why[512], file[256];
+  int line;
+  if (!sec || ceb_admin_tls_check(sec->cfg, &key, why, sizeof why) == CEB_OK)
+    return;
+  key_origin(sec, key, file, sizeof file, &line);
+  ceb_conf_error_add(errs, file, line, NULL, "%s", why);
+}
+
 static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
   uint32_t role = role_of_kind(sec->kind);
   const char *pname = ceb_config_str(sec->cfg, "plugin");
@@ -225,6 +239,7 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   }
   st = ceb_conf_check(b->conf, plugin_spec_cb, b, errs);
   check_admin_listen(b, errs);
+  check_admin_tls(b, errs);
   for (size_t i = 0; i < b->conf->count; i++)
     if (strcmp(b->conf->sections[i].kind, "route") == 0) {
       check_topic_sink(b, &b->conf->sections[i], "dlq", errs);

@@ -6,7 +6,8 @@
  * and `cebridge health` reach it over HTTPS, trusting exactly the
  * configured certificate's key (the certificate names 127.0.0.1, the CLI
  * pins the key whatever the names); a certificate without its key and a
- * priority string GnuTLS refuses stop the start. */
+ * priority string GnuTLS refuses stop the start, and `check` names the
+ * priority's file:line. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,17 @@ int main(void) {
   CHECK(ceb_proc_stop(&p, 0, 30000) != 0);
   char *out = ceb_test_read_file(log, NULL);
   CHECK(out && strstr(out, "admin.tls.priority"));
+  free(out);
+  /* and `check` reports it with the file:line of the key */
+  char *cargv[] = {bin(),          "check",         "-c", g_conf,
+                   "--plugin-dir", CEB_PLUGIN_PATH, NULL};
+  char clog[700];
+  snprintf(clog, sizeof clog, "%s/check.log", g_dir);
+  CHECK_INT(ceb_proc_start(&p, cargv, clog), 0);
+  CHECK(ceb_proc_stop(&p, 0, 30000) != 0);
+  out = ceb_test_read_file(clog, NULL);
+  CHECK_MSG(out && strstr(out, "bridge.conf:7: admin.tls.priority: GnuTLS"),
+            "%s", out ? out : "");
   free(out);
 
   ceb_test_rmtree(tmp);
