@@ -205,7 +205,10 @@ static int conn_open(load *L, conn *c) {
 }
 
 static void conn_fail(load *L, conn *c) {
-  if (c->st == C_WRITING || c->st == C_READING) L->r->transport_errors++;
+  if (c->st == C_WRITING || c->st == C_READING) {
+    L->r->transport_errors++;
+    if (L->o->live) atomic_fetch_add(&L->o->live->answered, 1);
+  }
   conn_close(L, c);
 }
 
@@ -233,6 +236,7 @@ static void conn_next(load *L, conn *c) {
   c->start_us = now_us();
   if (!L->t0) L->t0 = c->start_us;
   L->r->sent++;
+  if (L->o->live) atomic_fetch_add(&L->o->live->sent, 1);
   conn_flush(L, c);
 }
 
@@ -377,6 +381,10 @@ static void conn_readable(load *L, conn *c) {
     L->t_last = t;
     L->r->completed++;
     L->r->status[status]++;
+    if (L->o->live) {
+      if (status >= 200 && status < 300) atomic_fetch_add(&L->o->live->ok, 1);
+      atomic_fetch_add(&L->o->live->answered, 1);
+    }
     if (record_latency(L, t - c->start_us) < 0) {
       conn_fail(L, c);
       return;

@@ -15,22 +15,33 @@
 #ifndef CEB_BENCH_LOAD_H
 #define CEB_BENCH_LOAD_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* Counters another thread may read while a run goes on (a stall watchdog:
+ * bench/kafka/bench_kafka_stall.c). Zeroed by the caller; the run only
+ * adds. Waiting requests = sent - answered. */
+typedef struct ceb_bench_load_live {
+  atomic_long sent;     /* requests whose first byte was written */
+  atomic_long answered; /* full responses read, or given up on */
+  atomic_long ok;       /* 2xx responses */
+} ceb_bench_load_live;
+
 typedef struct ceb_bench_load_opts {
-  int port;              /* 127.0.0.1:port */
-  const char *path;      /* request path, e.g. "/events" */
-  int connections;       /* 1 .. 4096 */
-  long count;            /* requests to send; 0: no limit (duration only) */
-  int64_t duration_ms;   /* stop sending after this; 0: no limit (count) */
-  int64_t drain_ms;      /* wait for outstanding answers; 0: 30 s */
-  int event_size;        /* bytes per event (see ceb_bench_load.c) */
-  int keys;              /* distinct subject values, 1 .. 999999 */
-  int binary;            /* 1: binary mode (ce-* headers), 0: structured */
-  const char *id_prefix; /* unique per run; no '#', '@' or '%' */
-  const char *source;    /* CloudEvents source */
-  const char *type;      /* CloudEvents type */
+  int port;                  /* 127.0.0.1:port */
+  const char *path;          /* request path, e.g. "/events" */
+  int connections;           /* 1 .. 4096 */
+  long count;                /* requests to send; 0: no limit (duration only) */
+  int64_t duration_ms;       /* stop sending after this; 0: no limit (count) */
+  int64_t drain_ms;          /* wait for outstanding answers; 0: 30 s */
+  int event_size;            /* bytes per event (see ceb_bench_load.c) */
+  int keys;                  /* distinct subject values, 1 .. 999999 */
+  int binary;                /* 1: binary mode (ce-* headers), 0: structured */
+  const char *id_prefix;     /* unique per run; no '#', '@' or '%' */
+  const char *source;        /* CloudEvents source */
+  const char *type;          /* CloudEvents type */
+  ceb_bench_load_live *live; /* NULL, or counters updated as the run goes */
 } ceb_bench_load_opts;
 
 /* Latency percentiles in microseconds over the completed requests. */

@@ -1,5 +1,5 @@
 /* The intermediary's listeners. With `threads` = N > 1 the source runs N
- * libmicrohttpd daemons (one epoll thread each) on N SO_REUSEPORT sockets
+ * libmicrohttpd daemons (one poll() thread each) on N SO_REUSEPORT sockets
  * bound to the same address, so that the kernel spreads connections evenly
  * over the threads. (libmicrohttpd's own thread pool shares one socket:
  * the first thread awake took most of a burst of connections and then did

@@ -12,7 +12,7 @@ const ceb_config_spec http_source_spec[] = {
     {"path", CEB_CFG_STRING, 0, "/events", 0, 0, NULL,
      "Request path events are POSTed to."},
     {"threads", CEB_CFG_INT, 0, "2", 1, 64, NULL,
-     "Listener threads: one libmicrohttpd epoll daemon each, on its own "
+     "Listener threads: one libmicrohttpd poll daemon each, on its own "
      "SO_REUSEPORT socket of the same address (the kernel spreads "
      "connections over them)."},
     {"tls.cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
