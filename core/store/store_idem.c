@@ -2,7 +2,11 @@
  * reserved (in flight) by begin, completed with the response by finish, or
  * dropped by abort. Reservations are durable so that two bridge threads
  * never both process one key; a crashed run's reservations are dropped at
- * start (ceb_store_idem_reset_inflight). */
+ * start (ceb_store_idem_reset_inflight). The handle also remembers the
+ * reservations it holds (st->idem_live): a reservation row it does not
+ * hold is one whose abort or finish failed to write (a full disk rolled it
+ * back), and is taken over by the next begin instead of answering "in
+ * flight" to every retry until a restart. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,13 +16,39 @@
 #include "store/store_internal.h"
 
 typedef struct idem_args {
+  ceb_store *st;
   const char *client, *key, *fingerprint;
   int64_t now, ttl_ms;
   int http_status;
   const char *content_type, *body;
   size_t body_len;
   ceb_idem_result *res;
+  int added; /* begin_run put the key in st->idem_live */
 } idem_args;
+
+/* FNV-1a of client, NUL, key: the entry of st->idem_live. */
+static int64_t live_hash(const char *client, const char *key) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *p = client;; p++) {
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    if (!*p) break;
+  }
+  for (const char *p = key; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return (int64_t)h;
+}
+
+static int held(idem_args *a) {
+  int64_t one;
+  return cebs_idmap_find(&a->st->idem_live, live_hash(a->client, a->key), &one,
+                         1) > 0;
+}
+
+/* Forgets a reservation of this handle whatever the write's outcome: once
+ * finish or abort ran, no request holds the key. */
+static void release(idem_args *a) {
+  cebs_idmap_remove(&a->st->idem_live, live_hash(a->client, a->key), 1);
+}
 
 static int begin_run(sqlite3 *db, void *arg) {
   idem_args *a = arg;
@@ -38,6 +68,8 @@ static int begin_run(sqlite3 *db, void *arg) {
       sqlite3_column_type(s, 5) != SQLITE_NULL &&
       sqlite3_column_int64(s, 5) <= a->now)
     found = 0; /* expired: as if absent */
+  if (found && sqlite3_column_int(s, 1) == CEB_IDEM_ROW_INFLIGHT && !held(a))
+    found = 0; /* stale: no request of this run holds it */
   if (found) {
     const char *fp = (const char *)sqlite3_column_text(s, 0);
     ceb_idem_result *r = a->res;
@@ -78,6 +110,13 @@ static int begin_run(sqlite3 *db, void *arg) {
   rc = sqlite3_step(s) == SQLITE_DONE ? CEB_OK : CEB_EIO;
   sqlite3_finalize(s);
   a->res->state = CEB_IDEM_NEW;
+  if (rc == CEB_OK) {
+    if (cebs_idmap_add(&a->st->idem_live, live_hash(a->client, a->key), 1) ==
+        CEB_OK)
+      a->added = 1;
+    else
+      rc = CEB_ENOMEM;
+  }
   return rc;
 }
 
@@ -86,13 +125,16 @@ int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
                          ceb_idem_result *res) {
   if (!key || !*key || !fingerprint || !res) return CEB_EINVAL;
   memset(res, 0, sizeof *res);
-  idem_args a = {.client = client ? client : "",
+  idem_args a = {.st = st,
+                 .client = client ? client : "",
                  .key = key,
                  .fingerprint = fingerprint,
                  .now = now,
                  .res = res};
   int rc = ceb_store_call(st, begin_run, &a);
   if (rc != CEB_OK) {
+    /* not reserved (the caller will neither finish nor abort) */
+    if (a.added) release(&a);
     free(res->content_type);
     free(res->body);
     memset(res, 0, sizeof *res);
@@ -102,6 +144,7 @@ int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
 
 static int finish_run(sqlite3 *db, void *arg) {
   idem_args *a = arg;
+  release(a);
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db,
                          "UPDATE idempotency SET state = 1, http_status = ?3,"
@@ -127,7 +170,8 @@ int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
                           const char *body, size_t body_len, int64_t now,
                           int64_t ttl_ms) {
   if (!key || (!body && body_len)) return CEB_EINVAL;
-  idem_args a = {.client = client ? client : "",
+  idem_args a = {.st = st,
+                 .client = client ? client : "",
                  .key = key,
                  .http_status = http_status,
                  .content_type = content_type,
@@ -140,6 +184,7 @@ int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
 
 static int abort_run(sqlite3 *db, void *arg) {
   idem_args *a = arg;
+  release(a);
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db,
                          "DELETE FROM idempotency WHERE client = ?1 AND"
@@ -155,7 +200,7 @@ static int abort_run(sqlite3 *db, void *arg) {
 
 int ceb_store_idem_abort(ceb_store *st, const char *client, const char *key) {
   if (!key) return CEB_EINVAL;
-  idem_args a = {.client = client ? client : "", .key = key};
+  idem_args a = {.st = st, .client = client ? client : "", .key = key};
   return ceb_store_call(st, abort_run, &a);
 }
 

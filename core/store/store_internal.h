@@ -73,6 +73,10 @@ struct ceb_store {
   int64_t probe_at;     /* committer: CLOCK_MONOTONIC ms of the last probe */
   size_t reserve;       /* bytes of <store>.reserve (0: none) */
   int reserve_released; /* committer: given up to open; take it back */
+  /* Idempotency keys this handle holds in flight: hash of (client, key)
+   * -> 1 (store_idem.c). A reservation row not held here is stale (its
+   * abort failed to write, as on a full disk) and is taken over. */
+  cebs_idmap idem_live;
 };
 
 /* Store identity (store_ident.c): the marker file beside the store and

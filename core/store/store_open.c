@@ -98,6 +98,7 @@ static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
   st->wal_fd = -1;
   cebs_idmap_init(&st->ids);
+  cebs_idmap_init(&st->idem_live);
   cebs_ident ident;
   st->path = strdup(opts->path);
   int rc = st->path ? cebs_ident_precheck(opts->path, &ident, err, errlen)
@@ -140,6 +141,7 @@ static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
       sqlite3_close(st->readers[i]);
     sqlite3_close(st->wdb);
     cebs_idmap_destroy(&st->ids);
+    cebs_idmap_destroy(&st->idem_live);
     pthread_mutex_destroy(&st->lock);
     pthread_cond_destroy(&st->cond);
     pthread_mutex_destroy(&st->rlock);
@@ -199,6 +201,7 @@ void ceb_store_close(ceb_store *st) {
   /* A clean close checkpoints the WAL into the main file. */
   sqlite3_close(st->wdb);
   cebs_idmap_destroy(&st->ids);
+  cebs_idmap_destroy(&st->idem_live);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
   pthread_mutex_destroy(&st->rlock);

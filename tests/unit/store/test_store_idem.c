@@ -9,6 +9,35 @@ static void res_free(ceb_idem_result *r) {
   free(r->body);
 }
 
+/* A reservation row as an abort leaves it when its write failed (a full
+ * disk rolled the DELETE back): in flight, held by no request. */
+static int stale_run(sqlite3 *db, void *arg) {
+  (void)arg;
+  return sqlite3_exec(db,
+                      "INSERT INTO idempotency (client, key, fingerprint,"
+                      " state, created_at) VALUES ('c3', 'k3', 'fp', 0, 1)",
+                      NULL, NULL, NULL) == SQLITE_OK
+             ? CEB_OK
+             : CEB_EIO;
+}
+
+/* A reservation no request of this run holds is taken over by the next
+ * begin, instead of answering "in flight" to every retry until a restart;
+ * one that is held still answers "in flight". */
+static void test_stale_reservation(ceb_store *st) {
+  ceb_idem_result r;
+  CHECK_INT(ceb_store_call(st, stale_run, NULL), 0);
+  CHECK_INT(ceb_store_idem_begin(st, "c3", "k3", "fp", 5000, &r), 0);
+  CHECK_INT(r.state, CEB_IDEM_NEW);
+  CHECK_INT(ceb_store_idem_begin(st, "c3", "k3", "fp", 5001, &r), 0);
+  CHECK_INT(r.state, CEB_IDEM_IN_FLIGHT);
+  CHECK_INT(ceb_store_idem_finish(st, "c3", "k3", 202, NULL, "", 0, 5002, 1000),
+            0);
+  CHECK_INT(ceb_store_idem_begin(st, "c3", "k3", "fp", 5003, &r), 0);
+  CHECK_INT(r.state, CEB_IDEM_REPLAY);
+  res_free(&r);
+}
+
 int main(void) {
   ceb_store *st = fixture_open("idem", NULL);
   ceb_idem_result r;
@@ -54,6 +83,7 @@ int main(void) {
   CHECK_INT(ceb_store_idem_begin(st, "c2", "k", "fp9", 6000, &r), 0);
   CHECK_INT(r.state, CEB_IDEM_NEW);
   CHECK_INT(ceb_store_idem_begin(st, "c1", "", "fp", 1, &r), CEB_EINVAL);
+  test_stale_reservation(st);
 
   /* Contract register. */
   const char *doc = "{\"asyncapi\":\"3.0.0\"}";
