@@ -199,10 +199,7 @@ http_guard *http_guard_new(const ceb_host *host, ceb_instance *inst,
   g->inst = inst;
   g->cfg = *cfg;
   pthread_mutex_init(&g->lock, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_cond_init(&g->cond, &ca);
-  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&g->cond, NULL);
   if (pthread_create(&g->thread, NULL, sweeper, g) != 0) {
     pthread_cond_destroy(&g->cond);
     pthread_mutex_destroy(&g->lock);
@@ -314,7 +311,10 @@ void http_guard_head_done(struct MHD_Connection *conn) {
   atomic_store(&r->bytes, 0);
   atomic_store(&r->since_ms, mono_ms());
   int expect = PH_HEAD;
-  atomic_compare_exchange_strong(&r->phase, &expect, PH_BODY);
+  if (!atomic_compare_exchange_strong(&r->phase, &expect, PH_BODY)) {
+    expect = PH_BUSY; /* back from a wait before the body (JWKS) */
+    atomic_compare_exchange_strong(&r->phase, &expect, PH_BODY);
+  }
 }
 
 void http_guard_body(struct MHD_Connection *conn, size_t n) {

@@ -69,7 +69,9 @@ void http_guard_closed(http_guard *g, http_guard_conn *rec);
  * longest for a request head (at least EVICT_MIN_AGE_MS). */
 void http_guard_admit(http_guard *g, unsigned open);
 
-/* Request phases, from the access handler (the connection's thread). */
+/* Request phases, from the access handler (the connection's thread).
+ * head_done: the head is complete, the body's deadline and rate start (also
+ * after a wait marked busy before the body is read, e.g. for the JWKS). */
 void http_guard_head_done(struct MHD_Connection *conn);
 void http_guard_body(struct MHD_Connection *conn, size_t n);
 /* The request is complete and is being handled: exempt from the guard.

@@ -316,6 +316,9 @@ static int await_keys(http_req *r, uint64_t gen) {
   if (suspend) {
     r->keys_suspended = 1;
     r->phase = PHASE_KEYS;
+    /* the wait (oauth2.jwks_wait) is ours, not a slow body; a connection
+     * the guard is closing already is refused once resumed */
+    http_guard_busy(r->conn);
     MHD_suspend_connection(r->conn);
     enlist(s, r);
   }
@@ -968,7 +971,8 @@ static enum MHD_Result keys_resumed(http_req *r) {
   int woken = r->keys_woken;
   pthread_mutex_unlock(&r->lock);
   r->phase = PHASE_BODY;
-  if (!woken) { /* resumed by the daemon stopping */
+  http_guard_head_done(r->conn); /* the body's deadline starts now */
+  if (!woken) {                  /* resumed by the daemon stopping */
     reply_unavailable(r, "draining", "the intermediary is shutting down");
     return queue_reply(r);
   }
