@@ -52,6 +52,7 @@ struct http_guard {
   pthread_t thread;
   int stop;
   http_guard_conn *conns; /* open connections, oldest last */
+  unsigned nconns;        /* in conns: the http_connections_open gauge */
   reason_log logs[HTTP_CLOSE_NREASONS];
   mhd_log_slot mhd_logs[MHD_LOG_SLOTS];
 };
@@ -258,6 +259,10 @@ http_guard_conn *http_guard_opened(http_guard *g, struct MHD_Connection *conn) {
   r->next = g->conns;
   if (g->conns) g->conns->prev = r;
   g->conns = r;
+  g->nconns++;
+  /* set under the lock: the last value set is the current count */
+  g->host->metric(g->inst, CEB_METRIC_GAUGE, "http_connections_open", NULL,
+                  (double)g->nconns);
   pthread_mutex_unlock(&g->lock);
   return r;
 }
@@ -270,12 +275,15 @@ void http_guard_closed(http_guard *g, http_guard_conn *r) {
   else
     g->conns = r->next;
   if (r->next) r->next->prev = r->prev;
+  g->nconns--;
+  g->host->metric(g->inst, CEB_METRIC_GAUGE, "http_connections_open", NULL,
+                  (double)g->nconns);
   pthread_mutex_unlock(&g->lock);
   free(r);
 }
 
-void http_guard_admit(http_guard *g, unsigned open) {
-  if (!g || open + g->cfg.reserve < g->cfg.max_conn) return;
+int http_guard_admit(http_guard *g, unsigned open) {
+  if (!g || open + g->cfg.reserve < g->cfg.max_conn) return 0;
   int64_t now = mono_ms();
   char addr[INET6_ADDRSTRLEN] = "";
   int closed = 0;
@@ -297,6 +305,7 @@ void http_guard_admit(http_guard *g, unsigned open) {
   }
   pthread_mutex_unlock(&g->lock);
   if (closed) note(g, HTTP_CLOSE_EVICTED, addr);
+  return closed;
 }
 
 static http_guard_conn *rec_of(struct MHD_Connection *conn) {

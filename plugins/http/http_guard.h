@@ -18,7 +18,8 @@
  * its own thread (it calls the CLOSED notification before close(2), so the
  * descriptor cannot be reused under the guard). Each close is counted by
  * reason (metric http_connections_closed_total{reason}) and logged at most
- * once per 10 s per reason, with the count and one client address.
+ * once per 10 s per reason, with the count and one client address; the
+ * gauge http_connections_open counts the connections.
  *
  * Threading: one guard per source, shared by its daemons; every function is
  * thread-safe. Records belong to the guard (created by opened, freed by
@@ -66,8 +67,9 @@ void http_guard_closed(http_guard *g, http_guard_conn *rec);
 
 /* Called by the accept policy with the open connections counted: at
  * max_conn - reserve or more, closes the connection that has waited
- * longest for a request head (at least EVICT_MIN_AGE_MS). */
-void http_guard_admit(http_guard *g, unsigned open);
+ * longest for a request head (at least EVICT_MIN_AGE_MS). 1 when one was
+ * closed (the new connection may take its place). */
+int http_guard_admit(http_guard *g, unsigned open);
 
 /* Request phases, from the access handler (the connection's thread).
  * head_done: the head is complete, the body's deadline and rate start (also

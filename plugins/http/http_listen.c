@@ -64,18 +64,29 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr,
   unsigned char key[16];
   size_t len = addr_key(addr, key);
   pthread_mutex_lock(&c->lock);
-  int ok = c->total < s->max_conn;
-  if (ok && len) {
+  int ok = 1, may_evict = 1;
+  if (len) {
     ip_count *e = *slot(c, key, len);
     ok = !e || e->n < s->max_conn_per_ip;
+    /* an address holding half its share already does not push others out
+     * (else many connections from few addresses churn every slot) */
+    may_evict = !e || e->n < s->max_conn_per_ip / 2;
   }
-  int64_t now = s->host->now_ms(s->inst);
-  int warn = !ok && now - c->warned_at >= 10000;
-  if (warn) c->warned_at = now;
   unsigned total = c->total;
   pthread_mutex_unlock(&c->lock);
-  http_guard_admit(s->guard, total); /* keeps slots free for new clients */
-  if (warn)                          /* at most every 10 s */
+  /* Near the limit the guard closes the connection waiting longest for its
+   * head; this one takes its place at once (the count drops when the
+   * closed one is cleaned up: a burst overshoots by at most the reserve). */
+  if (ok)
+    ok = total < s->max_conn ||
+         (may_evict && total < s->max_conn + s->guard_cfg.reserve &&
+          http_guard_admit(s->guard, total));
+  int64_t now = s->host->now_ms(s->inst);
+  pthread_mutex_lock(&c->lock);
+  int warn = !ok && now - c->warned_at >= 10000;
+  if (warn) c->warned_at = now;
+  pthread_mutex_unlock(&c->lock);
+  if (warn) /* at most every 10 s */
     LOG(s, CEB_LOG_WARN,
         "refusing connections: %u open (max_connections %u, "
         "max_connections_per_ip %u)",

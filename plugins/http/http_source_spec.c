@@ -47,8 +47,9 @@ const ceb_config_spec http_source_spec[] = {
     {"connection_reserve", CEB_CFG_INT, 0, "64", 0, 1000000, NULL,
      "Connection slots kept for new clients: once max_connections minus "
      "this many are open, each new connection closes the one that has "
-     "waited longest (1 s at least) for its request head. At most half of "
-     "max_connections."},
+     "waited longest (1 s at least) for its request head and takes its "
+     "place (not from an address holding half of max_connections_per_ip). "
+     "At most half of max_connections."},
     {"connection_memory", CEB_CFG_SIZE, 0, "32KiB", 8192, 16 * 1024 * 1024,
      NULL,
      "Per-connection memory for request headers and read buffers; "

@@ -238,7 +238,10 @@ static enum MHD_Result pull_accept(void *cls, const struct sockaddr *addr,
   (void)len;
   pull_state *s = cls;
   unsigned open = atomic_load(&s->open);
-  http_guard_admit(s->guard, open);
+  /* the guard closed a slow connection: this one takes its place */
+  if (http_guard_admit(s->guard, open) &&
+      open < PULL_MAX_CONN + PULL_CONN_RESERVE)
+    return MHD_YES;
   return open < PULL_MAX_CONN ? MHD_YES : MHD_NO;
 }
 
