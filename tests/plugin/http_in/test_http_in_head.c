@@ -143,6 +143,15 @@ static void test_well_formed(hin_env *e, const char *key) {
                                 "0\r\n\r\n";
   r = exchange(e, chunked, sizeof chunked - 1);
   CHECK_MSG(r.status == 202, "chunked: status %d body %s", r.status, r.body);
+  /* bare LF line ends (tolerated by libmicrohttpd) and trailing spaces are
+   * not mistaken for a NUL or a folded line */
+  static const char bare_lf[] = "POST /events HTTP/1.1\nHost: 127.0.0.1\n"
+                                "ce-specversion: 1.0\nce-source: urn:t\n"
+                                "ce-type: nl.edu.t  \nce-id: ok-3\n"
+                                "X-Empty:\nContent-Type: application/json\n"
+                                "Content-Length: 2\n\n{}";
+  r = exchange(e, bare_lf, sizeof bare_lf - 1);
+  CHECK_MSG(r.status == 202, "bare LF: status %d body %s", r.status, r.body);
 }
 
 int main(void) {
