@@ -128,7 +128,7 @@ int ceb_conf_write_reference(FILE *f, const ceb_conf_plugin_ref *plugins,
         "taken as written (no quote removal). Secrets: `file:/path` (one "
         "trailing newline removed), or a value whose `${ENV}` references "
         "are replaced by the environment variables (several in one value "
-        "too: `${OLD} ${NEW}`).\n\n",
+        "too: `${OLD} ${NEW}`; `$${` writes a literal `${`).\n\n",
         f);
   static const struct {
     const char *title;

@@ -88,7 +88,8 @@ static int append(char **buf, size_t *len, const char *s, size_t n) {
 
 /* Every ${NAME} of value replaced by the environment variable NAME, the text
  * around kept: one reference ("${TOKEN}") or several ("${OLD} ${NEW}", the
- * documented secret rotation of list keys). */
+ * documented secret rotation of list keys). "$${" stands for a literal "${"
+ * (as in Compose files), so a value can still hold that text. */
 static ceb_secret_kind from_env(const char *value, char **out, char *err,
                                 size_t errlen) {
   char *buf = NULL;
@@ -96,16 +97,23 @@ static ceb_secret_kind from_env(const char *value, char **out, char *err,
   const char *p = value;
   for (;;) {
     const char *ref = strstr(p, "${");
-    size_t lit = ref ? (size_t)(ref - p) : strlen(p);
+    int escaped = ref && ref > p && ref[-1] == '$';
+    /* the text before the reference, without the escaping '$' */
+    size_t lit = ref ? (size_t)(ref - p) - (escaped ? 1 : 0) : strlen(p);
     if ((lit || !buf) && !append(&buf, &len, p, lit)) goto oom;
     if (!ref) break;
+    if (escaped) { /* "$${": a literal "${", the rest is text */
+      if (!append(&buf, &len, "${", 2)) goto oom;
+      p = ref + 2;
+      continue;
+    }
     const char *name = ref + 2, *end = strchr(name, '}');
     size_t n = end ? (size_t)(end - name) : 0;
     if (!end || !env_name_ok(name, n)) {
       ceb_secret_free(buf);
       return fail(err, errlen,
                   "invalid environment variable reference (write ${NAME} "
-                  "with letters, digits and '_')");
+                  "with letters, digits and '_'; $${ for a literal ${)");
     }
     char env[128];
     snprintf(env, sizeof env, "%.*s", (int)n, name);

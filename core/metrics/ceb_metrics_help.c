@@ -28,6 +28,11 @@ static const struct {
      "Intermediary request time, from the request's start to its answer."},
     {"cebridge_http_auth_failures_total",
      "Refused bearer tokens and webhook signatures by reason."},
+    {"cebridge_http_connections_open",
+     "Open connections of an HTTP listener (intermediary, pull queue)."},
+    {"cebridge_http_connections_closed_total",
+     "Connections an HTTP listener closed itself, by reason (slow or idle "
+     "request head or body, reserve for new clients)."},
     /* http plugin: webhook sink */
     {"cebridge_http_sink_deliveries_total",
      "Webhook deliveries by outcome and status code."},

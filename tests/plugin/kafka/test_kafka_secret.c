@@ -101,7 +101,7 @@ static void test_resolved(const char *dir) {
            "rdkafka.sasl.mechanisms = PLAIN\n"
            "rdkafka.sasl.username = file:user.txt\n"
            "rdkafka.sasl.password = ${KTEST_KAFKA_PASSWORD}\n"
-           "rdkafka.client.id = literal-${not-a-ref}\n");
+           "rdkafka.client.id = literal-$${not-a-ref}\n");
   CHECK_INT(ceb_test_write_file(dir, "10.conf", text), 0);
   CHECK_INT(ceb_test_write_file(dir, "user.txt", USERNAME "\n"), 0);
   setenv("KTEST_KAFKA_PASSWORD", PASSWORD, 1);

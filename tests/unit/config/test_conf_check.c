@@ -458,7 +458,11 @@ static void check_several_refs(void) {
            "[source d]\n"
            "plugin = web\n"
            "listen = 127.0.0.1:1\n"
-           "token = ${CEB_TEST_OLD} ${CEB_TEST_NEW\n"); /* 16 */
+           "token = ${CEB_TEST_OLD} ${CEB_TEST_NEW\n" /* 16 */
+           "[source e]\n"
+           "plugin = web\n"
+           "listen = 127.0.0.1:1\n"
+           "token = a$${not-a-ref}b$$${CEB_TEST_NEW}\n"); /* 20 */
   ceb_conf *conf = NULL;
   ceb_conf_errors errs;
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
@@ -467,6 +471,9 @@ static void check_several_refs(void) {
             "whsec_old whsec_new");
   CHECK_STR(ceb_config_str(ceb_conf_find(conf, "source", "b")->cfg, "token"),
             "pre-whsec_new-post$x");
+  /* "$${" is a literal "${"; "$$${X}" a '$' and then the escape */
+  CHECK_STR(ceb_config_str(ceb_conf_find(conf, "source", "e")->cfg, "token"),
+            "a${not-a-ref}b$${CEB_TEST_NEW}");
   expect(&errs, "a.conf", 12,
          "environment variable CEB_TEST_UNSET_VAR is not set", NULL);
   expect(&errs, "a.conf", 16, "invalid environment variable reference", NULL);
