@@ -4,21 +4,21 @@
 
 #include <ceb/ceb.h>
 
-#include "cli/ceb_cli.h"
-#if __has_include("cmd_event/ceb_cmd_event.h")
-#include "cmd_event/ceb_cmd_event.h"
+#include "cli/cli.h"
+#if __has_include("cli/cmd_event.h")
+#include "cli/cmd_event.h"
 #define HAVE_CMD_EVENT 1
 #endif
-#if __has_include("cmd_schema/ceb_cmd_schema.h")
-#include "cmd_schema/ceb_cmd_schema.h"
+#if __has_include("cli/cmd_schema.h")
+#include "cli/cmd_schema.h"
 #define HAVE_CMD_SCHEMA 1
 #endif
-#if __has_include("cmd_health/ceb_cmd_health.h")
-#include "cmd_health/ceb_cmd_health.h"
+#if __has_include("cli/cmd_health.h")
+#include "cli/cmd_health.h"
 #define HAVE_CMD_HEALTH 1
 #endif
-#if __has_include("cmd_ops/ceb_cmd_ops.h")
-#include "cmd_ops/ceb_cmd_ops.h"
+#if __has_include("cli/cmd_ops.h")
+#include "cli/cmd_ops.h"
 #define HAVE_CMD_OPS 1
 #endif
 

@@ -6,7 +6,7 @@
 #include <ceb/codec.h>
 #include <ceb/validate.h>
 
-#include "cmd_event/ceb_http_dump.h"
+#include "cli/http_dump.h"
 
 #include <jansson.h>
 #include <stdlib.h>

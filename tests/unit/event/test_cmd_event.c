@@ -1,7 +1,7 @@
 /* `cebridge event validate|convert`: exit codes and output, driven through
  * ceb_cmd_event() with input files in a temporary directory. */
-#include "cmd_event/ceb_cmd_event.h"
-#include "cmd_event/ceb_http_dump.h"
+#include "cli/cmd_event.h"
+#include "cli/http_dump.h"
 
 #include <fcntl.h>
 #include <jansson.h>

@@ -1,4 +1,4 @@
-#include "cmd_health/ceb_cmd_health.h"
+#include "cli/cmd_health.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_health/ceb_health_addr.h"
+#include "cli/health_addr.h"
 
 static const char k_usage[] =
     "usage: cebridge health [-c DIR] [--live] [--timeout SECONDS]\n"

@@ -1,8 +1,8 @@
 /* `cebridge event validate|convert`. Input detection: after blanks, '{' is a
  * JSON-format event, '[' a JSON batch, anything else a raw HTTP request dump
  * (see cmd_event/ceb_http_dump.h) decoded with the HTTP binding. */
-#include "cmd_event/ceb_cmd_event.h"
-#include "cmd_event/ceb_http_dump.h"
+#include "cli/cmd_event.h"
+#include "cli/http_dump.h"
 
 #include <ceb/codec.h>
 #include <ceb/validate.h>

@@ -1,4 +1,4 @@
-#include "cmd_ops/ceb_ops_common.h"
+#include "cli/ops_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd_ops/ceb_cmd_ops.h"
-#include "cmd_ops/ceb_ops_common.h"
-#include "contracts/ceb_contracts_cmd.h"
+#include "cli/cmd_ops.h"
+#include "cli/ops_common.h"
+#include "cli/contracts_actions.h"
 
 static const char k_usage[] =
     "usage: cebridge contracts COMMAND [-c DIR | --store FILE] [--json]\n"

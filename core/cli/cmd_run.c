@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "bridge/ceb_bridge.h"
-#include "cli/ceb_cli.h"
+#include "cli/cli.h"
 #include "log/ceb_log.h"
 
 static const char k_run_usage[] =

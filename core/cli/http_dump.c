@@ -1,5 +1,5 @@
 /* Raw HTTP request dump parser (see ceb_http_dump.h). */
-#include "cmd_event/ceb_http_dump.h"
+#include "cli/http_dump.h"
 
 #include <stdio.h>
 #include <string.h>

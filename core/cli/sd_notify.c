@@ -1,4 +1,4 @@
-#include "cli/ceb_cli.h"
+#include "cli/cli.h"
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* `cebridge schema validate`: compiles a schema file, validates an instance
  * file and reports each error with its JSON Pointer paths. */
-#include "cmd_schema/ceb_cmd_schema.h"
+#include "cli/cmd_schema.h"
 #include "schema/ceb_schema.h"
 
 #include <errno.h>

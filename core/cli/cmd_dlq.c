@@ -4,8 +4,8 @@
 
 #include <ceb/ceb.h>
 
-#include "cmd_ops/ceb_cmd_ops.h"
-#include "cmd_ops/ceb_ops_common.h"
+#include "cli/cmd_ops.h"
+#include "cli/ops_common.h"
 
 static const char k_usage[] =
     "usage: cebridge dlq COMMAND [-c DIR | --store FILE] [--json]\n"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bridge/ceb_bridge.h"
-#include "cli/ceb_cli.h"
+#include "cli/cli.h"
 #include "config/ceb_core_spec.h"
 #include "loader/ceb_loader.h"
 #include "router/ceb_route_batch.h"

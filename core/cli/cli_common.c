@@ -1,7 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/ceb_cli.h"
+#include "cli/cli.h"
 
 int ceb_cli_parse_common(int argc, char **argv, ceb_cli_common *out,
                          const char *usage) {

@@ -1,4 +1,4 @@
-#include "cmd_health/ceb_health_addr.h"
+#include "cli/health_addr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #include "admin/ceb_admin_tls.h"
 #include "admin/ceb_admin_token.h"
 #include "bridge/ceb_bridge.h"
-#include "cli/ceb_cli.h"
+#include "cli/cli.h"
 
 static const char k_admin_usage[] =
     "usage: cebridge admin [-c DIR] [--plugin-dir DIR] get|post PATH\n"

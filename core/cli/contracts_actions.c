@@ -1,4 +1,4 @@
-#include "contracts/ceb_contracts_cmd.h"
+#include "cli/contracts_actions.h"
 
 #include <ceb/codec.h>
 #include <errno.h>
