@@ -12,6 +12,7 @@
 #include "admin/ceb_admin_token.h"
 #include "bridge/ceb_bridge.h"
 #include "cli/cli.h"
+#include "cli/cli_common.h"
 
 static const char k_admin_usage[] =
     "usage: cebridge admin [-c DIR] [--plugin-dir DIR] get|post PATH\n"

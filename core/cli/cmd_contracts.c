@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cmd_ops.h"
-#include "cli/ops_common.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
 #include "cli/contracts_actions.h"
 
 static const char k_usage[] =

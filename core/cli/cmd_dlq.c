@@ -4,8 +4,8 @@
 
 #include <ceb/ceb.h>
 
-#include "cli/cmd_ops.h"
-#include "cli/ops_common.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
 
 static const char k_usage[] =
     "usage: cebridge dlq COMMAND [-c DIR | --store FILE] [--json]\n"

@@ -1,7 +1,7 @@
 /* `cebridge event validate|convert`. Input detection: after blanks, '{' is a
  * JSON-format event, '[' a JSON batch, anything else a raw HTTP request dump
  * (see cmd_event/ceb_http_dump.h) decoded with the HTTP binding. */
-#include "cli/cmd_event.h"
+#include "cli/cli.h"
 #include "cli/http_dump.h"
 
 #include <ceb/codec.h>

@@ -1,4 +1,4 @@
-#include "cli/cmd_health.h"
+#include "cli/cli.h"
 
 #include <curl/curl.h>
 #include <jansson.h>

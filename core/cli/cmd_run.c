@@ -19,6 +19,8 @@
 
 #include "bridge/ceb_bridge.h"
 #include "cli/cli.h"
+#include "cli/cli_common.h"
+#include "cli/sd_notify.h"
 #include "log/ceb_log.h"
 
 static const char k_run_usage[] =

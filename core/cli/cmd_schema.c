@@ -1,6 +1,6 @@
 /* `cebridge schema validate`: compiles a schema file, validates an instance
  * file and reports each error with its JSON Pointer paths. */
-#include "cli/cmd_schema.h"
+#include "cli/cli.h"
 #include "schema/ceb_schema.h"
 
 #include <errno.h>

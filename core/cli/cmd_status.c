@@ -1,7 +1,7 @@
 #include <stdio.h>
 
-#include "cli/cmd_ops.h"
-#include "cli/ops_common.h"
+#include "cli/cli.h"
+#include "cli/cli_common.h"
 
 static const char k_usage[] =
     "usage: cebridge status EVENT-ID [--source S] [-c DIR | --store FILE] "

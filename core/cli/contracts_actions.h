@@ -1,5 +1,5 @@
 /* The contract commands behind `cebridge contracts sync|show --messages|
- * diff|check` (core/cmd_ops/ceb_cmd_contracts.c parses the arguments).
+ * diff|check` (core/cli/cmd_contracts.c parses the arguments).
  * Each prints to stdout/stderr and returns the exit code: 0 ok, 1 failed /
  * invalid / not found, 2 usage or I/O error. Control thread. */
 #ifndef CEB_CONTRACTS_CMD_H

@@ -2,39 +2,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <ceb/ceb.h>
-
 #include "cli/cli.h"
-#if __has_include("cli/cmd_event.h")
-#include "cli/cmd_event.h"
-#define HAVE_CMD_EVENT 1
-#endif
-#if __has_include("cli/cmd_schema.h")
-#include "cli/cmd_schema.h"
-#define HAVE_CMD_SCHEMA 1
-#endif
-#if __has_include("cli/cmd_health.h")
-#include "cli/cmd_health.h"
-#define HAVE_CMD_HEALTH 1
-#endif
-#if __has_include("cli/cmd_ops.h")
-#include "cli/cmd_ops.h"
-#define HAVE_CMD_OPS 1
-#endif
 
 typedef struct command {
   const char *name;
   int (*fn)(int argc, char **argv);
   const char *summary;
 } command;
-
-static int cmd_version(int argc, char **argv) {
-  (void)argc;
-  (void)argv;
-  printf("cebridge %s (plugin ABI %d.%d)\n", CEB_VERSION, CEB_ABI_MAJOR,
-         CEB_ABI_MINOR);
-  return 0;
-}
 
 static const command k_commands[] = {
     {"run", ceb_cmd_run, "run the bridge on a config directory"},
@@ -44,22 +18,14 @@ static const command k_commands[] = {
      "print the Markdown config reference of the host and plugins"},
     {"admin", ceb_cmd_admin,
      "call the running bridge's admin API with its token"},
-#ifdef HAVE_CMD_EVENT
     {"event", ceb_cmd_event, "validate or convert CloudEvents"},
-#endif
-#ifdef HAVE_CMD_SCHEMA
     {"schema", ceb_cmd_schema, "validate a JSON document against a schema"},
-#endif
-#ifdef HAVE_CMD_OPS
     {"status", ceb_cmd_status, "delivery status of an event per route"},
     {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
-#endif
-#ifdef HAVE_CMD_HEALTH
     {"health", ceb_cmd_health,
      "ask the running bridge whether it is ready (admin API /readyz)"},
-#endif
-    {"version", cmd_version, "print the version"},
+    {"version", ceb_cmd_version, "print the version"},
 };
 #define NCOMMANDS (sizeof k_commands / sizeof k_commands[0])
 
@@ -80,8 +46,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  if (strcmp(argv[1], "--version") == 0)
-    return cmd_version(0, NULL);
+  if (strcmp(argv[1], "--version") == 0) return ceb_cmd_version(0, NULL);
   for (size_t i = 0; i < NCOMMANDS; i++)
     if (strcmp(argv[1], k_commands[i].name) == 0)
       return k_commands[i].fn(argc - 1, argv + 1);

@@ -1,4 +1,4 @@
-#include "cli/cli.h"
+#include "cli/sd_notify.h"
 
 #include <stddef.h>
 #include <stdio.h>

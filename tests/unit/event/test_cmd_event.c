@@ -1,6 +1,6 @@
 /* `cebridge event validate|convert`: exit codes and output, driven through
  * ceb_cmd_event() with input files in a temporary directory. */
-#include "cli/cmd_event.h"
+#include "cli/cli.h"
 #include "cli/http_dump.h"
 
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  * exit codes 0 / 1 / 2, errors with paths on stderr, --draft, --formats,
  * relative $refs to sibling files, usage errors. */
 #include "ceb_test.h"
-#include "cli/cmd_schema.h"
+#include "cli/cli.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

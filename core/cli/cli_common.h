@@ -1,11 +1,29 @@
-/* Option parsing and store opening shared by the operator commands. */
-#ifndef CEB_OPS_COMMON_H
-#define CEB_OPS_COMMON_H
+/* Helpers the commands share: option parsing, loading a configuration with
+ * its errors reported, and the store opening and printing of the operator
+ * commands (status, dlq, contracts). Control thread only. */
+#ifndef CEB_CLI_COMMON_H
+#define CEB_CLI_COMMON_H
 
 #include <jansson.h>
 #include <stdint.h>
 
+#include "bridge/ceb_bridge.h"
 #include "store/ceb_store.h"
+
+/* Shared option parsing: -c DIR / --config DIR and --plugin-dir DIR.
+ * Returns the index of the first unparsed argument, -2 after printing usage
+ * for --help, or -1 after printing a usage error. */
+typedef struct ceb_cli_common {
+  const char *config_dir;
+  const char *plugin_dir;
+} ceb_cli_common;
+int ceb_cli_parse_common(int argc, char **argv, ceb_cli_common *out,
+                         const char *usage);
+
+/* Loads and checks c's configuration (ceb_bridge_load). On failure prints
+ * every error (file:line) and their count to stderr and returns < 0; the
+ * caller frees *b on CEB_OK. */
+int ceb_cli_load_or_report(const ceb_cli_common *c, ceb_bridge **b);
 
 typedef struct ceb_ops_args {
   const char *config_dir; /* -c DIR (default bridge.d) */
