@@ -9,16 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "admin/ceb_admin.h"
+#include "contracts/ceb_contracts.h"
 #include "log/ceb_log.h"
 #include "runtime/ceb_runtime.h"
-#if __has_include("admin/ceb_admin.h")
-#include "admin/ceb_admin.h"
-#define CEB_HAVE_ADMIN 1
-#endif
-#if __has_include("contracts/ceb_contracts.h")
-#include "contracts/ceb_contracts.h"
-#define CEB_HAVE_CONTRACTS 1
-#endif
 
 static int mkdir_p(const char *path) {
   char tmp[PATH_MAX];
@@ -123,14 +117,12 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   int st = ceb_runtime_open(&ro, &b->rt, err, errlen);
   b->store_unavailable = st == CEB_EIO; /* runtime open: only the store */
   if (st != CEB_OK) return st;
-#ifdef CEB_HAVE_CONTRACTS
   /* Pins resolve once, against the register as it is now: a version
    * synced later is not applied until the operator changes the pin. */
   st = ceb_contracts_open(b->conf, ceb_runtime_store(b->rt), &b->contracts, err,
                           errlen);
   if (st != CEB_OK) return st;
   ceb_runtime_set_contract_check(b->rt, ceb_contracts_check, b->contracts);
-#endif
   /* Sinks first so that deliveries resumed from the store find them ready;
    * sources last so nothing is accepted before the bridge can route it. */
   static const uint32_t order[] = {CEB_ROLE_SINK, CEB_ROLE_CONTRACTS,
@@ -145,9 +137,7 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   }
   for (size_t r = 0; r < 3; r++)
     if ((st = start_role(b, order[r], err, errlen)) != CEB_OK) return st;
-#ifdef CEB_HAVE_ADMIN
   if ((st = ceb_admin_start(b, &b->admin, err, errlen)) != CEB_OK) return st;
-#endif
   b->started = 1;
   ceb_log_info("bridge started: %zu instances, plugins from %s", b->ninstances,
                b->plugin_dir);
@@ -156,9 +146,7 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
 
 int ceb_bridge_drain(ceb_bridge *b, int64_t deadline_ms) {
   int rc = CEB_OK, st;
-#ifdef CEB_HAVE_ADMIN
   if (b->admin) ceb_admin_set_ready(b->admin, 0);
-#endif
   /* Sources first: they answer 503 / pause from now on, and settle what
    * they submitted (the runtime still commits). */
   if ((st = drain_role(b, CEB_ROLE_SOURCE, deadline_ms)) != CEB_OK) rc = st;
@@ -175,14 +163,8 @@ int ceb_bridge_start_waiting(ceb_bridge *b, char *err, size_t errlen) {
     snprintf(err, errlen, "out of memory");
     return CEB_ENOMEM;
   }
-#ifdef CEB_HAVE_ADMIN
   /* no runtime: /readyz answers 503, /v1 "the store is not open" */
   return ceb_admin_start(b, &b->admin, err, errlen);
-#else
-  (void)err;
-  (void)errlen;
-  return CEB_OK;
-#endif
 }
 
 int ceb_bridge_store_unavailable(const ceb_bridge *b) {
@@ -191,10 +173,8 @@ int ceb_bridge_store_unavailable(const ceb_bridge *b) {
 
 void ceb_bridge_stop(ceb_bridge *b) {
   if (!b) return;
-#ifdef CEB_HAVE_ADMIN
   ceb_admin_stop(b->admin);
   b->admin = NULL;
-#endif
   /* Sources, then contracts, then sinks: a source's last callbacks may
    * still reach the runtime, which may still hand work to sinks. */
   static const uint32_t order[] = {CEB_ROLE_SOURCE, CEB_ROLE_CONTRACTS,
@@ -210,10 +190,8 @@ void ceb_bridge_stop(ceb_bridge *b) {
     }
   if (b->rt) ceb_runtime_close(b->rt);
   b->rt = NULL;
-#ifdef CEB_HAVE_CONTRACTS
   ceb_contracts_free(b->contracts); /* the hook's last caller is gone */
   b->contracts = NULL;
-#endif
   for (size_t i = 0; i < b->ninstances; i++)
     b->instances[i]->started = 0;
   ceb_metrics_free(b->metrics);

@@ -6,13 +6,8 @@
 
 #include <stdlib.h>
 
-#include "http_source.h"
-#if __has_include("http_sink.h")
 #include "http_sink.h"
-#define HTTP_HAVE_SINK 1
-#else
-#define HTTP_HAVE_SINK 0
-#endif
+#include "http_source.h"
 
 typedef struct http_instance {
   uint32_t role;
@@ -29,10 +24,8 @@ static int plugin_init(const ceb_host *host, ceb_instance *inst,
   int st = CEB_EUNSUPPORTED;
   if (info->role == CEB_ROLE_SOURCE)
     st = http_source_init(host, inst, info, cfg, &hi->impl);
-#if HTTP_HAVE_SINK
   else if (info->role == CEB_ROLE_SINK)
     st = http_sink_init(host, inst, info, cfg, &hi->impl);
-#endif
   else
     CEB_LOG(host, inst, CEB_LOG_ERROR, "the http plugin has no role %u",
             (unsigned)info->role);
@@ -46,39 +39,31 @@ static int plugin_init(const ceb_host *host, ceb_instance *inst,
 
 static int plugin_start(void *state) {
   http_instance *hi = state;
-#if HTTP_HAVE_SINK
   if (hi->role == CEB_ROLE_SINK) return http_sink_start(hi->impl);
-#endif
   return http_source_start(hi->impl);
 }
 
 static int plugin_drain(void *state, int64_t deadline_ms) {
   http_instance *hi = state;
-#if HTTP_HAVE_SINK
   if (hi->role == CEB_ROLE_SINK) return http_sink_drain(hi->impl, deadline_ms);
-#endif
   return http_source_drain(hi->impl, deadline_ms);
 }
 
 static void plugin_destroy(void *state) {
   http_instance *hi = state;
   if (!hi) return;
-#if HTTP_HAVE_SINK
   if (hi->role == CEB_ROLE_SINK)
     http_sink_destroy(hi->impl);
   else
-#endif
     http_source_destroy(hi->impl);
   free(hi);
 }
 
-#if HTTP_HAVE_SINK
 static int plugin_deliver(void *state, ceb_delivery *d) {
   http_instance *hi = state;
   if (hi->role != CEB_ROLE_SINK) return CEB_EINVAL;
   return http_sink_deliver(hi->impl, d);
 }
-#endif
 
 static const ceb_plugin http_plugin = {
     .struct_size = sizeof(ceb_plugin),
@@ -86,16 +71,11 @@ static const ceb_plugin http_plugin = {
     .abi_minor = CEB_ABI_MINOR,
     .name = "http",
     .version = CEB_VERSION,
-#if HTTP_HAVE_SINK
     .description = "HTTP intermediary endpoint (source) and webhook "
                    "delivery (sink)",
     .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK,
     .config_sink = http_sink_spec,
     .deliver = plugin_deliver,
-#else
-    .description = "HTTP intermediary endpoint (source)",
-    .roles = CEB_ROLE_SOURCE,
-#endif
     .config_source = http_source_spec,
     .init = plugin_init,
     .start = plugin_start,
