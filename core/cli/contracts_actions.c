@@ -1,6 +1,7 @@
 #include "cli/contracts_actions.h"
 
 #include <ceb/codec.h>
+#include <ceb/semver.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -10,7 +11,6 @@
 
 #include "bridge/ceb_bridge.h"
 #include "contracts/ceb_contracts.h"
-#include "contracts/ceb_semver.h"
 #include "runtime/ceb_runtime.h"
 
 /* <dir of the store>/data/contracts-<name> (as core/bridge names it),

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "contracts/ceb_semver.h"
 #include "log/ceb_log.h"
 #include "router/ceb_route.h"
+#include <ceb/semver.h>
 
 typedef struct pinned_route {
   char *route;

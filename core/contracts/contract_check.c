@@ -2,12 +2,12 @@
 #include "contracts/ceb_contract.h"
 
 #include <ceb/codec.h>
+#include <ceb/semver.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "contracts/ceb_semver.h"
 
 void ceb_contract_violation(ceb_violations *v, const char *code,
                             const char *attribute, const char *fmt, ...) {

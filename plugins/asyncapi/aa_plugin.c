@@ -7,6 +7,7 @@
  * pins never move by themselves. */
 #include <ceb/plugin.h>
 #include <ceb/tls.h>
+#include <ceb/semver.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -18,7 +19,6 @@
 
 #include "aa_doc.h"
 #include "aa_fetch.h"
-#include "contracts/ceb_semver.h"
 
 #define MiB (1024 * 1024)
 

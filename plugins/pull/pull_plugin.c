@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../http/http_guard.h"
-#include "../http/http_jwks.h"
-#include "../http/http_jwt.h"
-#include "../http/http_tls.h"
+#include "http_guard.h"
+#include "http_jwks.h"
+#include "http_jwt.h"
+#include "http_tls.h"
 #include "pull_queue.h"
 
 #define MS(x) ((int64_t)(x)*1000)

@@ -1,4 +1,4 @@
-#include "contracts/ceb_semver.h"
+#include <ceb/semver.h>
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Semver precedence and pin resolution (exact, ^, ~; pre-releases out). */
 #include "ceb_test.h"
-#include "contracts/ceb_semver.h"
+#include <ceb/semver.h>
 
 static long resolve(const char *pin_text, const char *const *versions,
                     size_t n) {
