@@ -19,7 +19,7 @@
 
 #include <ceb/ceb.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "config/ceb_conf.h"
 #include "runtime/ceb_runtime.h"
 

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "config/ceb_conf.h"
 #include "loader/ceb_loader.h"
 #include "metrics/ceb_metrics.h"

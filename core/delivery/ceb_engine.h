@@ -24,7 +24,7 @@
 #include <ceb/plugin.h>
 #include <jansson.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "delivery/ceb_retry.h"
 #include "metrics/ceb_metrics.h"
 #include "store/ceb_store.h"

@@ -30,7 +30,7 @@
 
 #include <ceb/plugin.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "config/ceb_conf.h"
 #include "metrics/ceb_metrics.h"
 

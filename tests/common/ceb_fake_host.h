@@ -14,7 +14,7 @@
 
 #include <ceb/ceb.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "metrics/ceb_metrics.h"
 
 typedef enum ceb_fake_submit_mode {

@@ -8,7 +8,7 @@
 
 #include <ceb/ceb.h>
 
-#include "bridge/ceb_instance.h"
+#include "instance/ceb_instance.h"
 #include "ceb_test.h"
 #include "config/ceb_conf.h"
 #include "metrics/ceb_metrics.h"

@@ -1,8 +1,11 @@
 /* One configured plugin instance ([source x], [sink y], [contracts z]) as
  * the host sees it. The bridge (core/bridge) creates and owns instances; the
  * runtime (core/runtime) implements the ceb_host table on top of them and
- * keeps its per-instance data in runtime_data. The struct is host-internal:
- * plugins only ever see the opaque ceb_instance pointer. */
+ * keeps its per-instance data in runtime_data; the delivery engine
+ * (core/delivery) hands deliveries to their sink. It sits in its own folder
+ * at the bottom of the layering (docs/architecture.md, "Layers") so that
+ * all three include it downwards. The struct is host-internal: plugins only
+ * ever see the opaque ceb_instance pointer. */
 #ifndef CEB_INSTANCE_H
 #define CEB_INSTANCE_H
 
