@@ -79,6 +79,65 @@ const char *ceb_config_origin(const ceb_config *cfg, const char *key);
 /* The section name ("intermediary" of [source intermediary]). */
 const char *ceb_config_name(const ceb_config *cfg);
 
+/* ---- bound fields (ABI 1.1) ----
+ *
+ * Instead of reading keys back by name, a plugin (and the host, for its own
+ * sections) describes where each key goes in its own struct and lets
+ * ceb_config_bind write the parsed, typed values there once, at init:
+ *
+ *   typedef struct my_conf { const char *topic; int64_t timeout_ms; } my_conf;
+ *   static const ceb_config_binding my_bind[] = {
+ *       CEB_BIND("topic", my_conf, topic),
+ *       CEB_BIND("timeout", my_conf, timeout_ms), CEB_CONFIG_BINDING_END};
+ *   my_conf c;
+ *   if (ceb_config_bind(cfg, my_bind, &c, err, sizeof err) != CEB_OK) ...
+ *
+ * The bindings are a table of their own rather than a member appended to
+ * ceb_config_spec: a longer spec entry would change the stride of the spec
+ * arrays every ABI 1.0 plugin already ships.
+ *
+ * The field a key is bound to has the C type of its spec type:
+ *   STRING, ENUM, ADDRESS, URL, PATH  const char * (NULL when unset without
+ *                                     default; secrets resolved)
+ *   INT, DURATION (ms)                int64_t
+ *   BOOL                              int (0/1)
+ *   SIZE (bytes)                      uint64_t
+ *   RATE (per second)                 double
+ *   LIST                              ceb_config_items
+ * An unset key gets its spec default; a value that does not parse (the host
+ * has already reported it with file:line) gets the default as well, and 0 /
+ * NULL when there is none. CEB_BIND_ORIGIN_OF binds the key's origin
+ * ("file:line", or "default") to a const char * field instead. Strings and
+ * items are borrowed from cfg and live as long as it. */
+typedef struct ceb_config_items {
+  const char *const *items; /* NULL-terminated */
+  size_t count;
+} ceb_config_items;
+
+enum { CEB_BIND_VALUE = 0, CEB_BIND_ORIGIN = 1 };
+
+typedef struct ceb_config_binding {
+  const char *key; /* a key of the section's spec (not a PREFIX entry) */
+  size_t offset;   /* offsetof(struct, field) */
+  unsigned what;   /* CEB_BIND_VALUE or CEB_BIND_ORIGIN */
+} ceb_config_binding;
+
+#define CEB_BIND(key, type, field)                                             \
+  { (key), offsetof(type, field), CEB_BIND_VALUE }
+#define CEB_BIND_ORIGIN_OF(key, type, field)                                   \
+  { (key), offsetof(type, field), CEB_BIND_ORIGIN }
+/* Terminates a binding array. */
+#define CEB_CONFIG_BINDING_END                                                 \
+  { 0, 0, 0 }
+
+/* Writes every bound key of cfg into base (see above). CEB_OK; CEB_EINVAL
+ * (err says which binding) when a key is not in cfg's spec or is a PREFIX
+ * entry - a bug in the binding table, not in the operator's file. Fields of
+ * bindings before the failing one are written. Reentrant; needs a host of
+ * ABI 1.1 or later. */
+int ceb_config_bind(const ceb_config *cfg, const ceb_config_binding *bindings,
+                    void *base, char *err, size_t errlen);
+
 /* Value parsers shared by the host and plugins. CEB_OK or CEB_EINVAL. */
 int ceb_parse_duration_ms(const char *text, int64_t *ms);
 int ceb_parse_size(const char *text, uint64_t *bytes);

@@ -46,7 +46,8 @@ extern "C" {
 #endif
 
 #define CEB_ABI_MAJOR 1
-#define CEB_ABI_MINOR 0
+/* 1.1: ceb_config_bind (include/ceb/config.h). */
+#define CEB_ABI_MINOR 1
 
 #if defined(__GNUC__)
 #define CEB_EXPORT __attribute__((visibility("default")))

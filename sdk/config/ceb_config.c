@@ -333,3 +333,123 @@ const char *ceb_config_origin(const ceb_config *cfg, const char *key) {
 const char *ceb_config_name(const ceb_config *cfg) {
   return cfg ? cfg->name : NULL;
 }
+
+/* Parses text as spec type t into the field at dst. CEB_OK, or CEB_EINVAL
+ * when text does not parse (the caller then tries the default). */
+static int bind_parse(ceb_cfg_type t, const char *text, void *dst) {
+  switch (t) {
+  case CEB_CFG_INT: {
+    int64_t v;
+    if (ceb_parse_int(text, &v) != CEB_OK) return CEB_EINVAL;
+    memcpy(dst, &v, sizeof v);
+    return CEB_OK;
+  }
+  case CEB_CFG_DURATION: {
+    int64_t v;
+    if (ceb_parse_duration_ms(text, &v) != CEB_OK) return CEB_EINVAL;
+    memcpy(dst, &v, sizeof v);
+    return CEB_OK;
+  }
+  case CEB_CFG_BOOL: {
+    int v;
+    if (ceb_parse_bool(text, &v) != CEB_OK) return CEB_EINVAL;
+    memcpy(dst, &v, sizeof v);
+    return CEB_OK;
+  }
+  case CEB_CFG_SIZE: {
+    uint64_t v;
+    if (ceb_parse_size(text, &v) != CEB_OK) return CEB_EINVAL;
+    memcpy(dst, &v, sizeof v);
+    return CEB_OK;
+  }
+  case CEB_CFG_RATE: {
+    double v;
+    if (ceb_parse_rate(text, &v) != CEB_OK) return CEB_EINVAL;
+    memcpy(dst, &v, sizeof v);
+    return CEB_OK;
+  }
+  default:
+    return CEB_EINVAL;
+  }
+}
+
+/* The zero value of a field of spec type t. */
+static void bind_zero(ceb_cfg_type t, void *dst) {
+  switch (t) {
+  case CEB_CFG_INT:
+  case CEB_CFG_DURATION:
+    memset(dst, 0, sizeof(int64_t));
+    break;
+  case CEB_CFG_BOOL:
+    memset(dst, 0, sizeof(int));
+    break;
+  case CEB_CFG_SIZE:
+    memset(dst, 0, sizeof(uint64_t));
+    break;
+  case CEB_CFG_RATE: {
+    double z = 0;
+    memcpy(dst, &z, sizeof z);
+    break;
+  }
+  default:
+    memset(dst, 0, sizeof(const char *));
+    break;
+  }
+}
+
+static void bind_one(const ceb_config *cfg, const ceb_config_spec *sp,
+                     const char *key, void *dst) {
+  if (sp->type == CEB_CFG_LIST) {
+    ceb_config_items it;
+    it.count = ceb_config_list(cfg, key, &it.items);
+    memcpy(dst, &it, sizeof it);
+    return;
+  }
+  const char *text = ceb_config_str(cfg, key); /* value, else default */
+  switch (sp->type) {
+  case CEB_CFG_INT:
+  case CEB_CFG_DURATION:
+  case CEB_CFG_BOOL:
+  case CEB_CFG_SIZE:
+  case CEB_CFG_RATE:
+    /* Same fallbacks as the getters: a value that does not parse (already
+     * reported by the checker) reads as the default. */
+    if (text && bind_parse(sp->type, text, dst) == CEB_OK) return;
+    if (sp->default_value &&
+        bind_parse(sp->type, sp->default_value, dst) == CEB_OK)
+      return;
+    bind_zero(sp->type, dst);
+    return;
+  default:
+    memcpy(dst, &text, sizeof text);
+    return;
+  }
+}
+
+int ceb_config_bind(const ceb_config *cfg, const ceb_config_binding *bindings,
+                    void *base, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!cfg || !bindings || !base) {
+    if (err && errlen) snprintf(err, errlen, "bind: no config, table or base");
+    return CEB_EINVAL;
+  }
+  for (const ceb_config_binding *b = bindings; b->key; b++) {
+    char *dst = (char *)base + b->offset;
+    const ceb_config_spec *sp = ceb_config_spec_of(cfg, b->key);
+    if (!sp || (sp->flags & CEB_CFG_PREFIX) || b->what > CEB_BIND_ORIGIN) {
+      if (err && errlen)
+        snprintf(err, errlen, "bind: '%s' is %s", b->key,
+                 !sp                         ? "not a key of the section's spec"
+                 : b->what != CEB_BIND_VALUE ? "bound as an unknown kind"
+                                             : "a prefix, not a key");
+      return CEB_EINVAL;
+    }
+    if (b->what == CEB_BIND_ORIGIN) {
+      const char *o = ceb_config_origin(cfg, b->key);
+      memcpy(dst, &o, sizeof o);
+    } else {
+      bind_one(cfg, sp, b->key, dst);
+    }
+  }
+  return CEB_OK;
+}

@@ -3,17 +3,38 @@
 #include <ceb/ceb.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct abi_state {
   const ceb_host *host;
   ceb_instance *inst;
 } abi_state;
 
+#ifdef ABI_BINDS
+/* ABI 1.1: the plugin's own config struct, filled by ceb_config_bind. */
+typedef struct abi_conf {
+  const char *path;
+  const char *path_origin;
+} abi_conf;
+static const ceb_config_binding abi_bind[] = {
+    CEB_BIND("path", abi_conf, path),
+    CEB_BIND_ORIGIN_OF("path", abi_conf, path_origin), CEB_CONFIG_BINDING_END};
+#endif
+
 __attribute__((unused)) static int abi_init(const ceb_host *host, ceb_instance *inst,
                     const ceb_instance_info *info, const ceb_config *cfg,
                     void **state) {
   (void)info;
   (void)cfg;
+#ifdef ABI_BINDS
+  /* Refuses unless the bound fields hold what the host parsed. */
+  abi_conf c;
+  char why[128];
+  if (ceb_config_bind(cfg, abi_bind, &c, why, sizeof why) != CEB_OK ||
+      !c.path || strcmp(c.path, ceb_config_str(cfg, "path")) != 0 ||
+      strcmp(c.path_origin, ceb_config_origin(cfg, "path")) != 0)
+    return CEB_ECONFIG;
+#endif
   abi_state *s = calloc(1, sizeof *s);
   if (!s)
     return CEB_ENOMEM;

@@ -1,6 +1,7 @@
 /* The loader accepts a well-formed plugin and rejects each defect with a
  * one-line reason naming it, leaving nothing loaded. */
 #include "ceb_test.h"
+#include "config/ceb_config_build.h"
 #include "loader/ceb_loader.h"
 
 #include <dlfcn.h>
@@ -38,6 +39,29 @@ int main(void) {
   /* Cached: one handle per plugin name. */
   CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
   CHECK(again == good);
+
+  /* Minor versions: an older plugin loads, a newer one is refused. */
+  ceb_loaded_plugin *old = NULL, *binds = NULL;
+  CHECK_INT(ceb_loader_load(l, "minor0", &old, err, sizeof err), CEB_OK);
+  CHECK(old && old->desc->abi_minor == 0 && CEB_ABI_MINOR >= 1);
+  expect_reject(l, "nextminor", CEB_EABI, "newer than this host");
+  /* ABI 1.1: a plugin using ceb_config_bind resolves it in libceb (RTLD_NOW)
+   * and its init sees the bound fields equal the host's parsed values. */
+  CHECK_INT(ceb_loader_load(l, "binds", &binds, err, sizeof err), CEB_OK);
+  CHECK_MSG(binds != NULL, "binds: %s", err);
+  if (binds) {
+    CHECK_INT(binds->desc->abi_minor, 1);
+    ceb_config *cfg = ceb_config_new("b");
+    CHECK(cfg != NULL);
+    ceb_config_set_spec(cfg, binds->desc->config_sink, NULL);
+    void *state = NULL;
+    /* An unset PATH without default binds NULL: init refuses. */
+    CHECK_INT(binds->desc->init(NULL, NULL, NULL, cfg, &state), CEB_ECONFIG);
+    CHECK_INT(ceb_config_put(cfg, "path", "/srv/x", "d/a.conf", 7), CEB_OK);
+    CHECK_INT(binds->desc->init(NULL, NULL, NULL, cfg, &state), CEB_OK);
+    binds->desc->destroy(state);
+    ceb_config_free(cfg);
+  }
 
   expect_reject(l, "badmajor", CEB_EABI, "major versions must match");
   expect_reject(l, "newerminor", CEB_EABI, "newer than this host");
