@@ -206,7 +206,7 @@ int main(int argc, char **argv) {
   }
   if (rc != CEB_OK) {
     fprintf(stderr, "sink init/start: %s\n", ceb_strerror(rc));
-    ceb_config_free(cfg);
+    cebi_config_free(cfg);
     ceb_fake_host_free(f);
     ktest_plugin_close(dl);
     ktest_mock_stop(&m);
@@ -277,7 +277,7 @@ int main(int argc, char **argv) {
   free(ds);
   free(evs);
   free(pad);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_fake_host_free(f);
   ktest_plugin_close(dl);
   ktest_mock_stop(&m);

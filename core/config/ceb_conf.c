@@ -28,10 +28,10 @@ void ceb_conf_free(ceb_conf *conf) {
     free(s->kind);
     free(s->name);
     free(s->file);
-    ceb_config_free(s->cfg);
+    cebi_config_free(s->cfg);
   }
   free(conf->sections);
-  ceb_config_free(conf->empty_bridge);
+  cebi_config_free(conf->empty_bridge);
   free(conf->dir);
   free(conf);
 }

@@ -1,6 +1,6 @@
 /* ceb_conf_check: every section against the host spec of its kind plus the
  * spec of its plugin. Secrets are resolved and relative paths made absolute
- * in place (ceb_config_replace_at), so plugins read final values. */
+ * in place (cebi_config_replace_at), so plugins read final values. */
 #include "config/ceb_conf_internal.h"
 #include "config/ceb_core_spec.h"
 
@@ -70,7 +70,7 @@ static int secret_resolve(sect_ctx *c, size_t i, const char *key,
     return 0;
   }
   if (kind == CEB_SECRET_LITERAL) return 1;
-  int rc = ceb_config_replace_at(c->s->cfg, i, secret);
+  int rc = cebi_config_replace_at(c->s->cfg, i, secret);
   ceb_secret_free(secret);
   if (rc != CEB_OK) {
     ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
@@ -83,8 +83,8 @@ static void check_entry(sect_ctx *c, size_t i) {
   const char *key, *value, *file;
   int line;
   ceb_config *cfg = c->s->cfg;
-  ceb_config_entry(cfg, i, &key, &value, &file, &line);
-  const ceb_config_spec *spec = ceb_config_spec_of(cfg, key);
+  cebi_config_entry(cfg, i, &key, &value, &file, &line);
+  const ceb_config_spec *spec = cebi_config_spec_of(cfg, key);
   if (!spec) {
     if (c->plugin_known) unknown_key(c, key, file, line);
     return;
@@ -101,7 +101,7 @@ static void check_entry(sect_ctx *c, size_t i) {
     for (size_t j = 0; j < i; j++) {
       const char *k2, *f2;
       int l2;
-      ceb_config_entry(cfg, j, &k2, NULL, &f2, &l2);
+      cebi_config_entry(cfg, j, &k2, NULL, &f2, &l2);
       if (strcmp(k2, key) == 0) {
         ceb_conf_error_add(c->errs, file, line, "set each key once",
                            "duplicate key '%.64s' in %s, first set at "
@@ -114,7 +114,7 @@ static void check_entry(sect_ctx *c, size_t i) {
   if ((spec->flags & CEB_CFG_SECRET) &&
       !secret_resolve(c, i, key, value, file, line))
     return;
-  ceb_config_entry(cfg, i, NULL, &value, NULL, NULL); /* may be resolved */
+  cebi_config_entry(cfg, i, NULL, &value, NULL, NULL); /* may be resolved */
   char label[300], msg[256], hint[256];
   snprintf(label, sizeof label, "'%.64s' in %s", key, c->label);
   if (ceb_conf_value_check(spec, value, label, msg, sizeof msg, hint,
@@ -124,7 +124,7 @@ static void check_entry(sect_ctx *c, size_t i) {
   }
   if (spec->type == CEB_CFG_PATH && value[0] != '/') {
     char *abs = path_join(c->base, value);
-    if (!abs || ceb_config_replace_at(cfg, i, abs) != CEB_OK)
+    if (!abs || cebi_config_replace_at(cfg, i, abs) != CEB_OK)
       ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
     free(abs);
   }
@@ -136,10 +136,10 @@ static void check_required(sect_ctx *c) {
     for (const ceb_config_spec *sp = specs[k]; sp && sp->key; sp++) {
       if (!(sp->flags & CEB_CFG_REQUIRED) || (sp->flags & CEB_CFG_PREFIX))
         continue;
-      size_t n = ceb_config_count(c->s->cfg), j;
+      size_t n = cebi_config_count(c->s->cfg), j;
       for (j = 0; j < n; j++) {
         const char *key;
-        ceb_config_entry(c->s->cfg, j, &key, NULL, NULL, NULL);
+        cebi_config_entry(c->s->cfg, j, &key, NULL, NULL, NULL);
         if (strcmp(key, sp->key) == 0) break;
       }
       if (j == n) {
@@ -173,8 +173,8 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
     c.plugin = fn(arg, s, errs);
     c.plugin_known = c.plugin != NULL;
   }
-  ceb_config_set_spec(s->cfg, c.common, c.plugin);
-  size_t n = ceb_config_count(s->cfg);
+  cebi_config_set_spec(s->cfg, c.common, c.plugin);
+  size_t n = cebi_config_count(s->cfg);
   for (size_t i = 0; i < n; i++)
     check_entry(&c, i);
   check_required(&c);
@@ -198,7 +198,7 @@ int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
   }
   for (size_t i = 0; i < conf->count; i++)
     check_section(&conf->sections[i], plugin_spec, arg, base, errs);
-  ceb_config_set_spec(conf->empty_bridge, ceb_spec_bridge, NULL);
+  cebi_config_set_spec(conf->empty_bridge, ceb_spec_bridge, NULL);
   ceb_conf_check_routes(conf, errs);
   free(base);
   return errs->count ? CEB_ECONFIG : CEB_OK;

@@ -72,12 +72,12 @@ static ceb_conf_section *section_add(loader *ld, const char *kind,
   s->name = name ? strdup(name) : NULL;
   s->file = strdup(ld->file);
   s->line = ld->lineno;
-  s->cfg = ceb_config_new(name);
+  s->cfg = cebi_config_new(name);
   if (!s->kind || (name && !s->name) || !s->file || !s->cfg) {
     free(s->kind);
     free(s->name);
     free(s->file);
-    ceb_config_free(s->cfg);
+    cebi_config_free(s->cfg);
     return NULL;
   }
   conf->count++;
@@ -255,14 +255,14 @@ static int conf_handler(void *user, const char *section, const char *name,
     return 1;
   }
   ceb_conf_section *s = &ld->conf->sections[ld->cur];
-  if (ceb_config_count(s->cfg) >= CEB_CONF_MAX_KEYS) {
+  if (cebi_config_count(s->cfg) >= CEB_CONF_MAX_KEYS) {
     if (ld->key_cap_reported != ld->cur + 1)
       ceb_conf_error_add(ld->errs, ld->file, ld->lineno, NULL,
                          "more than %d keys in one section", CEB_CONF_MAX_KEYS);
     ld->key_cap_reported = ld->cur + 1;
     return 1;
   }
-  if (ceb_config_put(s->cfg, name, value, ld->file, ld->lineno) != CEB_OK)
+  if (cebi_config_put(s->cfg, name, value, ld->file, ld->lineno) != CEB_OK)
     ld->oom = 1;
   return 1;
 }
@@ -357,7 +357,7 @@ int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs) {
     ceb_conf_error_add(errs, dir, 0, NULL, "out of memory");
     return CEB_ENOMEM;
   }
-  if (!errs->count && !(ld.conf->empty_bridge = ceb_config_new(NULL))) {
+  if (!errs->count && !(ld.conf->empty_bridge = cebi_config_new(NULL))) {
     ceb_conf_free(ld.conf);
     ceb_conf_error_add(errs, dir, 0, NULL, "out of memory");
     return CEB_ENOMEM;

@@ -69,10 +69,10 @@ int ceb_conf_contract_pin_ok(const char *text) {
 /* First entry of key: its value, file and line; 0 when unset. */
 static int entry_of(const ceb_config *cfg, const char *key, const char **value,
                     const char **file, int *line) {
-  size_t n = ceb_config_count(cfg);
+  size_t n = cebi_config_count(cfg);
   for (size_t i = 0; i < n; i++) {
     const char *k;
-    ceb_config_entry(cfg, i, &k, value, file, line);
+    cebi_config_entry(cfg, i, &k, value, file, line);
     if (strcmp(k, key) == 0) return 1;
   }
   return 0;
@@ -180,10 +180,10 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
       }
     }
   }
-  size_t n = ceb_config_count(cfg);
+  size_t n = cebi_config_count(cfg);
   for (size_t i = 0; i < n; i++) {
     const char *key;
-    ceb_config_entry(cfg, i, &key, &v, &file, &line);
+    cebi_config_entry(cfg, i, &key, &v, &file, &line);
     if (strncmp(key, "match.", 6) != 0 || !key[6]) continue;
     if (!ceb_conf_attr_ok(key + 6)) {
       ceb_conf_error_add(errs, file, line,

@@ -42,7 +42,7 @@ static char *dup_or_null(const char *s, int *failed) {
   return d;
 }
 
-ceb_config *ceb_config_new(const char *name) {
+ceb_config *cebi_config_new(const char *name) {
   ceb_config *cfg = calloc(1, sizeof *cfg);
   if (!cfg) return NULL;
   int failed = 0;
@@ -71,7 +71,7 @@ static void lists_clear(ceb_config *cfg, const char *key) {
   }
 }
 
-void ceb_config_free(ceb_config *cfg) {
+void cebi_config_free(ceb_config *cfg) {
   if (!cfg) return;
   for (size_t i = 0; i < cfg->count; i++) {
     free(cfg->entries[i].key);
@@ -86,8 +86,8 @@ void ceb_config_free(ceb_config *cfg) {
   free(cfg);
 }
 
-int ceb_config_put(ceb_config *cfg, const char *key, const char *value,
-                   const char *file, int line) {
+int cebi_config_put(ceb_config *cfg, const char *key, const char *value,
+                    const char *file, int line) {
   if (!cfg || !key || !value) return CEB_EINVAL;
   if (cfg->count == cfg->cap) {
     size_t cap = cfg->cap ? cfg->cap * 2 : 8;
@@ -123,15 +123,15 @@ int ceb_config_put(ceb_config *cfg, const char *key, const char *value,
   return CEB_OK;
 }
 
-void ceb_config_set_spec(ceb_config *cfg, const ceb_config_spec *spec,
-                         const ceb_config_spec *spec2) {
+void cebi_config_set_spec(ceb_config *cfg, const ceb_config_spec *spec,
+                          const ceb_config_spec *spec2) {
   if (!cfg) return;
   cfg->spec = spec;
   cfg->spec2 = spec2;
   lists_clear(cfg, NULL); /* defaults may have changed */
 }
 
-int ceb_config_replace_at(ceb_config *cfg, size_t i, const char *value) {
+int cebi_config_replace_at(ceb_config *cfg, size_t i, const char *value) {
   if (!cfg || !value || i >= cfg->count) return CEB_EINVAL;
   char *v = strdup(value);
   if (!v) return CEB_ENOMEM;
@@ -151,18 +151,18 @@ static const cfg_entry *entry_find(const ceb_config *cfg, const char *key) {
   return NULL;
 }
 
-int ceb_config_replace(ceb_config *cfg, const char *key, const char *value) {
+int cebi_config_replace(ceb_config *cfg, const char *key, const char *value) {
   const cfg_entry *e = entry_find(cfg, key);
   if (!e) return CEB_ENOTFOUND;
-  return ceb_config_replace_at(cfg, (size_t)(e - cfg->entries), value);
+  return cebi_config_replace_at(cfg, (size_t)(e - cfg->entries), value);
 }
 
-size_t ceb_config_count(const ceb_config *cfg) {
+size_t cebi_config_count(const ceb_config *cfg) {
   return cfg ? cfg->count : 0;
 }
 
-int ceb_config_entry(const ceb_config *cfg, size_t i, const char **key,
-                     const char **value, const char **file, int *line) {
+int cebi_config_entry(const ceb_config *cfg, size_t i, const char **key,
+                      const char **value, const char **file, int *line) {
   if (!cfg || i >= cfg->count) return CEB_ENOTFOUND;
   const cfg_entry *e = &cfg->entries[i];
   if (key) *key = e->key;
@@ -184,8 +184,8 @@ static const ceb_config_spec *spec_in(const ceb_config_spec *spec,
   return NULL;
 }
 
-const ceb_config_spec *ceb_config_spec_of(const ceb_config *cfg,
-                                          const char *key) {
+const ceb_config_spec *cebi_config_spec_of(const ceb_config *cfg,
+                                           const char *key) {
   if (!cfg || !key) return NULL;
   const ceb_config_spec *s = spec_in(cfg->spec, key);
   return s ? s : spec_in(cfg->spec2, key);
@@ -194,7 +194,7 @@ const ceb_config_spec *ceb_config_spec_of(const ceb_config *cfg,
 const char *ceb_config_str(const ceb_config *cfg, const char *key) {
   const cfg_entry *e = entry_find(cfg, key);
   if (e) return e->value;
-  const ceb_config_spec *s = ceb_config_spec_of(cfg, key);
+  const ceb_config_spec *s = cebi_config_spec_of(cfg, key);
   return s ? s->default_value : NULL;
 }
 
@@ -247,7 +247,7 @@ static cfg_list *list_build(const ceb_config *cfg, const char *key) {
   }
   const char *dflt = NULL;
   if (!set) {
-    const ceb_config_spec *s = ceb_config_spec_of(cfg, key);
+    const ceb_config_spec *s = cebi_config_spec_of(cfg, key);
     dflt = s ? s->default_value : NULL;
     len = dflt ? strlen(dflt) + 1 : 0;
   }

@@ -1,6 +1,7 @@
-/* Host-internal constructors of the SDK's ceb_config (exported from libceb
- * with the ceb_ prefix, but not part of the public SDK promise). The config
- * loader builds one ceb_config per section; plugins only read them. */
+/* Host-internal constructors of the SDK's ceb_config: exported from libceb
+ * under the cebi_ prefix, each listed by name in sdk/ceb.map, and not part
+ * of the public SDK (include/ceb/). The config loader builds one ceb_config
+ * per section; plugins only read them. */
 #ifndef CEB_CONFIG_BUILD_H
 #define CEB_CONFIG_BUILD_H
 
@@ -13,30 +14,30 @@
 
 /* New empty config for a section named name (may be NULL; copied). NULL on
  * allocation failure. */
-ceb_config *ceb_config_new(const char *name);
+ceb_config *cebi_config_new(const char *name);
 /* Frees cfg and everything borrowed from it. NULL is ignored. */
-void ceb_config_free(ceb_config *cfg);
+void cebi_config_free(ceb_config *cfg);
 /* Appends key = value set at file:line (raw text, before checking; file may
  * be NULL). CEB_OK, CEB_EINVAL or CEB_ENOMEM. Whether a value is secret is
  * known from the spec: the checker never prints SECRET values. */
-int ceb_config_put(ceb_config *cfg, const char *key, const char *value,
-                   const char *file, int line);
+int cebi_config_put(ceb_config *cfg, const char *key, const char *value,
+                    const char *file, int line);
 /* Attaches the specs used for defaults and typed reads (borrowed, must
  * outlive cfg; either may be NULL). spec is searched before spec2. */
-void ceb_config_set_spec(ceb_config *cfg, const ceb_config_spec *spec,
-                         const ceb_config_spec *spec2);
+void cebi_config_set_spec(ceb_config *cfg, const ceb_config_spec *spec,
+                          const ceb_config_spec *spec2);
 /* The spec entry that covers key (exact, else a PREFIX entry), or NULL. */
-const ceb_config_spec *ceb_config_spec_of(const ceb_config *cfg,
-                                          const char *key);
+const ceb_config_spec *cebi_config_spec_of(const ceb_config *cfg,
+                                           const char *key);
 /* Replaces the value of the first entry of key (e.g. a resolved secret or
  * absolute path). CEB_ENOTFOUND when key is not set. The old text is wiped. */
-int ceb_config_replace(ceb_config *cfg, const char *key, const char *value);
+int cebi_config_replace(ceb_config *cfg, const char *key, const char *value);
 /* Same for the i-th entry (MULTI keys have several). */
-int ceb_config_replace_at(ceb_config *cfg, size_t i, const char *value);
+int cebi_config_replace_at(ceb_config *cfg, size_t i, const char *value);
 /* Number of raw entries and the i-th one (in file order). Any out pointer
  * may be NULL. CEB_ENOTFOUND when i is out of range. */
-size_t ceb_config_count(const ceb_config *cfg);
-int ceb_config_entry(const ceb_config *cfg, size_t i, const char **key,
-                     const char **value, const char **file, int *line);
+size_t cebi_config_count(const ceb_config *cfg);
+int cebi_config_entry(const ceb_config *cfg, size_t i, const char **key,
+                      const char **value, const char **file, int *line);
 
 #endif

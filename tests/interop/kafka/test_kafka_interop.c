@@ -118,7 +118,7 @@ static void test_kafkajs_to_source(const ceb_plugin *p, ktest_mock *m) {
     CHECK_INT(p->drain(state, now + 10000), CEB_OK);
     p->destroy(state);
   }
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_fake_host_free(f);
 }
 
@@ -194,7 +194,7 @@ static void sink_to_kafkajs(const ceb_plugin *p, ktest_mock *m,
   }
   for (int i = 0; i < N; i++)
     ceb_fake_delivery_free(ds[i]);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_fake_host_free(f);
 }
 

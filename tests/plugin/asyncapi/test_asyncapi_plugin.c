@@ -58,12 +58,12 @@ static void reset_puts(void) {
 }
 
 static ceb_config *make_cfg(const char *name, const char *const *kv) {
-  ceb_config *cfg = ceb_config_new(name);
-  ceb_config_put(cfg, "plugin", "asyncapi", "test.conf", 1);
+  ceb_config *cfg = cebi_config_new(name);
+  cebi_config_put(cfg, "plugin", "asyncapi", "test.conf", 1);
   for (int i = 0; kv[i]; i += 2)
-    ceb_config_put(cfg, kv[i], kv[i + 1], "test.conf", i + 2);
-  ceb_config_set_spec(cfg, g_plugin->config_contracts,
-                      ceb_spec_contracts_common);
+    cebi_config_put(cfg, kv[i], kv[i + 1], "test.conf", i + 2);
+  cebi_config_set_spec(cfg, g_plugin->config_contracts,
+                       ceb_spec_contracts_common);
   return cfg;
 }
 
@@ -165,7 +165,7 @@ int main(void) {
   CHECK(metric("contracts_new_versions_total") == before + 1);
   CHECK_INT(g_plugin->drain(st, ceb_test_now_ms() + 1000), CEB_OK);
   g_plugin->destroy(st);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
 
   /* A failing source keeps nothing and counts the failure. */
   char missing[160];
@@ -178,20 +178,20 @@ int main(void) {
   CHECK_INT(g_plugin->sync(st, NULL), CEB_EIO);
   CHECK(metric("contracts_sync_failures_total") == fails + 1);
   g_plugin->destroy(st);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
 
   /* http without allow_insecure_http, and no or two sources: refused. */
   const char *kv_http[] = {"url", missing, NULL};
   cfg = make_cfg("plain", kv_http);
   st = NULL;
   CHECK_INT(init(cfg, &st), CEB_ECONFIG);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   const char *kv_two[] = {
       "url",  missing, "file", "/tmp/x.yaml", "allow_insecure_http",
       "true", NULL};
   cfg = make_cfg("two", kv_two);
   CHECK_INT(init(cfg, &st), CEB_ECONFIG);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
 
   /* A url source on a schedule: its own thread syncs again and again. */
   aa_stub_set_file(reg, "enrol.yaml", AA_DOC_V110);
@@ -213,7 +213,7 @@ int main(void) {
   CHECK_INT(aa_stub_count(reg, 200), n200 + 1);
   CHECK_INT(g_plugin->drain(st, ceb_test_now_ms() + 1000), CEB_OK);
   g_plugin->destroy(st);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
 
   /* A file source with a relative $ref into another file. */
   char *dir = ceb_test_tmpdir("asyncapi-plugin");
@@ -239,7 +239,7 @@ int main(void) {
   CHECK_INT(puts_of(0), 1);
   CHECK_STR(g_last_version, "0.1.0");
   g_plugin->destroy(st);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_test_rmtree(dir);
   free(dir);
 
@@ -266,7 +266,7 @@ int main(void) {
   CHECK_INT(puts_of(0), 1);
   CHECK_STR(g_last_version, "1.1.0");
   g_plugin->destroy(st);
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_test_rmtree(cache);
   free(cache);
 

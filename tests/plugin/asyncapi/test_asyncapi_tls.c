@@ -31,14 +31,14 @@ static int sync_from(int lo, int hi, const char *ciphers, const char *k,
   char url[160];
   snprintf(url, sizeof url, "https://127.0.0.1:%d/enrol.json",
            ceb_tls_srv_port(srv));
-  ceb_config *cfg = ceb_config_new("enrol");
-  ceb_config_put(cfg, "plugin", "asyncapi", "test.conf", 1);
-  ceb_config_put(cfg, "url", url, "test.conf", 2);
-  ceb_config_put(cfg, "tls.ca_file", g_crt, "test.conf", 3);
-  ceb_config_put(cfg, "interval", "0", "test.conf", 4);
-  if (k) ceb_config_put(cfg, k, v, "test.conf", 5);
-  ceb_config_set_spec(cfg, g_plugin->config_contracts,
-                      ceb_spec_contracts_common);
+  ceb_config *cfg = cebi_config_new("enrol");
+  cebi_config_put(cfg, "plugin", "asyncapi", "test.conf", 1);
+  cebi_config_put(cfg, "url", url, "test.conf", 2);
+  cebi_config_put(cfg, "tls.ca_file", g_crt, "test.conf", 3);
+  cebi_config_put(cfg, "interval", "0", "test.conf", 4);
+  if (k) cebi_config_put(cfg, k, v, "test.conf", 5);
+  cebi_config_set_spec(cfg, g_plugin->config_contracts,
+                       ceb_spec_contracts_common);
   ceb_instance_info info = {sizeof info, "enrol", CEB_ROLE_CONTRACTS, NULL};
   void *st = NULL;
   int rc = g_plugin->init(&g_fake->host, &g_fake->inst, &info, cfg, &st);
@@ -47,7 +47,7 @@ static int sync_from(int lo, int hi, const char *ciphers, const char *k,
     rc = g_plugin->sync(st, NULL);
     g_plugin->destroy(st);
   }
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   *handshakes = ceb_tls_srv_handshakes(srv);
   ceb_tls_srv_stop(srv);
   return rc;

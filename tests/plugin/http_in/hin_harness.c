@@ -32,7 +32,7 @@ static void put(ceb_config *cfg, const char *entry) {
   const char *eq = strchr(entry, '=');
   char key[256];
   snprintf(key, sizeof key, "%.*s", (int)(eq - entry), entry);
-  ceb_config_put(cfg, key, eq + 1, "test.conf", 1);
+  cebi_config_put(cfg, key, eq + 1, "test.conf", 1);
 }
 
 static int port_file_ready(void *arg) {
@@ -58,20 +58,20 @@ static hin_env *env_new(const char *const *entries) {
   ceb_plugin_query_fn q =
       (ceb_plugin_query_fn)dlsym(e->dl, CEB_PLUGIN_QUERY_SYMBOL);
   e->plugin = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
-  e->cfg = ceb_config_new("intermediary");
-  ceb_config_put(e->cfg, "plugin", "http", "test.conf", 1);
+  e->cfg = cebi_config_new("intermediary");
+  cebi_config_put(e->cfg, "plugin", "http", "test.conf", 1);
   if (!has_key(entries, "listen"))
-    ceb_config_put(e->cfg, "listen", "127.0.0.1:0", "test.conf", 1);
+    cebi_config_put(e->cfg, "listen", "127.0.0.1:0", "test.conf", 1);
   if (!has_key(entries, "port_file")) {
     char path[512];
     snprintf(path, sizeof path, "%s/port", e->dir);
-    ceb_config_put(e->cfg, "port_file", path, "test.conf", 1);
+    cebi_config_put(e->cfg, "port_file", path, "test.conf", 1);
   }
   for (size_t i = 0; entries && entries[i]; i++)
     put(e->cfg, entries[i]);
   if (e->plugin)
-    ceb_config_set_spec(e->cfg, e->plugin->config_source,
-                        ceb_spec_source_common);
+    cebi_config_set_spec(e->cfg, e->plugin->config_source,
+                         ceb_spec_source_common);
   return e;
 }
 
@@ -116,7 +116,7 @@ void hin_stop(hin_env *e) {
   if (!e) return;
   if (!e->destroyed && e->plugin && e->state) e->plugin->destroy(e->state);
   ceb_fake_host_free(e->fake);
-  ceb_config_free(e->cfg);
+  cebi_config_free(e->cfg);
   if (e->dl) dlclose(e->dl);
   free(e->dir);
   free(e);

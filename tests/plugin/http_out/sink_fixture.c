@@ -10,11 +10,11 @@
 int fx_init(sink_fx *fx, const char *const *kv) {
   memset(fx, 0, sizeof(*fx));
   fx->fake = ceb_fake_host_new("partner", CEB_ROLE_SINK);
-  fx->cfg = ceb_config_new("partner");
-  ceb_config_set_spec(fx->cfg, http_sink_spec, ceb_spec_sink_common);
-  ceb_config_put(fx->cfg, "plugin", "http", "test.conf", 1);
+  fx->cfg = cebi_config_new("partner");
+  cebi_config_set_spec(fx->cfg, http_sink_spec, ceb_spec_sink_common);
+  cebi_config_put(fx->cfg, "plugin", "http", "test.conf", 1);
   for (int i = 0; kv[i] && kv[i + 1]; i += 2)
-    ceb_config_put(fx->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
+    cebi_config_put(fx->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
   ceb_instance_info info = {sizeof(info), "partner", CEB_ROLE_SINK, "/tmp"};
   int rc = http_sink_init(&fx->fake->host, &fx->fake->inst, &info, fx->cfg,
                           &fx->state);
@@ -26,7 +26,7 @@ void fx_free(sink_fx *fx) {
   http_sink_destroy(fx->state);
   for (size_t i = 0; i < fx->nds; i++)
     ceb_fake_delivery_free(fx->ds[i]);
-  ceb_config_free(fx->cfg);
+  cebi_config_free(fx->cfg);
   ceb_fake_host_free(fx->fake);
 }
 

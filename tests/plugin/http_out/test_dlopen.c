@@ -54,13 +54,13 @@ int main(void) {
   char url[128];
   snprintf(url, sizeof(url), "http://127.0.0.1:%d/abi", rx_port(rx));
   ceb_fake_host *fake = ceb_fake_host_new("partner", CEB_ROLE_SINK);
-  ceb_config *cfg = ceb_config_new("partner");
-  ceb_config_set_spec(cfg, p->config_sink, ceb_spec_sink_common);
-  ceb_config_put(cfg, "plugin", "http", "t.conf", 1);
-  ceb_config_put(cfg, "url", url, "t.conf", 2);
-  ceb_config_put(cfg, "allow_insecure_http", "true", "t.conf", 3);
-  ceb_config_put(cfg, "webhook.secrets",
-                 "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "t.conf", 4);
+  ceb_config *cfg = cebi_config_new("partner");
+  cebi_config_set_spec(cfg, p->config_sink, ceb_spec_sink_common);
+  cebi_config_put(cfg, "plugin", "http", "t.conf", 1);
+  cebi_config_put(cfg, "url", url, "t.conf", 2);
+  cebi_config_put(cfg, "allow_insecure_http", "true", "t.conf", 3);
+  cebi_config_put(cfg, "webhook.secrets",
+                  "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "t.conf", 4);
   ceb_instance_info info = {sizeof(info), "partner", CEB_ROLE_SINK, "/tmp"};
   void *state = NULL;
   CHECK_INT(p->init(&fake->host, &fake->inst, &info, cfg, &state), CEB_OK);
@@ -86,14 +86,14 @@ int main(void) {
     ceb_event_unref(ev);
   }
   /* an http:// URL without the flag is refused through the ABI too */
-  ceb_config *bad = ceb_config_new("partner");
-  ceb_config_set_spec(bad, p->config_sink, ceb_spec_sink_common);
-  ceb_config_put(bad, "url", url, "t.conf", 1);
+  ceb_config *bad = cebi_config_new("partner");
+  cebi_config_set_spec(bad, p->config_sink, ceb_spec_sink_common);
+  cebi_config_put(bad, "url", url, "t.conf", 1);
   state = NULL;
   CHECK_INT(p->init(&fake->host, &fake->inst, &info, bad, &state), CEB_ECONFIG);
   CHECK(state == NULL);
-  ceb_config_free(bad);
-  ceb_config_free(cfg);
+  cebi_config_free(bad);
+  cebi_config_free(cfg);
   ceb_fake_host_free(fake);
   rx_stop(rx);
   dlclose(so);

@@ -125,15 +125,15 @@ void ktest_plugin_close(void *dl) {
 
 ceb_config *ktest_config(const ceb_plugin *p, uint32_t role,
                          const char *const *kv) {
-  ceb_config *cfg = ceb_config_new("test");
+  ceb_config *cfg = cebi_config_new("test");
   if (!cfg) return NULL;
-  ceb_config_put(cfg, "plugin", "kafka", "test.conf", 1);
+  cebi_config_put(cfg, "plugin", "kafka", "test.conf", 1);
   for (int i = 0; kv[i]; i += 2)
-    ceb_config_put(cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
+    cebi_config_put(cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
   if (role == CEB_ROLE_SOURCE)
-    ceb_config_set_spec(cfg, p->config_source, ceb_spec_source_common);
+    cebi_config_set_spec(cfg, p->config_source, ceb_spec_source_common);
   else
-    ceb_config_set_spec(cfg, p->config_sink, ceb_spec_sink_common);
+    cebi_config_set_spec(cfg, p->config_sink, ceb_spec_sink_common);
   return cfg;
 }
 

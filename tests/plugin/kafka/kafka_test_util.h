@@ -43,7 +43,7 @@ void ktest_plugin_close(void *dl);
 
 /* A config for role built from key, value pairs (NULL-terminated) with the
  * plugin's spec for that role plus the host's common spec. Free with
- * ceb_config_free. */
+ * cebi_config_free. */
 ceb_config *ktest_config(const ceb_plugin *p, uint32_t role,
                          const char *const *kv);
 

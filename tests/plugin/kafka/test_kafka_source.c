@@ -40,7 +40,7 @@ static int src_open(src_fixture *sx, const ceb_plugin *p,
 
 static void src_close(src_fixture *sx) {
   if (sx->state) sx->p->destroy(sx->state);
-  ceb_config_free(sx->cfg);
+  cebi_config_free(sx->cfg);
   ceb_fake_host_free(sx->f);
 }
 
@@ -363,7 +363,7 @@ static void test_bad_config(const ceb_plugin *p, ktest_mock *m) {
     void *state = NULL;
     CHECK_INT(p->init(&f->host, &f->inst, &info, cfg, &state), CEB_ECONFIG);
     CHECK(state == NULL);
-    ceb_config_free(cfg);
+    cebi_config_free(cfg);
   }
   ceb_fake_host_free(f);
 }

@@ -71,7 +71,7 @@ static int src_open(src_fixture *sx, const ceb_plugin *p, int refusing,
 
 static void src_close(src_fixture *sx) {
   if (sx->state) sx->p->destroy(sx->state);
-  ceb_config_free(sx->cfg);
+  cebi_config_free(sx->cfg);
   ceb_fake_host_free(sx->f);
 }
 

@@ -21,15 +21,15 @@ int mtest_init(mtest_inst *t, uint32_t role, const char *const *kv) {
   t->p = q ? q(CEB_ABI_MAJOR, CEB_ABI_MINOR) : NULL;
   if (!t->p) return CEB_EABI;
   t->fake = ceb_fake_host_new("test", role);
-  t->cfg = ceb_config_new("test");
+  t->cfg = cebi_config_new("test");
   if (!t->fake || !t->cfg) return CEB_ENOMEM;
-  ceb_config_put(t->cfg, "plugin", "mqtt", "test.conf", 1);
+  cebi_config_put(t->cfg, "plugin", "mqtt", "test.conf", 1);
   for (int i = 0; kv[i]; i += 2)
-    ceb_config_put(t->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
+    cebi_config_put(t->cfg, kv[i], kv[i + 1], "test.conf", 2 + i / 2);
   if (role == CEB_ROLE_SOURCE)
-    ceb_config_set_spec(t->cfg, t->p->config_source, ceb_spec_source_common);
+    cebi_config_set_spec(t->cfg, t->p->config_source, ceb_spec_source_common);
   else
-    ceb_config_set_spec(t->cfg, t->p->config_sink, ceb_spec_sink_common);
+    cebi_config_set_spec(t->cfg, t->p->config_sink, ceb_spec_sink_common);
   ceb_instance_info info = {sizeof info, "test", role, "/tmp"};
   return t->p->init(&t->fake->host, &t->fake->inst, &info, t->cfg, &t->state);
 }
@@ -47,7 +47,7 @@ int mtest_drain(mtest_inst *t, int64_t ms) {
 void mtest_free(mtest_inst *t) {
   if (t->state) t->p->destroy(t->state);
   t->state = NULL;
-  if (t->cfg) ceb_config_free(t->cfg);
+  if (t->cfg) cebi_config_free(t->cfg);
   if (t->fake) ceb_fake_host_free(t->fake);
   if (t->dl) dlclose(t->dl);
   memset(t, 0, sizeof *t);

@@ -27,10 +27,10 @@ static const ceb_plugin *g_desc;
 static char *g_tmp;
 
 static ceb_config *make_cfg(const char *const *kv) {
-  ceb_config *cfg = ceb_config_new("outbox");
+  ceb_config *cfg = cebi_config_new("outbox");
   for (size_t i = 0; kv[i]; i += 2)
-    ceb_config_put(cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
-  ceb_config_set_spec(cfg, g_desc->config_sink, ceb_spec_sink_common);
+    cebi_config_put(cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
+  cebi_config_set_spec(cfg, g_desc->config_sink, ceb_spec_sink_common);
   return cfg;
 }
 
@@ -63,7 +63,7 @@ static void inst_close(inst *in) {
     g_desc->drain(in->state, 0);
     g_desc->destroy(in->state);
   }
-  ceb_config_free(in->cfg);
+  cebi_config_free(in->cfg);
   ceb_fake_host_free(in->fake);
 }
 

@@ -124,12 +124,12 @@ int main(void) {
   snprintf(data, sizeof data, "%s/data", tmp);
   CHECK_INT(mkdir(data, 0700), 0);
   ceb_fake_host *fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
-  ceb_config *cfg = ceb_config_new("outbox");
+  ceb_config *cfg = cebi_config_new("outbox");
   const char *kv[] = {"listen", "127.0.0.1:0", "auth", "none", "port_file",
                       pf,       NULL};
   for (size_t i = 0; kv[i]; i += 2)
-    ceb_config_put(cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
-  ceb_config_set_spec(cfg, lp->desc->config_sink, ceb_spec_sink_common);
+    cebi_config_put(cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
+  cebi_config_set_spec(cfg, lp->desc->config_sink, ceb_spec_sink_common);
   ceb_instance_info info = {sizeof info, "outbox", CEB_ROLE_SINK, data};
   void *state = NULL;
   CHECK_INT(lp->desc->init(&fake->host, &fake->inst, &info, cfg, &state),
@@ -179,7 +179,7 @@ int main(void) {
     lp->desc->drain(state, 0);
     lp->desc->destroy(state);
   }
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   ceb_fake_host_free(fake);
   ceb_loaded_free(lp);
   free(tmp);

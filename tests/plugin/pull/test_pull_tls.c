@@ -33,10 +33,10 @@ static char g_pf[512], g_data[512];
 static int inst_open(inst *in, const char *const *kv) {
   memset(in, 0, sizeof *in);
   in->fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
-  in->cfg = ceb_config_new("outbox");
+  in->cfg = cebi_config_new("outbox");
   for (size_t i = 0; kv[i]; i += 2)
-    ceb_config_put(in->cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
-  ceb_config_set_spec(in->cfg, g_desc->config_sink, ceb_spec_sink_common);
+    cebi_config_put(in->cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
+  cebi_config_set_spec(in->cfg, g_desc->config_sink, ceb_spec_sink_common);
   ceb_instance_info info = {sizeof info, "outbox", CEB_ROLE_SINK, g_data};
   int st = g_desc->init(&in->fake->host, &in->fake->inst, &info, in->cfg,
                         &in->state);
@@ -53,7 +53,7 @@ static void inst_close(inst *in) {
     g_desc->drain(in->state, 0);
     g_desc->destroy(in->state);
   }
-  ceb_config_free(in->cfg);
+  cebi_config_free(in->cfg);
   ceb_fake_host_free(in->fake);
 }
 

@@ -106,7 +106,7 @@ static void no_bridge(void) {
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
   const ceb_config *b = ceb_conf_bridge(conf);
   CHECK(b != NULL);
-  CHECK_INT(ceb_config_count(b), 0);
+  CHECK_INT(cebi_config_count(b), 0);
   ceb_conf_free(conf);
   fx_rmdir(dir);
   free(dir);

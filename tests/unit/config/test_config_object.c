@@ -50,10 +50,10 @@ static void *list_reader(void *arg) {
 }
 
 int main(void) {
-  ceb_config *cfg = ceb_config_new("internal");
+  ceb_config *cfg = cebi_config_new("internal");
   CHECK(cfg != NULL);
   CHECK_STR(ceb_config_name(cfg), "internal");
-  ceb_config_set_spec(cfg, spec, plugin_spec);
+  cebi_config_set_spec(cfg, spec, plugin_spec);
 
   /* Defaults apply while unset. */
   CHECK_INT(ceb_config_int(cfg, "workers", -1), 2);
@@ -77,27 +77,27 @@ int main(void) {
   CHECK(items != NULL && items[0] == NULL);
 
   /* Set values win over defaults; origin names file:line. */
-  CHECK_INT(ceb_config_put(cfg, "workers", "8", "d/10-a.conf", 3), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "workers", "8", "d/10-a.conf", 3), CEB_OK);
   CHECK_INT(
-      ceb_config_put(cfg, "brokers", "k1:9092, k2:9092", "d/10-a.conf", 4),
+      cebi_config_put(cfg, "brokers", "k1:9092, k2:9092", "d/10-a.conf", 4),
       CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "rdkafka.linger.ms", "5", "d/10-a.conf", 5),
+  CHECK_INT(cebi_config_put(cfg, "rdkafka.linger.ms", "5", "d/10-a.conf", 5),
             CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "brokers", "k3:9092", "d/20-b.conf", 1),
+  CHECK_INT(cebi_config_put(cfg, "brokers", "k3:9092", "d/20-b.conf", 1),
             CEB_OK);
-  CHECK_INT(
-      ceb_config_put(cfg, "rdkafka.compression.type", "zstd", "d/20-b.conf", 2),
-      CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "timeout", "1h30m", NULL, 9), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "enabled", "off", "d/20-b.conf", 4), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, NULL, "x", "f", 1), CEB_EINVAL);
+  CHECK_INT(cebi_config_put(cfg, "rdkafka.compression.type", "zstd",
+                            "d/20-b.conf", 2),
+            CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "timeout", "1h30m", NULL, 9), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "enabled", "off", "d/20-b.conf", 4), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, NULL, "x", "f", 1), CEB_EINVAL);
   CHECK_INT(ceb_config_int(cfg, "workers", -1), 8);
   CHECK_INT(ceb_config_bool(cfg, "enabled", 1), 0);
   CHECK_INT(ceb_config_duration_ms(cfg, "timeout", -1), 5400000);
   CHECK_STR(ceb_config_origin(cfg, "workers"), "d/10-a.conf:3");
   CHECK_STR(ceb_config_origin(cfg, "brokers"), "d/10-a.conf:4");
   CHECK_STR(ceb_config_origin(cfg, "timeout"), "?:9");
-  CHECK_INT(ceb_config_count(cfg), 7);
+  CHECK_INT(cebi_config_count(cfg), 7);
 
   /* MULTI values append in file order. */
   CHECK_INT(ceb_config_list(cfg, "brokers", &items), 3);
@@ -130,37 +130,37 @@ int main(void) {
   /* Entries and replace. */
   const char *key, *value, *file;
   int line;
-  CHECK_INT(ceb_config_entry(cfg, 3, &key, &value, &file, &line), CEB_OK);
+  CHECK_INT(cebi_config_entry(cfg, 3, &key, &value, &file, &line), CEB_OK);
   CHECK_STR(key, "brokers");
   CHECK_STR(value, "k3:9092");
   CHECK_STR(file, "d/20-b.conf");
   CHECK_INT(line, 1);
-  CHECK_INT(ceb_config_entry(cfg, 7, &key, NULL, NULL, NULL), CEB_ENOTFOUND);
-  CHECK_INT(ceb_config_replace_at(cfg, 3, "k9:1"), CEB_OK);
+  CHECK_INT(cebi_config_entry(cfg, 7, &key, NULL, NULL, NULL), CEB_ENOTFOUND);
+  CHECK_INT(cebi_config_replace_at(cfg, 3, "k9:1"), CEB_OK);
   CHECK_INT(ceb_config_list(cfg, "brokers", &items), 3);
   CHECK_STR(items[2], "k9:1");
-  CHECK_INT(ceb_config_replace(cfg, "workers", "12"), CEB_OK);
+  CHECK_INT(cebi_config_replace(cfg, "workers", "12"), CEB_OK);
   CHECK_INT(ceb_config_int(cfg, "workers", -1), 12);
   CHECK_STR(ceb_config_origin(cfg, "workers"), "d/10-a.conf:3");
-  CHECK_INT(ceb_config_replace(cfg, "nodefault", "x"), CEB_ENOTFOUND);
-  CHECK_INT(ceb_config_replace_at(cfg, 99, "x"), CEB_EINVAL);
+  CHECK_INT(cebi_config_replace(cfg, "nodefault", "x"), CEB_ENOTFOUND);
+  CHECK_INT(cebi_config_replace_at(cfg, 99, "x"), CEB_EINVAL);
 
   /* spec_of: exact, prefix, none. */
-  CHECK(ceb_config_spec_of(cfg, "workers") == &spec[0]);
-  CHECK(ceb_config_spec_of(cfg, "rdkafka.acks") == &plugin_spec[0]);
-  CHECK(ceb_config_spec_of(cfg, "rdkafka") == NULL);
+  CHECK(cebi_config_spec_of(cfg, "workers") == &spec[0]);
+  CHECK(cebi_config_spec_of(cfg, "rdkafka.acks") == &plugin_spec[0]);
+  CHECK(cebi_config_spec_of(cfg, "rdkafka") == NULL);
 
   /* A value that does not parse falls back to the caller's default. */
-  CHECK_INT(ceb_config_put(cfg, "max", "lots", "f", 1), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "max", "lots", "f", 1), CEB_OK);
   CHECK_INT(ceb_config_size(cfg, "max", 5), 5);
 
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
 
   /* NULL configs read as empty. */
   CHECK(ceb_config_str(NULL, "x") == NULL);
   CHECK_INT(ceb_config_int(NULL, "x", 4), 4);
   CHECK_INT(ceb_config_list(NULL, "x", &items), 0);
   CHECK_STR(ceb_config_origin(NULL, "x"), "default");
-  ceb_config_free(NULL);
+  cebi_config_free(NULL);
   return ceb_test_done("unit_config_object");
 }

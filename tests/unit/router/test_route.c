@@ -10,10 +10,10 @@
 #include "router/ceb_route_batch.h"
 
 static ceb_config *cfg_of(const char *const *kv) {
-  ceb_config *c = ceb_config_new("r");
+  ceb_config *c = cebi_config_new("r");
   for (; kv[0]; kv += 2)
-    ceb_config_put(c, kv[0], kv[1], "test.conf", 1);
-  ceb_config_set_spec(c, ceb_spec_route, NULL);
+    cebi_config_put(c, kv[0], kv[1], "test.conf", 1);
+  cebi_config_set_spec(c, ceb_spec_route, NULL);
   return c;
 }
 
@@ -30,9 +30,9 @@ static ceb_event *ev_of(const char *type, const char *subject,
 }
 
 static ceb_config *sink_of(const char *const *kv) {
-  ceb_config *c = ceb_config_new("s");
+  ceb_config *c = cebi_config_new("s");
   for (; kv[0]; kv += 2)
-    ceb_config_put(c, kv[0], kv[1], "sink.conf", 7);
+    cebi_config_put(c, kv[0], kv[1], "sink.conf", 7);
   return c;
 }
 
@@ -68,11 +68,11 @@ static void test_batch_fit(void) {
   f = ceb_route_batch_fit(r50, 50, NULL);
   CHECK_INT(f.max_inflight, 50);
   CHECK_INT(f.cannot_fill, 0);
-  ceb_config_free(rd);
-  ceb_config_free(r50);
-  ceb_config_free(r300);
-  ceb_config_free(sb);
-  ceb_config_free(sn);
+  cebi_config_free(rd);
+  cebi_config_free(r50);
+  cebi_config_free(r300);
+  cebi_config_free(sb);
+  cebi_config_free(sn);
 }
 
 int main(void) {
@@ -142,7 +142,7 @@ int main(void) {
   CHECK_STR(ceb_route_order_key(r, e1), "s-7");
   CHECK(ceb_route_order_key(r, e4) == NULL);
   ceb_route_free(r);
-  ceb_config_free(c);
+  cebi_config_free(c);
 
   /* Defaults: store DLQ, the profile's schedule, unordered. */
   const char *kv2[] = {"from", "in", "to", "out", NULL};
@@ -154,25 +154,25 @@ int main(void) {
   CHECK(r && ceb_route_matches(r, "in", e5)); /* no filter: everything */
   CHECK(r && ceb_route_order_key(r, e1) == NULL);
   ceb_route_free(r);
-  ceb_config_free(c);
+  cebi_config_free(c);
 
   /* Errors name the problem. */
   const char *bad1[] = {"from", "in", "to", "out", "dlq", "kafka", NULL};
   c = cfg_of(bad1);
   CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "dlq") != NULL);
-  ceb_config_free(c);
+  cebi_config_free(c);
   const char *bad2[] = {"from", "in", "to", "out", "match.type", "a||b", NULL};
   c = cfg_of(bad2);
   CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "empty alternative") != NULL);
-  ceb_config_free(c);
+  cebi_config_free(c);
   const char *bad3[] = {"from",           "in",      "to", "out",
                         "retry.schedule", "0s soon", NULL};
   c = cfg_of(bad3);
   CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "soon") != NULL);
-  ceb_config_free(c);
+  cebi_config_free(c);
 
   ceb_event_unref(e1);
   ceb_event_unref(e2);
