@@ -435,7 +435,7 @@ int ceb_config_bind(const ceb_config *cfg, const ceb_config_binding *bindings,
   }
   for (const ceb_config_binding *b = bindings; b->key; b++) {
     char *dst = (char *)base + b->offset;
-    const ceb_config_spec *sp = ceb_config_spec_of(cfg, b->key);
+    const ceb_config_spec *sp = cebi_config_spec_of(cfg, b->key);
     if (!sp || (sp->flags & CEB_CFG_PREFIX) || b->what > CEB_BIND_ORIGIN) {
       if (err && errlen)
         snprintf(err, errlen, "bind: '%s' is %s", b->key,

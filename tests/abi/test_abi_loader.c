@@ -51,16 +51,16 @@ int main(void) {
   CHECK_MSG(binds != NULL, "binds: %s", err);
   if (binds) {
     CHECK_INT(binds->desc->abi_minor, 1);
-    ceb_config *cfg = ceb_config_new("b");
+    ceb_config *cfg = cebi_config_new("b");
     CHECK(cfg != NULL);
-    ceb_config_set_spec(cfg, binds->desc->config_sink, NULL);
+    cebi_config_set_spec(cfg, binds->desc->config_sink, NULL);
     void *state = NULL;
     /* An unset PATH without default binds NULL: init refuses. */
     CHECK_INT(binds->desc->init(NULL, NULL, NULL, cfg, &state), CEB_ECONFIG);
-    CHECK_INT(ceb_config_put(cfg, "path", "/srv/x", "d/a.conf", 7), CEB_OK);
+    CHECK_INT(cebi_config_put(cfg, "path", "/srv/x", "d/a.conf", 7), CEB_OK);
     CHECK_INT(binds->desc->init(NULL, NULL, NULL, cfg, &state), CEB_OK);
     binds->desc->destroy(state);
-    ceb_config_free(cfg);
+    cebi_config_free(cfg);
   }
 
   expect_reject(l, "badmajor", CEB_EABI, "major versions must match");

@@ -51,9 +51,9 @@ static const ceb_config_binding bind[] = {
     CEB_CONFIG_BINDING_END};
 
 int main(void) {
-  ceb_config *cfg = ceb_config_new("s");
+  ceb_config *cfg = cebi_config_new("s");
   CHECK(cfg != NULL);
-  ceb_config_set_spec(cfg, spec, NULL);
+  cebi_config_set_spec(cfg, spec, NULL);
   char err[256];
   conf c;
   memset(&c, 0xa5, sizeof c); /* every field must be written */
@@ -75,17 +75,17 @@ int main(void) {
   CHECK_STR(c.workers_origin, "default");
 
   /* Set values win; a value that does not parse reads as the default. */
-  CHECK_INT(ceb_config_put(cfg, "workers", "8", "d/10-a.conf", 3), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "enabled", "off", "d/10-a.conf", 4), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "timeout", "1h30m", "d/10-a.conf", 5), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "max", "1MiB", "d/10-a.conf", 6), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "rate", "120/min", "d/10-a.conf", 7), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "schedule", "1s", "d/10-a.conf", 8), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "mode", "normal", "d/10-a.conf", 9), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "nodefault", "lots", "d/10-a.conf", 10),
+  CHECK_INT(cebi_config_put(cfg, "workers", "8", "d/10-a.conf", 3), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "enabled", "off", "d/10-a.conf", 4), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "timeout", "1h30m", "d/10-a.conf", 5), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "max", "1MiB", "d/10-a.conf", 6), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "rate", "120/min", "d/10-a.conf", 7), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "schedule", "1s", "d/10-a.conf", 8), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "mode", "normal", "d/10-a.conf", 9), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "nodefault", "lots", "d/10-a.conf", 10),
             CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "path", "/srv/x", "d/10-a.conf", 11), CEB_OK);
-  CHECK_INT(ceb_config_put(cfg, "name", "other", "d/10-a.conf", 12), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "path", "/srv/x", "d/10-a.conf", 11), CEB_OK);
+  CHECK_INT(cebi_config_put(cfg, "name", "other", "d/10-a.conf", 12), CEB_OK);
   CHECK_INT(ceb_config_bind(cfg, bind, &c, err, sizeof err), CEB_OK);
   CHECK_STR(c.name, "other");
   CHECK_INT(c.workers, 8);
@@ -114,6 +114,6 @@ int main(void) {
   CHECK(strstr(err, "prefix") != NULL);
   CHECK_INT(ceb_config_bind(NULL, bind, &c, err, sizeof err), CEB_EINVAL);
 
-  ceb_config_free(cfg);
+  cebi_config_free(cfg);
   return ceb_test_done("unit_config_bind");
 }
