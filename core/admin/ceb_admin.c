@@ -15,13 +15,12 @@
 #include "admin/ceb_admin_internal.h"
 #include "admin/ceb_admin_tls.h"
 #include "admin/ceb_admin_token.h"
-#include "bridge/ceb_bridge.h"
 #include "log/ceb_log.h"
 #include "runtime/ceb_runtime.h"
 
 struct ceb_admin {
   struct MHD_Daemon *mhd;
-  struct ceb_bridge *bridge;
+  ceb_admin_view view; /* the bridge's, copied */
   char *token; /* configured or from the token file; never NULL */
   /* Host / Origin names of this listener: known once the port is bound,
    * after MHD's thread runs; until then every guarded call is refused. */
@@ -130,25 +129,25 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);
   if (strcmp(url, "/readyz") == 0 && get) {
-    int ready = atomic_load(&a->ready) && ceb_bridge_runtime(a->bridge) &&
-                ceb_runtime_ready(ceb_bridge_runtime(a->bridge));
+    int ready = atomic_load(&a->ready) && a->view.rt &&
+                ceb_runtime_ready(a->view.rt);
     return (enum MHD_Result)(ready ? ceb_admin_reply(c, 200, "application/json",
                                                      "{\"status\":\"ready\"}", 18)
                                    : ceb_admin_problem(c, 503, "not_ready",
                                                        "draining or starting"));
   }
   if (strcmp(url, "/metrics") == 0 && get)
-    return (enum MHD_Result)ceb_admin_metrics(a->bridge, c);
+    return (enum MHD_Result)ceb_admin_metrics(&a->view, c);
   if (strncmp(url, "/v1/", 4) == 0)
-    return (enum MHD_Result)ceb_admin_v1(a->bridge, c, method, url + 3);
+    return (enum MHD_Result)ceb_admin_v1(&a->view, c, method, url + 3);
   return (enum MHD_Result)ceb_admin_problem(c, 404, "not_found",
                                             "no such admin endpoint");
 }
 
-int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
+int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
                     size_t errlen) {
   *out = NULL;
-  const ceb_config *cfg = ceb_conf_bridge(ceb_bridge_conf(b));
+  const ceb_config *cfg = ceb_conf_bridge(view->conf);
   const char *listen = ceb_config_str(cfg, "admin.listen");
   if (!listen || !*listen || strcmp(listen, "off") == 0)
     return CEB_OK;
@@ -178,7 +177,7 @@ int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
   ceb_admin *a = calloc(1, sizeof *a);
   if (!a)
     return CEB_ENOMEM;
-  a->bridge = b;
+  a->view = *view;
   const char *source = NULL;
   int st = ceb_admin_token_get(cfg, 1, &a->token, &source, err, errlen);
   if (st != CEB_OK) {

@@ -5,24 +5,45 @@
  *   GET  /metrics                    Prometheus text format
  *   GET  /v1/routes                  routes: queue depth, oldest age, sink
  *   GET  /v1/events/{id}/status      per-route delivery status (?source=)
- *   GET  /v1/dlq                     dead letters (?route&type&source&reason&since&limit)
- *   GET  /v1/dlq/{id}                one dead letter with its event
- *   POST /v1/dlq/replay              replay (?id | ?route [filters]) [&dry_run=true]
- *   POST /v1/dlq/purge               purge, same filters, needs &confirm=true
- *   GET  /v1/contracts               the contract register
- * /v1/ requires "Authorization: Bearer <admin.token>" when a token is set.
- * Errors are application/problem+json. Threads: MHD's own; the handlers only
- * read the bridge's thread-safe parts (metrics, store read connections). */
+ *   GET  /v1/dlq                     dead letters
+ * (?route&type&source&reason&since&limit) GET  /v1/dlq/{id}                one
+ * dead letter with its event POST /v1/dlq/replay              replay (?id |
+ * ?route [filters]) [&dry_run=true] POST /v1/dlq/purge               purge,
+ * same filters, needs &confirm=true GET  /v1/contracts               the
+ * contract register /v1/ requires "Authorization: Bearer <admin.token>" when a
+ * token is set. Errors are application/problem+json. Threads: MHD's own; the
+ * handlers only read the thread-safe parts of what the view names (metrics,
+ * store read connections, the runtime's DLQ calls). */
 #ifndef CEB_ADMIN_H
 #define CEB_ADMIN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-struct ceb_bridge;
+#include "config/ceb_conf.h"
+#include "metrics/ceb_metrics.h"
+
+struct ceb_runtime;
 typedef struct ceb_admin ceb_admin;
 
-/* Starts the server on [bridge] admin.listen. Control thread. */
-int ceb_admin_start(struct ceb_bridge *b, ceb_admin **out, char *err,
+/* What the admin API sees of the bridge that runs it: the bridge fills it
+ * in (core/bridge/ceb_bridge_run.c) and admin includes no bridge header.
+ * Everything it points to is borrowed and outlives the admin API: the
+ * bridge starts the API after it set these up and stops it before it
+ * frees them. */
+typedef struct ceb_admin_view {
+  const ceb_conf *conf;   /* [bridge] admin.* and the routes */
+  ceb_metrics *metrics;   /* rendered at /metrics */
+  struct ceb_runtime *rt; /* NULL while waiting for the store: /readyz and
+                             /v1/ answer 503 */
+  int64_t (*now_ms)(void *clock_arg); /* host clock, ms since the epoch;
+                                         called from MHD's threads */
+  void *clock_arg;
+} ceb_admin_view;
+
+/* Starts the server on [bridge] admin.listen (CEB_OK and *out NULL when it
+ * is "off"). view is copied. Control thread. */
+int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
                     size_t errlen);
 /* Readiness switch (drain sets it to 0 before sources stop). */
 void ceb_admin_set_ready(ceb_admin *a, int ready);

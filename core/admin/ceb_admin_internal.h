@@ -5,8 +5,9 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "admin/ceb_admin.h"
+
 struct MHD_Connection;
-struct ceb_bridge;
 
 /* Queue a response; return MHD_YES/MHD_NO as int. */
 int ceb_admin_reply(struct MHD_Connection *c, int status,
@@ -16,9 +17,9 @@ int ceb_admin_reply_json(struct MHD_Connection *c, int status, json_t *body);
 int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
                       const char *detail);
 
-int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c);
+int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c);
 /* path is the part after "/v1" ("/routes", "/dlq/3", ...). */
-int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
+int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                  const char *method, const char *path);
 
 #endif

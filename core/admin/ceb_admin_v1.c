@@ -7,17 +7,16 @@
 #include <string.h>
 
 #include "admin/ceb_admin_internal.h"
-#include "bridge/ceb_bridge.h"
 #include "metrics/ceb_metrics_process.h"
 #include "runtime/ceb_runtime.h"
 #include "store/ceb_store.h"
 
 /* Queue gauges are computed at scrape time from the store, so they are
  * right even for work another process (the CLI's replay) added. */
-static void refresh_route_gauges(struct ceb_bridge *b, ceb_store *st) {
-  const ceb_conf *conf = ceb_bridge_conf(b);
-  ceb_metrics *m = ceb_bridge_metrics(b);
-  int64_t now = ceb_bridge_now_ms(b);
+static void refresh_route_gauges(const ceb_admin_view *view, ceb_store *st) {
+  const ceb_conf *conf = view->conf;
+  ceb_metrics *m = view->metrics;
+  int64_t now = view->now_ms(view->clock_arg);
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
     if (strcmp(s->kind, "route") != 0)
@@ -35,8 +34,8 @@ static void refresh_route_gauges(struct ceb_bridge *b, ceb_store *st) {
 }
 
 /* Group-commit efficiency: ops per commit and per sync. */
-static void refresh_store_counters(struct ceb_bridge *b, ceb_store *st) {
-  ceb_metrics *m = ceb_bridge_metrics(b);
+static void refresh_store_counters(const ceb_admin_view *view, ceb_store *st) {
+  ceb_metrics *m = view->metrics;
   uint64_t commits = 0, ops = 0;
   ceb_store_commit_stats(st, &commits, &ops);
   ceb_metrics_set_total(m, "cebridge_store_commits_total", "", (double)commits);
@@ -49,16 +48,16 @@ static void refresh_store_counters(struct ceb_bridge *b, ceb_store *st) {
   ceb_metrics_set(m, "cebridge_store_dedupe_bytes", "", (double)bytes);
 }
 
-int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {
-  ceb_store *st = ceb_bridge_runtime(b) ? ceb_runtime_store(ceb_bridge_runtime(b))
+int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c) {
+  ceb_store *st = view->rt ? ceb_runtime_store(view->rt)
                                         : NULL;
   if (st)
-    refresh_route_gauges(b, st);
+    refresh_route_gauges(view, st);
   if (st)
-    refresh_store_counters(b, st);
-  ceb_metrics_process_refresh(ceb_bridge_metrics(b));
-  ceb_metrics_build_info(ceb_bridge_metrics(b));
-  char *text = ceb_metrics_render(ceb_bridge_metrics(b));
+    refresh_store_counters(view, st);
+  ceb_metrics_process_refresh(view->metrics);
+  ceb_metrics_build_info(view->metrics);
+  char *text = ceb_metrics_render(view->metrics);
   if (!text)
     return ceb_admin_problem(c, 500, "internal", "cannot render metrics");
   int rc = ceb_admin_reply(c, 200, "text/plain; version=0.0.4; charset=utf-8",
@@ -67,9 +66,9 @@ int ceb_admin_metrics(struct ceb_bridge *b, struct MHD_Connection *c) {
   return rc;
 }
 
-static json_t *routes_json(struct ceb_bridge *b, ceb_store *st) {
-  const ceb_conf *conf = ceb_bridge_conf(b);
-  int64_t now = ceb_bridge_now_ms(b);
+static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
+  const ceb_conf *conf = view->conf;
+  int64_t now = view->now_ms(view->clock_arg);
   json_t *arr = json_array();
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
@@ -144,11 +143,11 @@ static int dlq_filter_from(struct MHD_Connection *c, ceb_dlq_filter *f,
   return 0;
 }
 
-static int dlq_action(struct ceb_bridge *b,
+static int dlq_action(const ceb_admin_view *view,
                       struct MHD_Connection *c, int replay) {
   ceb_dlq_filter f;
   const char *bad = NULL;
-  if (dlq_filter_from(c, &f, ceb_bridge_now_ms(b), &bad) != 0) {
+  if (dlq_filter_from(c, &f, view->now_ms(view->clock_arg), &bad) != 0) {
     char d[96];
     snprintf(d, sizeof d, "bad value for '%s'", bad);
     return ceb_admin_problem(c, 400, "bad_parameter", d);
@@ -163,14 +162,14 @@ static int dlq_action(struct ceb_bridge *b,
   if (replay) {
     replayed = json_array();
     /* Through the runtime, so that the engine picks the work up now. */
-    st_rc = ceb_runtime_dlq_replay(ceb_bridge_runtime(b), &f, dry, &count,
+    st_rc = ceb_runtime_dlq_replay(view->rt, &f, dry, &count,
                                    replayed);
   } else {
     if (!dry && !truthy(arg(c, "confirm")))
       return ceb_admin_problem(c, 409, "confirmation_required",
                                "purge deletes dead letters for good: add "
                                "confirm=true (or dry_run=true to count)");
-    st_rc = ceb_runtime_dlq_purge(ceb_bridge_runtime(b), &f, dry, &count);
+    st_rc = ceb_runtime_dlq_purge(view->rt, &f, dry, &count);
   }
   if (st_rc == CEB_ENOTFOUND) {
     json_decref(replayed);
@@ -188,9 +187,9 @@ static int dlq_action(struct ceb_bridge *b,
   return ceb_admin_reply_json(c, 200, out);
 }
 
-int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
+int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                  const char *method, const char *path) {
-  struct ceb_runtime *rt = ceb_bridge_runtime(b);
+  struct ceb_runtime *rt = view->rt;
   ceb_store *st = rt ? ceb_runtime_store(rt) : NULL;
   if (!st)
     return ceb_admin_problem(c, 503, "not_ready", "the store is not open");
@@ -200,7 +199,7 @@ int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
   if (strcmp(path, "/routes") == 0 && get) {
     /* Config and store figures, plus the engine's live view of each route:
      * attempts in flight, the limit, and the sink's circuit state. */
-    json_t *routes = routes_json(b, st), *live = ceb_runtime_routes(rt);
+    json_t *routes = routes_json(view, st), *live = ceb_runtime_routes(rt);
     size_t i, k;
     json_t *r, *e;
     json_array_foreach(routes, i, r) {
@@ -245,7 +244,7 @@ int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
   if (strcmp(path, "/dlq") == 0 && get) {
     ceb_dlq_filter f;
     const char *bad = NULL;
-    if (dlq_filter_from(c, &f, ceb_bridge_now_ms(b), &bad) != 0) {
+    if (dlq_filter_from(c, &f, view->now_ms(view->clock_arg), &bad) != 0) {
       char d[96];
       snprintf(d, sizeof d, "bad value for '%s'", bad);
       return ceb_admin_problem(c, 400, "bad_parameter", d);
@@ -255,9 +254,9 @@ int ceb_admin_v1(struct ceb_bridge *b, struct MHD_Connection *c,
              : ceb_admin_problem(c, 500, "store_error", "DLQ query failed");
   }
   if (strcmp(path, "/dlq/replay") == 0 && post)
-    return dlq_action(b, c, 1);
+    return dlq_action(view, c, 1);
   if (strcmp(path, "/dlq/purge") == 0 && post)
-    return dlq_action(b, c, 0);
+    return dlq_action(view, c, 0);
   if (strncmp(path, "/dlq/", 5) == 0 && get) {
     int64_t id;
     if (ceb_parse_int(path + 5, &id) != CEB_OK || id <= 0)

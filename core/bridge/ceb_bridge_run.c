@@ -99,6 +99,19 @@ static int drain_role(ceb_bridge *b, uint32_t role, int64_t deadline_ms) {
   return rc;
 }
 
+static int64_t view_now_ms(void *b) { return ceb_bridge_now_ms(b); }
+
+/* The admin API's narrow view of b: valid while the admin API runs (it
+ * starts after, and stops before, what it points to). */
+static int start_admin(ceb_bridge *b, char *err, size_t errlen) {
+  ceb_admin_view v = {.conf = b->conf,
+                      .metrics = b->metrics,
+                      .rt = b->rt,
+                      .now_ms = view_now_ms,
+                      .clock_arg = b};
+  return ceb_admin_start(&v, &b->admin, err, errlen);
+}
+
 int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   ceb_bridge_stop(b); /* what a failed start or a waiting one left */
   b->metrics = ceb_metrics_new();
@@ -137,7 +150,7 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
   }
   for (size_t r = 0; r < 3; r++)
     if ((st = start_role(b, order[r], err, errlen)) != CEB_OK) return st;
-  if ((st = ceb_admin_start(b, &b->admin, err, errlen)) != CEB_OK) return st;
+  if ((st = start_admin(b, err, errlen)) != CEB_OK) return st;
   b->started = 1;
   ceb_log_info("bridge started: %zu instances, plugins from %s", b->ninstances,
                b->plugin_dir);
@@ -164,7 +177,7 @@ int ceb_bridge_start_waiting(ceb_bridge *b, char *err, size_t errlen) {
     return CEB_ENOMEM;
   }
   /* no runtime: /readyz answers 503, /v1 "the store is not open" */
-  return ceb_admin_start(b, &b->admin, err, errlen);
+  return start_admin(b, err, errlen);
 }
 
 int ceb_bridge_store_unavailable(const ceb_bridge *b) {
