@@ -119,8 +119,8 @@ static ceb_conf *load_conf(const char *config_dir) {
 static ceb_contract *load_pin(ceb_store *st, const ceb_conf *conf,
                               const char *text, int compile) {
   char err[512] = "";
-  ceb_pin pin;
-  if (ceb_pin_parse(text, &pin, err, sizeof err) != 0) {
+  ceb_semver_pin pin;
+  if (ceb_semver_pin_parse(text, &pin, err, sizeof err) != 0) {
     fprintf(stderr, "%s\n", err);
     return NULL;
   }
@@ -246,9 +246,9 @@ void ceb_contracts_cmd_pins(ceb_store *st, const char *config_dir) {
     const char *pin = strcmp(s->kind, "route") == 0
                           ? ceb_config_str(s->cfg, "contract")
                           : NULL;
-    ceb_pin p;
+    ceb_semver_pin p;
     char err[512];
-    if (!pin || ceb_pin_parse(pin, &p, err, sizeof err) != 0) continue;
+    if (!pin || ceb_semver_pin_parse(pin, &p, err, sizeof err) != 0) continue;
     char *v = ceb_contracts_resolve_pin(st, pin, err, sizeof err);
     json_t *rows = ceb_store_contract_list(st, p.name);
     const char *newest = NULL;
@@ -256,11 +256,11 @@ void ceb_contracts_cmd_pins(ceb_store *st, const char *config_dir) {
     json_t *row;
     json_array_foreach(rows, k, row) {
       const char *rv = json_string_value(json_object_get(row, "version"));
-      if (rv && (!newest || ceb_version_cmp(rv, newest) > 0)) newest = rv;
+      if (rv && (!newest || ceb_semver_cmp_text(rv, newest) > 0)) newest = rv;
     }
     if (!v)
       printf("route %s: pin %s resolves to nothing: %s\n", s->name, pin, err);
-    else if (newest && ceb_version_cmp(newest, v) > 0)
+    else if (newest && ceb_semver_cmp_text(newest, v) > 0)
       printf("route %s: pin %s -> %s; new version %s available (change the "
              "pin to take it)\n",
              s->name, pin, v, newest);

@@ -72,8 +72,8 @@ int ceb_contracts_load_held(ceb_store *st, const ceb_conf *conf,
 
 char *ceb_contracts_resolve_pin(ceb_store *st, const char *text, char *err,
                                 size_t errlen) {
-  ceb_pin pin;
-  if (ceb_pin_parse(text, &pin, err, errlen) != 0) return NULL;
+  ceb_semver_pin pin;
+  if (ceb_semver_pin_parse(text, &pin, err, errlen) != 0) return NULL;
   json_t *rows = ceb_store_contract_list(st, pin.name);
   if (!rows) {
     snprintf(err, errlen, "reading the contract register failed");
@@ -86,7 +86,7 @@ char *ceb_contracts_resolve_pin(ceb_store *st, const char *text, char *err,
     for (size_t i = 0; i < n; i++)
       versions[i] = json_string_value(
           json_object_get(json_array_get(rows, i), "version"));
-    long hit = ceb_pin_resolve(&pin, versions, n);
+    long hit = ceb_semver_pin_resolve(&pin, versions, n);
     if (hit >= 0)
       out = strdup(versions[hit]);
     else if (n == 0)
@@ -117,8 +117,8 @@ static ceb_contract *find_loaded(ceb_contracts *cs, const char *name,
 /* Resolves and loads one route's pin; CEB_ECONFIG with err on failure. */
 static int pin_route(ceb_contracts *cs, ceb_store *st, const ceb_conf *conf,
                      pinned_route *pr, char *err, size_t errlen) {
-  ceb_pin pin;
-  if (ceb_pin_parse(pr->pin, &pin, err, errlen) != 0) return CEB_ECONFIG;
+  ceb_semver_pin pin;
+  if (ceb_semver_pin_parse(pr->pin, &pin, err, errlen) != 0) return CEB_ECONFIG;
   char *version = ceb_contracts_resolve_pin(st, pr->pin, err, errlen);
   if (!version) return CEB_ECONFIG;
   ceb_contract *c = find_loaded(cs, pin.name, version);

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "event.h"
 #include "plugin.h"
+#include "semver.h"
 #include "status.h"
 #include "tls.h"
 #include "validate.h"

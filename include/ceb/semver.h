@@ -6,7 +6,9 @@
  * "~1.2.3" (same major.minor). Ranges select the highest matching held
  * version and never a pre-release.
  *
- * Pure functions; thread-safe. Also compiled into the asyncapi plugin. */
+ * Part of the SDK (libceb): the host's contract registry and the asyncapi
+ * plugin resolve pins with the same code. Pure functions; thread-safe; no
+ * allocation. */
 #ifndef CEB_SEMVER_H
 #define CEB_SEMVER_H
 
@@ -27,30 +29,32 @@ int ceb_semver_cmp(const ceb_semver *a, const ceb_semver *b);
 
 /* Compares two version strings: semver precedence when both parse, else
  * byte order (non-semver versions sort before semver ones). */
-int ceb_version_cmp(const char *a, const char *b);
+int ceb_semver_cmp_text(const char *a, const char *b);
 
-typedef enum ceb_pin_kind {
-  CEB_PIN_EXACT = 0,
-  CEB_PIN_CARET = 1,
-  CEB_PIN_TILDE = 2
-} ceb_pin_kind;
+typedef enum ceb_semver_pin_kind {
+  CEB_SEMVER_PIN_EXACT = 0,
+  CEB_SEMVER_PIN_CARET = 1,
+  CEB_SEMVER_PIN_TILDE = 2
+} ceb_semver_pin_kind;
 
-typedef struct ceb_pin {
+typedef struct ceb_semver_pin {
   char name[128];
   char spec[64]; /* text after '@' */
-  ceb_pin_kind kind;
+  ceb_semver_pin_kind kind;
   ceb_semver base; /* CARET/TILDE: the lower bound */
   int parts;       /* CARET/TILDE: how many parts were written (1..3) */
-} ceb_pin;
+} ceb_semver_pin;
 
 /* Parses "NAME@SPEC". Returns 0, or -1 with a reason in err. */
-int ceb_pin_parse(const char *text, ceb_pin *out, char *err, size_t errlen);
+int ceb_semver_pin_parse(const char *text, ceb_semver_pin *out, char *err,
+                         size_t errlen);
 
 /* 1 when version satisfies the pin. */
-int ceb_pin_matches(const ceb_pin *pin, const char *version);
+int ceb_semver_pin_matches(const ceb_semver_pin *pin, const char *version);
 
 /* Index of the version in versions[0..n) the pin resolves to (exact match,
  * or the highest release in range), -1 when none. */
-long ceb_pin_resolve(const ceb_pin *pin, const char *const *versions, size_t n);
+long ceb_semver_pin_resolve(const ceb_semver_pin *pin,
+                            const char *const *versions, size_t n);
 
 #endif

@@ -137,7 +137,7 @@ static char *fetch_ref(void *arg, const char *uri, size_t *len, char *err,
 
 /* *max = the higher of *max and v (copied). */
 static void raise_max(char **max, const char *v) {
-  if (*max && ceb_version_cmp(v, *max) <= 0) return;
+  if (*max && ceb_semver_cmp_text(v, *max) <= 0) return;
   char *copy = strdup(v);
   if (!copy) return;
   free(*max);
@@ -152,7 +152,7 @@ static void announce_new(aa_state *st) {
   json_t *v;
   json_array_foreach(st->pass_new, i, v) {
     const char *ver = json_string_value(v);
-    if (!held || ceb_version_cmp(ver, held) > 0) {
+    if (!held || ceb_semver_cmp_text(ver, held) > 0) {
       LOG(st, CEB_LOG_INFO,
           "new version %s of %s available; pins do not change until you "
           "change them",

@@ -97,7 +97,7 @@ int ceb_semver_cmp(const ceb_semver *a, const ceb_semver *b) {
   return pre_cmp(a->pre, b->pre);
 }
 
-int ceb_version_cmp(const char *a, const char *b) {
+int ceb_semver_cmp_text(const char *a, const char *b) {
   ceb_semver sa, sb;
   int pa = ceb_semver_parse(a, 0, &sa) == 0;
   int pb = ceb_semver_parse(b, 0, &sb) == 0;
@@ -107,7 +107,8 @@ int ceb_version_cmp(const char *a, const char *b) {
   return c < 0 ? -1 : c > 0;
 }
 
-int ceb_pin_parse(const char *text, ceb_pin *out, char *err, size_t errlen) {
+int ceb_semver_pin_parse(const char *text, ceb_semver_pin *out, char *err,
+                         size_t errlen) {
   memset(out, 0, sizeof *out);
   const char *at = text ? strrchr(text, '@') : NULL;
   if (!at || at == text || !at[1]) {
@@ -124,10 +125,10 @@ int ceb_pin_parse(const char *text, ceb_pin *out, char *err, size_t errlen) {
   snprintf(out->spec, sizeof out->spec, "%s", at + 1);
   const char *spec = out->spec;
   if (spec[0] != '^' && spec[0] != '~') {
-    out->kind = CEB_PIN_EXACT;
+    out->kind = CEB_SEMVER_PIN_EXACT;
     return 0;
   }
-  out->kind = spec[0] == '^' ? CEB_PIN_CARET : CEB_PIN_TILDE;
+  out->kind = spec[0] == '^' ? CEB_SEMVER_PIN_CARET : CEB_SEMVER_PIN_TILDE;
   if (ceb_semver_parse(spec + 1, 1, &out->base) != 0 || out->base.pre[0] ||
       spec[1] == 'v') {
     snprintf(err, errlen,
@@ -142,13 +143,13 @@ int ceb_pin_parse(const char *text, ceb_pin *out, char *err, size_t errlen) {
   return 0;
 }
 
-int ceb_pin_matches(const ceb_pin *pin, const char *version) {
-  if (pin->kind == CEB_PIN_EXACT) return strcmp(pin->spec, version) == 0;
+int ceb_semver_pin_matches(const ceb_semver_pin *pin, const char *version) {
+  if (pin->kind == CEB_SEMVER_PIN_EXACT) return strcmp(pin->spec, version) == 0;
   ceb_semver v;
   if (ceb_semver_parse(version, 0, &v) != 0 || v.pre[0]) return 0;
   if (ceb_semver_cmp(&v, &pin->base) < 0 || v.major != pin->base.major)
     return 0;
-  if (pin->kind == CEB_PIN_CARET) {
+  if (pin->kind == CEB_SEMVER_PIN_CARET) {
     /* ^0.2 and ^0.2.3 keep the minor; ^0 keeps only the major. */
     if (pin->base.major == 0 && pin->parts >= 2 && v.minor != pin->base.minor)
       return 0;
@@ -158,13 +159,13 @@ int ceb_pin_matches(const ceb_pin *pin, const char *version) {
   return pin->parts == 1 || v.minor == pin->base.minor;
 }
 
-long ceb_pin_resolve(const ceb_pin *pin, const char *const *versions,
-                     size_t n) {
+long ceb_semver_pin_resolve(const ceb_semver_pin *pin,
+                            const char *const *versions, size_t n) {
   long best = -1;
   for (size_t i = 0; i < n; i++) {
-    if (!versions[i] || !ceb_pin_matches(pin, versions[i])) continue;
-    if (pin->kind == CEB_PIN_EXACT) return (long)i;
-    if (best < 0 || ceb_version_cmp(versions[i], versions[best]) > 0)
+    if (!versions[i] || !ceb_semver_pin_matches(pin, versions[i])) continue;
+    if (pin->kind == CEB_SEMVER_PIN_EXACT) return (long)i;
+    if (best < 0 || ceb_semver_cmp_text(versions[i], versions[best]) > 0)
       best = (long)i;
   }
   return best;
