@@ -17,21 +17,22 @@ static size_t check_warnings(const ceb_conf *conf) {
   for (size_t k = 0; k < conf->count; k++) {
     const ceb_conf_section *r = &conf->sections[k];
     if (strcmp(r->kind, "route") != 0) continue;
-    const char *to = ceb_config_str(r->cfg, "to");
+    const ceb_route_cfg *rc = &r->host.route;
+    const char *to = rc->to;
     const ceb_config *sink = NULL;
     for (size_t j = 0; to && j < conf->count; j++)
       if (strcmp(conf->sections[j].kind, "sink") == 0 &&
           strcmp(conf->sections[j].name, to) == 0)
         sink = conf->sections[j].cfg;
-    ceb_route_batch fit = ceb_route_batch_fit(
-        r->cfg, (uint32_t)ceb_config_int(r->cfg, "max_inflight", 64), sink);
+    ceb_route_batch fit =
+        ceb_route_batch_fit(rc, (uint32_t)rc->max_inflight, sink);
     if (!fit.cannot_fill) continue;
     fprintf(stderr,
             "%s: warning: route %s: max_inflight %u is below sink %s's "
             "batch.max %u: no batch ever fills, one goes out per batch.wait "
             "(raise max_inflight to %u or more, or leave it unset)\n",
-            ceb_config_origin(r->cfg, "max_inflight"), r->name,
-            fit.max_inflight, to, fit.batch_max, 2 * fit.batch_max);
+            rc->max_inflight_origin, r->name, fit.max_inflight, to,
+            fit.batch_max, 2 * fit.batch_max);
     n++;
   }
   return n;

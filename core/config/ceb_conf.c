@@ -21,6 +21,12 @@ const ceb_config *ceb_conf_bridge(const ceb_conf *conf) {
   return conf ? conf->empty_bridge : NULL;
 }
 
+const ceb_bridge_cfg *ceb_conf_bridge_cfg(const ceb_conf *conf) {
+  const ceb_conf_section *s = ceb_conf_find(conf, "bridge", NULL);
+  if (s) return &s->host.bridge;
+  return conf ? &conf->empty_bridge_conf : NULL;
+}
+
 void ceb_conf_free(ceb_conf *conf) {
   if (!conf) return;
   for (size_t i = 0; i < conf->count; i++) {

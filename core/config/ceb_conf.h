@@ -18,6 +18,8 @@
 
 #include <ceb/config.h>
 
+#include "config/ceb_host_cfg.h"
+
 typedef struct ceb_conf_error {
   char file[256];
   int line; /* 0 when the error is about a file or the whole directory */
@@ -42,6 +44,11 @@ typedef struct ceb_conf_section {
   char *file; /* path of the file that opened the section */
   int line;
   ceb_config *cfg; /* values; typed and checked after ceb_conf_check */
+  /* Bound by ceb_conf_check (core/config/ceb_host_cfg.h): plugin of a
+   * [source]/[sink]/[contracts] section (NULL otherwise), and the host's
+   * typed keys of the section's kind. */
+  const char *plugin, *plugin_origin;
+  ceb_host_cfg host;
 } ceb_conf_section;
 
 typedef struct ceb_conf {
@@ -49,6 +56,7 @@ typedef struct ceb_conf {
   ceb_conf_section *sections; /* in file order; [bridge] sections merged */
   size_t count;
   ceb_config *empty_bridge; /* internal: ceb_conf_bridge without [bridge] */
+  ceb_bridge_cfg empty_bridge_conf; /* internal: its typed defaults */
 } ceb_conf;
 
 /* Reads every *.conf in dir (not hidden files) in name order (strcmp). errs
@@ -80,6 +88,9 @@ const ceb_conf_section *ceb_conf_find(const ceb_conf *conf, const char *kind,
                                       const char *name);
 /* The [bridge] section's config (an empty one when absent). */
 const ceb_config *ceb_conf_bridge(const ceb_conf *conf);
+/* The [bridge] section's typed keys (the defaults when absent); NULL only
+ * for a NULL conf. Valid after ceb_conf_check. */
+const ceb_bridge_cfg *ceb_conf_bridge_cfg(const ceb_conf *conf);
 
 void ceb_conf_free(ceb_conf *conf);
 

@@ -154,6 +154,32 @@ static void check_required(sect_ctx *c) {
   }
 }
 
+/* A binding the spec lacks is a bug of the host's tables: reported like a
+ * config error so that it cannot go unnoticed. */
+static void bind_host(const ceb_conf_section *s,
+                      const ceb_config_binding *table, void *base,
+                      ceb_conf_errors *errs) {
+  char why[256];
+  if (ceb_config_bind(s->cfg, table, base, why, sizeof why) != CEB_OK)
+    ceb_conf_error_add(errs, s->file, s->line, NULL, "internal: %s", why);
+}
+
+static void bind_section(ceb_conf_section *s, ceb_conf_errors *errs) {
+  if (strcmp(s->kind, "bridge") == 0) {
+    bind_host(s, ceb_bind_bridge, &s->host.bridge, errs);
+    s->host.bridge.cfg = s->cfg;
+  } else if (strcmp(s->kind, "route") == 0) {
+    bind_host(s, ceb_bind_route, &s->host.route, errs);
+    s->host.route.cfg = s->cfg;
+  } else {
+    bind_host(s, ceb_bind_plugin_section, s, errs);
+    if (strcmp(s->kind, "source") == 0)
+      bind_host(s, ceb_bind_source, &s->host.source, errs);
+    else if (strcmp(s->kind, "sink") == 0)
+      bind_host(s, ceb_bind_sink, &s->host.sink, errs);
+  }
+}
+
 static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
                           void *arg, const char *base, ceb_conf_errors *errs) {
   sect_ctx c = {0};
@@ -168,8 +194,10 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
   int plugin_kind =
       strcmp(s->kind, "bridge") != 0 && strcmp(s->kind, "route") != 0;
   c.plugin_known = !plugin_kind;
-  const char *plugin = ceb_config_str(s->cfg, "plugin");
-  if (plugin_kind && plugin && *plugin && fn) {
+  /* plugin first: the plugin spec callback reads s->plugin. */
+  cebi_config_set_spec(s->cfg, c.common, NULL);
+  if (plugin_kind) bind_host(s, ceb_bind_plugin_section, s, errs);
+  if (plugin_kind && s->plugin && *s->plugin && fn) {
     c.plugin = fn(arg, s, errs);
     c.plugin_known = c.plugin != NULL;
   }
@@ -178,6 +206,9 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
   for (size_t i = 0; i < n; i++)
     check_entry(&c, i);
   check_required(&c);
+  /* Once every value is final (secrets resolved, paths absolute): the
+   * typed fields borrow the config's strings and split lists. */
+  bind_section(s, errs);
 }
 
 int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
@@ -199,6 +230,10 @@ int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
   for (size_t i = 0; i < conf->count; i++)
     check_section(&conf->sections[i], plugin_spec, arg, base, errs);
   cebi_config_set_spec(conf->empty_bridge, ceb_spec_bridge, NULL);
+  ceb_conf_section empty = {
+      .kind = "bridge", .file = conf->dir, .cfg = conf->empty_bridge};
+  bind_section(&empty, errs);
+  conf->empty_bridge_conf = empty.host.bridge;
   ceb_conf_check_routes(conf, errs);
   free(base);
   return errs->count ? CEB_ECONFIG : CEB_OK;

@@ -1,5 +1,7 @@
 #include "config/ceb_core_spec.h"
 
+#include "config/ceb_conf.h"
+
 #include <ceb/tls.h>
 
 #define MS(x) ((int64_t)(x)*1000)
@@ -141,3 +143,76 @@ const ceb_config_spec ceb_spec_contracts_common[] = {
     {"plugin", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
      "Plugin that implements this section."},
     CEB_CONFIG_SPEC_END};
+
+/* Where each host key lands in core/config/ceb_host_cfg.h. */
+#define B(key, field) CEB_BIND(key, ceb_bridge_cfg, field)
+#define B_ORIGIN(key, field) CEB_BIND_ORIGIN_OF(key, ceb_bridge_cfg, field)
+const ceb_config_binding ceb_bind_bridge[] = {
+    B("store", store.path),
+    B("admin.listen", admin.listen),
+    B_ORIGIN("admin.listen", admin.listen_origin),
+    B("admin.token", admin.token),
+    B("admin.allowed_hosts", admin.allowed_hosts),
+    B("admin.tls.cert", admin.tls_cert),
+    B_ORIGIN("admin.tls.cert", admin.tls_cert_origin),
+    B("admin.tls.key", admin.tls_key),
+    B_ORIGIN("admin.tls.key", admin.tls_key_origin),
+    B("admin.port_file", admin.port_file),
+    B("log.format", log.format),
+    B("log.level", log.level),
+    B("profile", profile),
+    B("max_event_size", max_event_size),
+    B("drain_timeout", drain_timeout_ms),
+    B("workers", workers),
+    B("store.group_max", store.group_max),
+    B("store.group_wait", store.group_wait_ms),
+    B("store.synchronous", store.synchronous),
+    B("store.check", store.check),
+    B("idempotency.ttl", idempotency_ttl_ms),
+    B("retention", retention_ms),
+    B("backpressure.max_queued", backpressure_max_queued),
+    CEB_CONFIG_BINDING_END};
+#undef B
+#undef B_ORIGIN
+
+#define R(key, field) CEB_BIND(key, ceb_route_cfg, field)
+#define R_ORIGIN(key, field) CEB_BIND_ORIGIN_OF(key, ceb_route_cfg, field)
+const ceb_config_binding ceb_bind_route[] = {
+    R("from", from),
+    R("to", to),
+    R("order_by", order_by),
+    R("dlq", dlq),
+    R_ORIGIN("dlq", dlq_origin),
+    R("retry.mode", retry_mode),
+    R("retry.schedule", retry_schedule),
+    R("retry.base", retry_base_ms),
+    R("retry.max_delay", retry_max_delay_ms),
+    R("retry.max_attempts", retry_max_attempts),
+    R("deadline", deadline_ms),
+    R("timeout", timeout_ms),
+    R("max_inflight", max_inflight),
+    R_ORIGIN("max_inflight", max_inflight_origin),
+    R("contract", contract),
+    R("contract.mode", contract_mode),
+    R("receipts", receipts),
+    R_ORIGIN("receipts", receipts_origin),
+    R("receipts.type_prefix", receipts_type_prefix),
+    CEB_CONFIG_BINDING_END};
+#undef R
+#undef R_ORIGIN
+
+const ceb_config_binding ceb_bind_source[] = {
+    CEB_BIND("profile", ceb_source_cfg, profile), CEB_CONFIG_BINDING_END};
+
+const ceb_config_binding ceb_bind_sink[] = {
+    CEB_BIND("rate_limit", ceb_sink_cfg, rate_limit),
+    CEB_BIND("rate_limit.burst", ceb_sink_cfg, rate_limit_burst),
+    CEB_BIND("circuit.failures", ceb_sink_cfg, circuit_failures),
+    CEB_BIND("circuit.open_for", ceb_sink_cfg, circuit_open_for_ms),
+    CEB_CONFIG_BINDING_END};
+
+/* plugin of [source], [sink] and [contracts], into ceb_conf_section. */
+const ceb_config_binding ceb_bind_plugin_section[] = {
+    CEB_BIND("plugin", ceb_conf_section, plugin),
+    CEB_BIND_ORIGIN_OF("plugin", ceb_conf_section, plugin_origin),
+    CEB_CONFIG_BINDING_END};

@@ -13,6 +13,14 @@ extern const ceb_config_spec ceb_spec_source_common[];
 extern const ceb_config_spec ceb_spec_sink_common[];
 extern const ceb_config_spec ceb_spec_contracts_common[];
 
+/* Bindings of those specs into core/config/ceb_host_cfg.h (offsets of the
+ * typed fields); applied by ceb_conf_check. */
+extern const ceb_config_binding ceb_bind_bridge[];
+extern const ceb_config_binding ceb_bind_route[];
+extern const ceb_config_binding ceb_bind_source[];
+extern const ceb_config_binding ceb_bind_sink[];
+extern const ceb_config_binding ceb_bind_plugin_section[];
+
 /* The profile's default retry schedule (Edukoppeling / meemoo). */
 #define CEB_DEFAULT_RETRY_SCHEDULE "0s 5s 5m 30m 2h 5h 10h 10h"
 

@@ -16,6 +16,7 @@
 #include <ceb/config.h>
 #include <ceb/event.h>
 
+#include "config/ceb_host_cfg.h"
 #include "delivery/ceb_retry.h"
 
 typedef struct ceb_route_match {
@@ -44,9 +45,10 @@ typedef struct ceb_route {
   uint32_t max_inflight;
 } ceb_route;
 
-/* Builds a route from its checked config. CEB_OK, or < 0 with a one-line
- * reason in err. *out is owned by the caller (ceb_route_free). */
-int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
+/* Builds a route from its checked, bound config (ceb_conf_section's
+ * host.route). CEB_OK, or < 0 with a one-line reason in err. *out is owned
+ * by the caller (ceb_route_free). */
+int ceb_route_parse(const char *name, const ceb_route_cfg *rc, ceb_route **out,
                     char *err, size_t errlen);
 void ceb_route_free(ceb_route *r);
 

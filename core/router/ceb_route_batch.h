@@ -12,6 +12,8 @@
 
 #include <ceb/config.h>
 
+#include "config/ceb_host_cfg.h"
+
 typedef struct ceb_route_batch {
   uint32_t batch_max;    /* the sink's batch size; 0: the sink does not batch */
   uint32_t max_inflight; /* the route's effective max_inflight */
@@ -19,11 +21,11 @@ typedef struct ceb_route_batch {
   int cannot_fill;       /* explicit max_inflight < batch_max: check warns */
 } ceb_route_batch;
 
-/* The effective max_inflight of a route (section route_cfg, its parsed
- * value max_inflight) to the sink of section sink_cfg: the route's own when
- * set in its section, else, for a batching sink, at least two batches
+/* The effective max_inflight of a route (route: its bound section,
+ * max_inflight: its parsed value) to the sink of section sink_cfg: the route's
+ * own when set in its section, else, for a batching sink, at least two batches
  * (2 * batch.max: one in flight while the next fills), else max_inflight. */
-ceb_route_batch ceb_route_batch_fit(const ceb_config *route_cfg,
+ceb_route_batch ceb_route_batch_fit(const ceb_route_cfg *route,
                                     uint32_t max_inflight,
                                     const ceb_config *sink_cfg);
 

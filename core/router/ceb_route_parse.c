@@ -87,14 +87,14 @@ static int add_match(const char *key, const char *value, void *arg) {
   return 0;
 }
 
-int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
+int ceb_route_parse(const char *name, const ceb_route_cfg *rc, ceb_route **out,
                     char *err, size_t errlen) {
   *out = NULL;
   ceb_route *r = calloc(1, sizeof *r);
   if (!r) return CEB_ENOMEM;
   r->name = strdup(name ? name : "");
-  const char *const *items = NULL;
-  size_t n = ceb_config_list(cfg, "from", &items);
+  const char *const *items = rc->from.items;
+  size_t n = rc->from.count;
   if (n == 0) {
     snprintf(err, errlen, "route %s: 'from' names no source", r->name);
     ceb_route_free(r);
@@ -103,7 +103,7 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
   r->from = calloc(n, sizeof *r->from);
   for (size_t i = 0; r->from && i < n; i++)
     r->from[r->nfrom++] = strdup(items[i]);
-  const char *to = ceb_config_str(cfg, "to");
+  const char *to = rc->to;
   if (!to || !*to) {
     snprintf(err, errlen, "route %s: 'to' names no sink", r->name);
     ceb_route_free(r);
@@ -111,14 +111,14 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
   }
   r->to = strdup(to);
   match_acc m = {r, CEB_OK, err, errlen};
-  ceb_config_foreach(cfg, "match.", add_match, &m);
+  ceb_config_foreach(rc->cfg, "match.", add_match, &m);
   if (m.rc != CEB_OK) {
     ceb_route_free(r);
     return m.rc;
   }
-  const char *ob = ceb_config_str(cfg, "order_by");
+  const char *ob = rc->order_by;
   if (ob && *ob) r->order_by = strdup(ob);
-  const char *dlq = ceb_config_str(cfg, "dlq");
+  const char *dlq = rc->dlq;
   if (dlq && *dlq && strcmp(dlq, "store") != 0 &&
       (ceb_route_split_dest(dlq, &r->dlq_sink, &r->dlq_topic) != CEB_OK ||
        !r->dlq_topic)) {
@@ -127,24 +127,25 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
     ceb_route_free(r);
     return CEB_ECONFIG;
   }
-  const char *rc = ceb_config_str(cfg, "receipts");
-  if (rc && *rc &&
-      ceb_route_split_dest(rc, &r->receipts_sink, &r->receipts_topic) !=
+  const char *rcp = rc->receipts;
+  if (rcp && *rcp &&
+      ceb_route_split_dest(rcp, &r->receipts_sink, &r->receipts_topic) !=
           CEB_OK) {
     snprintf(err, errlen, "route %s: receipts '%s' is not SINK[:topic]",
-             r->name, rc);
+             r->name, rcp);
     ceb_route_free(r);
     return CEB_ECONFIG;
   }
-  const char *pfx = ceb_config_str(cfg, "receipts.type_prefix");
+  const char *pfx = rc->receipts_type_prefix;
   r->receipts_prefix = strdup(pfx ? pfx : "nl.cebridge.delivery");
-  const char *ct = ceb_config_str(cfg, "contract");
+  const char *ct = rc->contract;
   if (ct && *ct) r->contract = strdup(ct);
-  const char *cm = ceb_config_str(cfg, "contract.mode");
+  const char *cm = rc->contract_mode;
   r->contract_warn = cm && strcmp(cm, "warn") == 0;
-  const char *mode = ceb_config_str(cfg, "retry.mode");
+  const char *mode = rc->retry_mode;
   r->retry.exponential = mode && strcmp(mode, "exponential") == 0;
-  n = ceb_config_list(cfg, "retry.schedule", &items);
+  items = rc->retry_schedule.items;
+  n = rc->retry_schedule.count;
   const char *dflt[16];
   size_t nd = 0;
   char buf[] = CEB_DEFAULT_RETRY_SCHEDULE;
@@ -159,15 +160,12 @@ int ceb_route_parse(const char *name, const ceb_config *cfg, ceb_route **out,
     ceb_route_free(r);
     return CEB_ECONFIG;
   }
-  r->retry.base_ms = ceb_config_duration_ms(cfg, "retry.base", 1000);
-  r->retry.max_delay_ms =
-      ceb_config_duration_ms(cfg, "retry.max_delay", 3600000);
-  r->retry.max_attempts =
-      (uint32_t)ceb_config_int(cfg, "retry.max_attempts", 0);
-  r->retry.deadline_ms =
-      ceb_config_duration_ms(cfg, "deadline", 72LL * 3600 * 1000);
-  r->timeout_ms = ceb_config_duration_ms(cfg, "timeout", 15000);
-  r->max_inflight = (uint32_t)ceb_config_int(cfg, "max_inflight", 64);
+  r->retry.base_ms = rc->retry_base_ms;
+  r->retry.max_delay_ms = rc->retry_max_delay_ms;
+  r->retry.max_attempts = (uint32_t)rc->retry_max_attempts;
+  r->retry.deadline_ms = rc->deadline_ms;
+  r->timeout_ms = rc->timeout_ms;
+  r->max_inflight = (uint32_t)rc->max_inflight;
   if (r->max_inflight == 0) r->max_inflight = 1;
   if (!r->from || !r->name || !r->to || !r->receipts_prefix) {
     ceb_route_free(r);

@@ -112,7 +112,7 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
     const ceb_conf_section *sec = &rt->conf->sections[i];
     if (strcmp(sec->kind, "route") != 0) continue;
     ceb_route *r = NULL;
-    int rc = ceb_route_parse(sec->name, sec->cfg, &r, err, errlen);
+    int rc = ceb_route_parse(sec->name, &sec->host.route, &r, err, errlen);
     if (rc != CEB_OK) return rc;
     rt->routes[rt->nroutes++] = r;
     long to = find_inst(rt, CEB_ROLE_SINK, r->to);
@@ -149,13 +149,13 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
     /* A batching sink needs a batch's worth in flight (defaults must not
      * starve each other: 64 against batch.max 100 sent one partial batch
      * per batch.wait). */
-    ceb_route_batch fit =
-        ceb_route_batch_fit(sec->cfg, r->max_inflight, rt->instances[to]->cfg);
+    ceb_route_batch fit = ceb_route_batch_fit(&sec->host.route, r->max_inflight,
+                                              rt->instances[to]->cfg);
     if (fit.cannot_fill)
       ceb_log_warn("%s: route %s: max_inflight %u is below sink %s's "
                    "batch.max %u: no batch fills, one goes out per "
                    "batch.wait (raise max_inflight to %u or more)",
-                   ceb_config_origin(sec->cfg, "max_inflight"), r->name,
+                   sec->host.route.max_inflight_origin, r->name,
                    fit.max_inflight, r->to, fit.batch_max, 2 * fit.batch_max);
     /* Engine sink indexes are instance indexes (non-sinks are unused). */
     (*eroutes)[rt->nroutes - 1] =
@@ -197,34 +197,32 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
     ceb_runtime_close(rt);
     return CEB_ENOMEM;
   }
-  const ceb_config *b = ceb_conf_bridge(opts->conf);
-  ceb_profile_level bprof =
-      profile_of(ceb_config_str(b, "profile"), CEB_PROFILE_WARN);
+  const ceb_bridge_cfg *b = ceb_conf_bridge_cfg(opts->conf);
+  ceb_profile_level bprof = profile_of(b->profile, CEB_PROFILE_WARN);
   for (size_t i = 0; i < opts->ninstances; i++) {
     ceb_instance *inst = opts->instances[i];
     rt->instances[i] = inst;
     rt->idata[i].rt = rt;
-    rt->idata[i].profile =
+    const ceb_conf_section *src =
         inst->role == CEB_ROLE_SOURCE
-            ? profile_of(ceb_config_str(inst->cfg, "profile"), bprof)
-            : bprof;
+            ? ceb_conf_find(opts->conf, "source", inst->name)
+            : NULL;
+    rt->idata[i].profile =
+        src ? profile_of(src->host.source.profile, bprof) : bprof;
     inst->rt = rt;
     inst->runtime_data = &rt->idata[i];
   }
-  rt->max_event_size = (size_t)ceb_config_size(b, "max_event_size", 65536);
-  rt->idem_ttl_ms =
-      ceb_config_duration_ms(b, "idempotency.ttl", 7LL * 86400 * 1000);
-  rt->retention_ms = ceb_config_duration_ms(b, "retention", 7LL * 86400 * 1000);
-  const char *path = ceb_config_str(b, "store");
-  const char *sync = ceb_config_str(b, "store.synchronous");
-  ceb_store_opts so = {
-      .path = path,
-      .synchronous_full = !sync || strcmp(sync, "normal") != 0,
-      .group_max = (size_t)ceb_config_int(b, "store.group_max", 512),
-      .group_wait_ms = ceb_config_duration_ms(b, "store.group_wait", 0),
-      .queue_max = 4096,
-      .check = store_check_of(ceb_config_str(b, "store.check")),
-      .reserve = 2u << 20};
+  rt->max_event_size = (size_t)b->max_event_size;
+  rt->idem_ttl_ms = b->idempotency_ttl_ms;
+  rt->retention_ms = b->retention_ms;
+  const char *sync = b->store.synchronous;
+  ceb_store_opts so = {.path = b->store.path,
+                       .synchronous_full = !sync || strcmp(sync, "normal") != 0,
+                       .group_max = (size_t)b->store.group_max,
+                       .group_wait_ms = b->store.group_wait_ms,
+                       .queue_max = 4096,
+                       .check = store_check_of(b->store.check),
+                       .reserve = 2u << 20};
   int rc = ceb_store_open(&so, &rt->store, err, errlen);
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;
@@ -236,26 +234,28 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
   for (size_t i = 0; rc == CEB_OK && i < rt->ninstances; i++) {
     ceb_instance *inst = rt->instances[i];
     esinks[i] = (ceb_engine_sink){.name = inst->name, .inst = inst};
-    if (inst->role != CEB_ROLE_SINK) continue;
-    esinks[i].rate = ceb_config_rate(inst->cfg, "rate_limit", 0);
-    esinks[i].burst = (double)ceb_config_int(inst->cfg, "rate_limit.burst", 0);
-    esinks[i].circuit_failures =
-        (uint32_t)ceb_config_int(inst->cfg, "circuit.failures", 5);
-    esinks[i].circuit_open_for_ms =
-        ceb_config_duration_ms(inst->cfg, "circuit.open_for", 30000);
+    const ceb_conf_section *sec =
+        inst->role == CEB_ROLE_SINK
+            ? ceb_conf_find(opts->conf, "sink", inst->name)
+            : NULL;
+    if (!sec) continue;
+    const ceb_sink_cfg *sc = &sec->host.sink;
+    esinks[i].rate = sc->rate_limit;
+    esinks[i].burst = (double)sc->rate_limit_burst;
+    esinks[i].circuit_failures = (uint32_t)sc->circuit_failures;
+    esinks[i].circuit_open_for_ms = sc->circuit_open_for_ms;
   }
   if (rc == CEB_OK) {
-    ceb_engine_opts eo = {
-        .store = rt->store,
-        .metrics = rt->metrics,
-        .clock = engine_clock,
-        .clock_arg = rt,
-        .sinks = esinks,
-        .nsinks = rt->ninstances,
-        .routes = eroutes,
-        .nroutes = rt->nroutes,
-        .workers = (unsigned)ceb_config_int(b, "workers", 2),
-        .max_queued = ceb_config_int(b, "backpressure.max_queued", 1000000)};
+    ceb_engine_opts eo = {.store = rt->store,
+                          .metrics = rt->metrics,
+                          .clock = engine_clock,
+                          .clock_arg = rt,
+                          .sinks = esinks,
+                          .nsinks = rt->ninstances,
+                          .routes = eroutes,
+                          .nroutes = rt->nroutes,
+                          .workers = (unsigned)b->workers,
+                          .max_queued = b->backpressure_max_queued};
     rc = ceb_engine_new(&eo, &rt->engine);
     if (rc != CEB_OK)
       snprintf(err, errlen, "runtime: cannot create the delivery engine: %s",

@@ -17,6 +17,21 @@ static ceb_config *cfg_of(const char *const *kv) {
   return c;
 }
 
+/* The route's typed fields, bound as ceb_conf_check binds them. */
+static ceb_route_cfg bound(const ceb_config *c) {
+  ceb_route_cfg rc;
+  char why[128];
+  CHECK_INT(ceb_config_bind(c, ceb_bind_route, &rc, why, sizeof why), CEB_OK);
+  rc.cfg = c;
+  return rc;
+}
+
+static int parse(const char *name, const ceb_config *c, ceb_route **out,
+                 char *err, size_t errlen) {
+  ceb_route_cfg rc = bound(c);
+  return ceb_route_parse(name, &rc, out, err, errlen);
+}
+
 static ceb_event *ev_of(const char *type, const char *subject,
                         const char *ext) {
   ceb_event *e = ceb_event_new();
@@ -50,22 +65,23 @@ static void test_batch_fit(void) {
   ceb_config *rd = cfg_of(route_default), *r50 = cfg_of(route_50),
              *r300 = cfg_of(route_300), *sb = sink_of(batch),
              *sn = sink_of(binary);
-  ceb_route_batch f = ceb_route_batch_fit(rd, 64, sb);
+  ceb_route_cfg brd = bound(rd), br50 = bound(r50), br300 = bound(r300);
+  ceb_route_batch f = ceb_route_batch_fit(&brd, 64, sb);
   CHECK_INT(f.batch_max, 100);
   CHECK_INT(f.max_inflight, 200);
   CHECK_INT(f.explicit_inflight, 0);
   CHECK_INT(f.cannot_fill, 0);
-  f = ceb_route_batch_fit(r50, 50, sb);
+  f = ceb_route_batch_fit(&br50, 50, sb);
   CHECK_INT(f.max_inflight, 50);
   CHECK_INT(f.explicit_inflight, 1);
   CHECK_INT(f.cannot_fill, 1);
-  f = ceb_route_batch_fit(r300, 300, sb);
+  f = ceb_route_batch_fit(&br300, 300, sb);
   CHECK_INT(f.max_inflight, 300);
   CHECK_INT(f.cannot_fill, 0);
-  f = ceb_route_batch_fit(rd, 64, sn); /* not batching: unchanged */
+  f = ceb_route_batch_fit(&brd, 64, sn); /* not batching: unchanged */
   CHECK_INT(f.batch_max, 0);
   CHECK_INT(f.max_inflight, 64);
-  f = ceb_route_batch_fit(r50, 50, NULL);
+  f = ceb_route_batch_fit(&br50, 50, NULL);
   CHECK_INT(f.max_inflight, 50);
   CHECK_INT(f.cannot_fill, 0);
   cebi_config_free(rd);
@@ -111,7 +127,7 @@ int main(void) {
   ceb_config *c = cfg_of(kv);
   char err[256] = "";
   ceb_route *r = NULL;
-  CHECK_INT(ceb_route_parse("r", c, &r, err, sizeof err), 0);
+  CHECK_INT(parse("r", c, &r, err, sizeof err), 0);
   if (!r) return ceb_test_done("unit_route");
   CHECK_INT(r->nfrom, 2);
   CHECK_STR(r->from[1], "in2");
@@ -147,7 +163,7 @@ int main(void) {
   /* Defaults: store DLQ, the profile's schedule, unordered. */
   const char *kv2[] = {"from", "in", "to", "out", NULL};
   c = cfg_of(kv2);
-  CHECK_INT(ceb_route_parse("d", c, &r, err, sizeof err), 0);
+  CHECK_INT(parse("d", c, &r, err, sizeof err), 0);
   CHECK(r && r->dlq_sink == NULL && r->order_by == NULL);
   CHECK(r && r->retry.nschedule == 8 && r->retry.schedule[1] == 5000 &&
         r->retry.schedule[7] == 36000000);
@@ -159,18 +175,18 @@ int main(void) {
   /* Errors name the problem. */
   const char *bad1[] = {"from", "in", "to", "out", "dlq", "kafka", NULL};
   c = cfg_of(bad1);
-  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "dlq") != NULL);
   cebi_config_free(c);
   const char *bad2[] = {"from", "in", "to", "out", "match.type", "a||b", NULL};
   c = cfg_of(bad2);
-  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "empty alternative") != NULL);
   cebi_config_free(c);
   const char *bad3[] = {"from",           "in",      "to", "out",
                         "retry.schedule", "0s soon", NULL};
   c = cfg_of(bad3);
-  CHECK(ceb_route_parse("b", c, &r, err, sizeof err) < 0);
+  CHECK(parse("b", c, &r, err, sizeof err) < 0);
   CHECK(strstr(err, "soon") != NULL);
   cebi_config_free(c);
 

@@ -1,0 +1,101 @@
+/* The host's own config, typed: [bridge], [route NAME] and the keys every
+ * [source], [sink] and [contracts] section carries besides its plugin's.
+ * ceb_conf_check binds each section once (ceb_config_bind, tables beside the
+ * specs in ceb_core_spec.c); the rest of the host reads these fields and
+ * never looks host keys up by name (tests/unit/config/host_conf_lookups.sh
+ * fails the build's tests if one comes back).
+ *
+ * Strings and items are borrowed from the section's ceb_config and live as
+ * long as the ceb_conf. Read-only after ceb_conf_check, any thread. */
+#ifndef CEB_HOST_CFG_H
+#define CEB_HOST_CFG_H
+
+#include <stdint.h>
+
+#include <ceb/config.h>
+
+typedef struct ceb_admin_cfg {
+  const char *listen; /* "host:port" or "off" */
+  const char *listen_origin;
+  const char *token; /* resolved secret, or NULL */
+  ceb_config_items allowed_hosts;
+  const char *tls_cert, *tls_cert_origin;
+  const char *tls_key, *tls_key_origin;
+  const char *port_file;
+} ceb_admin_cfg;
+
+typedef struct ceb_log_cfg {
+  const char *format; /* json|text */
+  const char *level;  /* error|warn|info|debug */
+} ceb_log_cfg;
+
+typedef struct ceb_store_cfg {
+  const char *path; /* absolute after checking */
+  int64_t group_max;
+  int64_t group_wait_ms;
+  const char *synchronous; /* full|normal */
+  const char *check;       /* quick|full|off */
+} ceb_store_cfg;
+
+typedef struct ceb_bridge_cfg {
+  /* The [bridge] section itself, for SDK helpers that read a key family by
+   * prefix (ceb_tls_priority(cfg, "admin.")). */
+  const ceb_config *cfg;
+  ceb_admin_cfg admin;
+  ceb_log_cfg log;
+  ceb_store_cfg store;
+  const char *profile; /* off|warn|enforce */
+  uint64_t max_event_size;
+  int64_t drain_timeout_ms;
+  int64_t workers;
+  int64_t idempotency_ttl_ms;
+  int64_t retention_ms;
+  int64_t backpressure_max_queued;
+} ceb_bridge_cfg;
+
+typedef struct ceb_route_cfg {
+  /* The [route] section itself, for its match.<attr> family (a PREFIX
+   * entry: ceb_config_foreach(cfg, "match.", ...)). */
+  const ceb_config *cfg;
+  ceb_config_items from;
+  const char *to;
+  const char *order_by;
+  const char *dlq, *dlq_origin;
+  const char *retry_mode; /* schedule|exponential */
+  ceb_config_items retry_schedule;
+  int64_t retry_base_ms;
+  int64_t retry_max_delay_ms;
+  int64_t retry_max_attempts;
+  int64_t deadline_ms;
+  int64_t timeout_ms;
+  int64_t max_inflight;
+  const char *max_inflight_origin; /* "default" when unset */
+  const char *contract;
+  const char *contract_mode; /* enforce|warn */
+  const char *receipts, *receipts_origin;
+  const char *receipts_type_prefix;
+} ceb_route_cfg;
+
+/* [source NAME] */
+typedef struct ceb_source_cfg {
+  const char *profile; /* NULL: the [bridge] profile */
+} ceb_source_cfg;
+
+/* [sink NAME] */
+typedef struct ceb_sink_cfg {
+  double rate_limit; /* per second; 0: none */
+  int64_t rate_limit_burst;
+  int64_t circuit_failures;
+  int64_t circuit_open_for_ms;
+} ceb_sink_cfg;
+
+/* The typed host keys of one section, by kind ([contracts] has none but
+ * plugin, which every plugin section keeps in ceb_conf_section). */
+typedef union ceb_host_cfg {
+  ceb_bridge_cfg bridge;
+  ceb_route_cfg route;
+  ceb_source_cfg source;
+  ceb_sink_cfg sink;
+} ceb_host_cfg;
+
+#endif
