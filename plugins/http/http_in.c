@@ -1,9 +1,9 @@
 /* The intermediary's lifecycle: config, listeners, drain. */
-#include "http_source_int.h"
+#include "http_in_int.h"
 
 #include "http_in_head.h"
+#include "http_in_listen.h"
 #include "http_in_util.h"
-#include "http_listen.h"
 #include "http_tls.h"
 
 #include <netdb.h>

@@ -7,8 +7,8 @@
  * once the events are durable; the connection is suspended until then.
  *
  * Lifecycle functions run on the host's control thread (see plugin.h). */
-#ifndef HTTP_SOURCE_H
-#define HTTP_SOURCE_H
+#ifndef HTTP_IN_H
+#define HTTP_IN_H
 
 #include <ceb/ceb.h>
 

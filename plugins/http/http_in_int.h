@@ -1,14 +1,14 @@
-/* Internals of the intermediary shared by its lifecycle (http_source.c)
- * and its request handling (http_source_request.c). */
-#ifndef HTTP_SOURCE_INT_H
-#define HTTP_SOURCE_INT_H
+/* Internals of the intermediary shared by its lifecycle (http_in.c)
+ * and its request handling (http_in_request.c). */
+#ifndef HTTP_IN_INT_H
+#define HTTP_IN_INT_H
 
 #include "http_guard.h"
+#include "http_in.h"
+#include "http_in_ratelimit.h"
+#include "http_in_replay.h"
 #include "http_jwks.h"
 #include "http_jwt.h"
-#include "http_ratelimit.h"
-#include "http_replay.h"
-#include "http_source.h"
 #include "http_tls.h"
 #include "http_webhook_sig.h"
 
@@ -66,7 +66,7 @@ typedef struct http_source {
   int64_t wh_tolerance_ms;
 
   /* runtime */
-  struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_listen.c */
+  struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_in_listen.c */
   unsigned ndaemons;
   struct http_conns *conns; /* open connections, across the daemons */
   http_guard *guard;        /* deadlines and reserve, across the daemons */

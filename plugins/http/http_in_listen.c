@@ -1,6 +1,6 @@
 /* The intermediary's listeners: N daemons on SO_REUSEPORT sockets, and the
- * connection limits counted across them (http_listen.h says why). */
-#include "http_listen.h"
+ * connection limits counted across them (http_in_listen.h says why). */
+#include "http_in_listen.h"
 
 #include "http_guard.h"
 

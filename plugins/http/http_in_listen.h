@@ -8,13 +8,13 @@
  *
  * Threading: start/stop on the plugin's lifecycle thread; the accept and
  * notify callbacks run on the daemons' threads. */
-#ifndef CEB_HTTP_LISTEN_H
-#define CEB_HTTP_LISTEN_H
+#ifndef HTTP_IN_LISTEN_H
+#define HTTP_IN_LISTEN_H
 
 #include <microhttpd.h>
 #include <sys/socket.h>
 
-#include "http_source_int.h"
+#include "http_in_int.h"
 
 /* Binds and starts s->threads daemons on *ss with the given flags and
  * options (MHD_OPTION_END-terminated, at most 20; no MHD_OPTION_SOCK_ADDR,

@@ -1,4 +1,4 @@
-#include "http_ratelimit.h"
+#include "http_in_ratelimit.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -1,8 +1,8 @@
 /* Per-client token buckets: `rate` tokens per second, at most `burst`.
  * Bounded: at most `max_clients` buckets; when full, the bucket idle the
  * longest is recycled (it was full anyway or close to it). Thread-safe. */
-#ifndef HTTP_RATELIMIT_H
-#define HTTP_RATELIMIT_H
+#ifndef HTTP_IN_RATELIMIT_H
+#define HTTP_IN_RATELIMIT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "http_replay.h"
+#include "http_in_replay.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
  * oldest is forgotten (a replay of it older than the window fails the
  * timestamp check anyway unless the set is too small for the load).
  * Thread-safe. */
-#ifndef HTTP_REPLAY_H
-#define HTTP_REPLAY_H
+#ifndef HTTP_IN_REPLAY_H
+#define HTTP_IN_REPLAY_H
 
 #include <stddef.h>
 #include <stdint.h>

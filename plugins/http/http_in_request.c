@@ -15,7 +15,7 @@
  * A request record is shared by the MHD thread and the host's callback
  * thread: `lock` guards the hand-over fields and `refs` keeps it alive until
  * both are done with it. */
-#include "http_source_int.h"
+#include "http_in_int.h"
 
 #include "http_idem.h"
 #include "http_in_ack.h"

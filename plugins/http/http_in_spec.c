@@ -1,6 +1,6 @@
 /* Config keys of [source NAME] with plugin = http. */
+#include "http_in.h"
 #include "http_jwt.h"
-#include "http_source.h"
 
 #define MS(x) ((int64_t)(x)*1000)
 

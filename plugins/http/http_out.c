@@ -1,6 +1,6 @@
 /* Webhook sink: config, lifecycle and deliver(). The transfers run on the
- * instance's loop thread (http_sink_loop.c). */
-#include "http_sink_internal.h"
+ * instance's loop thread (http_out_loop.c). */
+#include "http_out_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * (started by http_sink_start): every transfer, token fetch and handshake of
  * the instance runs there, and every settle() is called from there (or from
  * drain/destroy on the control thread once the loop is gone). */
-#ifndef HTTP_SINK_H
-#define HTTP_SINK_H
+#ifndef HTTP_OUT_H
+#define HTTP_OUT_H
 
 #include <stdint.h>
 

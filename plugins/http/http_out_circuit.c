@@ -1,5 +1,5 @@
 /* Per-destination circuits of a templated webhook sink (see the header). */
-#include "http_sink_circuit.h"
+#include "http_out_circuit.h"
 
 #include <stdlib.h>
 #include <string.h>

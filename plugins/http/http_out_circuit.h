@@ -10,8 +10,8 @@
  * no failures is the default), at most HTTP_DEST_MAX of them; beyond that a
  * new destination is not tracked (it behaves as closed). Not thread-safe:
  * the sink's loop thread owns the table. */
-#ifndef HTTP_SINK_CIRCUIT_H
-#define HTTP_SINK_CIRCUIT_H
+#ifndef HTTP_OUT_CIRCUIT_H
+#define HTTP_OUT_CIRCUIT_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* HTTP status -> settle outcome, and Retry-After parsing. */
-#include "http_sink_classify.h"
+#include "http_out_classify.h"
 
 #include <ctype.h>
 #include <stdio.h>

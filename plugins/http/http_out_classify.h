@@ -3,8 +3,8 @@
  * 409 by its problem: "already processed" ACK, anything else RETRY;
  * 410 REJECT and open the circuit; any other status REJECT (DLQ).
  * Pure functions, thread-safe. */
-#ifndef HTTP_SINK_CLASSIFY_H
-#define HTTP_SINK_CLASSIFY_H
+#ifndef HTTP_OUT_CLASSIFY_H
+#define HTTP_OUT_CLASSIFY_H
 
 #include <stdint.h>
 

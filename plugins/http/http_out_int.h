@@ -1,6 +1,6 @@
 /* Internals of the webhook sink shared by its files (http_sink*.c). */
-#ifndef HTTP_SINK_INTERNAL_H
-#define HTTP_SINK_INTERNAL_H
+#ifndef HTTP_OUT_INT_H
+#define HTTP_OUT_INT_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -10,9 +10,9 @@
 
 #include <ceb/ceb.h>
 
-#include "http_oauth_client.h"
-#include "http_sink.h"
-#include "http_sink_circuit.h"
+#include "http_out.h"
+#include "http_out_circuit.h"
+#include "http_out_oauth.h"
 #include "http_tls.h"
 #include "http_webhook_sig.h"
 
@@ -116,14 +116,14 @@ typedef struct http_sink {
   http_dest_table *dests;
 } http_sink;
 
-/* ---- http_sink_loop.c ---- */
+/* ---- http_out_loop.c ---- */
 void *http_sink_loop(void *arg);
 /* Settles every delivery of the sink that has not settled (queue, batch,
  * pending, active) RETRY "shutdown". Loop thread, or control thread once the
  * loop is gone. */
 void http_sink_abort_all(http_sink *s);
 
-/* ---- http_sink_request.c ---- */
+/* ---- http_out_request.c ---- */
 /* Monotonic clock for latency and internal timers. */
 int64_t http_sink_mono_ms(void);
 /* Settles d (and accounts for it): outcome from info. */

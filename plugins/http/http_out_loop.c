@@ -2,14 +2,14 @@
  * handle. It takes queued deliveries, forms batches, passes the handshake
  * and OAuth2 gates, starts transfers up to max_connections and settles each
  * delivery from its transfer's result. */
-#include "http_sink_internal.h"
+#include "http_out_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "http_sink_classify.h"
+#include "http_out_classify.h"
 
 /* Upper bound on one poll: pending deliveries are checked against their
  * deadlines at least this often. */

@@ -6,8 +6,8 @@
  *
  * Threading: a client belongs to one sink's loop thread; no function is
  * thread-safe. Secrets are never logged and are wiped on free. */
-#ifndef HTTP_OAUTH_CLIENT_H
-#define HTTP_OAUTH_CLIENT_H
+#ifndef HTTP_OUT_OAUTH_H
+#define HTTP_OUT_OAUTH_H
 
 #include <stddef.h>
 #include <stdint.h>

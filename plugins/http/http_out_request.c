@@ -1,6 +1,6 @@
 /* Building webhook requests: URL templates, encoding, headers, signatures,
  * and the easy-handle setup for every kind of exchange. Loop thread. */
-#include "http_sink_internal.h"
+#include "http_out_int.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -34,7 +34,7 @@ void http_sink_settle(http_sink *s, ceb_delivery *d,
   if (s->dests) {
     /* The sink keeps the circuit of each destination: no outcome of one
      * institution's endpoint may open the host's circuit of the whole sink
-     * (a 410 opens that destination's circuit, http_sink_loop.c). */
+     * (a 410 opens that destination's circuit, http_out_loop.c). */
     ceb_settle_info own = *info;
     own.flags = (own.flags & ~CEB_SETTLE_OPEN_CIRCUIT) | CEB_SETTLE_DESTINATION;
     s->host->settle(s->inst, d, &own);

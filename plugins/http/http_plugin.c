@@ -1,13 +1,13 @@
 /* The http plugin descriptor: one plugin, two roles. The source role is the
- * intermediary endpoint (http_source.c); the sink role is webhook delivery
- * (http_sink.c, built when present). start/drain/destroy only receive the
+ * intermediary endpoint (http_in.c); the sink role is webhook delivery
+ * (http_out.c, built when present). start/drain/destroy only receive the
  * state, so the state records which role it belongs to. */
 #include <ceb/ceb.h>
 
 #include <stdlib.h>
 
-#include "http_sink.h"
-#include "http_source.h"
+#include "http_in.h"
+#include "http_out.h"
 
 typedef struct http_instance {
   uint32_t role;

@@ -8,10 +8,10 @@
 #include "ceb_test.h"
 #include "http_idem.h"
 #include "http_in_ack.h"
+#include "http_in_ratelimit.h"
+#include "http_in_replay.h"
 #include "http_in_reply.h"
 #include "http_in_util.h"
-#include "http_ratelimit.h"
-#include "http_replay.h"
 
 static void test_replay(void) {
   http_replay *r = http_replay_new(4, 1000);

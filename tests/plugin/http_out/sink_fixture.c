@@ -5,7 +5,7 @@
 
 #include "ceb_test.h"
 #include "config/ceb_core_spec.h"
-#include "http_sink.h"
+#include "http_out.h"
 
 int fx_init(sink_fx *fx, const char *const *kv) {
   memset(fx, 0, sizeof(*fx));

@@ -14,7 +14,7 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
-#include "http_sink_circuit.h"
+#include "http_out_circuit.h"
 #include "rx_server.h"
 #include "sink_fixture.h"
 

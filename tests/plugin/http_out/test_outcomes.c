@@ -16,7 +16,7 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
-#include "http_sink.h"
+#include "http_out.h"
 #include "rx_server.h"
 #include "sink_fixture.h"
 
@@ -54,7 +54,7 @@ static void respond(void *arg, const rx_request *req, size_t index,
     return;
   }
   if (strncmp(p, "/conflict/", 10) == 0) {
-    /* cebridge's intermediary's 409 problems (http_source_request.c) */
+    /* cebridge's intermediary's 409 problems (http_in_request.c) */
     resp->status = 409;
     ceb_headers_add(&resp->headers, "Content-Type", "application/problem+json",
                     24);

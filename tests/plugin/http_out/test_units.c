@@ -8,9 +8,9 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
-#include "http_oauth_client.h"
-#include "http_sink_classify.h"
-#include "http_sink_internal.h"
+#include "http_out_classify.h"
+#include "http_out_int.h"
+#include "http_out_oauth.h"
 
 static void test_classify(void) {
   static const struct {
@@ -47,7 +47,7 @@ static void test_classify(void) {
 }
 
 /* 409 by what the receiver's problem says: cebridge's own intermediary
- * (http_source_request.c) and the names other receivers use. */
+ * (http_in_request.c) and the names other receivers use. */
 static void test_classify_409(void) {
   static const struct {
     const char *body;
