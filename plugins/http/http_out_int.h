@@ -1,4 +1,4 @@
-/* Internals of the webhook sink shared by its files (http_sink*.c). */
+/* Internals of the webhook sink shared by its files (http_out*.c). */
 #ifndef HTTP_OUT_INT_H
 #define HTTP_OUT_INT_H
 
