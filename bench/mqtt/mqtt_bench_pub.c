@@ -64,10 +64,10 @@ static size_t put_publish(unsigned char *out, const char *topic, unsigned id,
                           const unsigned char *props, size_t plen,
                           const char *payload, size_t len) {
   unsigned char pl[4];
-  size_t tl = strlen(topic), pll = mb_wire_put_varint(pl, (uint32_t)plen);
+  size_t tl = strlen(topic), pll = mqtt_put_varint(pl, (uint32_t)plen);
   size_t body = 2 + tl + 2 + pll + plen + len, n = 0;
   out[n++] = 0x32;
-  n += mb_wire_put_varint(out + n, (uint32_t)body);
+  n += mqtt_put_varint(out + n, (uint32_t)body);
   n += mb_wire_put_str(out + n, topic, tl);
   out[n++] = (unsigned char)(id >> 8);
   out[n++] = (unsigned char)id;
@@ -84,26 +84,24 @@ static size_t put_publish(unsigned char *out, const char *topic, unsigned id,
 static long take_acks(mb_pub *c, long *acked, long *failed) {
   size_t at = 0;
   long n = 0;
-  while (c->len - at >= 2) {
-    uint32_t rl;
-    size_t used;
-    int v = mb_wire_varint(c->in + at + 1, c->len - at - 1, &rl, &used);
-    if (v == 0) break;
-    if (v < 0 || rl > MB_WIRE_MAX_PACKET) return -1;
-    if (c->len - at < 1 + used + rl) break;
-    unsigned type = c->in[at] >> 4;
-    const unsigned char *b = c->in + at + 1 + used;
-    if (type == 4 && rl >= 2) { /* PUBACK: id, [reason code] */
+  mqtt_frame f;
+  int r;
+  while ((r = mqtt_frame_next(c->in + at, c->len - at, MB_WIRE_MAX_PACKET,
+                              &f)) != 0) {
+    if (r < 0) return -1;
+    unsigned id;
+    int reason;
+    if (f.type == MQTT_PUBACK && mqtt_frame_ack(&f, &id, &reason) == 0) {
       n++;
-      if (rl >= 3 && b[2] >= 0x80)
+      if (reason >= 0x80)
         (*failed)++;
       else
         (*acked)++;
-    } else if (type == 14) {
+    } else if (f.type == MQTT_DISCONNECT) {
       fprintf(stderr, "bench mqtt: the broker disconnected the publisher\n");
       return -1;
     }
-    at += 1 + used + rl;
+    at += f.total;
   }
   memmove(c->in, c->in + at, c->len - at);
   c->len -= at;

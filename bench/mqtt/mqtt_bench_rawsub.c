@@ -48,9 +48,9 @@ typedef struct attr {
 static int read_props(const unsigned char *p, size_t n, attr *id, attr *key,
                       attr *sent) {
   size_t i = 0;
-  mb_wire_prop pr;
+  mqtt_prop pr;
   int got;
-  while ((got = mb_wire_prop_next(p, n, &i, &pr)) == 1) {
+  while ((got = mqtt_prop_next(p, n, &i, &pr)) == 1) {
     if (pr.id != 0x26) continue;
     attr *to = pr.l1 == 2 && !memcmp(pr.s1, "id", 2)               ? id
                : pr.l1 == 12 && !memcmp(pr.s1, "partitionkey", 12) ? key
@@ -64,30 +64,17 @@ static int read_props(const unsigned char *p, size_t n, attr *id, attr *key,
   return got;
 }
 
-/* One PUBLISH (flags: the fixed header's low nibble; body: the rest):
- * recorded, and its PUBACK appended to ack (4 bytes). 0, or -1 when
- * malformed. */
-static int on_publish(mb_rsub *s, unsigned flags, const unsigned char *b,
-                      size_t n, unsigned char *ack, size_t *acklen) {
-  unsigned qos = (flags >> 1) & 3;
-  if (n < 2) return -1;
-  size_t tl = (size_t)b[0] << 8 | b[1], i = 2 + tl;
-  if (i > n || qos > 2) return -1;
-  unsigned pid = 0;
-  if (qos) {
-    if (n - i < 2) return -1;
-    pid = (unsigned)b[i] << 8 | b[i + 1];
-    i += 2;
-  }
-  uint32_t pl;
-  size_t used;
-  if (mb_wire_varint(b + i, n - i, &pl, &used) != 1 || n - i - used < pl)
-    return -1;
+/* One PUBLISH: recorded, and its PUBACK appended to ack (4 bytes). 0, or
+ * -1 when malformed. */
+static int on_publish(mb_rsub *s, const mqtt_frame *f, unsigned char *ack,
+                      size_t *acklen) {
+  mqtt_publish m;
+  if (mqtt_frame_publish(f, 1, &m) < 0) return -1;
+  unsigned qos = (unsigned)m.qos, pid = m.packet_id;
   attr id = {0}, key = {0}, sent = {0};
-  if (read_props(b + i + used, pl, &id, &key, &sent) < 0) return -1;
-  i += used + pl;
-  const char *payload = (const char *)b + i;
-  size_t plen = n - i;
+  if (read_props(m.props, m.props_len, &id, &key, &sent) < 0) return -1;
+  const char *payload = (const char *)m.payload;
+  size_t plen = m.payload_len;
   if (!id.v) { /* structured mode: the event is the payload */
     id.v = json_member(payload, plen, "id", &id.len);
     key.v = json_member(payload, plen, "partitionkey", &key.len);
@@ -121,21 +108,16 @@ static int drain_input(mb_rsub *s) {
   size_t at = 0, acklen = 0, ackcap = 0;
   unsigned char *ack = NULL;
   int rc = 0;
-  while (rc == 0 && s->len - at >= 2) {
-    uint32_t rl;
-    size_t used;
-    int v = mb_wire_varint(s->in + at + 1, s->len - at - 1, &rl, &used);
-    if (v == 0) break; /* header incomplete */
-    if (v < 0 || rl > MB_WIRE_MAX_PACKET) {
+  mqtt_frame f;
+  int r;
+  while (rc == 0 && (r = mqtt_frame_next(s->in + at, s->len - at,
+                                         MB_WIRE_MAX_PACKET, &f)) != 0) {
+    if (r < 0) {
       fail(s, "malformed packet length");
       rc = -1;
       break;
     }
-    size_t whole = 1 + used + rl;
-    if (s->len - at < whole) break;
-    unsigned type = s->in[at] >> 4, flags = s->in[at] & 0x0f;
-    const unsigned char *body = s->in + at + 1 + used;
-    if (type == 3) {
+    if (f.type == MQTT_PUBLISH) {
       if (acklen + 4 > ackcap) {
         size_t nc = ackcap ? ackcap * 2 : 1024;
         unsigned char *g = realloc(ack, nc);
@@ -147,15 +129,15 @@ static int drain_input(mb_rsub *s) {
         ack = g;
         ackcap = nc;
       }
-      if (on_publish(s, flags, body, rl, ack, &acklen) < 0) {
+      if (on_publish(s, &f, ack, &acklen) < 0) {
         fail(s, "malformed PUBLISH");
         rc = -1;
       }
-    } else if (type == 14) {
+    } else if (f.type == MQTT_DISCONNECT) {
       fail(s, "the broker sent DISCONNECT");
       rc = -1;
     } /* anything else (PINGRESP...) needs no answer */
-    at += whole;
+    at += f.total;
   }
   if (acklen && mb_wire_send_all(s->fd, ack, acklen) < 0) {
     fail(s, "cannot send PUBACK");
@@ -208,17 +190,17 @@ static int subscribe(mb_rsub *s, const char *filter) {
   b += mb_wire_put_str(body + b, filter, fl);
   body[b++] = 1;
   pk[n++] = 0x82;
-  n += mb_wire_put_varint(pk + n, (uint32_t)b);
+  n += mqtt_put_varint(pk + n, (uint32_t)b);
   memcpy(pk + n, body, b);
   if (mb_wire_send_all(s->fd, pk, n + b) < 0) return -1;
   /* SUBACK: packet id, properties, one reason code (the granted QoS) */
-  size_t len = 0;
-  int type = mb_wire_read_packet(s->fd, s->in, s->cap, &len);
-  uint32_t pl;
-  size_t used;
-  return type == 0x90 && len >= 3 &&
-                 mb_wire_varint(s->in + 2, len - 2, &pl, &used) == 1 &&
-                 2 + used + pl < len && s->in[2 + used + pl] < 0x80
+  mqtt_frame f;
+  unsigned id;
+  const unsigned char *codes;
+  size_t ncodes;
+  return mb_wire_read_packet(s->fd, s->in, s->cap, &f) == 0 &&
+                 mqtt_frame_suback(&f, 1, &id, &codes, &ncodes) == 0 &&
+                 codes[0] < 0x80
              ? 0
              : -1;
 }

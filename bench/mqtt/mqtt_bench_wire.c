@@ -21,31 +21,6 @@ int mb_wire_send_all(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-int mb_wire_varint(const unsigned char *p, size_t n, uint32_t *v,
-                   size_t *used) {
-  uint32_t x = 0;
-  for (size_t i = 0; i < 4; i++) {
-    if (i >= n) return 0;
-    x |= (uint32_t)(p[i] & 0x7f) << (7 * i);
-    if (!(p[i] & 0x80)) {
-      *v = x;
-      *used = i + 1;
-      return 1;
-    }
-  }
-  return -1;
-}
-
-size_t mb_wire_put_varint(unsigned char *p, uint32_t v) {
-  size_t n = 0;
-  do {
-    unsigned char b = v & 0x7f;
-    v >>= 7;
-    p[n++] = (unsigned char)(b | (v ? 0x80 : 0));
-  } while (v);
-  return n;
-}
-
 size_t mb_wire_put_str(unsigned char *p, const char *s, size_t n) {
   p[0] = (unsigned char)(n >> 8);
   p[1] = (unsigned char)n;
@@ -53,103 +28,20 @@ size_t mb_wire_put_str(unsigned char *p, const char *s, size_t n) {
   return n + 2;
 }
 
-int mb_wire_read_packet(int fd, unsigned char *buf, size_t cap, size_t *len) {
-  unsigned char h[5];
-  if (recv(fd, h, 1, MSG_WAITALL) != 1) return -1;
+int mb_wire_read_packet(int fd, unsigned char *buf, size_t cap, mqtt_frame *f) {
   size_t n = 0;
-  uint32_t rl = 0;
-  for (;;) {
-    if (n == 4 || recv(fd, h + 1 + n, 1, MSG_WAITALL) != 1) return -1;
-    rl |= (uint32_t)(h[1 + n] & 0x7f) << (7 * n);
-    if (!(h[1 + n++] & 0x80)) break;
+  uint32_t rl;
+  size_t used;
+  int r = 0;
+  /* the fixed header a byte at a time, then the body in one read */
+  while (r == 0 && n < 5 && n < cap) {
+    if (recv(fd, buf + n, 1, MSG_WAITALL) != 1) return -1;
+    n++;
+    if (n >= 2) r = mqtt_varint(buf + 1, n - 1, &rl, &used);
   }
-  if (rl > cap) return -1;
-  if (rl && recv(fd, buf, rl, MSG_WAITALL) != (ssize_t)rl) return -1;
-  *len = rl;
-  return h[0];
-}
-
-/* Value sizes by identifier (MQTT 5.0 section 2.2.2.2): 1, 2, 4 bytes, 'v'
- * variable byte integer, 's' string or binary data, 'p' string pair. */
-static int prop_kind(unsigned id) {
-  switch (id) {
-  case 0x01:
-  case 0x17:
-  case 0x19:
-  case 0x24:
-  case 0x25:
-  case 0x28:
-  case 0x29:
-  case 0x2a:
-    return 1;
-  case 0x13:
-  case 0x21:
-  case 0x22:
-  case 0x23:
-    return 2;
-  case 0x02:
-  case 0x11:
-  case 0x18:
-  case 0x27:
-    return 4;
-  case 0x0b:
-    return 'v';
-  case 0x03:
-  case 0x08:
-  case 0x09:
-  case 0x12:
-  case 0x15:
-  case 0x16:
-  case 0x1a:
-  case 0x1c:
-  case 0x1f:
-    return 's';
-  case 0x26:
-    return 'p';
-  default:
-    return 0;
-  }
-}
-
-static int take_str(const unsigned char *p, size_t n, size_t *i,
-                    const unsigned char **s, size_t *l) {
-  if (n - *i < 2) return -1;
-  *l = (size_t)p[*i] << 8 | p[*i + 1];
-  if (n - *i - 2 < *l) return -1;
-  *s = p + *i + 2;
-  *i += 2 + *l;
-  return 0;
-}
-
-int mb_wire_prop_next(const unsigned char *p, size_t n, size_t *i,
-                      mb_wire_prop *out) {
-  if (*i >= n) return 0;
-  memset(out, 0, sizeof *out);
-  out->id = p[(*i)++];
-  int kind = prop_kind(out->id);
-  switch (kind) {
-  case 1:
-  case 2:
-  case 4:
-    if (n - *i < (size_t)kind) return -1;
-    for (int k = 0; k < kind; k++)
-      out->num = out->num << 8 | p[*i + (size_t)k];
-    *i += (size_t)kind;
-    return 1;
-  case 'v': {
-    size_t used;
-    if (mb_wire_varint(p + *i, n - *i, &out->num, &used) != 1) return -1;
-    *i += used;
-    return 1;
-  }
-  case 's':
-    return take_str(p, n, i, &out->s1, &out->l1) < 0 ? -1 : 1;
-  case 'p':
-    if (take_str(p, n, i, &out->s1, &out->l1) < 0) return -1;
-    return take_str(p, n, i, &out->s2, &out->l2) < 0 ? -1 : 1;
-  default:
-    return -1;
-  }
+  if (r != 1 || rl > cap - n) return -1;
+  if (rl && recv(fd, buf + n, rl, MSG_WAITALL) != (ssize_t)rl) return -1;
+  return mqtt_frame_next(buf, n + rl, cap, f) == 1 ? 0 : -1;
 }
 
 static int connect_tcp(const char *url) {
@@ -196,28 +88,26 @@ int mb_wire_connect(const char *url, const char *client_id, int receive_max,
   b += mb_wire_put_str(body + b, client_id, cl);
   size_t n = 0;
   pk[n++] = 0x10;
-  n += mb_wire_put_varint(pk + n, (uint32_t)b);
+  n += mqtt_put_varint(pk + n, (uint32_t)b);
   memcpy(pk + n, body, b);
   unsigned char in[512];
-  size_t len = 0;
-  int type = mb_wire_send_all(fd, pk, n + b) < 0
-                 ? -1
-                 : mb_wire_read_packet(fd, in, sizeof in, &len);
-  /* CONNACK: flags, reason code, properties */
-  uint32_t pl = 0;
-  size_t used = 0;
-  if (type != 0x20 || len < 3 || in[1] != 0 ||
-      mb_wire_varint(in + 2, len - 2, &pl, &used) != 1 || 2 + used + pl > len) {
+  mqtt_frame f;
+  int sp = 0, reason = -1;
+  const unsigned char *props = NULL;
+  size_t pl = 0;
+  if (mb_wire_send_all(fd, pk, n + b) < 0 ||
+      mb_wire_read_packet(fd, in, sizeof in, &f) < 0 ||
+      mqtt_frame_connack(&f, 1, &sp, &reason, &props, &pl) < 0 || reason != 0) {
     fprintf(stderr, "bench mqtt: %s: CONNACK missing or refusing (%d)\n", url,
-            len >= 2 ? in[1] : -1);
+            reason);
     close(fd);
     return -1;
   }
   *server_rmax = 65535;
-  mb_wire_prop pr;
+  mqtt_prop pr;
   size_t i = 0;
   int got;
-  while ((got = mb_wire_prop_next(in + 2 + used, pl, &i, &pr)) == 1)
+  while ((got = mqtt_prop_next(props, pl, &i, &pr)) == 1)
     if (pr.id == 0x21 && pr.num > 0) *server_rmax = (int)pr.num;
   if (got < 0) {
     fprintf(stderr, "bench mqtt: %s: malformed CONNACK properties\n", url);

@@ -1,5 +1,6 @@
 #include "mqtt_gate.h"
 
+#include "mqtt_frame.h"
 #include "mqtt_tls.h"
 
 #include <arpa/inet.h>
@@ -21,11 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PKT_PUBLISH 3
-#define PKT_PUBACK 4
-#define PKT_PUBREC 5
-#define PKT_PUBREL 6
-#define PKT_PUBCOMP 7
 #define MAX_PREREL 4096
 #define MAX_QOS2 65536                 /* packet ids are 16 bits */
 #define MAX_FRAME (256u * 1024 * 1024) /* MQTT's own limit */
@@ -278,25 +274,6 @@ static int hold(mqtt_gate *g, const unsigned char *frame, size_t len, int id) {
   return 0;
 }
 
-/* Splits the MQTT packet at buf (fixed header + remaining length):
- * 1 with *total (header included) and *hl (header length) when it is
- * complete, 0 when more bytes are needed, -1 when it is malformed. */
-static int frame_next(const unsigned char *buf, size_t len, size_t *hl,
-                      size_t *total) {
-  size_t rl = 0, mult = 1, i = 1;
-  for (;; i++) {
-    if (i > 4) return -1; /* malformed remaining length */
-    if (i >= len) return 0;
-    rl += (size_t)(buf[i] & 0x7f) * mult;
-    mult *= 128;
-    if (!(buf[i] & 0x80)) break;
-  }
-  *hl = i + 1;
-  *total = *hl + rl;
-  if (*total > MAX_FRAME) return -1;
-  return len >= *total;
-}
-
 static int qos2_take(mqtt_gate *g, int id) {
   unsigned char bit = (unsigned char)(1u << (id & 7));
   int was = (g->qos2[id >> 3] & bit) != 0;
@@ -307,22 +284,24 @@ static int qos2_take(mqtt_gate *g, int id) {
 /* Parses complete packets from paho: acknowledgements are held, the rest
  * is forwarded. -1 closes the pair. */
 static int pump_client(mqtt_gate *g) {
-  size_t off = 0, hl, total;
+  size_t off = 0;
+  mqtt_frame f;
   int r;
-  while ((r = frame_next(g->cbuf + off, g->clen - off, &hl, &total)) == 1) {
+  while ((r = mqtt_frame_next(g->cbuf + off, g->clen - off, MAX_FRAME, &f)) ==
+         1) {
     unsigned char *p = g->cbuf + off;
-    int type = p[0] >> 4;
-    if (type == PKT_PUBACK && total - hl >= 2) {
-      int id = (p[hl] << 8) | p[hl + 1];
+    unsigned id;
+    int reason;
+    if (f.type == MQTT_PUBACK && mqtt_frame_ack(&f, &id, &reason) == 0) {
       /* A QoS 2 message: its durable acknowledgement is PUBREC (the reason
        * codes of a success are the same); the broker's PUBREL that follows
        * is answered by pump_broker. */
-      if (qos2_take(g, id)) p[0] = (unsigned char)(PKT_PUBREC << 4);
-      if (hold(g, p, total, id) != 0) return -1;
-    } else if (broker_write(g, p, total) != 0) {
+      if (qos2_take(g, (int)id)) p[0] = (unsigned char)(MQTT_PUBREC << 4);
+      if (hold(g, p, f.total, (int)id) != 0) return -1;
+    } else if (broker_write(g, p, f.total) != 0) {
       return -1;
     }
-    off += total;
+    off += f.total;
   }
   if (r < 0) return -1;
   if (off) {
@@ -340,28 +319,31 @@ static int pump_client(mqtt_gate *g) {
  * broker resends PUBREL for PUBRECs sent on an earlier connection, and the
  * message was taken in either case. -1 closes the pair. */
 static int pump_broker(mqtt_gate *g) {
-  size_t off = 0, from = 0, hl, total;
+  size_t off = 0, from = 0;
+  mqtt_frame f;
   int r;
-  while ((r = frame_next(g->bbuf + off, g->blen - off, &hl, &total)) == 1) {
+  while ((r = mqtt_frame_next(g->bbuf + off, g->blen - off, MAX_FRAME, &f)) ==
+         1) {
     unsigned char *p = g->bbuf + off;
-    int type = p[0] >> 4;
-    if (type == PKT_PUBLISH && ((p[0] >> 1) & 3) == 2) {
-      /* Topic name (2-byte length + bytes), then the packet id. */
-      if (total - hl < 2) return -1;
-      size_t tl = ((size_t)p[hl] << 8) | p[hl + 1];
-      if (total - hl < 2 + tl + 2) return -1;
-      int id = (p[hl + 2 + tl] << 8) | p[hl + 2 + tl + 1];
+    if (f.type == MQTT_PUBLISH && ((f.flags >> 1) & 3) == 2) {
+      /* The topic and packet id sit where they do in either version. */
+      mqtt_publish pub;
+      if (mqtt_frame_publish(&f, 0, &pub) != 0) return -1;
+      unsigned id = pub.packet_id;
       g->qos2[id >> 3] |= (unsigned char)(1u << (id & 7));
       p[0] = (unsigned char)((p[0] & ~0x06) | 0x02);
-    } else if (type == PKT_PUBREL) {
-      if (total - hl < 2) return -1;
-      unsigned char comp[4] = {PKT_PUBCOMP << 4, 2, p[hl], p[hl + 1]};
+    } else if (f.type == MQTT_PUBREL) {
+      unsigned id;
+      int reason;
+      if (mqtt_frame_ack(&f, &id, &reason) != 0) return -1;
+      unsigned char comp[4] = {MQTT_PUBCOMP << 4, 2, (unsigned char)(id >> 8),
+                               (unsigned char)id};
       if (off > from && send_all(g->cfd, g->bbuf + from, off - from) != 0)
         return -1;
-      from = off + total;
+      from = off + f.total;
       if (broker_write(g, comp, sizeof comp) != 0) return -1;
     }
-    off += total;
+    off += f.total;
   }
   if (r < 0) return -1;
   if (off > from && send_all(g->cfd, g->bbuf + from, off - from) != 0)
