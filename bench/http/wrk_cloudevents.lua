@@ -1,0 +1,34 @@
+-- wrk script: POSTs structured CloudEvents (application/cloudevents+json) of
+-- about 1 KiB, each with a unique id (thread number + counter), to /events.
+-- Used by bench/http/run_wrk.sh; SIZE in the environment sets the body size.
+local counter = 0
+local tid = 0
+local threads = {}
+local size = tonumber(os.getenv("SIZE") or "1024")
+local pad
+local t0
+
+function setup(thread)
+  thread:set("tid", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  local fixed = 330 -- the JSON around the pad, ids included (approximately)
+  t0 = os.time()
+  pad = string.rep("x", math.max(0, size - fixed))
+  wrk.method = "POST"
+  wrk.path = "/events"
+  wrk.headers["Content-Type"] = "application/cloudevents+json"
+end
+
+function request()
+  counter = counter + 1
+  local body = string.format(
+    '{"specversion":"1.0","id":"wrk-%d-%d-%d","source":'
+      .. '"urn:nld:oin:00000001234567890000:systeem:bench",'
+      .. '"type":"nl.edu.bench","subject":"k%d","time":"2026-11-22T18:00:00Z",'
+      .. '"datacontenttype":"application/json","data":{"pad":"%s"}}',
+    t0, tid, counter, counter % 1000, pad)
+  return wrk.format(nil, nil, nil, body)
+end
