@@ -172,6 +172,11 @@ static int check_contracts(ceb_runtime *rt, const ceb_route *r,
   return rc;
 }
 
+static int journal_job(ceb_runtime *rt, ceb_instance *inst,
+                       ceb_event *const *events, size_t count,
+                       const ceb_submit_opts *opts, ceb_submit_cb cb,
+                       void *cb_arg, const unsigned char *hit, size_t nr);
+
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
   ceb_runtime *rt = cebr_of(inst);
@@ -196,22 +201,46 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                     (double)count);
   ceb_violations local;
   ceb_violations *v = opts && opts->violations ? opts->violations : &local;
-  /* Matching routes per event: count first for one allocation. */
+  /* Matching routes per event, matched once here (the contracts of the
+   * matching routes need it) and carried to the journal rows below:
+   * hit[i * nroutes + r]. Counted first for one allocation. */
+  unsigned char hit_small[256];
+  size_t nhit = count * rt->nroutes;
+  unsigned char *hit = nhit <= sizeof hit_small ? hit_small : malloc(nhit);
+  if (!hit) return CEB_ENOMEM;
   size_t nr = 0;
   for (size_t i = 0; i < count; i++) {
-    if (!events[i]) return CEB_EINVAL;
+    if (!events[i]) {
+      if (hit != hit_small) free(hit);
+      return CEB_EINVAL;
+    }
     int rc = check_event(rt, inst, events[i], opts, v);
-    for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
-      if (!ceb_route_matches(rt->routes[r], inst->name, events[i])) continue;
+    for (size_t r = 0; r < rt->nroutes; r++) {
+      unsigned char m = rc == CEB_OK &&
+                        ceb_route_matches(rt->routes[r], inst->name, events[i]);
+      hit[i * rt->nroutes + r] = m;
+      if (!m) continue;
       nr++;
       rc = check_contracts(rt, rt->routes[r], events[i], v);
     }
     if (rc != CEB_OK) {
+      if (hit != hit_small) free(hit);
       if (opts && opts->failed_index) *opts->failed_index = i;
       reject_metric(rt, inst, rc == CEB_ETOOLARGE ? "too_large" : "validation");
       return rc;
     }
   }
+  int rc = journal_job(rt, inst, events, count, opts, cb, cb_arg, hit, nr);
+  if (hit != hit_small) free(hit);
+  return rc;
+}
+
+/* Copies what the journal needs of the events (their one JSON encoding,
+ * the matched routes' rows) into a job and queues it to the store. */
+static int journal_job(ceb_runtime *rt, ceb_instance *inst,
+                       ceb_event *const *events, size_t count,
+                       const ceb_submit_opts *opts, ceb_submit_cb cb,
+                       void *cb_arg, const unsigned char *hit, size_t nr) {
   ingest_job *j = calloc(1, sizeof *j);
   size_t scap = count * 5 + nr + 1;
   if (j) {
@@ -245,8 +274,13 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
       job_free(j);
       return CEB_ENOMEM;
     }
-    ie->json = keep(j, json, scap);
-    ceb_free(json);
+    /* the one encoding: the job keeps it (libceb's allocator is malloc) */
+    if (j->nstrings < scap) {
+      j->strings[j->nstrings++] = json;
+      ie->json = json;
+    } else {
+      ceb_free(json);
+    }
     ie->json_len = len;
     ie->client = keep(j, client ? client : "", scap);
     ie->source = keep(j, ceb_event_get(ev, "source"), scap);
@@ -255,7 +289,7 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     ie->routes = &j->routes[off];
     for (size_t r = 0; r < rt->nroutes; r++) {
       const ceb_route *route = rt->routes[r];
-      if (!ceb_route_matches(route, inst->name, ev)) continue;
+      if (!hit[i * rt->nroutes + r]) continue;
       j->route_index[off] = r;
       j->routes[off] = (ceb_ingest_route){
           .route = route->name,

@@ -55,6 +55,13 @@ typedef struct ceb_validate_opts {
 size_t ceb_event_validate(const ceb_event *ev, const ceb_validate_opts *opts,
                           ceb_violations *out);
 
+/* 1 when ceb_event_validate() found no CloudEvents error in ev since its
+ * last change (any ceb_event_set*() clears it). A later validation trusts
+ * that and runs only the size limit and the profile rules, so an event that
+ * a plugin validated is not checked against the CloudEvents rules again by
+ * the host. Thread-safe. (Appended in ABI 1.1.) */
+int ceb_event_checked(const ceb_event *ev);
+
 /* Single-rule helpers reused by codecs, config and plugins. 1 = valid. */
 int ceb_valid_attr_name(const char *name);     /* a-z0-9, 1..20 recommended, <= 64 */
 int ceb_valid_timestamp(const char *rfc3339);  /* RFC 3339 date-time */

@@ -763,8 +763,9 @@ static int decode(http_req *r, ceb_event ***events, size_t *count, int *batch) {
 }
 
 /* CloudEvents rules of every event of a batch, so that the problem lists
- * each failing event (the host validates again, with the profile level, and
- * stops at the first failing one). */
+ * each failing event. The SDK marks each event that passes
+ * (ceb_event_checked): the host's validation then runs only the size limit
+ * and the profile level's rules, and stops at the first failing event. */
 static int validate_all(http_req *r, ceb_event **events, size_t count,
                         int batch) {
   /* one event: the host's validation reports all its violations */

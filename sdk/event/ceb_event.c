@@ -25,6 +25,11 @@ struct ceb_event {
    * known to be one valid JSON value, so validation and encoding need not
    * parse it again. Cleared by every ceb_event_set_data. */
   int json_trusted;
+  /* ceb_event_validate found no CloudEvents error in the current content
+   * (cebi_event_mark_ce_valid): a later validation (the host's, after a
+   * plugin's) runs only the size limit and the profile rules. Cleared by
+   * every change. Atomic: set through a const pointer by a validator. */
+  atomic_int ce_valid;
 };
 
 typedef struct context_attr {
@@ -166,6 +171,7 @@ int ceb_event_set_typed(ceb_event *ev, const char *name, ceb_attr_type type,
   if (rank < CONTEXT_COUNT)
     type = k_context[rank].type; /* context types are fixed */
   long at = attr_find_ranked(ev, name, rank);
+  atomic_store_explicit(&ev->ce_valid, 0, memory_order_relaxed);
   if (!value) {
     if (at >= 0) attr_remove(ev, (size_t)at);
     return CEB_OK;
@@ -245,6 +251,7 @@ int ceb_event_set_data(ceb_event *ev, const void *data, size_t len,
   ev->data_len = kind != CEB_DATA_NONE ? len : 0;
   ev->kind = kind;
   ev->json_trusted = 0;
+  atomic_store_explicit(&ev->ce_valid, 0, memory_order_relaxed);
   return CEB_OK;
 }
 
@@ -255,7 +262,19 @@ int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len) {
   ev->data_len = len;
   ev->kind = CEB_DATA_JSON;
   ev->json_trusted = 1;
+  atomic_store_explicit(&ev->ce_valid, 0, memory_order_relaxed);
   return CEB_OK;
+}
+
+void cebi_event_mark_ce_valid(const ceb_event *ev) {
+  /* the mark is a cache of a pure function of the content, not part of the
+   * event's value: writing it through a const pointer is safe (atomic) */
+  atomic_store_explicit(&((ceb_event *)ev)->ce_valid, 1, memory_order_relaxed);
+}
+
+int ceb_event_checked(const ceb_event *ev) {
+  return ev && atomic_load_explicit(&((ceb_event *)ev)->ce_valid,
+                                    memory_order_relaxed);
 }
 
 int cebi_event_json_trusted(const ceb_event *ev) {

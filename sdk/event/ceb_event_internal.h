@@ -87,6 +87,9 @@ int cebi_event_take_json_data(ceb_event *ev, char *text, size_t len);
 int cebi_json_write(const ceb_event *ev, char **out, size_t *out_len);
 /* 1 when ev holds trusted JSON data (see above). */
 int cebi_event_json_trusted(const ceb_event *ev);
+/* ceb_validate.c: records that ev's current content has no CloudEvents
+ * error (ceb_event_checked() reads it; every change clears it). */
+void cebi_event_mark_ce_valid(const ceb_event *ev);
 
 /* Where the top-level "data" member is in a JSON object text: the value's
  * bytes [value_start, value_end) and the bytes [cut_start, cut_end) whose

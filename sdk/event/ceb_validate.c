@@ -214,6 +214,13 @@ static void check_typed(ctx *c, const char *name, const char *v,
   }
 }
 
+static void check_name_length(ctx *c, const char *name) {
+  if (strlen(name) > NLGOV_NAME_MAX)
+    add(c, SEV_PROFILE, "nlgov.attr.name_length", name,
+        "attribute name '%.64s' is longer than %d characters", name,
+        NLGOV_NAME_MAX);
+}
+
 static void check_attributes(ctx *c, const ceb_event *ev) {
   size_t n = ceb_event_attr_count(ev);
   for (size_t i = 0; i < n; i++) {
@@ -227,10 +234,18 @@ static void check_attributes(ctx *c, const ceb_event *ev) {
       add(c, SEV_ERROR, "ce.attr.name", name,
           "attribute name '%.64s' must use only a-z and 0-9", name);
     if (!ceb_attr_is_context(name)) check_typed(c, name, v, t);
-    if (c->nlgov != CEB_PROFILE_OFF && strlen(name) > NLGOV_NAME_MAX)
-      add(c, SEV_PROFILE, "nlgov.attr.name_length", name,
-          "attribute name '%.64s' is longer than %d characters", name,
-          NLGOV_NAME_MAX);
+    if (c->nlgov != CEB_PROFILE_OFF) check_name_length(c, name);
+  }
+}
+
+/* The profile's rule among the attribute checks, for a checked event. */
+static void check_name_lengths(ctx *c, const ceb_event *ev) {
+  size_t n = ceb_event_attr_count(ev);
+  for (size_t i = 0; i < n; i++) {
+    const char *name, *v;
+    ceb_attr_type t;
+    ceb_event_attr_at(ev, i, &name, &v, &t);
+    check_name_length(c, name);
   }
 }
 
@@ -377,10 +392,18 @@ size_t ceb_event_validate(const ceb_event *ev, const ceb_validate_opts *opts,
     add(&c, SEV_ERROR, "ce.id.missing", "", "no event");
     return out->errors;
   }
-  check_required(&c, ev);
-  check_context(&c, ev);
-  check_attributes(&c, ev);
-  check_data(&c, ev);
+  /* The CloudEvents rules run once per event content: a plugin that
+   * validated (to answer per event of a batch) leaves the mark, and the
+   * host's validation then runs only the limit and the profile rules. */
+  if (!ceb_event_checked(ev)) {
+    check_required(&c, ev);
+    check_context(&c, ev);
+    check_attributes(&c, ev);
+    check_data(&c, ev);
+    if (out->errors == 0) cebi_event_mark_ce_valid(ev);
+  } else if (c.nlgov != CEB_PROFILE_OFF) {
+    check_name_lengths(&c, ev);
+  }
   size_t size = ceb_event_size(ev);
   if (size > max_size)
     add(&c, SEV_ERROR, "event.too_large", "",

@@ -209,7 +209,53 @@ static void test_nlgov(void) {
   ceb_event_unref(ev);
 }
 
+/* The CloudEvents rules run once per event content: a validation that found
+ * no CloudEvents error marks the event (ceb_event_checked), a later one with
+ * the profile still reports the profile's rules (the name length among the
+ * attribute rules too), and any change drops the mark. */
+static void test_checked_once(void) {
+  ceb_event *ev = minimal();
+  CHECK(!ceb_event_checked(ev));
+  ceb_event_set(ev, "abcdefghijklmnopqrstuvwxyz", "long name");
+  ceb_event_set(ev, "source", "urn:nld:oin:12:x");
+  ceb_validate_opts off = {sizeof off, CEB_PROFILE_OFF, 0};
+  ceb_validate_opts enforce = {sizeof enforce, CEB_PROFILE_ENFORCE, 0};
+  ceb_violations v;
+  CHECK_INT(ceb_event_validate(ev, &off, &v), 0);
+  CHECK(ceb_event_checked(ev));
+  /* the host's validation after the plugin's: same answer as unmarked */
+  CHECK_INT(ceb_event_validate(ev, &enforce, &v), 2);
+  CHECK(find(&v, "nlgov.attr.name_length") != NULL);
+  CHECK(find(&v, "nlgov.source.urn") != NULL);
+  ceb_event *fresh = ceb_event_clone(ev);
+  CHECK(!ceb_event_checked(fresh)); /* a copy is checked again */
+  ceb_violations w;
+  CHECK_INT(ceb_event_validate(fresh, &enforce, &w), 2);
+  CHECK_INT(w.count, v.count);
+  CHECK_INT(w.warnings, v.warnings);
+  ceb_event_unref(fresh);
+  /* the size limit is not part of the mark */
+  ceb_validate_opts tiny = {sizeof tiny, CEB_PROFILE_OFF, 16};
+  CHECK_INT(ceb_event_validate(ev, &tiny, &v), 1);
+  CHECK_STR(v.items[0].code, "event.too_large");
+  CHECK(ceb_event_checked(ev));
+  /* a change drops the mark: the new content is checked again */
+  CHECK_INT(ceb_event_set(ev, "id", NULL), CEB_OK);
+  CHECK(!ceb_event_checked(ev));
+  CHECK_INT(ceb_event_validate(ev, &off, &v), 1);
+  CHECK_STR(v.items[0].code, "ce.id.missing");
+  CHECK(!ceb_event_checked(ev));
+  ceb_event_set(ev, "id", "2");
+  CHECK_INT(ceb_event_validate(ev, &off, &v), 0);
+  CHECK(ceb_event_checked(ev));
+  CHECK_INT(ceb_event_set_data(ev, "{", 1, CEB_DATA_JSON), CEB_OK);
+  CHECK(!ceb_event_checked(ev));
+  CHECK_INT(ceb_event_validate(ev, &off, &v), 1);
+  ceb_event_unref(ev);
+}
+
 int main(void) {
+  test_checked_once();
   test_cloudevents_rules();
   test_size_and_truncation();
   test_nlgov();
