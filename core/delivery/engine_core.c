@@ -241,6 +241,7 @@ size_t ceb_engine_inflight(ceb_engine *e) {
 void cebe_dctx_free(dctx *c) {
   if (!c) return;
   ceb_event_unref(c->ev);
+  free(c->json);
   free(c);
 }
 
@@ -376,8 +377,9 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
     ceb_event *ev = NULL;
     ceb_error err;
     /* the journal holds what ceb_json_encode wrote at ingest */
-    if (c && ceb_json_decode_trusted(cl->event_json, strlen(cl->event_json),
-                                     &ev, &err) == CEB_OK) {
+    size_t json_len = cl->event_json ? strlen(cl->event_json) : 0;
+    if (c && ceb_json_decode_trusted(cl->event_json, json_len, &ev, &err) ==
+                 CEB_OK) {
       c->kind = DCTX_ROUTE;
       c->route = r;
       c->sink = rt->cfg.sink;
@@ -387,6 +389,10 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
       c->started_at = now;
       c->attempt = cl->attempt;
       c->ev = ev;
+      /* the sink gets the journal's bytes too (ABI 1.1): a structured-mode
+       * sink sends them as they are instead of encoding ev again */
+      c->json = cl->event_json;
+      cl->event_json = NULL;
       idem_key(ev, rt->cfg.name, cl->replays, c->idem_key);
       c->d = (ceb_delivery){.struct_size = sizeof c->d,
                             .event = ev,
@@ -394,7 +400,9 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
                             .topic = NULL,
                             .idempotency_key = c->idem_key,
                             .attempt = cl->attempt,
-                            .deadline_ms = now + rt->cfg.timeout_ms};
+                            .deadline_ms = now + rt->cfg.timeout_ms,
+                            .encoded = c->json,
+                            .encoded_len = json_len};
       ready[nready++] = c;
     } else {
       /* A journal row we cannot decode can never be delivered: dead. */

@@ -21,6 +21,8 @@ typedef struct dctx {
   int64_t seq, received_at, first_at, started_at, dlq_id;
   uint32_t attempt;
   ceb_event *ev;
+  char *json; /* the journal's bytes of ev (d.encoded), owned; NULL for
+                 forwards and receipts */
   int host_settled;
   char idem_key[65];
   char topic[256];

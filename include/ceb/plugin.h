@@ -46,7 +46,8 @@ extern "C" {
 #endif
 
 #define CEB_ABI_MAJOR 1
-/* 1.1: ceb_config_bind (include/ceb/config.h). */
+/* 1.1: ceb_config_bind (include/ceb/config.h); ceb_delivery.encoded
+ * (below); ceb_event_checked (include/ceb/validate.h). */
 #define CEB_ABI_MINOR 1
 
 #if defined(__GNUC__)
@@ -131,7 +132,34 @@ typedef struct ceb_delivery {
   uint32_t attempt;            /* 1 for the first */
   int64_t deadline_ms;         /* host clock: settle RETRY by then at latest */
   void *sink_data;             /* the plugin's, until settle */
+  /* ABI 1.1: the event in the JSON format (application/cloudevents+json)
+   * exactly as the host journaled it, which is what ceb_json_encode(event)
+   * writes: a structured-mode sink sends these bytes instead of encoding
+   * the event again. NUL-terminated (encoded_len does not count the NUL).
+   * Borrowed until settle; NULL (and 0) when the host has
+   * no such bytes (dead-letter forwards, receipts). Read it through
+   * ceb_delivery_encoded(), which checks struct_size: a 1.0 host's
+   * delivery is shorter. */
+  const char *encoded;
+  size_t encoded_len;
 } ceb_delivery;
+
+/* Size of the ABI 1.0 delivery (what a 1.0 host passes). */
+#define CEB_DELIVERY_SIZE_1_0 (offsetof(ceb_delivery, sink_data) + sizeof(void *))
+
+/* The delivery's journaled JSON-format bytes (ABI 1.1) and their length, or
+ * NULL when the host did not give any (a 1.0 host, or none for this
+ * delivery): then encode d->event. */
+static inline const char *ceb_delivery_encoded(const ceb_delivery *d,
+                                               size_t *len) {
+  if (d->struct_size < offsetof(ceb_delivery, encoded_len) + sizeof(size_t) ||
+      !d->encoded) {
+    *len = 0;
+    return NULL;
+  }
+  *len = d->encoded_len;
+  return d->encoded;
+}
 
 enum {
   CEB_SETTLE_OPEN_CIRCUIT = 1u << 0, /* the peer is gone (HTTP 410): open the

@@ -162,6 +162,18 @@ static char *single_msg_id(const ceb_delivery *d) {
   return hashed_id("sha256_", key, strlen(key));
 }
 
+/* Structured mode from the journal's bytes (ceb_delivery_encoded, ABI 1.1):
+ * the body ceb_http_encode would write, without encoding the event again. */
+static int structured_body(const char *json, size_t len, http_req *r) {
+  static const char ct[] = "application/cloudevents+json";
+  r->body = malloc(len + 1);
+  if (!r->body) return CEB_ENOMEM;
+  memcpy(r->body, json, len);
+  r->body[len] = '\0';
+  r->body_len = len;
+  return ceb_headers_add(&r->headers, "Content-Type", ct, sizeof ct - 1);
+}
+
 /* A batch's id derives from its members' keys: the same batch sent again
  * (a retry, a 401 refresh) carries the same key, any other batch another.
  * Shaped as a UUID version 4 like the members' own keys (engine_core.c):
@@ -238,8 +250,13 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
     r->msg_id = rc == CEB_OK ? batch_msg_id(ds, n) : NULL;
     r->url = rc == CEB_OK ? strdup(s->url) : NULL;
   } else {
-    rc = ceb_http_encode(ds[0]->event, s->mode, &r->headers, &r->body,
-                         &r->body_len);
+    size_t json_len = 0;
+    const char *json = s->mode == CEB_MODE_STRUCTURED
+                           ? ceb_delivery_encoded(ds[0], &json_len)
+                           : NULL;
+    rc = json ? structured_body(json, json_len, r)
+              : ceb_http_encode(ds[0]->event, s->mode, &r->headers, &r->body,
+                                &r->body_len);
     if (rc == CEB_OK && s->url_templated) {
       rc = http_sink_url_expand(s->url, ds[0]->event, &r->url);
       if (rc == CEB_ENOTFOUND) {

@@ -47,24 +47,30 @@ static int build_binary(const ceb_event *ev, kafka_record *r) {
   return CEB_OK;
 }
 
-static int build_structured(const ceb_event *ev, kafka_record *r) {
-  int rc = ceb_json_encode(ev, &r->owned, &r->value_len);
-  if (rc != CEB_OK) return rc;
-  r->value = r->owned;
+static int build_structured(const ceb_event *ev, const char *json,
+                            size_t json_len, kafka_record *r) {
+  if (json) { /* the journal's bytes: the JSON format already */
+    r->value = json;
+    r->value_len = json_len;
+  } else {
+    int rc = ceb_json_encode(ev, &r->owned, &r->value_len);
+    if (rc != CEB_OK) return rc;
+    r->value = r->owned;
+  }
   r->headers = rd_kafka_headers_new(1);
   if (!r->headers) return CEB_ENOMEM;
   return add_header(r->headers, "content-type", "application/cloudevents+json");
 }
 
 int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
-                       kafka_record *r) {
+                       const char *json, size_t json_len, kafka_record *r) {
   memset(r, 0, sizeof *r);
   if (!ev || (mode != CEB_MODE_BINARY && mode != CEB_MODE_STRUCTURED))
     return CEB_EINVAL;
   if (key_attr && (r->key = ceb_event_get(ev, key_attr)))
     r->key_len = strlen(r->key);
-  int rc =
-      mode == CEB_MODE_BINARY ? build_binary(ev, r) : build_structured(ev, r);
+  int rc = mode == CEB_MODE_BINARY ? build_binary(ev, r)
+                                   : build_structured(ev, json, json_len, r);
   if (rc != CEB_OK) kafka_record_clear(r);
   return rc;
 }

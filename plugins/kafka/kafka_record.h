@@ -27,10 +27,13 @@ typedef struct kafka_record {
 } kafka_record;
 
 /* Builds *r for ev. key_attr names the attribute or extension that becomes
- * the key; NULL: no key. Borrowed parts stay valid while ev lives unchanged.
- * CEB_OK, or CEB_ENOMEM / CEB_EINVAL with *r cleared. */
+ * the key; NULL: no key. json (may be NULL): ev in the JSON format as the
+ * host journaled it (ceb_delivery_encoded, ABI 1.1), which structured mode
+ * sends as it is (borrowed) instead of encoding ev. Borrowed parts stay
+ * valid while ev (and json) live unchanged. CEB_OK, or CEB_ENOMEM /
+ * CEB_EINVAL with *r cleared. */
 int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
-                       kafka_record *r);
+                       const char *json, size_t json_len, kafka_record *r);
 
 /* Frees what r owns: headers (unless producev took them: set r->headers to
  * NULL then) and the structured value. Leaves *r zeroed. */

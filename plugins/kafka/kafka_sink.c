@@ -342,7 +342,10 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
     return CEB_OK; /* settled REJECT */
 
   kafka_record rec;
-  int rc = kafka_record_build(d->event, s->mode, s->key_attr, &rec);
+  size_t json_len;
+  const char *json = ceb_delivery_encoded(d, &json_len);
+  int rc =
+      kafka_record_build(d->event, s->mode, s->key_attr, json, json_len, &rec);
   if (rc != CEB_OK) {
     if (rc == CEB_ENOMEM) return CEB_ENOMEM;
     settle(s, d, CEB_REJECT, -1, 0, "kafka.encode", ceb_strerror(rc));

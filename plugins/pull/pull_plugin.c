@@ -450,9 +450,14 @@ static void on_appended(void *arg, int status) {
 
 static int pull_deliver(void *state, ceb_delivery *d) {
   pull_state *s = state;
-  char *json = NULL;
+  char *json = NULL; /* our own encoding, when the host gave none */
   size_t len;
-  if (ceb_json_encode(d->event, &json, &len) != CEB_OK) return CEB_ENOMEM;
+  /* the queue keeps the JSON format: the journal's bytes as they are */
+  const char *text = ceb_delivery_encoded(d, &len);
+  if (!text) {
+    if (ceb_json_encode(d->event, &json, &len) != CEB_OK) return CEB_ENOMEM;
+    text = json;
+  }
   pull_append *a = malloc(sizeof *a);
   if (!a) {
     ceb_free(json);
@@ -462,7 +467,7 @@ static int pull_deliver(void *state, ceb_delivery *d) {
   a->d = d;
   atomic_fetch_add(&s->inflight, 1);
   int st =
-      pull_queue_append(s->queue, d->idempotency_key, json, on_appended, a);
+      pull_queue_append(s->queue, d->idempotency_key, text, on_appended, a);
   ceb_free(json);
   if (st == CEB_OK) return CEB_OK;
   atomic_fetch_sub(&s->inflight, 1);

@@ -2,6 +2,7 @@
  * (see CMakeLists.txt), so that the ABI test can prove every rejection. */
 #include <ceb/ceb.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,9 +54,22 @@ static int abi_drain(void *state, int64_t deadline_ms) {
   return CEB_OK;
 }
 static void abi_destroy(void *state) { free(state); }
+/* Settles ACK; the detail says what the plugin saw of the ABI 1.1 member
+ * ceb_delivery.encoded: "encoded <len> <first byte>", "no encoded", or
+ * "1.0" for the variant built as a 1.0 plugin (ABI_V10: it does not know
+ * the member, as a plugin built against the 1.0 headers). */
 __attribute__((unused)) static int abi_deliver(void *state, ceb_delivery *d) {
   abi_state *s = state;
-  ceb_settle_info info = {sizeof info, CEB_ACK, -1, 0, "ok", NULL, 0};
+  char detail[64] = "1.0";
+#ifndef ABI_V10
+  size_t n;
+  const char *j = ceb_delivery_encoded(d, &n);
+  if (j)
+    snprintf(detail, sizeof detail, "encoded %zu %c", n, j[0]);
+  else
+    snprintf(detail, sizeof detail, "no encoded");
+#endif
+  ceb_settle_info info = {sizeof info, CEB_ACK, -1, 0, "ok", detail, 0};
   s->host->settle(s->inst, d, &info);
   return CEB_OK;
 }

@@ -1,5 +1,8 @@
 /* The loader accepts a well-formed plugin and rejects each defect with a
- * one-line reason naming it, leaving nothing loaded. */
+ * one-line reason naming it, leaving nothing loaded. ABI 1.1: a plugin
+ * built for 1.0 still loads and delivers; a 1.1 plugin sees the journaled
+ * bytes (ceb_delivery.encoded) from a 1.1 host and none from a delivery
+ * shaped by a 1.0 host. */
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "loader/ceb_loader.h"
@@ -27,6 +30,45 @@ static void expect_reject(ceb_loader *l, const char *name, int want_status,
     dlclose(h);
 }
 
+static char g_detail[64];
+static int g_settles;
+
+static void fake_settle(ceb_instance *inst, ceb_delivery *d,
+                        const ceb_settle_info *info) {
+  (void)inst;
+  (void)d;
+  g_settles++;
+  snprintf(g_detail, sizeof g_detail, "%s", info->detail ? info->detail : "");
+}
+
+/* Runs one delivery through plugin p (init, deliver, destroy) with a
+ * delivery of struct_size dsize carrying "{...}" as its encoded bytes;
+ * returns the settle's detail. */
+static const char *deliver_one(const ceb_loaded_plugin *p, uint32_t dsize) {
+  ceb_host host = {.struct_size = sizeof host,
+                   .abi_major = CEB_ABI_MAJOR,
+                   .abi_minor = CEB_ABI_MINOR,
+                   .settle = fake_settle};
+  void *state = NULL;
+  g_detail[0] = '\0';
+  int settles = g_settles;
+  CHECK_INT(p->desc->init(&host, (ceb_instance *)&host, NULL, NULL, &state),
+            CEB_OK);
+  ceb_event *ev = ceb_event_new();
+  static const char json[] = "{\"specversion\":\"1.0\"}";
+  ceb_delivery d = {.struct_size = dsize,
+                    .event = ev,
+                    .route = "r",
+                    .attempt = 1,
+                    .encoded = json,
+                    .encoded_len = sizeof json - 1};
+  CHECK_INT(p->desc->deliver(state, &d), CEB_OK);
+  CHECK_INT(g_settles, settles + 1);
+  p->desc->destroy(state);
+  ceb_event_unref(ev);
+  return g_detail;
+}
+
 int main(void) {
   ceb_loader *l = ceb_loader_new(CEB_ABI_DIR);
   CHECK(l != NULL);
@@ -39,11 +81,19 @@ int main(void) {
   /* Cached: one handle per plugin name. */
   CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
   CHECK(again == good);
+  CHECK_INT(good->desc->abi_minor, 1);
+  /* 1.1 plugin, 1.1 host: the journaled bytes are there */
+  CHECK_STR(deliver_one(good, sizeof(ceb_delivery)), "encoded 21 {");
+  /* 1.1 plugin, a delivery as a 1.0 host builds it: not read past its end */
+  CHECK_STR(deliver_one(good, CEB_DELIVERY_SIZE_1_0), "no encoded");
 
   /* Minor versions: an older plugin loads, a newer one is refused. */
   ceb_loaded_plugin *old = NULL, *binds = NULL;
   CHECK_INT(ceb_loader_load(l, "minor0", &old, err, sizeof err), CEB_OK);
   CHECK(old && old->desc->abi_minor == 0 && CEB_ABI_MINOR >= 1);
+  /* the 1.0 plugin (1.0 descriptor) delivers through a 1.1 host */
+  CHECK(old && old->desc->struct_size == CEB_PLUGIN_SIZE_1_0);
+  if (old) CHECK_STR(deliver_one(old, sizeof(ceb_delivery)), "1.0");
   expect_reject(l, "nextminor", CEB_EABI, "newer than this host");
   /* ABI 1.1: a plugin using ceb_config_bind resolves it in libceb (RTLD_NOW)
    * and its init sees the bound fields equal the host's parsed values. */

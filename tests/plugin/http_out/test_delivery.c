@@ -12,6 +12,7 @@
 
 #include "ceb_test.h"
 #include "http_idem.h"
+#include "http_sink.h"
 #include "http_webhook_sig.h"
 #include "rx_server.h"
 #include "sink_fixture.h"
@@ -165,6 +166,44 @@ static void test_structured(void) {
       CHECK(data && n == 7 && memcmp(data, "{\"n\":1}", 7) == 0);
       ceb_event_unref(got);
     }
+  }
+  /* ABI 1.1: the host's journaled bytes (ceb_delivery.encoded) go out as
+   * they are, not encoded again; bytes ceb_json_encode would not write
+   * (spaces) prove it. A delivery as a 1.0 host builds it (shorter
+   * struct_size) is encoded, whatever lies past its end. */
+  static const char journal[] =
+      "{ \"specversion\": \"1.0\", \"id\": \"evt-j\", \"source\": "
+      "\"urn:nld:oin:00000001234567890000:systeem:test\", \"type\": "
+      "\"nl.edu.test\" }";
+  ceb_delivery *d = ceb_fake_delivery_new(fx.fake, ev, "partners-out", NULL, 1);
+  fx.ds[fx.nds++] = d;
+  d->encoded = journal;
+  d->encoded_len = sizeof journal - 1;
+  CHECK_INT(http_sink_deliver(fx.state, d), CEB_OK);
+  CHECK(fx_settle(&fx, 1, &st, 5000));
+  CHECK_INT(st.info.outcome, CEB_ACK);
+  r = rx_get(rx, 1);
+  CHECK(r != NULL);
+  if (r) {
+    CHECK_INT(r->len, sizeof journal - 1);
+    CHECK_STR(r->body, journal);
+    CHECK_STR(ceb_headers_get(&r->headers, "Content-Type"),
+              "application/cloudevents+json");
+  }
+  d = ceb_fake_delivery_new(fx.fake, ev, "partners-out", NULL, 1);
+  fx.ds[fx.nds++] = d;
+  d->struct_size = CEB_DELIVERY_SIZE_1_0;
+  d->encoded = journal;
+  d->encoded_len = sizeof journal - 1;
+  CHECK_INT(http_sink_deliver(fx.state, d), CEB_OK);
+  CHECK(fx_settle(&fx, 2, &st, 5000));
+  r = rx_get(rx, 2);
+  CHECK(r != NULL);
+  if (r) {
+    ceb_event *got = NULL;
+    CHECK_INT(ceb_json_decode(r->body, r->len, &got, NULL), CEB_OK);
+    CHECK_STR(got ? ceb_event_get(got, "id") : "", "evt-s");
+    ceb_event_unref(got);
   }
   fx_free(&fx);
   ceb_event_unref(ev);
