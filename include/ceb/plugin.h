@@ -145,21 +145,13 @@ typedef struct ceb_delivery {
 } ceb_delivery;
 
 /* Size of the ABI 1.0 delivery (what a 1.0 host passes). */
-#define CEB_DELIVERY_SIZE_1_0 (offsetof(ceb_delivery, sink_data) + sizeof(void *))
+#define CEB_DELIVERY_SIZE_1_0                                                  \
+  (offsetof(ceb_delivery, sink_data) + sizeof(void *))
 
 /* The delivery's journaled JSON-format bytes (ABI 1.1) and their length, or
  * NULL when the host did not give any (a 1.0 host, or none for this
  * delivery): then encode d->event. */
-static inline const char *ceb_delivery_encoded(const ceb_delivery *d,
-                                               size_t *len) {
-  if (d->struct_size < offsetof(ceb_delivery, encoded_len) + sizeof(size_t) ||
-      !d->encoded) {
-    *len = 0;
-    return NULL;
-  }
-  *len = d->encoded_len;
-  return d->encoded;
-}
+const char *ceb_delivery_encoded(const ceb_delivery *d, size_t *len);
 
 enum {
   CEB_SETTLE_OPEN_CIRCUIT = 1u << 0, /* the peer is gone (HTTP 410): open the

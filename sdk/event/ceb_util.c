@@ -1,6 +1,8 @@
 /* Small helpers used across the SDK event files: error filling, UTF-8 check,
- * memory copy and ceb_free. */
+ * memory copy, ceb_free and ceb_delivery_encoded. */
 #include "ceb_event_internal.h"
+
+#include <ceb/plugin.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +11,17 @@
 
 void ceb_free(void *p) {
   free(p);
+}
+
+/* ABI 1.1 (plugin.h): a 1.0 host's delivery ends before the member. */
+const char *ceb_delivery_encoded(const ceb_delivery *d, size_t *len) {
+  size_t need = offsetof(ceb_delivery, encoded_len) + sizeof(size_t);
+  if (!d || d->struct_size < need || !d->encoded) {
+    if (len) *len = 0;
+    return NULL;
+  }
+  if (len) *len = d->encoded_len;
+  return d->encoded;
 }
 
 int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,
