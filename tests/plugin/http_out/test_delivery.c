@@ -12,7 +12,7 @@
 
 #include "ceb_test.h"
 #include "http_idem.h"
-#include "http_sink.h"
+#include "http_out.h"
 #include "http_webhook_sig.h"
 #include "rx_server.h"
 #include "sink_fixture.h"
