@@ -1,5 +1,5 @@
 /* Helpers shared between the SDK's event, codec and validation files.
- * Everything here is named cebi_* and stays local to libceb (core/ceb.map). */
+ * Everything here is named cebi_* and stays local to libceb (sdk/ceb.map). */
 #ifndef CEB_EVENT_INTERNAL_H
 #define CEB_EVENT_INTERNAL_H
 
