@@ -121,6 +121,34 @@ int ceb_kafka_encode(const ceb_event *ev, ceb_mode mode, const char *key_attr,
                      ceb_headers *headers, char **key, size_t *key_len,
                      char **value, size_t *len);
 
+/* One record header for a visitor: name (NUL-terminated) and value_len
+ * bytes of value, both borrowed for the call only. Return CEB_OK to go on;
+ * any other status stops the walk and is returned by it. */
+typedef int (*ceb_header_fn)(void *arg, const char *name, const char *value,
+                             size_t value_len);
+
+/* Key and value of a visited Kafka record, borrowed from the event. */
+typedef struct ceb_kafka_parts {
+  const char *key; /* the key_attr attribute's value; NULL: no key */
+  size_t key_len;
+  const void *value; /* binary mode: the data (NULL: none); structured: NULL,
+                        the value is the JSON format (ceb_json_encode, or
+                        the journal's bytes: ceb_delivery_encoded) */
+  size_t value_len;
+} ceb_kafka_parts;
+
+/* The Kafka binding's mapping of ev, the one ceb_kafka_encode and the kafka
+ * sink both use (ABI 1.1): calls fn for each header in order and fills
+ * *parts. Binary mode: ce_<name> for every attribute but datacontenttype,
+ * in the event's attribute order, values as they are (the binding does not
+ * percent-encode), then content-type from datacontenttype (application/json
+ * when unset and the data is JSON); structured mode: content-type
+ * application/cloudevents+json only. key_attr names the attribute that
+ * becomes the key; NULL: no key. CEB_OK, CEB_EINVAL (bad mode or event), or
+ * fn's status. Reentrant. */
+int ceb_kafka_visit(const ceb_event *ev, ceb_mode mode, const char *key_attr,
+                    ceb_header_fn fn, void *arg, ceb_kafka_parts *parts);
+
 /* ---- MQTT protocol binding ---- */
 
 /* Decodes a PUBLISH. mqtt_version 5: binary mode from user properties and the

@@ -4,13 +4,14 @@
  * mode) the value borrow the event's own bytes, which librdkafka copies in
  * producev (the key always, the value with RD_KAFKA_MSG_F_COPY).
  *
- * The mapping is the SDK's ceb_kafka_encode (include/ceb/codec.h): binary
- * mode ce_<attribute> headers in the event's attribute order (values as
- * they are, no percent-encoding), datacontenttype as a content-type header
- * last (application/json when unset and the data is JSON), the data as the
+ * The mapping is the SDK's one Kafka mapping, ceb_kafka_visit
+ * (include/ceb/codec.h), which ceb_kafka_encode walks too: binary mode
+ * ce_<attribute> headers in the event's attribute order (values as they
+ * are, no percent-encoding), datacontenttype as a content-type header last
+ * (application/json when unset and the data is JSON), the data as the
  * value; structured mode the JSON format as the value and content-type
- * application/cloudevents+json. test_kafka_record holds the two equal.
- * Reentrant; no state. */
+ * application/cloudevents+json. test_kafka_record holds the two equal and
+ * counts the visits. Reentrant; no state. */
 #ifndef CEB_KAFKA_RECORD_H
 #define CEB_KAFKA_RECORD_H
 

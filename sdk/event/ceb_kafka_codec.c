@@ -51,28 +51,70 @@ int ceb_kafka_decode(const ceb_headers *headers, const void *key,
   return CEB_OK;
 }
 
+/* The one Kafka mapping (ceb_kafka_visit in codec.h): ceb_kafka_encode and
+ * the kafka sink's record builder both walk it. */
+int ceb_kafka_visit(const ceb_event *ev, ceb_mode mode, const char *key_attr,
+                    ceb_header_fn fn, void *arg, ceb_kafka_parts *parts) {
+  if (!ev || !fn || !parts) return CEB_EINVAL;
+  memset(parts, 0, sizeof *parts);
+  if (mode != CEB_MODE_BINARY && mode != CEB_MODE_STRUCTURED) return CEB_EINVAL;
+  if (key_attr && (parts->key = ceb_event_get(ev, key_attr)))
+    parts->key_len = strlen(parts->key);
+  if (mode == CEB_MODE_STRUCTURED) {
+    static const char ct[] = "application/cloudevents+json";
+    return fn(arg, "content-type", ct, sizeof ct - 1);
+  }
+  char hname[sizeof "ce_" + CEB_ATTR_NAME_MAX];
+  size_t n = ceb_event_attr_count(ev);
+  for (size_t i = 0; i < n; i++) {
+    const char *name, *value;
+    if (ceb_event_attr_at(ev, i, &name, &value, NULL) != CEB_OK)
+      return CEB_EINVAL;
+    if (!strcmp(name, "datacontenttype")) continue; /* content-type below */
+    size_t len = strlen(name);
+    if (len > CEB_ATTR_NAME_MAX) return CEB_EINVAL;
+    memcpy(hname, "ce_", 3);
+    memcpy(hname + 3, name, len + 1);
+    int rc = fn(arg, hname, value, strlen(value));
+    if (rc != CEB_OK) return rc;
+  }
+  const char *ct = ceb_event_get(ev, "datacontenttype");
+  if (!ct && ceb_event_data_kind(ev) == CEB_DATA_JSON)
+    ct = "application/json"; /* implied by the JSON format; made explicit */
+  if (ct) {
+    int rc = fn(arg, "content-type", ct, strlen(ct));
+    if (rc != CEB_OK) return rc;
+  }
+  parts->value = ceb_event_data(ev, &parts->value_len);
+  if (!parts->value) parts->value_len = 0;
+  return CEB_OK;
+}
+
+static int add_to_headers(void *arg, const char *name, const char *value,
+                          size_t len) {
+  return ceb_headers_add(arg, name, value, len);
+}
+
 int ceb_kafka_encode(const ceb_event *ev, ceb_mode mode, const char *key_attr,
                      ceb_headers *headers, char **key, size_t *key_len,
                      char **value, size_t *len) {
   if (!ev || !headers || !key || !key_len || !value || !len) return CEB_EINVAL;
   *key = *value = NULL;
   *key_len = *len = 0;
-  if (mode != CEB_MODE_BINARY && mode != CEB_MODE_STRUCTURED) return CEB_EINVAL;
-  const char *k = ceb_event_get(ev, key_attr ? key_attr : "partitionkey");
-  if (k && !(*key = strdup(k))) return CEB_ENOMEM;
   size_t first = headers->count;
-  char *ct = NULL;
-  int rc;
-  if (mode == CEB_MODE_STRUCTURED) {
+  ceb_kafka_parts p;
+  int rc = ceb_kafka_visit(ev, mode, key_attr ? key_attr : "partitionkey",
+                           add_to_headers, headers, &p);
+  if (rc == CEB_OK && p.key && !(*key = cebi_memdup(p.key, p.key_len)))
+    rc = CEB_ENOMEM;
+  if (rc == CEB_OK && mode == CEB_MODE_STRUCTURED)
     rc = ceb_json_encode(ev, value, len);
-    if (rc == CEB_OK && !(ct = strdup("application/cloudevents+json")))
+  else if (rc == CEB_OK && p.value) {
+    if ((*value = cebi_memdup(p.value, p.value_len)))
+      *len = p.value_len;
+    else
       rc = CEB_ENOMEM;
-  } else {
-    rc = cebi_binary_encode(&k_kafka, ev, headers, &ct, value, len);
   }
-  if (rc == CEB_OK && ct)
-    rc = ceb_headers_add(headers, "content-type", ct, strlen(ct));
-  free(ct);
   if (rc != CEB_OK) {
     while (headers->count > first) {
       headers->count--;
@@ -85,6 +127,6 @@ int ceb_kafka_encode(const ceb_event *ev, ceb_mode mode, const char *key_attr,
     *key_len = *len = 0;
     return rc;
   }
-  *key_len = *key ? strlen(*key) : 0;
+  *key_len = *key ? p.key_len : 0;
   return CEB_OK;
 }

@@ -3,7 +3,10 @@
  * same values, same value bytes, same key, in binary and structured mode,
  * with and without datacontenttype, with JSON, text, binary and no data,
  * with extensions and a maximum-length attribute name; key_attribute picks
- * the key (NULL: none); an invalid mode is refused. */
+ * the key (NULL: none); an invalid mode is refused. One mapping: the
+ * builder goes through the SDK's ceb_kafka_visit once per record (counted
+ * with the linker's --wrap, see CMakeLists.txt) and the visitor's headers
+ * are ceb_kafka_encode's; a visitor's error stops the walk. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +14,29 @@
 #include "kafka_record.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:test"
+
+static int g_visits;
+int __real_ceb_kafka_visit(const ceb_event *ev, ceb_mode mode,
+                           const char *key_attr, ceb_header_fn fn, void *arg,
+                           ceb_kafka_parts *parts);
+int __wrap_ceb_kafka_visit(const ceb_event *ev, ceb_mode mode,
+                           const char *key_attr, ceb_header_fn fn, void *arg,
+                           ceb_kafka_parts *parts) {
+  g_visits++;
+  return __real_ceb_kafka_visit(ev, mode, key_attr, fn, arg, parts);
+}
+
+static int collect(void *arg, const char *name, const char *value, size_t len) {
+  return ceb_headers_add(arg, name, value, len);
+}
+
+static int fail_third(void *arg, const char *name, const char *value,
+                      size_t len) {
+  (void)name;
+  (void)value;
+  (void)len;
+  return ++*(int *)arg == 3 ? CEB_ENOMEM : CEB_OK;
+}
 
 static ceb_event *base_event(const char *id) {
   ceb_event *ev = ceb_event_new();
@@ -30,8 +56,23 @@ static void check_same(const char *what, const ceb_event *ev, ceb_mode mode,
   CHECK_INT(ceb_kafka_encode(ev, mode, key_attr ? key_attr : "partitionkey",
                              &want, &key, &key_len, &value, &value_len),
             CEB_OK);
+  /* the visitor's headers are ceb_kafka_encode's, in order */
+  ceb_headers seen = {0};
+  ceb_kafka_parts parts;
+  CHECK_INT(__real_ceb_kafka_visit(ev, mode,
+                                   key_attr ? key_attr : "partitionkey",
+                                   collect, &seen, &parts),
+            CEB_OK);
+  CHECK_INT(seen.count, want.count);
+  for (size_t h = 0; h < seen.count && h < want.count; h++) {
+    CHECK_STR(seen.items[h].name, want.items[h].name);
+    CHECK_STR(seen.items[h].value, want.items[h].value);
+  }
+  ceb_headers_clear(&seen);
   kafka_record r;
+  int visits = g_visits;
   CHECK_INT(kafka_record_build(ev, mode, key_attr, NULL, 0, &r), CEB_OK);
+  CHECK_INT(g_visits, visits + 1); /* built through the SDK's mapping */
   const char *name;
   const void *val;
   size_t size, i = 0;
@@ -166,6 +207,22 @@ int main(void) {
   CHECK(r.value == NULL && r.value_len == 0);
   kafka_record_clear(&r);
   ceb_free(json);
+  ceb_event_unref(ev);
+
+  /* A visitor's error stops the walk and is the answer; the builder
+   * clears what it had. */
+  ev = base_event("stop");
+  ceb_event_set(ev, "subject", "s");
+  ceb_event_set(ev, "zext", "z");
+  int calls = 0;
+  ceb_kafka_parts parts;
+  CHECK_INT(
+      ceb_kafka_visit(ev, CEB_MODE_BINARY, NULL, fail_third, &calls, &parts),
+      CEB_ENOMEM);
+  CHECK_INT(calls, 3);
+  CHECK_INT(
+      ceb_kafka_visit(ev, CEB_MODE_BATCH, NULL, fail_third, &calls, &parts),
+      CEB_EINVAL);
   ceb_event_unref(ev);
 
   /* Bad arguments are refused and leave nothing behind. */
