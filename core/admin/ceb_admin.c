@@ -147,8 +147,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
 int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
                     size_t errlen) {
   *out = NULL;
-  const ceb_config *cfg = ceb_conf_bridge(view->conf);
-  const char *listen = ceb_config_str(cfg, "admin.listen");
+  const ceb_bridge_cfg *cfg = ceb_conf_bridge_cfg(view->conf);
+  const char *listen = cfg->admin.listen;
   if (!listen || !*listen || strcmp(listen, "off") == 0)
     return CEB_OK;
   char host[256];
@@ -218,9 +218,9 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   const union MHD_DaemonInfo *di =
       MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_BIND_PORT);
   a->port = di ? di->port : port;
-  const char *const *allowed = NULL;
-  size_t nallowed = ceb_config_list(cfg, "admin.allowed_hosts", &allowed);
-  ceb_admin_guard *g = ceb_admin_guard_new(host, a->port, allowed, nallowed);
+  ceb_admin_guard *g =
+      ceb_admin_guard_new(host, a->port, cfg->admin.allowed_hosts.items,
+                          cfg->admin.allowed_hosts.count);
   atomic_store(&a->guard, g);
   if (!g) {
     ceb_admin_stop(a);
@@ -238,7 +238,7 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
                                                   : "read from",
                  path);
   }
-  const char *port_file = ceb_config_str(cfg, "admin.port_file");
+  const char *port_file = cfg->admin.port_file;
   if (port_file && *port_file) {
     FILE *f = fopen(port_file, "w");
     if (f) {

@@ -18,16 +18,14 @@
 #define PEM_MAX (1024 * 1024)
 
 /* The file's text (at most PEM_MAX bytes), malloc'd; NULL with err. */
-static char *read_pem(const ceb_config *cfg, const char *key, char *err,
-                      size_t errlen) {
-  const char *path = ceb_config_str(cfg, key);
+static char *read_pem(const char *key, const char *path, const char *origin,
+                      char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   char *buf = f ? malloc(PEM_MAX + 1) : NULL;
   size_t n = buf ? fread(buf, 1, PEM_MAX + 1, f) : 0;
   if (f) fclose(f);
   if (!buf || n == 0 || n > PEM_MAX) {
-    snprintf(err, errlen, "%s (%s): cannot read %s%s", key,
-             ceb_config_origin(cfg, key), path,
+    snprintf(err, errlen, "%s (%s): cannot read %s%s", key, origin, path,
              !f            ? ""
              : n > PEM_MAX ? ": larger than 1 MiB"
                            : ": empty");
@@ -61,37 +59,39 @@ static int priority(const ceb_config *cfg, char *out, size_t size, char *err,
   return CEB_OK;
 }
 
-int ceb_admin_tls_check(const ceb_config *cfg, const char **key, char *err,
+int ceb_admin_tls_check(const ceb_bridge_cfg *b, const char **origin, char *err,
                         size_t errlen) {
-  const char *cert = ceb_config_str(cfg, "admin.tls.cert");
-  const char *pkey = ceb_config_str(cfg, "admin.tls.key");
+  const char *cert = b->admin.tls_cert;
+  const char *pkey = b->admin.tls_key;
   if (!cert != !pkey) {
-    *key = cert ? "admin.tls.cert" : "admin.tls.key";
+    *origin = cert ? b->admin.tls_cert_origin : b->admin.tls_key_origin;
     snprintf(err, errlen, "admin.tls.cert and admin.tls.key go together");
     return CEB_ECONFIG;
   }
   char prio[1024];
-  *key = "admin.tls.priority";
-  return priority(cfg, prio, sizeof prio, err, errlen);
+  *origin = b->admin.tls_priority_origin;
+  return priority(b->cfg, prio, sizeof prio, err, errlen);
 }
 
-int ceb_admin_tls_load(const ceb_config *cfg, ceb_admin_tls *t, char *err,
+int ceb_admin_tls_load(const ceb_bridge_cfg *b, ceb_admin_tls *t, char *err,
                        size_t errlen) {
   memset(t, 0, sizeof *t);
-  const char *key = NULL;
+  const char *origin = NULL;
   char why[400];
-  if (ceb_admin_tls_check(cfg, &key, why, sizeof why) != CEB_OK) {
-    snprintf(err, errlen, "%s (%s)", why, ceb_config_origin(cfg, key));
+  if (ceb_admin_tls_check(b, &origin, why, sizeof why) != CEB_OK) {
+    snprintf(err, errlen, "%s (%s)", why, origin);
     return CEB_ECONFIG;
   }
-  if (!ceb_config_str(cfg, "admin.tls.cert")) return CEB_OK;
+  if (!b->admin.tls_cert) return CEB_OK;
   char prio[1024];
-  if (priority(cfg, prio, sizeof prio, err, errlen) != CEB_OK)
+  if (priority(b->cfg, prio, sizeof prio, err, errlen) != CEB_OK)
     return CEB_ECONFIG;
   t->priority = strdup(prio);
   if (!t->priority) return CEB_ENOMEM;
-  if (!(t->cert = read_pem(cfg, "admin.tls.cert", err, errlen)) ||
-      !(t->key = read_pem(cfg, "admin.tls.key", err, errlen))) {
+  if (!(t->cert = read_pem("admin.tls.cert", b->admin.tls_cert,
+                           b->admin.tls_cert_origin, err, errlen)) ||
+      !(t->key = read_pem("admin.tls.key", b->admin.tls_key,
+                          b->admin.tls_key_origin, err, errlen))) {
     ceb_admin_tls_free(t);
     return CEB_ECONFIG;
   }
@@ -107,10 +107,10 @@ void ceb_admin_tls_free(ceb_admin_tls *t) {
   memset(t, 0, sizeof *t);
 }
 
-int ceb_admin_tls_pin(const ceb_config *cfg, const char *base_dir, char *pin,
+int ceb_admin_tls_pin(const ceb_bridge_cfg *b, const char *base_dir, char *pin,
                       size_t pinlen, char *err, size_t errlen) {
   pin[0] = '\0';
-  const char *value = ceb_config_str(cfg, "admin.tls.cert");
+  const char *value = b->admin.tls_cert;
   if (!value || !*value) return 0;
   char path[4096];
   if (value[0] != '/' && base_dir)

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int ceb_admin_token_path(const ceb_config *bridge, char *buf, size_t size) {
-  const char *store = ceb_config_str(bridge, "store");
+int ceb_admin_token_path(const ceb_bridge_cfg *bridge, char *buf, size_t size) {
+  const char *store = bridge->store.path;
   const char *slash = store ? strrchr(store, '/') : NULL;
   int n = !store || !slash ? snprintf(buf, size, "admin.token")
           : slash == store ? snprintf(buf, size, "/admin.token")
@@ -115,11 +115,11 @@ static int create_token(const char *path, char *err, size_t errlen) {
   return CEB_OK;
 }
 
-int ceb_admin_token_get(const ceb_config *bridge, int create, char **out,
+int ceb_admin_token_get(const ceb_bridge_cfg *bridge, int create, char **out,
                         const char **source, char *err, size_t errlen) {
   *out = NULL;
   const char *src = "config";
-  const char *conf = ceb_config_str(bridge, "admin.token");
+  const char *conf = bridge->admin.token;
   if (conf && *conf) {
     if (strlen(conf) > CEB_ADMIN_TOKEN_MAX || !word_ok(conf)) {
       snprintf(err, errlen,

@@ -10,12 +10,14 @@
 
 #include <ceb/config.h>
 
+#include "config/ceb_host_cfg.h"
+
 /* Longest token accepted (a configured or file token). */
 #define CEB_ADMIN_TOKEN_MAX 512
 
 /* <dir of [bridge] store>/admin.token into buf. CEB_OK or CEB_EINVAL when
  * it does not fit. */
-int ceb_admin_token_path(const ceb_config *bridge, char *buf, size_t size);
+int ceb_admin_token_path(const ceb_bridge_cfg *bridge, char *buf, size_t size);
 
 /* The token: admin.token when set, else the token file (created when
  * absent and create is 1). *out is malloc'd. *source (may be NULL) is set
@@ -24,7 +26,7 @@ int ceb_admin_token_path(const ceb_config *bridge, char *buf, size_t size);
  * holds anything but one printable word. CEB_ENOTFOUND: no file and
  * create is 0. Thread: any (creation is safe against a concurrent
  * creator: the first file written wins). */
-int ceb_admin_token_get(const ceb_config *bridge, int create, char **out,
+int ceb_admin_token_get(const ceb_bridge_cfg *bridge, int create, char **out,
                         const char **source, char *err, size_t errlen);
 
 #endif

@@ -74,22 +74,19 @@ static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
     const ceb_conf_section *s = &conf->sections[i];
     if (strcmp(s->kind, "route") != 0)
       continue;
-    const char *const *from = NULL;
-    size_t nfrom = ceb_config_list(s->cfg, "from", &from);
+    const ceb_route_cfg *rc = &s->host.route;
     json_t *jf = json_array();
-    for (size_t k = 0; k < nfrom; k++)
-      json_array_append_new(jf, json_string(from[k]));
+    for (size_t k = 0; k < rc->from.count; k++)
+      json_array_append_new(jf, json_string(rc->from.items[k]));
     int64_t depth = ceb_store_count_open(st, s->name);
     int64_t oldest = ceb_store_oldest_open(st, s->name);
-    const char *contract = ceb_config_str(s->cfg, "contract");
     json_array_append_new(
-        arr, json_pack("{s:s, s:o, s:s, s:s, s:I, s:I, s:s?}", "name", s->name,
-                       "from", jf, "to", ceb_config_str(s->cfg, "to"), "dlq",
-                       ceb_config_str(s->cfg, "dlq"), "queue_depth",
-                       (json_int_t)(depth < 0 ? 0 : depth), "oldest_age_ms",
-                       (json_int_t)(oldest > 0 && now > oldest ? now - oldest
-                                                                : 0),
-                       "contract", contract));
+        arr,
+        json_pack("{s:s, s:o, s:s, s:s, s:I, s:I, s:s?}", "name", s->name,
+                  "from", jf, "to", rc->to, "dlq", rc->dlq, "queue_depth",
+                  (json_int_t)(depth < 0 ? 0 : depth), "oldest_age_ms",
+                  (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0),
+                  "contract", rc->contract));
   }
   return arr;
 }

@@ -24,12 +24,12 @@ static uint32_t role_of_kind(const char *kind) {
   return 0;
 }
 
-/* The file:line of a key, for errors about its value. */
-static void key_origin(const ceb_conf_section *sec, const char *key,
-                       char *file, size_t fsize, int *line) {
+/* The file:line of a key from its bound origin ("file:line", or "default":
+ * then the section's), for errors about its value. */
+static void key_origin(const ceb_conf_section *sec, const char *o, char *file,
+                       size_t fsize, int *line) {
   snprintf(file, fsize, "%s", sec->file);
   *line = sec->line;
-  const char *o = ceb_config_origin(sec->cfg, key);
   const char *colon = o ? strrchr(o, ':') : NULL;
   if (colon && strcmp(o, "default") != 0) {
     snprintf(file, fsize, "%.*s", (int)(colon - o), o);
@@ -42,10 +42,10 @@ static const ceb_config_spec *plugin_spec_cb(void *arg,
                                              ceb_conf_errors *errs) {
   ceb_bridge *b = arg;
   uint32_t role = role_of_kind(sec->kind);
-  const char *name = ceb_config_str(sec->cfg, "plugin");
+  const char *name = sec->plugin;
   char file[256];
   int line;
-  key_origin(sec, "plugin", file, sizeof file, &line);
+  key_origin(sec, sec->plugin_origin, file, sizeof file, &line);
   if (!name || !*name) {
     ceb_conf_error_add(errs, sec->file, sec->line,
                        "add e.g. 'plugin = http' to the section",
@@ -78,8 +78,8 @@ static const ceb_config_spec *plugin_spec_cb(void *arg,
 /* A route's "SINK:topic" destination must name a sink whose plugin honours
  * per-delivery topics. */
 static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
-                             const char *key, ceb_conf_errors *errs) {
-  const char *v = ceb_config_str(route->cfg, key);
+                             const char *key, const char *v, const char *origin,
+                             ceb_conf_errors *errs) {
   if (!v || strcmp(v, "store") == 0)
     return;
   const char *colon = strchr(v, ':');
@@ -89,7 +89,7 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
   const ceb_conf_section *s = ceb_conf_find(b->conf, "sink", sink);
   if (!s || !colon)
     return; /* the config checker reports missing sinks */
-  const char *pname = ceb_config_str(s->cfg, "plugin");
+  const char *pname = s->plugin;
   ceb_loaded_plugin *p;
   char err[512];
   if (!pname || ceb_loader_load(b->loader, pname, &p, err, sizeof err) != 0)
@@ -97,7 +97,7 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
   if (!(p->desc->roles & CEB_ROLE_TOPICS)) {
     char file[256];
     int line;
-    key_origin(route, key, file, sizeof file, &line);
+    key_origin(route, origin, file, sizeof file, &line);
     ceb_conf_error_add(errs, file, line,
                        "use 'store', or a sink whose plugin has topics "
                        "(kafka, mqtt)",
@@ -122,19 +122,20 @@ static int loopback_host(const char *host) {
  * so that `check` reports it with file:line and `run` refuses the same. */
 static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
   const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
-  const char *v = sec ? ceb_config_str(sec->cfg, "admin.listen") : NULL;
+  const char *v = sec ? sec->host.bridge.admin.listen : NULL;
   char host[256];
   int port;
   if (!v || strcmp(v, "off") == 0) return;
   char file[256];
   int line;
-  key_origin(sec, "admin.listen", file, sizeof file, &line);
+  key_origin(sec, sec->host.bridge.admin.listen_origin, file, sizeof file,
+             &line);
   if (ceb_parse_address(v, host, sizeof host, &port) != CEB_OK) {
     ceb_conf_error_add(errs, file, line, "e.g. 127.0.0.1:8081, or off",
                        "admin.listen = %s is not host:port", v);
     return;
   }
-  const char *tok = ceb_config_str(sec->cfg, "admin.token");
+  const char *tok = sec->host.bridge.admin.token;
   if (!loopback_host(host) && (!tok || !*tok))
     ceb_conf_error_add(errs, file, line,
                        "set admin.token (e.g. ${CEB_ADMIN_TOKEN} or "
@@ -149,18 +150,19 @@ static void check_admin_listen(ceb_bridge *b, ceb_conf_errors *errs) {
  * accepts (the files are read by run only: check may run away from them). */
 static void check_admin_tls(ceb_bridge *b, ceb_conf_errors *errs) {
   const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
-  const char *key = NULL;
+  const char *origin = NULL;
   char why[512], file[256];
   int line;
-  if (!sec || ceb_admin_tls_check(sec->cfg, &key, why, sizeof why) == CEB_OK)
+  if (!sec || ceb_admin_tls_check(&sec->host.bridge, &origin, why,
+                                  sizeof why) == CEB_OK)
     return;
-  key_origin(sec, key, file, sizeof file, &line);
+  key_origin(sec, origin, file, sizeof file, &line);
   ceb_conf_error_add(errs, file, line, NULL, "%s", why);
 }
 
 static int make_instance(ceb_bridge *b, const ceb_conf_section *sec) {
   uint32_t role = role_of_kind(sec->kind);
-  const char *pname = ceb_config_str(sec->cfg, "plugin");
+  const char *pname = sec->plugin;
   ceb_loaded_plugin *p;
   char err[512];
   if (ceb_loader_load(b->loader, pname, &p, err, sizeof err) != CEB_OK)
@@ -201,11 +203,13 @@ static void resolve_plugin_dir(ceb_bridge *b, const ceb_bridge_opts *o) {
     return;
   }
   const ceb_conf_section *sec = ceb_conf_find(b->conf, "bridge", NULL);
-  const char *v = sec ? ceb_config_str(sec->cfg, "plugin_dir") : NULL;
+  /* bound from the values as loaded (ceb_conf_load): not yet absolute */
+  const char *v = sec ? sec->host.bridge.plugin_dir : NULL;
   if (v && *v && v[0] != '/') {
     char file[256];
     int line;
-    key_origin(sec, "plugin_dir", file, sizeof file, &line);
+    key_origin(sec, sec->host.bridge.plugin_dir_origin, file, sizeof file,
+               &line);
     char *slash = strrchr(file, '/');
     if (slash)
       *slash = '\0';
@@ -242,8 +246,11 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   check_admin_tls(b, errs);
   for (size_t i = 0; i < b->conf->count; i++)
     if (strcmp(b->conf->sections[i].kind, "route") == 0) {
-      check_topic_sink(b, &b->conf->sections[i], "dlq", errs);
-      check_topic_sink(b, &b->conf->sections[i], "receipts", errs);
+      const ceb_conf_section *r = &b->conf->sections[i];
+      check_topic_sink(b, r, "dlq", r->host.route.dlq, r->host.route.dlq_origin,
+                       errs);
+      check_topic_sink(b, r, "receipts", r->host.route.receipts,
+                       r->host.route.receipts_origin, errs);
     }
   if (st != CEB_OK || errs->count) {
     ceb_bridge_free(b);

@@ -30,7 +30,7 @@ static int mkdir_p(const char *path) {
  * files in (e.g. a broker client's persistence). */
 static void instance_data_dir(ceb_bridge *b, const ceb_instance *inst,
                               char *buf, size_t size) {
-  const char *store = ceb_config_str(ceb_conf_bridge(b->conf), "store");
+  const char *store = ceb_conf_bridge_cfg(b->conf)->store.path;
   char dir[PATH_MAX / 2];
   snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
   char *slash = strrchr(dir, '/');

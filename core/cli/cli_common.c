@@ -116,7 +116,9 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
       ceb_conf_errors_print(&errs, stderr);
       return NULL;
     }
-    path = ceb_config_str(ceb_conf_bridge(conf), "store");
+    const ceb_bridge_cfg *b = ceb_conf_bridge_cfg(conf);
+    /* only a store set in the files: the default is not guessed at */
+    path = strcmp(b->store.path_origin, "default") != 0 ? b->store.path : NULL;
     if (!path) {
       fprintf(stderr, "%s: no [bridge] store set\n", a->config_dir);
       ceb_conf_free(conf);
@@ -127,7 +129,7 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
   snprintf(resolved, sizeof resolved, "%s", path);
   if (conf && resolved[0] != '/') {
     /* relative to the file that set it */
-    const char *o = ceb_config_origin(ceb_conf_bridge(conf), "store");
+    const char *o = ceb_conf_bridge_cfg(conf)->store.path_origin;
     const char *colon = o ? strrchr(o, ':') : NULL;
     const char *slash = NULL;
     if (colon)

@@ -27,9 +27,9 @@ static const char k_admin_usage[] =
 
 /* host:port in URL form for the listen address: a wildcard is reached on
  * loopback. 0 when there is no usable port. */
-static int base_url(const ceb_config *cfg, const char *scheme, char *url,
+static int base_url(const ceb_bridge_cfg *cfg, const char *scheme, char *url,
                     size_t size) {
-  const char *listen = ceb_config_str(cfg, "admin.listen");
+  const char *listen = cfg->admin.listen;
   char host[256];
   int port = 0;
   if (!listen || strcmp(listen, "off") == 0 ||
@@ -37,7 +37,7 @@ static int base_url(const ceb_config *cfg, const char *scheme, char *url,
     fprintf(stderr, "cebridge admin: admin.listen is off or unusable\n");
     return 0;
   }
-  const char *pf = ceb_config_str(cfg, "admin.port_file");
+  const char *pf = cfg->admin.port_file;
   FILE *f = pf && *pf ? fopen(pf, "r") : NULL;
   if (f) {
     int p = 0;
@@ -150,7 +150,7 @@ int ceb_cmd_admin(int argc, char **argv) {
     fprintf(stderr, "cebridge admin: cannot load %s\n", cc.config_dir);
     return 2;
   }
-  const ceb_config *cfg = ceb_conf_bridge(ceb_bridge_conf(b));
+  const ceb_bridge_cfg *cfg = ceb_conf_bridge_cfg(ceb_bridge_conf(b));
   char url[4400], base[320];
   char *token = NULL;
   int out = 2;

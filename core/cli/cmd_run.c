@@ -29,9 +29,9 @@ static const char k_run_usage[] =
     "SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config.\n";
 
 static void setup_logging(const ceb_bridge *b) {
-  const ceb_config *cfg = ceb_conf_bridge(ceb_bridge_conf(b));
-  int level = ceb_log_level_parse(ceb_config_str(cfg, "log.level"));
-  int format = ceb_log_format_parse(ceb_config_str(cfg, "log.format"));
+  const ceb_bridge_cfg *cfg = ceb_conf_bridge_cfg(ceb_bridge_conf(b));
+  int level = ceb_log_level_parse(cfg->log.level);
+  int format = ceb_log_format_parse(cfg->log.format);
   ceb_log_configure(level < 0 ? CEB_LOG_INFO : (ceb_log_level)level,
                     format < 0 ? CEB_LOGFMT_JSON : (ceb_log_format)format,
                     NULL);
@@ -76,8 +76,7 @@ static int start(ceb_bridge *b) {
 /* Stops accepting and drains up to [bridge] drain_timeout; the bridge can
  * start again (a rollback) or be freed. */
 static int drain_stop(ceb_bridge *b) {
-  const ceb_config *cfg = ceb_conf_bridge(ceb_bridge_conf(b));
-  int64_t timeout = ceb_config_duration_ms(cfg, "drain_timeout", 30000);
+  int64_t timeout = ceb_conf_bridge_cfg(ceb_bridge_conf(b))->drain_timeout_ms;
   int st = ceb_bridge_drain(b, ceb_bridge_now_ms(b) + timeout);
   ceb_bridge_stop(b);
   return st;

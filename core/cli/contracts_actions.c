@@ -17,7 +17,7 @@
  * created; "" when it cannot be. */
 static void instance_dir(const ceb_conf *conf, const char *name, char *buf,
                          size_t size) {
-  const char *store = ceb_config_str(ceb_conf_bridge(conf), "store");
+  const char *store = ceb_conf_bridge_cfg(conf)->store.path;
   char dir[PATH_MAX / 2];
   snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
   char *slash = strrchr(dir, '/');
@@ -243,9 +243,8 @@ void ceb_contracts_cmd_pins(ceb_store *st, const char *config_dir) {
   ceb_conf *conf = load_conf(config_dir);
   for (size_t i = 0; conf && i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    const char *pin = strcmp(s->kind, "route") == 0
-                          ? ceb_config_str(s->cfg, "contract")
-                          : NULL;
+    const char *pin =
+        strcmp(s->kind, "route") == 0 ? s->host.route.contract : NULL;
     ceb_semver_pin p;
     char err[512];
     if (!pin || ceb_semver_pin_parse(pin, &p, err, sizeof err) != 0) continue;

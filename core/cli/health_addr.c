@@ -8,13 +8,6 @@
 
 #include "admin/ceb_admin_tls.h"
 #include "config/ceb_conf.h"
-#include "config/ceb_core_spec.h"
-
-static const char *spec_default(const char *key) {
-  for (const ceb_config_spec *s = ceb_spec_bridge; s->key; s++)
-    if (strcmp(s->key, key) == 0) return s->default_value;
-  return NULL;
-}
 
 /* The port the bridge wrote to admin.port_file; relative paths are relative
  * to the config directory, as ceb_conf_check resolves them for `run`. */
@@ -61,9 +54,10 @@ ceb_health_addr_rc ceb_health_admin_url(const char *dir, char *url,
       snprintf(why, whylen, "%s: cannot read the config", dir);
     return CEB_HEALTH_ADDR_CONFIG;
   }
-  const ceb_config *b = ceb_conf_bridge(conf);
-  const char *listen = ceb_config_str(b, "admin.listen");
-  if (!listen) listen = spec_default("admin.listen");
+  /* Not checked (health must not need every plugin): the values as
+   * loaded, else their defaults. */
+  const ceb_bridge_cfg *b = ceb_conf_bridge_cfg(conf);
+  const char *listen = b->admin.listen;
   ceb_health_addr_rc rc = CEB_HEALTH_ADDR_CONFIG;
   char host[256];
   int port = 0;
@@ -79,7 +73,7 @@ ceb_health_addr_rc ceb_health_admin_url(const char *dir, char *url,
     goto out;
   }
   if (port == 0) {
-    const char *pf = ceb_config_str(b, "admin.port_file");
+    const char *pf = b->admin.port_file;
     if (!pf || !*pf) {
       snprintf(why, whylen,
                "%s: admin.listen has port 0 and no admin.port_file names "

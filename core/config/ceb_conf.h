@@ -62,7 +62,14 @@ typedef struct ceb_conf {
 /* Reads every *.conf in dir (not hidden files) in name order (strcmp). errs
  * is cleared first. CEB_OK with *out owned by the caller (ceb_conf_free),
  * or CEB_ECONFIG / CEB_ENOMEM with errs filled and *out NULL. Syntax only:
- * keys are not judged until ceb_conf_check. */
+ * keys are not judged until ceb_conf_check. The host's typed fields
+ * (ceb_conf_section's plugin and host, ceb_conf_bridge_cfg) already hold
+ * the values as loaded - for commands that read a few host keys of a
+ * config they do not run (health, the ops commands' store) and for
+ * plugin_dir, which the checker itself needs: secrets are still references,
+ * relative paths still relative, and unset keys or values that do not
+ * parse read as defaults (their *_origin fields say "default").
+ * ceb_conf_check binds the final values. */
 int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs);
 
 /* The spec of the plugin behind a source/sink/contracts section, or NULL

@@ -211,6 +211,23 @@ static void check_section(ceb_conf_section *s, ceb_conf_plugin_spec_fn fn,
   bind_section(s, errs);
 }
 
+void ceb_conf_bind_raw(ceb_conf *conf) {
+  if (!conf) return;
+  ceb_conf_errors *ignored = calloc(1, sizeof *ignored);
+  if (!ignored) return;
+  for (size_t i = 0; i < conf->count; i++) {
+    ceb_conf_section *s = &conf->sections[i];
+    cebi_config_set_spec(s->cfg, common_spec(s->kind), NULL);
+    bind_section(s, ignored);
+  }
+  cebi_config_set_spec(conf->empty_bridge, ceb_spec_bridge, NULL);
+  ceb_conf_section empty = {
+      .kind = "bridge", .file = conf->dir, .cfg = conf->empty_bridge};
+  bind_section(&empty, ignored);
+  conf->empty_bridge_conf = empty.host.bridge;
+  free(ignored);
+}
+
 int ceb_conf_check(ceb_conf *conf, ceb_conf_plugin_spec_fn plugin_spec,
                    void *arg, ceb_conf_errors *errs) {
   if (!errs) return CEB_EINVAL;

@@ -41,6 +41,10 @@ const char *ceb_conf_type_name(int type);
  * (match.<attr>, retry.schedule, contract, order_by). */
 void ceb_conf_check_routes(const ceb_conf *conf, ceb_conf_errors *errs);
 
+/* Binds the host's typed fields from the values as loaded (see
+ * ceb_conf_load). */
+void ceb_conf_bind_raw(ceb_conf *conf);
+
 /* Whether text is a valid section or attribute name. */
 int ceb_conf_name_ok(const char *text);
 int ceb_conf_attr_ok(const char *text);

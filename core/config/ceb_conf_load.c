@@ -366,6 +366,9 @@ int ceb_conf_load(const char *dir, ceb_conf **out, ceb_conf_errors *errs) {
     ceb_conf_free(ld.conf);
     return CEB_ECONFIG;
   }
+  /* Typed host fields from the raw values, so that no loaded conf has
+   * unbound (zero) ones; ceb_conf_check binds the final values. */
+  ceb_conf_bind_raw(ld.conf);
   *out = ld.conf;
   return CEB_OK;
 }

@@ -149,6 +149,9 @@ const ceb_config_spec ceb_spec_contracts_common[] = {
 #define B_ORIGIN(key, field) CEB_BIND_ORIGIN_OF(key, ceb_bridge_cfg, field)
 const ceb_config_binding ceb_bind_bridge[] = {
     B("store", store.path),
+    B_ORIGIN("store", store.path_origin),
+    B("plugin_dir", plugin_dir),
+    B_ORIGIN("plugin_dir", plugin_dir_origin),
     B("admin.listen", admin.listen),
     B_ORIGIN("admin.listen", admin.listen_origin),
     B("admin.token", admin.token),
@@ -157,6 +160,7 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B_ORIGIN("admin.tls.cert", admin.tls_cert_origin),
     B("admin.tls.key", admin.tls_key),
     B_ORIGIN("admin.tls.key", admin.tls_key_origin),
+    B_ORIGIN("admin.tls.priority", admin.tls_priority_origin),
     B("admin.port_file", admin.port_file),
     B("log.format", log.format),
     B("log.level", log.level),

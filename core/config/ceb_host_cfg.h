@@ -2,7 +2,7 @@
  * [source], [sink] and [contracts] section carries besides its plugin's.
  * ceb_conf_check binds each section once (ceb_config_bind, tables beside the
  * specs in ceb_core_spec.c); the rest of the host reads these fields and
- * never looks host keys up by name (tests/unit/config/host_conf_lookups.sh
+ * never looks host keys up by name (tests/unit/config/check_host_lookups.py
  * fails the build's tests if one comes back).
  *
  * Strings and items are borrowed from the section's ceb_config and live as
@@ -21,6 +21,7 @@ typedef struct ceb_admin_cfg {
   ceb_config_items allowed_hosts;
   const char *tls_cert, *tls_cert_origin;
   const char *tls_key, *tls_key_origin;
+  const char *tls_priority_origin; /* the policy itself: ceb_tls_priority */
   const char *port_file;
 } ceb_admin_cfg;
 
@@ -31,6 +32,7 @@ typedef struct ceb_log_cfg {
 
 typedef struct ceb_store_cfg {
   const char *path; /* absolute after checking */
+  const char *path_origin;
   int64_t group_max;
   int64_t group_wait_ms;
   const char *synchronous; /* full|normal */
@@ -41,6 +43,7 @@ typedef struct ceb_bridge_cfg {
   /* The [bridge] section itself, for SDK helpers that read a key family by
    * prefix (ceb_tls_priority(cfg, "admin.")). */
   const ceb_config *cfg;
+  const char *plugin_dir, *plugin_dir_origin; /* NULL: the default search */
   ceb_admin_cfg admin;
   ceb_log_cfg log;
   ceb_store_cfg store;

@@ -162,9 +162,9 @@ int ceb_contracts_open(const ceb_conf *conf, ceb_store *st, ceb_contracts **out,
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
     if (strcmp(s->kind, "route") != 0 || !s->cfg) continue;
-    const char *pin = ceb_config_str(s->cfg, "contract");
+    const char *pin = s->host.route.contract;
     if (!pin || !*pin) continue;
-    const char *mode = ceb_config_str(s->cfg, "contract.mode");
+    const char *mode = s->host.route.contract_mode;
     int warn = mode && strcmp(mode, "warn") == 0;
     pinned_route *n = realloc(cs->routes, (cs->nroutes + 1) * sizeof *n);
     if (!n) {
