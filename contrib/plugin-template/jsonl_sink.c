@@ -29,6 +29,17 @@ static const ceb_config_spec jsonl_spec[] = {
      "Settle a delivery only after the line is fsync()ed."},
     CEB_CONFIG_SPEC_END};
 
+/* The checked values, typed: ceb_config_bind writes each key into its field
+ * (ABI 1.1), so init reads no key by name. */
+typedef struct jsonl_conf {
+  const char *path; /* PATH: const char *, absolute */
+  int fsync;        /* BOOL: int */
+} jsonl_conf;
+
+static const ceb_config_binding jsonl_bind[] = {
+    CEB_BIND("path", jsonl_conf, path), CEB_BIND("fsync", jsonl_conf, fsync),
+    CEB_CONFIG_BINDING_END};
+
 typedef struct job {
   struct job *next;
   ceb_delivery *d; /* borrowed from the host until we settle it */
@@ -116,8 +127,15 @@ static int jsonl_init(const ceb_host *host, ceb_instance *inst,
     return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
-  s->fsync = ceb_config_bool(cfg, "fsync", 1);
-  const char *path = ceb_config_str(cfg, "path");
+  jsonl_conf conf;
+  char why[256];
+  if (ceb_config_bind(cfg, jsonl_bind, &conf, why, sizeof why) != CEB_OK) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "%s", why);
+    free(s);
+    return CEB_ECONFIG;
+  }
+  s->fsync = conf.fsync;
+  const char *path = conf.path;
   s->out = fopen(path, "a");
   if (!s->out) {
     CEB_LOG(host, inst, CEB_LOG_ERROR, "cannot open %s: %s", path,
