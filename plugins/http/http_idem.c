@@ -89,3 +89,66 @@ int http_idem_fingerprint(const char *method, const char *path,
   http_hex(digest, 32, out);
   return CEB_OK;
 }
+
+int http_idem_begin(const http_idem_req *q, const char *method, const char *url,
+                    const ceb_headers *headers, const void *body, size_t len,
+                    int *reserved, http_reply *reply) {
+  *reserved = 0;
+  char fp[HTTP_FINGERPRINT_LEN + 1];
+  if (http_idem_fingerprint(method, url, headers, body, len, fp) != CEB_OK) {
+    http_reply_problem(reply, 500, "internal", "fingerprint failed");
+    return 0;
+  }
+  ceb_idem_record rec = {sizeof rec};
+  int st = q->host->idem_begin(q->inst, q->client, q->key, fp, &rec);
+  if (st != CEB_OK) {
+    CEB_LOG(q->host, q->inst, CEB_LOG_ERROR, "idempotency store: %s",
+            ceb_strerror(st));
+    http_reply_problem(reply, 503, "idempotency.unavailable",
+                       "the idempotency store is unavailable");
+    http_reply_retry_after(reply, q->retry_after_s);
+    return 0;
+  }
+  int go_on = 0;
+  switch (rec.state) {
+  case CEB_IDEM_NEW:
+    *reserved = 1;
+    go_on = 1;
+    break;
+  case CEB_IDEM_REPLAY:
+    http_reply_set(reply, rec.http_status, rec.content_type, rec.body,
+                   rec.body_len);
+    http_reply_header(reply, "Idempotent-Replayed", "true");
+    break;
+  case CEB_IDEM_IN_FLIGHT:
+    http_reply_problem(reply, 409, "idempotency.in_flight",
+                       "a request with this Idempotency-Key is still being "
+                       "processed");
+    http_reply_retry_after(reply, 1);
+    break;
+  case CEB_IDEM_MISMATCH:
+  default:
+    http_reply_problem(reply, 422, "idempotency.mismatch",
+                       "this Idempotency-Key was used for a different "
+                       "request");
+    break;
+  }
+  ceb_free(rec.content_type);
+  ceb_free(rec.body);
+  return go_on;
+}
+
+void http_idem_settle(const http_idem_req *q, const http_reply *reply) {
+  int st = reply->status;
+  if (st >= 200 && st < 500) {
+    int rc = q->host->idem_finish(q->inst, q->client, q->key, st,
+                                  reply->content_type, reply->body, reply->len);
+    if (rc != CEB_OK)
+      CEB_LOG(q->host, q->inst, CEB_LOG_ERROR,
+              "idempotency: cannot store the response for "
+              "key %s: %s",
+              q->key, ceb_strerror(rc));
+  } else {
+    q->host->idem_abort(q->inst, q->client, q->key);
+  }
+}

@@ -64,6 +64,12 @@ int http_reply_header(http_reply *r, const char *name, const char *value) {
   return ceb_headers_add(&r->headers, name, value, strlen(value));
 }
 
+void http_reply_retry_after(http_reply *r, int seconds) {
+  char v[24];
+  snprintf(v, sizeof v, "%d", seconds < 1 ? 1 : seconds);
+  http_reply_header(r, "Retry-After", v);
+}
+
 static const char *title_of(int status) {
   switch (status) {
   case 400:

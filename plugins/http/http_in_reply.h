@@ -35,6 +35,8 @@ int http_reply_set_json(http_reply *r, int status, const char *static_type,
  * response that frees it with free(). */
 char *http_reply_release_body(http_reply *r);
 int http_reply_header(http_reply *r, const char *name, const char *value);
+/* Sets Retry-After to `seconds` (at least 1). */
+void http_reply_retry_after(http_reply *r, int seconds);
 
 /* A new problem object {type, title, status, detail, code}; caller owns. */
 json_t *http_problem_new(int status, const char *code, const char *detail);
