@@ -6,7 +6,8 @@
  * Per route: FIFO per order key (enforced by the store's claim), at most
  * max_inflight attempts, a per-attempt timeout. Per sink: a token bucket
  * and a circuit breaker shared by every route to it. The engine sleeps on a
- * condition variable until work is committed (ceb_engine_added), a settle
+ * condition variable until work is committed (the store's ingest listener,
+ * or ceb_engine_added for a replay), a settle
  * arrives, or the earliest timer (retry due, timeout, circuit probe, token)
  * is reached; it never busy-polls. Time is the injected host clock; a test
  * that moves its clock calls ceb_engine_kick.
@@ -24,8 +25,8 @@
 #include <ceb/plugin.h>
 #include <jansson.h>
 
-#include "instance/ceb_instance.h"
 #include "delivery/ceb_retry.h"
+#include "instance/ceb_instance.h"
 #include "metrics/ceb_metrics.h"
 #include "store/ceb_store.h"
 
@@ -66,7 +67,10 @@ typedef struct ceb_engine_opts {
   int64_t max_queued; /* backpressure threshold of open deliveries */
 } ceb_engine_opts;
 
-/* Control thread. CEB_OK or < 0. The arrays in opts are copied. */
+/* Control thread. CEB_OK or < 0. The arrays in opts are copied. The
+ * engine becomes the store's ingest listener (ceb_store_ingest batches are
+ * counted as they commit), so the store must be closed before
+ * ceb_engine_free. */
 int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
 /* Control thread: puts a crashed run's in-progress rows back to pending,
  * loads the open counts and starts the workers. */
@@ -90,7 +94,8 @@ void ceb_engine_free(ceb_engine *e);
 void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
                        const ceb_settle_info *info);
 
-/* n new open deliveries were committed on route (ingest or replay). */
+/* n new open deliveries were committed on route outside ceb_store_ingest
+ * (a DLQ replay); ingested batches reach the engine from the store. */
 void ceb_engine_added(ceb_engine *e, size_t route, int64_t n);
 /* Wakes the workers (new work, or the test clock moved). */
 void ceb_engine_kick(ceb_engine *e);

@@ -36,6 +36,8 @@ void ceb_engine_kick(ceb_engine *e) {
   pthread_mutex_unlock(&e->lock);
 }
 
+static void engine_ingested(void *arg, const ceb_ingest_batch *b);
+
 int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   *out = NULL;
   if (!o || !o->store || (o->nroutes && !o->routes) || (o->nsinks && !o->sinks))
@@ -97,6 +99,8 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   pthread_mutex_init(&e->lock, NULL);
   pthread_cond_init(&e->cond, NULL);
   pthread_cond_init(&e->idle, NULL);
+  /* new deliveries: the store tells the engine, nobody in between */
+  ceb_store_set_ingest_listener(e->store, engine_ingested, e);
   *out = e;
   return CEB_OK;
 }
@@ -205,6 +209,29 @@ void ceb_engine_free(ceb_engine *e) {
   free(e->sinks);
   free(e->routes);
   free(e);
+}
+
+/* The store's ingest listener (committer thread, right after the commit):
+ * counts each route's new deliveries before any later transaction can
+ * claim or settle them, so the open count never runs behind; one lock and
+ * one wake per batch. */
+static void engine_ingested(void *arg, const ceb_ingest_batch *b) {
+  ceb_engine *e = arg;
+  int added = 0;
+  pthread_mutex_lock(&e->lock);
+  for (size_t i = 0; i < b->count; i++) {
+    const ceb_ingest_event *ie = &b->events[i];
+    if (!ie->inserted) continue; /* a duplicate: no new rows */
+    for (size_t r = 0; r < ie->nroutes; r++) {
+      size_t idx = ie->routes[r].index;
+      if (idx >= e->nroutes) continue;
+      e->routes[idx].open++;
+      e->open_total++;
+      added = 1;
+    }
+  }
+  if (added) cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
 }
 
 void ceb_engine_added(ceb_engine *e, size_t route, int64_t n) {

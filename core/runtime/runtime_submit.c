@@ -21,10 +21,7 @@ typedef struct ingest_job {
   ceb_ingest_event *events;
   size_t count;
   ceb_ingest_route *routes; /* all events' routes, sliced */
-  size_t *route_index;      /* parallel to routes: index into rt->routes */
-  int64_t *route_added;     /* per rt->routes: new deliveries */
-  size_t nroutes_total;
-  char **strings; /* owned copies */
+  char **strings;           /* owned copies */
   size_t nstrings;
 } ingest_job;
 
@@ -34,8 +31,6 @@ static void job_free(ingest_job *j) {
   free(j->strings);
   free(j->events);
   free(j->routes);
-  free(j->route_index);
-  free(j->route_added);
   free(j);
 }
 
@@ -59,33 +54,6 @@ static void reject_metric(ceb_runtime *rt, ceb_instance *inst,
   ceb_metrics_add(rt->metrics, "cebridge_events_rejected_total", labels, 1);
 }
 
-/* On the committer, right after the commit: the engine counts the new
- * deliveries before any later transaction (a claim, an outcome) can touch
- * them, so its open count never runs behind. The acknowledgement waits
- * for ingest_done (after the sync). */
-static void ingest_committed(void *arg) {
-  ingest_job *j = arg;
-  ceb_runtime *rt = j->rt;
-  /* Tell the engine once per route (each call wakes it); routes of
-   * duplicates were not added. */
-  size_t off = 0;
-  for (size_t i = 0; i < j->count; i++) {
-    for (size_t r = 0; r < j->events[i].nroutes; r++)
-      j->route_added[j->route_index[off + r]] += j->events[i].inserted;
-    if (j->events[i].inserted && j->events[i].nroutes == 0) {
-      if (rt->metrics)
-        ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
-                        j->inst->labels, 1);
-      ceb_log_warn("runtime: event %s from %s matches no route; journaled "
-                   "and marked unrouted",
-                   j->events[i].id, j->inst->name);
-    }
-    off += j->events[i].nroutes;
-  }
-  for (size_t r = 0; r < rt->nroutes; r++)
-    if (j->route_added[r]) ceb_engine_added(rt->engine, r, j->route_added[r]);
-}
-
 static void ingest_done(void *arg, int status) {
   ingest_job *j = arg;
   ceb_runtime *rt = j->rt;
@@ -96,6 +64,14 @@ static void ingest_done(void *arg, int status) {
         res.accepted++;
       else
         res.duplicates++;
+      if (!j->events[i].inserted || j->events[i].nroutes) continue;
+      /* the engine heard of the routed ones from the store itself */
+      if (rt->metrics)
+        ceb_metrics_add(rt->metrics, "cebridge_events_unrouted_total",
+                        j->inst->labels, 1);
+      ceb_log_warn("runtime: event %s from %s matches no route; journaled "
+                   "and marked unrouted",
+                   j->events[i].id, j->inst->name);
     }
     if (rt->metrics) {
       ceb_metrics_add(rt->metrics, "cebridge_events_accepted_total",
@@ -246,13 +222,9 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
   if (j) {
     j->events = calloc(count, sizeof *j->events);
     j->routes = calloc(nr ? nr : 1, sizeof *j->routes);
-    j->route_index = calloc(nr ? nr : 1, sizeof *j->route_index);
     j->strings = calloc(scap, sizeof *j->strings);
-    j->route_added =
-        calloc(rt->nroutes ? rt->nroutes : 1, sizeof *j->route_added);
   }
-  if (!j || !j->events || !j->routes || !j->route_index || !j->strings ||
-      !j->route_added) {
+  if (!j || !j->events || !j->routes || !j->strings) {
     if (j) job_free(j);
     return CEB_ENOMEM;
   }
@@ -290,11 +262,11 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
     for (size_t r = 0; r < rt->nroutes; r++) {
       const ceb_route *route = rt->routes[r];
       if (!hit[i * rt->nroutes + r]) continue;
-      j->route_index[off] = r;
       j->routes[off] = (ceb_ingest_route){
           .route = route->name,
           .order_key = keep(j, ceb_route_order_key(route, ev), scap),
-          .first_at = now + ceb_retry_first_delay(&route->retry)};
+          .first_at = now + ceb_retry_first_delay(&route->retry),
+          .index = r};
       off++;
       ie->nroutes++;
     }
@@ -304,9 +276,10 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
     }
   }
   j->batch = (ceb_ingest_batch){j->events, count, now};
-  int rc =
-      ceb_store_submit_ex(rt->store, ceb_store_ingest_run, ingest_committed,
-                          ingest_done, j, CEB_STORE_BOUNDED);
+  /* the store tells the engine of the new deliveries once they are
+   * committed (ceb_store_set_ingest_listener); ingest_done acknowledges
+   * after the sync */
+  int rc = ceb_store_ingest(rt->store, &j->batch, ingest_done);
   if (rc != CEB_OK) {
     job_free(j);
     if (rc == CEB_EBUSY) reject_metric(rt, inst, "backpressure");

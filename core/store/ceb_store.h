@@ -99,15 +99,6 @@ typedef void (*ceb_store_done_fn)(void *arg, int status);
  * called). */
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
                      ceb_store_done_fn done, void *arg, int flags);
-/* ceb_store_submit with `committed` (may be NULL): called on the committer
- * right after the op's transaction committed (not when it failed), before
- * any later transaction runs and before done: for bookkeeping that later
- * ops may depend on (the engine's count of open deliveries), not for
- * acknowledgements. Must not block. */
-typedef void (*ceb_store_committed_fn)(void *arg);
-int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
-                        ceb_store_committed_fn committed,
-                        ceb_store_done_fn done, void *arg, int flags);
 /* Blocking: queues run and waits until its batch committed (and synced);
  * returns the op's status. */
 int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
@@ -142,6 +133,8 @@ typedef struct ceb_ingest_route {
   const char *route;
   const char *order_key; /* NULL: unordered */
   int64_t first_at;      /* when the first attempt is due */
+  size_t index;          /* the route's index in the engine (config order),
+                            for the ingest listener */
 } ceb_ingest_route;
 
 typedef struct ceb_ingest_event {
@@ -167,6 +160,22 @@ typedef struct ceb_ingest_batch {
   int64_t now;
 } ceb_ingest_batch;
 int ceb_store_ingest_run(struct sqlite3 *db, void *batch);
+
+/* The store tells the delivery engine of new deliveries itself: `fn` is
+ * called on the committer right after each batch queued with
+ * ceb_store_ingest committed (events' `inserted` set), before any later
+ * transaction runs (a claim or an outcome may then count on them) and
+ * before the batch's done. Must not block. Set it (or NULL) while no
+ * ingest is queued: the engine does at ceb_engine_new / _free. */
+typedef void (*ceb_store_ingest_listener)(void *arg,
+                                          const ceb_ingest_batch *batch);
+void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
+                                   void *arg);
+/* Queues batch (bounded, synced; see ceb_store_submit) to be journaled by
+ * ceb_store_ingest_run. done gets batch as its arg: embed the batch first
+ * in the caller's own struct to find that again. */
+int ceb_store_ingest(ceb_store *st, ceb_ingest_batch *batch,
+                     ceb_store_done_fn done);
 
 /* ---- deliveries ---- */
 

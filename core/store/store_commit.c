@@ -11,19 +11,34 @@
 #include "log/ceb_log.h"
 #include "store/store_internal.h"
 
+static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
+                  void *arg, int flags);
+
 int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
                      ceb_store_done_fn done, void *arg, int flags) {
-  return ceb_store_submit_ex(st, run, NULL, done, arg, flags);
+  return submit(st, run, done, arg, flags & ~CEBS_OP_INGEST);
 }
 
-int ceb_store_submit_ex(ceb_store *st, ceb_store_run_fn run,
-                        ceb_store_committed_fn committed,
-                        ceb_store_done_fn done, void *arg, int flags) {
+int ceb_store_ingest(ceb_store *st, ceb_ingest_batch *batch,
+                     ceb_store_done_fn done) {
+  return submit(st, ceb_store_ingest_run, done, batch,
+                CEB_STORE_BOUNDED | CEBS_OP_INGEST);
+}
+
+void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
+                                   void *arg) {
+  pthread_mutex_lock(&st->lock);
+  st->ingested = fn;
+  st->ingested_arg = arg;
+  pthread_mutex_unlock(&st->lock);
+}
+
+static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
+                  void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;
   store_op *op = calloc(1, sizeof *op);
   if (!op) return CEB_ENOMEM;
   op->run = run;
-  op->committed = committed;
   op->done = done;
   op->arg = arg;
   op->flags = flags;
@@ -197,14 +212,20 @@ static void run_group(ceb_store *st, store_op *group) {
   pthread_mutex_lock(&st->lock);
   st->batches++;
   st->ops += n;
+  ceb_store_ingest_listener ingested = st->ingested;
+  void *ingested_arg = st->ingested_arg;
   pthread_mutex_unlock(&st->lock);
   /* Ops that must be on disk first go to the syncer, in order; the rest
    * (and everything when SQLite synced, or the commit failed) finish
    * here. */
   store_op *wait_head = NULL, *wait_tail = NULL;
   size_t bounded = 0;
-  for (store_op *op = group; ok && op; op = op->next)
-    if (op->committed && op->status >= 0) op->committed(op->arg);
+  /* the engine counts the new deliveries before any later transaction (a
+   * claim, an outcome) can touch them; read under the lock above, the
+   * listener is set while no ingest is queued */
+  for (store_op *op = group; ok && ingested && op; op = op->next)
+    if ((op->flags & CEBS_OP_INGEST) && op->status >= 0)
+      ingested(ingested_arg, op->arg);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
     op->next = NULL;

@@ -12,14 +12,15 @@
 #define CEB_STORE_READERS 4
 /* Queued ops from which the committer overlaps a running sync. */
 #define CEBS_OVERLAP_MIN 32
+/* Op flag: a ceb_store_ingest batch (the ingest listener hears of it). */
+#define CEBS_OP_INGEST 0x100
 
 typedef struct store_op {
   struct store_op *next;
   ceb_store_run_fn run;
-  ceb_store_committed_fn committed;
   ceb_store_done_fn done;
   void *arg;
-  int flags; /* CEB_STORE_* */
+  int flags; /* CEB_STORE_*, CEBS_OP_INGEST */
   int status;
 } store_op;
 
@@ -28,6 +29,8 @@ struct ceb_store {
   pthread_mutex_t lock;
   pthread_cond_t cond; /* committer: work queued / stop */
   store_op *head, *tail;
+  ceb_store_ingest_listener ingested; /* the engine (ceb_store_ingest) */
+  void *ingested_arg;
   size_t queued; /* ops in head..tail */
   size_t queued_bounded;
   size_t queue_max;
