@@ -1,5 +1,5 @@
 /* The mqtt plugin: a CloudEvents source and sink over MQTT 5 and 3.1.1
- * (CloudEvents MQTT protocol binding), on paho MQTTAsync. */
+ * (CloudEvents MQTT protocol binding), on libmosquitto. */
 #include "mqtt_plugin.h"
 #include "mqtt_conf.h"
 

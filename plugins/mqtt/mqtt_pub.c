@@ -67,35 +67,32 @@ static void wake(mqtt_pub *p) {
   (void)n;
 }
 
-/* A NUL-terminated copy of a length-counted string, in buf when it fits. */
-static char *zstr(const MQTTLenString *s, char *buf, size_t n) {
-  char *z = (size_t)s->len < n ? buf : malloc((size_t)s->len + 1);
+/* A NUL-terminated copy of n bytes at s, in buf when it fits. */
+static char *zstr(const char *s, size_t n, char *buf, size_t cap) {
+  char *z = n < cap ? buf : malloc(n + 1);
   if (!z) return NULL;
-  if (s->len) memcpy(z, s->data, (size_t)s->len);
-  z[s->len] = '\0';
+  if (n) memcpy(z, s, n);
+  z[n] = '\0';
   return z;
 }
 
-/* The sink's properties (Content Type, User Property) as libmosquitto's
- * list. CEB_OK, CEB_ETOOLARGE (a value over 65535 bytes), CEB_EINVAL (not
- * UTF-8, another property), CEB_ENOMEM. */
-static int props_convert(const MQTTProperties *pr, mosquitto_property **out) {
+/* The properties (Content Type, User Property) as libmosquitto's list.
+ * CEB_OK, CEB_ETOOLARGE (a string over 65535 bytes), CEB_EINVAL (not
+ * UTF-8), CEB_ENOMEM. */
+static int props_convert(const mqtt_pub_prop *pr, size_t n,
+                         mosquitto_property **out) {
   char kb[256], vb[512];
-  for (int i = 0; pr && i < pr->count; i++) {
-    const MQTTProperty *q = &pr->array[i];
-    int user = q->identifier == MQTTPROPERTY_CODE_USER_PROPERTY;
-    if (!user && q->identifier != MQTTPROPERTY_CODE_CONTENT_TYPE)
-      return CEB_EINVAL;
-    if (q->value.data.len < 0 || q->value.data.len > 65535 ||
-        (user && (q->value.value.len < 0 || q->value.value.len > 65535)))
+  for (size_t i = 0; pr && i < n; i++) {
+    const mqtt_pub_prop *q = &pr[i];
+    if (q->name_len > 65535 || (q->user && q->value_len > 65535))
       return CEB_ETOOLARGE;
-    char *k = zstr(&q->value.data, kb, sizeof kb);
-    char *v = user ? zstr(&q->value.value, vb, sizeof vb) : NULL;
+    char *k = zstr(q->name, q->name_len, kb, sizeof kb);
+    char *v = q->user ? zstr(q->value, q->value_len, vb, sizeof vb) : NULL;
     int rc = MOSQ_ERR_NOMEM;
-    if (k && user && v)
+    if (k && q->user && v)
       rc = mosquitto_property_add_string_pair(out, MQTT_PROP_USER_PROPERTY, k,
                                               v);
-    else if (k && !user)
+    else if (k && !q->user)
       rc = mosquitto_property_add_string(out, MQTT_PROP_CONTENT_TYPE, k);
     if (k != kb) free(k);
     if (v != vb) free(v);
@@ -106,8 +103,8 @@ static int props_convert(const MQTTProperties *pr, mosquitto_property **out) {
 }
 
 int mqtt_pub_send(mqtt_pub *p, const char *topic, int qos,
-                  const MQTTProperties *props, const void *payload, size_t len,
-                  void *ctx) {
+                  const mqtt_pub_prop *props, size_t nprops,
+                  const void *payload, size_t len, void *ctx) {
   size_t tl = strlen(topic);
   if (tl > 65535 || len > MAX_PAYLOAD || qos < 0 || qos > 2)
     return CEB_ETOOLARGE;
@@ -121,7 +118,7 @@ int mqtt_pub_send(mqtt_pub *p, const char *topic, int qos,
   k->payload = k->data + tl + 1;
   if (len) memcpy(k->payload, payload, len);
   if (p->conf->version == 5) { /* 3.1.1 has no properties */
-    int rc = props_convert(props, &k->props);
+    int rc = props_convert(props, nprops, &k->props);
     if (rc != CEB_OK) {
       rec_free(k);
       return rc;
@@ -352,7 +349,7 @@ static void end_session(mqtt_pub *p, int timeout_ms) {
   mqtt_pub_gauge(p, 0);
   CEB_LOG(p->host, p->inst, CEB_LOG_INFO, "disconnected from %s:%d",
           p->conf->host, p->conf->port);
-  fail_all(p, "the sink disconnected before the broker acknowledged");
+  fail_all(p, "disconnected before the broker acknowledged");
 }
 
 static void *io_main(void *arg) {
@@ -400,7 +397,8 @@ static void *io_main(void *arg) {
 
 int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
                  const mqtt_conf *conf, const char *client_id,
-                 const mqtt_pub_ops *ops, void *arg, mqtt_pub **out) {
+                 const mqtt_pub_opts *opts, const mqtt_pub_ops *ops, void *arg,
+                 mqtt_pub **out) {
   *out = NULL;
   pthread_once(&lib_once, lib_init);
   if (!lib_ready) {
@@ -414,12 +412,16 @@ int mqtt_pub_new(const ceb_host *host, ceb_instance *inst,
   p->conf = conf;
   p->ops = *ops;
   p->arg = arg;
+  if (opts) p->opts = *opts;
+  if (!p->opts.host) {
+    p->opts.host = conf->host;
+    p->opts.port = conf->port;
+  }
   p->window = 65535;
   p->keepalive_s = conf->keepalive_s;
   if (p->keepalive_s < MQTT_PUB_MIN_KEEPALIVE_S) {
     CEB_LOG(host, inst, CEB_LOG_WARN,
-            "keepalive %d s is below libmosquitto's minimum: the sink uses "
-            "%d s",
+            "keepalive %d s is below libmosquitto's minimum: using %d s",
             conf->keepalive_s, MQTT_PUB_MIN_KEEPALIVE_S);
     p->keepalive_s = MQTT_PUB_MIN_KEEPALIVE_S;
   }
@@ -447,7 +449,9 @@ int mqtt_pub_start(mqtt_pub *p) {
   mqtt_pub_gauge(p, 0);
   if (pthread_create(&p->thread, NULL, io_main, p) != 0) return CEB_ENOMEM;
   p->started = 1;
-  pthread_setname_np(p->thread, "mqtt-publish");
+  /* named for top -H / perf (15 characters at most) */
+  pthread_setname_np(p->thread,
+                     p->ops.message ? "mqtt-source" : "mqtt-publish");
   return CEB_OK;
 }
 

@@ -1,7 +1,7 @@
 /* Internals of the sink's publisher (mqtt_pub.h), shared by its two files:
  * mqtt_pub.c (the queue, the session loop, the API) and mqtt_pub_link.c
  * (one libmosquitto client per session: its options, TLS, the connection
- * attempt and the callbacks). Not for other files.
+ * attempt and the callbacks, the subscription). Not for other files.
  *
  * Threading: as mqtt_pub.h; the I/O-thread-only fields are touched by the
  * I/O thread alone. */
@@ -40,6 +40,7 @@ struct mqtt_pub {
   mqtt_pub_ops ops;
   void *arg;
   char *client_id;
+  mqtt_pub_opts opts; /* host: conf's broker unless given */
   pthread_t thread;
   int started;
   int efd; /* wakes the I/O thread */

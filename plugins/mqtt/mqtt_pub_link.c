@@ -1,8 +1,10 @@
-/* The sink publisher's link on libmosquitto: one client per session (a
- * session that ends is never resumed, so nothing of it can be resent on
- * the next), its options and TLS, one connection attempt with its logging
- * and backoff, and the client's callbacks. */
+/* The client's link on libmosquitto: one client per session (nothing of
+ * an ended session is resent by the library on the next; the source's
+ * broker session persists, the sink's starts clean), its options and TLS,
+ * one connection attempt with its logging and backoff, the client's
+ * callbacks and the subscription. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,6 @@ static const char *refusal_string(const mqtt_pub *p, int reason) {
 static void on_connect(struct mosquitto *m, void *arg, int rc, int flags,
                        const mosquitto_property *props) {
   (void)m;
-  (void)flags;
   mqtt_pub *p = arg;
   if (rc != 0) { /* the session loop ends the attempt */
     p->refused = rc;
@@ -53,6 +54,8 @@ static void on_connect(struct mosquitto *m, void *arg, int rc, int flags,
   pthread_cond_broadcast(&p->cond);
   pthread_mutex_unlock(&p->lock);
   mqtt_pub_gauge(p, 1);
+  if (p->opts.resume && (flags & 1))
+    CEB_LOG(p->host, p->inst, CEB_LOG_DEBUG, "broker resumed the session");
   CEB_LOG(p->host, p->inst, CEB_LOG_INFO,
           "connected to %s:%d as \"%s\" (MQTT %s, connect, connection #%lu)",
           p->conf->host, p->conf->port, p->client_id,
@@ -81,6 +84,30 @@ static void on_publish(struct mosquitto *m, void *arg, int mid, int reason,
                     reason < 0x80 ? NULL : "refused by the broker");
 }
 
+static void on_message(struct mosquitto *m, void *arg,
+                       const struct mosquitto_message *msg,
+                       const mosquitto_property *props) {
+  (void)m;
+  mqtt_pub *p = arg;
+  if (p->ops.message) p->ops.message(p->arg, msg, props);
+}
+
+static void on_subscribe(struct mosquitto *m, void *arg, int mid, int count,
+                         const int *codes, const mosquitto_property *props) {
+  (void)m;
+  (void)mid;
+  (void)props;
+  mqtt_pub *p = arg;
+  if (p->ops.subscribed) p->ops.subscribed(p->arg, count, codes);
+}
+
+int mqtt_pub_subscribe(mqtt_pub *p, size_t n, const char *const *filters,
+                       int qos) {
+  if (!p->mosq || n > INT_MAX) return MOSQ_ERR_NO_CONN;
+  return mosquitto_subscribe_multiple(
+      p->mosq, NULL, (int)n, (char *const *const)filters, qos, 0, NULL);
+}
+
 static struct mosquitto *client_fail(mqtt_pub *p, struct mosquitto *m,
                                      const char *what, int rc) {
   CEB_LOG(p->host, p->inst, CEB_LOG_WARN, "MQTT client for %s:%d: %s: %s",
@@ -92,7 +119,7 @@ static struct mosquitto *client_fail(mqtt_pub *p, struct mosquitto *m,
 
 struct mosquitto *mqtt_pub_client_new(mqtt_pub *p) {
   const mqtt_conf *c = p->conf;
-  struct mosquitto *m = mosquitto_new(p->client_id, true, p);
+  struct mosquitto *m = mosquitto_new(p->client_id, !p->opts.resume, p);
   if (!m)
     return client_fail(p, NULL, "cannot create the client", MOSQ_ERR_NOMEM);
   int rc = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION,
@@ -109,7 +136,7 @@ struct mosquitto *mqtt_pub_client_new(mqtt_pub *p) {
   if (c->username && (rc = mosquitto_username_pw_set(
                           m, c->username, c->password)) != MOSQ_ERR_SUCCESS)
     return client_fail(p, m, "user name or password", rc);
-  if (c->tls) {
+  if (c->tls && !p->opts.plain) {
     rc = mosquitto_tls_set(m, c->ca_file, c->ca_file ? NULL : SYSTEM_CA_DIR,
                            c->client_cert, c->client_key, NULL);
     if (rc != MOSQ_ERR_SUCCESS)
@@ -129,6 +156,8 @@ struct mosquitto *mqtt_pub_client_new(mqtt_pub *p) {
   mosquitto_connect_v5_callback_set(m, on_connect);
   mosquitto_disconnect_v5_callback_set(m, on_disconnect);
   mosquitto_publish_v5_callback_set(m, on_publish);
+  mosquitto_message_v5_callback_set(m, on_message);
+  mosquitto_subscribe_v5_callback_set(m, on_subscribe);
   return m;
 }
 
@@ -168,8 +197,23 @@ void mqtt_pub_connect_once(mqtt_pub *p) {
   p->connect_deadline =
       mqtt_pub_now_ms() + (int64_t)p->conf->connect_timeout_s * 1000;
   /* TCP (and the TLS handshake) here; the CONNACK through the loop */
-  int rc = mosquitto_connect_bind_v5(p->mosq, p->conf->host, p->conf->port,
-                                     p->keepalive_s, NULL, NULL);
+  /* MQTT 5 CONNECT properties: how long the broker keeps a resumed
+   * session, and our Receive Maximum (how many unacknowledged messages it
+   * may send: with the gate holding acknowledgements, the source's
+   * backlog bound) */
+  mosquitto_property *props = NULL;
+  int rc = MOSQ_ERR_SUCCESS;
+  if (p->conf->version == 5 && p->opts.resume)
+    rc = mosquitto_property_add_int32(&props, MQTT_PROP_SESSION_EXPIRY_INTERVAL,
+                                      (uint32_t)p->opts.session_expiry_s);
+  if (rc == MOSQ_ERR_SUCCESS && p->conf->version == 5 &&
+      p->opts.receive_max > 0)
+    rc = mosquitto_property_add_int16(&props, MQTT_PROP_RECEIVE_MAXIMUM,
+                                      (uint16_t)p->opts.receive_max);
+  if (rc == MOSQ_ERR_SUCCESS)
+    rc = mosquitto_connect_bind_v5(p->mosq, p->opts.host, p->opts.port,
+                                   p->keepalive_s, NULL, props);
+  mosquitto_property_free_all(&props);
   if (rc == MOSQ_ERR_SUCCESS) return;
   char why[160];
   snprintf(why, sizeof why, "%s",

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mqtt_protocol.h>
+
 #include "mqtt_plugin.h"
 #include "mqtt_pub.h"
 
@@ -17,8 +19,8 @@
 typedef struct sink_props {
   ceb_headers user; /* the event's attributes */
   char *ct;         /* content type (ceb_free), or NULL */
-  MQTTProperty *array;
-  int count, length; /* length: encoded bytes, as MQTTProperties keeps it */
+  mqtt_pub_prop *array;
+  size_t count;
 } sink_props;
 
 typedef struct sink_msg {
@@ -77,26 +79,23 @@ static int props_build(sink_props *p) {
   if (!n) return CEB_OK;
   p->array = calloc(n, sizeof *p->array);
   if (!p->array) return CEB_ENOMEM;
-  int i = 0;
+  size_t i = 0;
   if (p->ct) {
     size_t l = strlen(p->ct);
     if (l > 65535) return CEB_ETOOLARGE;
-    p->array[i].identifier = MQTTPROPERTY_CODE_CONTENT_TYPE;
-    p->array[i].value.data.data = p->ct;
-    p->array[i].value.data.len = (int)l;
-    p->length += 1 + 2 + (int)l;
+    p->array[i].name = p->ct;
+    p->array[i].name_len = l;
     i++;
   }
   for (size_t k = 0; k < p->user.count; k++, i++) {
     const ceb_header *h = &p->user.items[k];
     size_t nl = strlen(h->name);
     if (nl > 65535 || h->value_len > 65535) return CEB_ETOOLARGE;
-    p->array[i].identifier = MQTTPROPERTY_CODE_USER_PROPERTY;
-    p->array[i].value.data.data = h->name;
-    p->array[i].value.data.len = (int)nl;
-    p->array[i].value.value.data = h->value;
-    p->array[i].value.value.len = (int)h->value_len;
-    p->length += 1 + 2 + (int)nl + 2 + (int)h->value_len;
+    p->array[i].user = 1;
+    p->array[i].name = h->name;
+    p->array[i].name_len = nl;
+    p->array[i].value = h->value;
+    p->array[i].value_len = h->value_len;
   }
   p->count = i;
   return CEB_OK;
@@ -151,10 +150,10 @@ static void finish(sink_msg *m, ceb_outcome outcome, int code,
 /* PUBACK reason codes that no retry can fix. */
 static int permanent_reason(int rc) {
   switch (rc) {
-  case MQTTREASONCODE_NOT_AUTHORIZED:         /* 0x87 */
-  case MQTTREASONCODE_TOPIC_NAME_INVALID:     /* 0x90 */
-  case MQTTREASONCODE_PACKET_TOO_LARGE:       /* 0x95 */
-  case MQTTREASONCODE_PAYLOAD_FORMAT_INVALID: /* 0x99 */
+  case MQTT_RC_NOT_AUTHORIZED:         /* 0x87 */
+  case MQTT_RC_TOPIC_NAME_INVALID:     /* 0x90 */
+  case MQTT_RC_PACKET_TOO_LARGE:       /* 0x95 */
+  case MQTT_RC_PAYLOAD_FORMAT_INVALID: /* 0x99 */
     return 1;
   default:
     return 0;
@@ -170,7 +169,7 @@ static void on_pub_done(void *arg, void *ctx, int ok, int reason,
     char why[32], text[256];
     snprintf(why, sizeof why, "mqtt.0x%02x", (unsigned)reason);
     snprintf(text, sizeof text, "broker refused the publish: %s",
-             MQTTReasonCode_toString((enum MQTTReasonCodes)reason));
+             mosquitto_reason_string(reason));
     finish(ctx, permanent_reason(reason) ? CEB_REJECT : CEB_RETRY, reason, why,
            text);
   } else {
@@ -282,9 +281,9 @@ int mqtt_sink_init(const ceb_host *host, ceb_instance *inst,
 
 int mqtt_sink_start(void *state) {
   mqtt_sink *s = state;
-  mqtt_pub_ops ops = {on_connected, on_lost, on_tick, on_pub_done};
-  int rc =
-      mqtt_pub_new(s->host, s->inst, &s->conf, s->client_id, &ops, s, &s->pub);
+  mqtt_pub_ops ops = {on_connected, on_lost, on_tick, on_pub_done, NULL, NULL};
+  int rc = mqtt_pub_new(s->host, s->inst, &s->conf, s->client_id, NULL, &ops, s,
+                        &s->pub);
   s->conn_ready = rc == CEB_OK;
   return rc == CEB_OK ? mqtt_pub_start(s->pub) : rc;
 }
@@ -326,11 +325,8 @@ static void pump(mqtt_sink *s) {
     memset(&m->props, 0, sizeof m->props);
     pthread_mutex_unlock(&s->lock);
     /* It encodes the packet now: ours stay our memory. */
-    MQTTProperties pr = MQTTProperties_initializer;
-    pr.count = pr.max_count = props.count;
-    pr.length = props.length;
-    pr.array = props.array;
-    int rc = mqtt_pub_send(s->pub, topic, s->qos, &pr, payload, len, m);
+    int rc = mqtt_pub_send(s->pub, topic, s->qos, props.array, props.count,
+                           payload, len, m);
     if (topic_owned) free(topic);
     ceb_free(payload);
     props_clear(&props);

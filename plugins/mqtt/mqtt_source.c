@@ -1,4 +1,5 @@
-/* The MQTT source: subscribes with a persistent session and submits each
+/* The MQTT source: subscribes with a persistent session (libmosquitto,
+ * mqtt_pub.h, connected to the ack gate's loopback end) and submits each
  * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK at QoS 1, PUBREC at
  * QoS 2) is held by the ack gate (mqtt_gate.h) until the host's
  * submit callback reports the event durable; malformed messages are
@@ -9,24 +10,32 @@
 #include <string.h>
 #include <time.h>
 
-#include "mqtt_conn.h"
+#include <mqtt_protocol.h>
+
 #include "mqtt_gate.h"
 #include "mqtt_plugin.h"
+#include "mqtt_pub.h"
 
 typedef struct src_ack {
   struct src_ack *prev, *next;
   struct mqtt_source *s;
   uint64_t gen;
   int packet_id; /* 0 for QoS 0: nothing to acknowledge */
-  int dlq;       /* a dead-letter publish (paho calls back), else a submit */
+  int dlq;       /* a dead-letter publish (the client calls back), else a
+                    submit */
 } src_ack;
 
-/* A decoded message waiting for the host to accept it (backpressure). */
+/* A decoded message waiting for the host to accept it (backpressure). The
+ * raw message is kept for a dead letter: borrowed from libmosquitto's
+ * callback while it runs, copied only if the item outlives it. */
 typedef struct backlog_item {
   struct backlog_item *next;
   ceb_event *ev;
-  MQTTAsync_message *m; /* kept raw for a dead letter */
   char *topic;
+  void *payload;
+  size_t len;
+  mosquitto_property *props;
+  int owned; /* topic, payload and props are ours */
   uint64_t gen;
   int packet_id;
 } backlog_item;
@@ -36,8 +45,7 @@ typedef struct mqtt_source {
   const ceb_host *host;
   ceb_instance *inst;
   mqtt_conf conf;
-  mqtt_conn conn;
-  int conn_ready;
+  mqtt_pub *conn;
   mqtt_gate *gate;
   const char *const *topics;
   size_t ntopics;
@@ -55,6 +63,7 @@ typedef struct mqtt_source {
   int pumping; /* one thread submits the backlog at a time */
   backlog_item *backlog, *backlog_tail;
   size_t nbacklog;
+  backlog_item *borrowed; /* the item whose raw message is the callback's */
 } mqtt_source;
 
 static src_ack *ack_new(mqtt_source *s, uint64_t gen, int packet_id, int dlq) {
@@ -116,66 +125,68 @@ static void on_submitted(void *arg, const ceb_submit_result *r) {
   ack_done(a, ok, "submit failed");
 }
 
-static void on_dlq_ok(void *ctx, MQTTAsync_successData *r) {
-  (void)r;
-  ack_done(ctx, 1, NULL);
-}
-static void on_dlq_ok5(void *ctx, MQTTAsync_successData5 *r) {
-  ack_done(ctx, !r || r->reasonCode < 0x80, "dead-letter publish refused");
-}
-static void on_dlq_fail(void *ctx, MQTTAsync_failureData *r) {
-  (void)r;
-  ack_done(ctx, 0, "dead-letter publish failed");
-}
-static void on_dlq_fail5(void *ctx, MQTTAsync_failureData5 *r) {
-  (void)r;
-  ack_done(ctx, 0, "dead-letter publish failed");
+/* A dead letter's outcome (the client's completion, on its I/O thread):
+ * acknowledged, the original's acknowledgement goes out; refused, the
+ * connection is dropped so that the original comes again; not delivered
+ * because its connection went, the gate already dropped what it held. */
+static void on_dlq_done(void *arg, void *ctx, int ok, int reason,
+                        const char *detail) {
+  mqtt_source *s = arg;
+  src_ack *a = ctx;
+  if (ok)
+    ack_done(a, 1, NULL);
+  else if (reason >= 0x80 || mqtt_gate_generation(s->gate) == a->gen)
+    ack_done(a, 0, reason >= 0x80 ? "dead-letter publish refused" : detail);
+  else
+    ack_drop(a);
 }
 
 /* Republishes the message raw (payload, content type, user properties) to
- * dlq_topic with the reason; its acknowledgement waits for the broker's. */
-static void dead_letter(mqtt_source *s, const char *topic,
-                        MQTTAsync_message *in, uint64_t gen,
+ * dlq_topic with the reason; its acknowledgement waits for the broker's.
+ * On the client's I/O thread. */
+static void dead_letter(mqtt_source *s, const backlog_item *b,
                         const char *reason) {
   CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
-          "malformed message on \"%s\" dead-lettered to \"%s\": %s", topic,
+          "malformed message on \"%s\" dead-lettered to \"%s\": %s", b->topic,
           s->dlq_topic, reason);
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_dead_lettered_total", NULL,
                   1);
-  MQTTAsync_message m = MQTTAsync_message_initializer;
-  m.payload = in->payload;
-  m.payloadlen = in->payloadlen;
-  m.qos = 1;
+  /* libmosquitto hands properties out as copies: read them into an array
+   * of ours (freed below) that the client copies once more. */
+  mqtt_pub_prop pr[66];
+  char *owned[2 * 66];
+  size_t n = 0, no = 0;
   if (s->conf.version == 5) {
-    for (int i = 0; i < in->properties.count; i++) {
-      MQTTProperty *p = &in->properties.array[i];
-      if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY ||
-          p->identifier == MQTTPROPERTY_CODE_CONTENT_TYPE)
-        MQTTProperties_add(&m.properties, p);
+    char *ct = NULL, *k = NULL, *v = NULL;
+    if (mosquitto_property_read_string(b->props, MQTT_PROP_CONTENT_TYPE, &ct,
+                                       false)) {
+      owned[no++] = ct;
+      pr[n++] = (mqtt_pub_prop){0, ct, NULL, strlen(ct), 0};
     }
-    mqtt_props_add(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
-                   "ceb_dlq_reason", 14, reason, strlen(reason));
-    mqtt_props_add(&m.properties, MQTTPROPERTY_CODE_USER_PROPERTY,
-                   "ceb_dlq_topic", 13, topic, strlen(topic));
+    const mosquitto_property *p = b->props;
+    int skip = 0;
+    while (n < 64 && (p = mosquitto_property_read_string_pair(
+                          p, MQTT_PROP_USER_PROPERTY, &k, &v, skip))) {
+      skip = 1;
+      owned[no++] = k;
+      owned[no++] = v;
+      pr[n++] = (mqtt_pub_prop){1, k, v, strlen(k), strlen(v)};
+    }
+    pr[n++] = (mqtt_pub_prop){1, "ceb_dlq_reason", reason, 14, strlen(reason)};
+    pr[n++] =
+        (mqtt_pub_prop){1, "ceb_dlq_topic", b->topic, 13, strlen(b->topic)};
   }
-  src_ack *a = ack_new(s, gen, in->qos > 0 ? in->msgid : 0, 1);
-  if (!a) {
-    MQTTProperties_free(&m.properties);
+  src_ack *a = ack_new(s, b->gen, b->packet_id, 1);
+  int rc =
+      a ? mqtt_pub_send(s->conn, s->dlq_topic, 1, pr, n, b->payload, b->len, a)
+        : CEB_ENOMEM;
+  for (size_t i = 0; i < no; i++)
+    free(owned[i]);
+  if (rc == CEB_OK) return;
+  if (a)
+    ack_done(a, 0, "dead-letter publish not queued");
+  else
     mqtt_gate_reset(s->gate, "out of memory");
-    return;
-  }
-  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-  ro.context = a;
-  if (s->conf.version == 5) {
-    ro.onSuccess5 = on_dlq_ok5;
-    ro.onFailure5 = on_dlq_fail5;
-  } else {
-    ro.onSuccess = on_dlq_ok;
-    ro.onFailure = on_dlq_fail;
-  }
-  int rc = MQTTAsync_sendMessage(s->conn.h, s->dlq_topic, &m, &ro);
-  MQTTProperties_free(&m.properties);
-  if (rc != MQTTASYNC_SUCCESS) ack_done(a, 0, "dead-letter publish not queued");
 }
 
 static int stopping(mqtt_source *s) {
@@ -194,11 +205,39 @@ static void violation_text(const ceb_violations *v, char *buf, size_t n) {
   snprintf(buf, n, "ce.invalid: the event failed validation");
 }
 
-static void backlog_free(backlog_item *b) {
+static void backlog_free(mqtt_source *s, backlog_item *b) {
   ceb_event_unref(b->ev);
-  MQTTAsync_freeMessage(&b->m);
-  free(b->topic);
+  if (b->owned) {
+    free(b->topic);
+    free(b->payload);
+    mosquitto_property_free_all(&b->props);
+  }
+  pthread_mutex_lock(&s->lock);
+  if (s->borrowed == b) s->borrowed = NULL;
+  pthread_mutex_unlock(&s->lock);
   free(b);
+}
+
+/* Gives b its own copy of the raw message (it stays in the backlog after
+ * the callback that lent it returns). 0, or -1 out of memory. */
+static int backlog_own(backlog_item *b) {
+  char *topic = strdup(b->topic);
+  void *payload = malloc(b->len ? b->len : 1);
+  mosquitto_property *props = NULL;
+  if (!topic || !payload ||
+      (b->props &&
+       mosquitto_property_copy_all(&props, b->props) != MOSQ_ERR_SUCCESS)) {
+    free(topic);
+    free(payload);
+    mosquitto_property_free_all(&props);
+    return -1;
+  }
+  if (b->len) memcpy(payload, b->payload, b->len);
+  b->topic = topic;
+  b->payload = payload;
+  b->props = props;
+  b->owned = 1;
+  return 0;
 }
 
 /* Submits one decoded message. Returns 1 when the host pushed back (EBUSY):
@@ -207,7 +246,7 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   src_ack *a = ack_new(s, b->gen, b->packet_id, 0);
   if (!a) {
     mqtt_gate_reset(s->gate, "out of memory");
-    backlog_free(b);
+    backlog_free(s, b);
     return 0;
   }
   ceb_violations hv; /* filled by the host when it refuses with EVALIDATION;
@@ -218,7 +257,7 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   int rc = s->host->submit(s->inst, &b->ev, 1, &so, on_submitted, a);
   if (rc == CEB_OK) {
     b->ev = NULL; /* the host owns it; on_submitted finishes a */
-    backlog_free(b);
+    backlog_free(s, b);
     return 0;
   }
   ack_drop(a);
@@ -230,7 +269,7 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
     else
       snprintf(reason, sizeof reason, "%s: %s", ceb_status_name(rc),
                ceb_strerror(rc));
-    dead_letter(s, b->topic, b->m, b->gen, reason);
+    dead_letter(s, b, reason);
   } else if (rc != CEB_ESHUTDOWN) {
     CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
             "submit failed (%s): message left for redelivery",
@@ -239,12 +278,12 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   }
   /* ESHUTDOWN: the host is draining; the acknowledgement stays held and the
    * disconnect that follows returns the message to the broker. */
-  backlog_free(b);
+  backlog_free(s, b);
   return 0;
 }
 
-/* Submits the backlog in arrival order while the host accepts. Called from
- * paho's thread (new messages) and the supervisor tick; never blocks: under
+/* Submits the backlog in arrival order while the host accepts. Called on
+ * the client's I/O thread (new messages, ticks); never blocks: under
  * backpressure the acknowledgements stay held, so the broker's flow control
  * (Receive Maximum / in-flight window) stops sending. */
 static void pump(mqtt_source *s) {
@@ -292,104 +331,99 @@ static void on_tick(void *arg) {
   if (waiting && s->host->accepting(s->inst)) pump(s);
 }
 
-/* Decodes and validates one message; valid events join the backlog (which
- * is empty unless the host pushed back), the rest are dead-lettered. Takes
- * ownership of m. */
-static void consume(mqtt_source *s, const char *topic, MQTTAsync_message *m,
-                    uint64_t gen) {
-  int packet_id = m->qos > 0 ? m->msgid : 0;
-  if (strcmp(topic, s->dlq_topic) == 0) {
+/* The message's Content Type and User Properties as the binding's
+ * headers. CEB_OK or CEB_ENOMEM. */
+static int read_headers(const mosquitto_property *props, ceb_headers *h,
+                        char **ct) {
+  if (!props) return CEB_OK;
+  mosquitto_property_read_string(props, MQTT_PROP_CONTENT_TYPE, ct, false);
+  const mosquitto_property *p = props;
+  char *k = NULL, *v = NULL;
+  int skip = 0, rc = CEB_OK;
+  while (rc == CEB_OK && (p = mosquitto_property_read_string_pair(
+                              p, MQTT_PROP_USER_PROPERTY, &k, &v, skip))) {
+    skip = 1;
+    rc = ceb_headers_add(h, k, v, strlen(v));
+    free(k);
+    free(v);
+  }
+  return rc;
+}
+
+/* Decodes one message; events join the backlog (which is empty unless the
+ * host pushed back), the rest are dead-lettered. The raw message is
+ * borrowed from libmosquitto and copied only if it has to wait. */
+static void consume(mqtt_source *s, const struct mosquitto_message *m,
+                    const mosquitto_property *props, uint64_t gen) {
+  int packet_id = m->qos > 0 ? m->mid : 0;
+  if (strcmp(m->topic, s->dlq_topic) == 0) {
     /* Our own dead letters (a wildcard covers dlq_topic): not events. */
     if (packet_id) mqtt_gate_release(s->gate, gen, packet_id);
-    MQTTAsync_freeMessage(&m);
     return;
   }
+  backlog_item *b = calloc(1, sizeof *b);
+  if (!b) {
+    mqtt_gate_reset(s->gate, "out of memory");
+    return;
+  }
+  b->topic = m->topic;
+  b->payload = m->payload;
+  b->len = (size_t)m->payloadlen;
+  b->props = (mosquitto_property *)props; /* lent: never changed */
+  b->gen = gen;
+  b->packet_id = packet_id;
   ceb_headers h = {0};
   char *ct = NULL;
-  int rc = CEB_OK;
-  for (int i = 0; rc == CEB_OK && i < m->properties.count; i++) {
-    MQTTProperty *p = &m->properties.array[i];
-    if (p->identifier == MQTTPROPERTY_CODE_CONTENT_TYPE && !ct) {
-      ct = strndup(p->value.data.data, (size_t)p->value.data.len);
-      rc = ct ? CEB_OK : CEB_ENOMEM;
-    } else if (p->identifier == MQTTPROPERTY_CODE_USER_PROPERTY) {
-      /* ceb_headers_add copies a NUL-terminated name: attribute names are
-       * short, so only a long one costs an allocation here */
-      char buf[128], *name = buf;
-      size_t nl = (size_t)p->value.data.len;
-      if (nl >= sizeof buf) name = malloc(nl + 1);
-      if (name) {
-        memcpy(name, p->value.data.data, nl);
-        name[nl] = '\0';
-      }
-      rc = name ? ceb_headers_add(&h, name, p->value.value.data,
-                                  (size_t)p->value.value.len)
-                : CEB_ENOMEM;
-      if (name != buf) free(name);
-    }
-  }
-  ceb_event *ev = NULL;
+  int rc = s->conf.version == 5 ? read_headers(props, &h, &ct) : CEB_OK;
   ceb_error err;
-  char reason[320];
   if (rc == CEB_OK)
-    rc = ceb_mqtt_decode(s->conf.version, &h, ct, m->payload,
-                         (size_t)m->payloadlen, &ev, &err);
+    rc = ceb_mqtt_decode(s->conf.version, &h, ct, m->payload, b->len, &b->ev,
+                         &err);
   ceb_headers_clear(&h);
   free(ct);
   /* No validation here: the host's submit validates every event (with the
    * bridge's profile) and its CEB_EVALIDATION dead-letters the message in
-   * submit_one. Checking here as well parsed JSON data once more per
-   * message on paho's receive thread, which every MQTT client of the
-   * process shares (bench/mqtt/README.md). */
-  if (rc != CEB_OK && rc != CEB_ENOMEM)
-    snprintf(reason, sizeof reason, "%s: %s", err.code, err.message);
+   * submit_one. */
   if (rc == CEB_ENOMEM) {
     mqtt_gate_reset(s->gate, "out of memory");
-  } else if (rc != CEB_OK) {
-    dead_letter(s, topic, m, gen, reason);
-  } else {
-    backlog_item *b = calloc(1, sizeof *b);
-    char *t = strdup(topic);
-    if (!b || !t) {
-      free(b);
-      free(t);
-      ceb_event_unref(ev);
-      mqtt_gate_reset(s->gate, "out of memory");
-    } else {
-      b->ev = ev;
-      b->m = m;
-      b->topic = t;
-      b->gen = gen;
-      b->packet_id = packet_id;
-      pthread_mutex_lock(&s->lock);
-      if (s->backlog_tail)
-        s->backlog_tail->next = b;
-      else
-        s->backlog = b;
-      s->backlog_tail = b;
-      s->nbacklog++;
-      pthread_mutex_unlock(&s->lock);
-      pump(s);
-      return; /* m now belongs to b */
-    }
+    backlog_free(s, b);
+    return;
   }
-  MQTTAsync_freeMessage(&m);
+  if (rc != CEB_OK) {
+    char reason[320];
+    snprintf(reason, sizeof reason, "%s: %s", err.code, err.message);
+    dead_letter(s, b, reason);
+    backlog_free(s, b);
+    return;
+  }
+  pthread_mutex_lock(&s->lock);
+  if (s->backlog_tail)
+    s->backlog_tail->next = b;
+  else
+    s->backlog = b;
+  s->backlog_tail = b;
+  s->nbacklog++;
+  s->borrowed = b;
+  pthread_mutex_unlock(&s->lock);
+  pump(s);
+  /* Still waiting (backpressure): the message must outlive the callback.
+   * Only this thread pumps, so b cannot go meanwhile. */
+  pthread_mutex_lock(&s->lock);
+  backlog_item *wait = s->borrowed;
+  s->borrowed = NULL;
+  int lost = wait && backlog_own(wait) != 0;
+  pthread_mutex_unlock(&s->lock);
+  if (lost) /* it stays, without a raw copy: redelivered after the reset */
+    mqtt_gate_reset(s->gate, "out of memory");
 }
 
-static int on_message(void *ctx, char *topic, int topic_len,
-                      MQTTAsync_message *m) {
-  mqtt_source *s = ctx;
+static void on_message(void *arg, const struct mosquitto_message *m,
+                       const mosquitto_property *props) {
+  mqtt_source *s = arg;
   uint64_t gen = mqtt_gate_generation(s->gate);
-  char *t = topic_len > 0 ? strndup(topic, (size_t)topic_len) : NULL;
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "mqtt_received_total", NULL, 1);
   /* While stopping nothing is submitted: unacknowledged, it comes back. */
-  if (!stopping(s))
-    consume(s, t ? t : topic, m, gen);
-  else
-    MQTTAsync_freeMessage(&m);
-  free(t);
-  MQTTAsync_free(topic);
-  return 1;
+  if (!stopping(s)) consume(s, m, props, gen);
 }
 
 static void subscribed(mqtt_source *s, int ok) {
@@ -400,62 +434,24 @@ static void subscribed(mqtt_source *s, int ok) {
             s->ntopics);
 }
 
-static void on_sub_ok(void *ctx, MQTTAsync_successData *r) {
-  mqtt_source *s = ctx;
-  int ok = 1;
-  /* MQTT 3.1.1 SUBACK: 0x80 refuses a filter. */
-  if (s->ntopics == 1 && r && r->alt.qos == 0x80) ok = 0;
-  for (size_t i = 0; s->ntopics > 1 && r && r->alt.qosList && i < s->ntopics;
-       i++)
-    if (r->alt.qosList[i] == 0x80) ok = 0;
-  if (!ok)
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "the broker refused a subscription (SUBACK 0x80)");
-  subscribed(s, ok);
-}
-
-static void on_sub_fail(void *ctx, MQTTAsync_failureData *r) {
-  mqtt_source *s = ctx;
-  CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe failed: %s",
-          r && r->message ? r->message : MQTTAsync_strerror(r ? r->code : -1));
-}
-
-static void on_sub_ok5(void *ctx, MQTTAsync_successData5 *r) {
-  mqtt_source *s = ctx;
-  /* paho fills the array only for more than one filter; one filter's code
-   * is in reasonCode. */
-  int n = r ? r->alt.sub.reasonCodeCount : 0;
-  if (n <= 1) n = 0;
-  for (int i = 0; i < n && r->alt.sub.reasonCodes; i++)
-    if (r->alt.sub.reasonCodes[i] >= 0x80)
+/* The SUBACK: a reason code >= 0x80 refuses that filter. */
+static void on_subscribed(void *arg, int count, const int *codes) {
+  mqtt_source *s = arg;
+  int ok = count == (int)s->ntopics;
+  for (int i = 0; i < count; i++) {
+    if (codes[i] < 0x80) continue;
+    ok = 0;
+    if (s->conf.version == 5)
       CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
               "subscription to \"%s\" refused: reason 0x%02x (%s)",
-              (size_t)i < s->ntopics ? s->topics[i] : "?",
-              (unsigned)r->alt.sub.reasonCodes[i],
-              MQTTReasonCode_toString(r->alt.sub.reasonCodes[i]));
-  int ok = 1;
-  for (int i = 0; i < n && r->alt.sub.reasonCodes; i++)
-    ok &= r->alt.sub.reasonCodes[i] < 0x80;
-  if (n == 0 && r && r->reasonCode >= 0x80) {
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "subscription refused: reason 0x%02x (%s)", (unsigned)r->reasonCode,
-            MQTTReasonCode_toString(r->reasonCode));
-    ok = 0;
+              (size_t)i < s->ntopics ? s->topics[i] : "?", (unsigned)codes[i],
+              mosquitto_reason_string(codes[i]));
+    else
+      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+              "the broker refused the subscription to \"%s\" (SUBACK 0x80)",
+              (size_t)i < s->ntopics ? s->topics[i] : "?");
   }
   subscribed(s, ok);
-}
-
-static void on_sub_fail5(void *ctx, MQTTAsync_failureData5 *r) {
-  mqtt_source *s = ctx;
-  if (r && r->reasonCode >= 0x80)
-    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "subscription refused: reason 0x%02x (%s)", (unsigned)r->reasonCode,
-            MQTTReasonCode_toString(r->reasonCode));
-  else /* the connection went; the next connect subscribes again */
-    CEB_LOG(s->host, s->inst, CEB_LOG_WARN, "subscribe not completed: %s",
-            r && r->message ? r->message
-                            : MQTTAsync_strerror(r ? r->code : -1));
-  subscribed(s, 0);
 }
 
 static void on_lost(void *arg) {
@@ -466,24 +462,10 @@ static void on_lost(void *arg) {
  * needed after a broker lost it. */
 static void on_connected(void *arg) {
   mqtt_source *s = arg;
-  int qos[64];
-  size_t n = s->ntopics;
-  for (size_t i = 0; i < n; i++)
-    qos[i] = s->qos;
-  MQTTAsync_responseOptions ro = MQTTAsync_responseOptions_initializer;
-  ro.context = s;
-  if (s->conf.version == 5) {
-    ro.onSuccess5 = on_sub_ok5;
-    ro.onFailure5 = on_sub_fail5;
-  } else {
-    ro.onSuccess = on_sub_ok;
-    ro.onFailure = on_sub_fail;
-  }
-  int rc = MQTTAsync_subscribeMany(s->conn.h, (int)n, (char *const *)s->topics,
-                                   qos, &ro);
-  if (rc != MQTTASYNC_SUCCESS)
+  int rc = mqtt_pub_subscribe(s->conn, s->ntopics, s->topics, s->qos);
+  if (rc != MOSQ_ERR_SUCCESS)
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "subscribe not sent: %s",
-            MQTTAsync_strerror(rc));
+            mosquitto_strerror(rc));
 }
 
 int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
@@ -546,23 +528,24 @@ int mqtt_source_start(void *state) {
   mqtt_source *s = state;
   int rc = mqtt_gate_new(s->host, s->inst, &s->conf, &s->gate);
   if (rc != CEB_OK) return rc;
-  char uri[64];
-  snprintf(uri, sizeof uri, "tcp://127.0.0.1:%d", mqtt_gate_port(s->gate));
-  mqtt_conn_opts o = {.uri = uri,
-                      .clean = 0,
-                      .session_expiry_s = s->session_expiry_s,
-                      .receive_max = s->max_inflight,
-                      .max_inflight = s->max_inflight};
-  mqtt_conn_ops ops = {on_connected, on_lost, on_tick, on_message};
-  rc = mqtt_conn_init(&s->conn, s->host, s->inst, &s->conf, s->conf.client_id,
-                      &o, &ops, s);
-  s->conn_ready = 1;
+  /* The client talks plain MQTT to the gate's loopback end; the gate holds
+   * its acknowledgements and does TLS to the broker. */
+  mqtt_pub_opts o = {.host = "127.0.0.1",
+                     .port = mqtt_gate_port(s->gate),
+                     .plain = 1,
+                     .resume = 1,
+                     .session_expiry_s = s->session_expiry_s,
+                     .receive_max = s->max_inflight};
+  mqtt_pub_ops ops = {on_connected, on_lost,    on_tick,
+                      on_dlq_done,  on_message, on_subscribed};
+  rc = mqtt_pub_new(s->host, s->inst, &s->conf, s->conf.client_id, &o, &ops, s,
+                    &s->conn);
   if (rc != CEB_OK) return rc;
   CEB_LOG(s->host, s->inst, CEB_LOG_INFO,
           "subscribing %zu filter(s) at QoS %d on %s:%d, acknowledging only "
           "after durable submit",
           s->ntopics, s->qos, s->conf.host, s->conf.port);
-  return mqtt_conn_start(&s->conn);
+  return mqtt_pub_start(s->conn);
 }
 
 /* Waits for submit callbacks (and dead-letter publishes when dlq). */
@@ -592,7 +575,7 @@ int mqtt_source_drain(void *state, int64_t deadline_ms) {
   pthread_mutex_unlock(&s->lock);
   int rc = wait_quiet(s, deadline_ms, 1);
   if (s->gate) mqtt_gate_flush(s->gate, deadline_ms - s->host->now_ms(s->inst));
-  if (s->conn_ready) mqtt_conn_disconnect(&s->conn, 1000);
+  if (s->conn) mqtt_pub_disconnect(s->conn, 1000);
   return rc;
 }
 
@@ -603,11 +586,13 @@ void mqtt_source_destroy(void *state) {
   s->stopping = 1;
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
-  if (s->conn_ready) {
-    mqtt_conn_disconnect(&s->conn, 1000);
-    mqtt_conn_destroy(&s->conn);
+  if (s->conn) {
+    mqtt_pub_disconnect(s->conn, 1000);
+    mqtt_pub_free(s->conn);
+    s->conn = NULL;
   }
-  /* paho calls nothing back any more: its dead-letter records are dead. */
+  /* The client calls nothing back any more: its dead-letter records are
+   * dead. */
   pthread_mutex_lock(&s->lock);
   for (src_ack *a = s->acks, *next; a; a = next) {
     next = a->next;
@@ -633,7 +618,7 @@ void mqtt_source_destroy(void *state) {
   while (s->backlog) { /* never acknowledged: the broker still has them */
     backlog_item *b = s->backlog;
     s->backlog = b->next;
-    backlog_free(b);
+    backlog_free(s, b);
   }
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);

@@ -1,11 +1,10 @@
 /* Test helper: a real mosquitto broker (/usr/sbin/mosquitto) as a child
  * process on 127.0.0.1 with an ephemeral port, plus a small blocking MQTT
- * client (paho MQTTAsync underneath, the library the plugin uses, so that one
- * process never loads two paho flavours).
+ * client (libmosquitto underneath, the library the plugin uses).
  *
  * Threading: a broker handle is used from one test thread. A client may be
- * used from one test thread; its received messages are collected by paho's
- * thread under a lock. */
+ * used from one test thread; its received messages are collected by
+ * libmosquitto's network thread under a lock. */
 #ifndef CEB_MOSQUITTO_H
 #define CEB_MOSQUITTO_H
 
@@ -55,7 +54,6 @@ typedef struct ceb_mqtt_msg {
   char *payload; /* NUL-terminated copy */
   size_t len;
   int qos;
-  int dup;
   char *content_type;   /* MQTT 5 Content Type, or NULL */
   ceb_mqtt_prop *props; /* MQTT 5 user properties */
   size_t nprops;

@@ -1,4 +1,4 @@
-/* The MQTT sink publishes CloudEvents that a plain paho subscriber reads
+/* The MQTT sink publishes CloudEvents that a plain libmosquitto client reads
  * back intact: MQTT 5 binary (attributes as user properties, Content Type)
  * and structured, MQTT 3.1.1 structured; topic templates and overrides;
  * settles ACK only from the broker's acknowledgement. */

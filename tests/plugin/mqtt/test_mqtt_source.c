@@ -1,4 +1,4 @@
-/* The MQTT source turns what a plain paho publisher sends into the same
+/* The MQTT source turns what a plain libmosquitto publisher sends into the same
  * CloudEvents: MQTT 5 binary and structured, MQTT 3.1.1 structured, through
  * wildcard subscriptions. A malformed message goes raw to dlq_topic with its
  * reason and the next message still flows. */
