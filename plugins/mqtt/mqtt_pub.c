@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "mqtt_pub_internal.h"
 
-#define MAX_PAYLOAD 268435455u /* MQTT's largest remaining length */
+#define MAX_PAYLOAD 268435455u  /* MQTT's largest remaining length */
+#define MQTT_PUB_READ_BATCH 256 /* packets read per poll at most */
 
 /* libmosquitto is set up once per load of the plugin and torn down when
  * the plugin is unloaded: its TLS set-up (a UI method) lives until
@@ -259,8 +261,17 @@ static int io_round(mqtt_pub *p, int wait_ms) {
   if (r < 0) return errno == EINTR ? MOSQ_ERR_SUCCESS : MOSQ_ERR_ERRNO;
   if (r > 0 && (f[1].revents & POLLIN)) drain_efd(p);
   int rc = MOSQ_ERR_SUCCESS;
-  if (r > 0 && (f[0].revents & (POLLIN | POLLHUP | POLLERR)))
-    rc = mosquitto_loop_read(p->mosq, 1);
+  if (r > 0 && (f[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+    /* libmosquitto 2.0 reads one packet per call when nothing of ours
+     * awaits an acknowledgement (the source's case): go on while the
+     * socket holds more, instead of one poll per packet (bounded, so
+     * that ticks and writes still come round). */
+    int avail = 0, n = 0;
+    do
+      rc = mosquitto_loop_read(p->mosq, 1);
+    while (rc == MOSQ_ERR_SUCCESS && ++n < MQTT_PUB_READ_BATCH &&
+           ioctl(f[0].fd, FIONREAD, &avail) == 0 && avail > 0);
+  }
   if (rc == MOSQ_ERR_SUCCESS && r > 0 && (f[0].revents & POLLOUT))
     rc = mosquitto_loop_write(p->mosq, 1);
   return rc;
