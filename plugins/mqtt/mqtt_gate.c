@@ -203,6 +203,11 @@ static void accept_client(mqtt_gate *g) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   g->cfd = fd;
+  /* A new generation here as well as at close: the client may still read
+   * messages of the closed connection from its socket (stamped with the
+   * generation after the close) before it reconnects, and their releases
+   * must not reach this connection. */
+  update_shared(g, 0, 1);
   if (connect_broker(g) != 0)
     close_pair(g); /* paho sees the connect fail and backs off */
 }
