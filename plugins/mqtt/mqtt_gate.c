@@ -29,7 +29,7 @@
 typedef struct held_ack {
   int packet_id;
   int ready;
-  unsigned char frame[4]; /* acks from paho are 4 bytes (no reason code) */
+  unsigned char frame[4]; /* the client's acks are 4 bytes (no reason code) */
   unsigned char *big;     /* longer ones (MQTT 5 reason code/properties) */
   size_t len;
 } held_ack;
@@ -62,10 +62,10 @@ struct mqtt_gate {
   /* relay thread only */
   int cfd, bfd;
   SSL *ssl;
-  unsigned char *cbuf, *bbuf; /* partial frames from paho / the broker */
+  unsigned char *cbuf, *bbuf; /* partial frames from the client / broker */
   size_t clen, ccap, blen, bcap;
-  /* Packet ids of QoS 2 PUBLISHes forwarded to paho as QoS 1 whose PUBACK
-   * from paho has not arrived yet: that PUBACK goes out as PUBREC. */
+  /* Packet ids of QoS 2 PUBLISHes forwarded to the client as QoS 1 whose
+   * PUBACK from the client has not arrived yet: it goes out as PUBREC. */
   unsigned char qos2[MAX_QOS2 / 8];
   held_ack *held;
   size_t hhead, htail, hcap;
@@ -199,7 +199,7 @@ static void accept_client(mqtt_gate *g) {
   int fd = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC);
   if (fd < 0) return;
   if (g->cfd >= 0)
-    close_pair(g); /* paho reconnected: the old pair is dead to it */
+    close_pair(g); /* the client reconnected: the old pair is dead to it */
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   g->cfd = fd;
@@ -209,7 +209,7 @@ static void accept_client(mqtt_gate *g) {
    * must not reach this connection. */
   update_shared(g, 0, 1);
   if (connect_broker(g) != 0)
-    close_pair(g); /* paho sees the connect fail and backs off */
+    close_pair(g); /* the client sees the connect fail and backs off */
 }
 
 static int prerel_take(mqtt_gate *g, int id) {
@@ -286,7 +286,7 @@ static int qos2_take(mqtt_gate *g, int id) {
   return was;
 }
 
-/* Parses complete packets from paho: acknowledgements are held, the rest
+/* Parses complete packets from the client: acknowledgements are held, the rest
  * is forwarded. -1 closes the pair. */
 static int pump_client(mqtt_gate *g) {
   size_t off = 0;
@@ -316,13 +316,14 @@ static int pump_client(mqtt_gate *g) {
   return flush_ready(g);
 }
 
-/* Parses complete packets from the broker and forwards them to paho, except
- * that a QoS 2 PUBLISH goes to paho as QoS 1 (paho then acknowledges it with
- * a PUBACK the gate can hold; paho would hand a QoS 2 message over only after
- * the PUBREL, which needs the PUBREC that waits for durability) and a PUBREL
- * is answered with PUBCOMP here, for any packet id: after a reconnect the
- * broker resends PUBREL for PUBRECs sent on an earlier connection, and the
- * message was taken in either case. -1 closes the pair. */
+/* Parses complete packets from the broker and forwards them to the client,
+ * except that a QoS 2 PUBLISH goes to the client as QoS 1 (which it then
+ * acknowledges with a PUBACK the gate can hold; it would hand a QoS 2
+ * message over only after the PUBREL, which needs the PUBREC that waits for
+ * durability) and a PUBREL is answered with PUBCOMP here, for any packet
+ * id: after a reconnect the broker resends PUBREL for PUBRECs sent on an
+ * earlier connection, and the message was taken in either case. -1 closes
+ * the pair. */
 static int pump_broker(mqtt_gate *g) {
   size_t off = 0, from = 0;
   mqtt_frame f;
@@ -445,7 +446,7 @@ static void apply_taken(mqtt_gate *g, release *rel, size_t nrel, uint64_t gen,
     for (size_t j = g->hhead; j < g->htail && !found; j++)
       if (g->held[j].packet_id == rel[i].packet_id && !g->held[j].ready)
         found = g->held[j].ready = 1;
-    if (!found) { /* released before paho's ack reached us */
+    if (!found) { /* released before the client's ack reached us */
       if (g->nprerel == MAX_PREREL)
         memmove(g->prerel, g->prerel + 1, (MAX_PREREL - 1) * sizeof(int));
       else

@@ -1,22 +1,24 @@
-/* The ack gate: a loopback relay between paho and the broker that holds the
- * source's acknowledgements (PUBACK at QoS 1, PUBREC at QoS 2) until the
- * host has made the message durable.
+/* The ack gate: a loopback relay between the source's MQTT client
+ * (libmosquitto, mqtt_pub.h) and the broker that holds the source's
+ * acknowledgements (PUBACK at QoS 1, PUBREC at QoS 2) until the host has
+ * made the message durable.
  *
- * Why: paho.mqtt.c acknowledges an incoming QoS 1 PUBLISH on the wire before
- * it calls messageArrived (MQTTProtocol_handlePublishes sends PUBACK first),
- * and has no manual-ack API. The gate parses both byte streams (MQTT fixed
- * header + remaining length), forwards every packet except the held
- * acknowledgements, and releases those in arrival order once
+ * Why: libmosquitto (like paho.mqtt.c before it) acknowledges an incoming
+ * QoS 1 PUBLISH itself while it hands it to on_message, and has no
+ * manual-ack API. The gate splits both byte streams into packets with the
+ * plugin's frame parser (mqtt_frame.h), forwards every packet except the
+ * held acknowledgements, and releases those in arrival order once
  * mqtt_gate_release() is called for their packet id. A connection that ends
  * drops what it held, so the broker redelivers (persistent session).
  *
- * QoS 2: paho hands an inbound QoS 2 message over only after the broker's
- * PUBREL, which needs our PUBREC, which must wait for durability. So the gate
- * forwards a QoS 2 PUBLISH to paho as QoS 1 (same packet id), sends the
- * broker a PUBREC where paho's released PUBACK for that id would go, and
- * answers every PUBREL with PUBCOMP itself (PUBREL is not forwarded).
+ * QoS 2: the client hands an inbound QoS 2 message over only after the
+ * broker's PUBREL, which needs our PUBREC, which must wait for durability.
+ * So the gate forwards a QoS 2 PUBLISH to the client as QoS 1 (same packet
+ * id), sends the broker a PUBREC where the client's released PUBACK for that
+ * id would go, and answers every PUBREL with PUBCOMP itself (PUBREL is not
+ * forwarded).
  *
- * TLS to the broker is done here (OpenSSL); paho talks plain TCP to
+ * TLS to the broker is done here (OpenSSL); the client talks plain TCP to
  * 127.0.0.1 only.
  *
  * Threading: one relay thread per gate. mqtt_gate_release, _reset, _held and
@@ -35,7 +37,7 @@ typedef struct mqtt_gate mqtt_gate;
  * CEB_OK or < 0 with a log line. conf is borrowed until mqtt_gate_free. */
 int mqtt_gate_new(const ceb_host *host, ceb_instance *inst,
                   const mqtt_conf *conf, mqtt_gate **out);
-/* The loopback port paho must connect to. */
+/* The loopback port the client must connect to. */
 int mqtt_gate_port(const mqtt_gate *g);
 /* Identifies the current relayed connection; releases name it so that an
  * acknowledgement never leaks into a later connection by mistake. */

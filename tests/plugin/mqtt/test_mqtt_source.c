@@ -134,12 +134,42 @@ out:
   mtest_free(&t);
 }
 
+/* A shared subscription ($share/<group>/<filter>, MQTT 5): the broker hands
+ * each message to one member of the group; with one member, all of them
+ * arrive, acknowledged through the gate as any other. */
+static void shared(ceb_mosq *b) {
+  fprintf(stderr, "-- source shared subscription\n");
+  const char *kv[] = {"broker",    b->addr,  "client_id",
+                      "src-share", "topics", "$share/cebridge/shared/#",
+                      NULL};
+  mtest_inst t;
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, kv), CEB_OK);
+  CHECK_INT(mtest_start(&t), CEB_OK);
+  CHECK(mtest_wait_subscribed(&t));
+  ceb_mqtt_client *pub = ceb_mqtt_client_new(b->url, "share-writer", 5);
+  CHECK(pub != NULL);
+  for (int i = 0; pub && i < 3; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "share-%d", i);
+    ceb_event *e = mtest_event(id, "nl.edu.shared");
+    CHECK_INT(mtest_publish_event(pub, "shared/a", e, 5, CEB_MODE_BINARY),
+              CEB_OK);
+    CHECK(ceb_fake_wait_events(t.fake, (size_t)i + 1, 10000));
+    check_event(&t, (size_t)i, e);
+    ceb_event_unref(e);
+  }
+  CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
+  ceb_mqtt_client_free(pub);
+  mtest_free(&t);
+}
+
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
   if (!b) return ceb_test_done("test_mqtt_source");
   run(b, 5);
   run(b, 4);
+  shared(b);
 
   /* Config errors name the problem before anything connects. */
   const char *no_id[] = {"broker", b->addr, "topics", "a/#", NULL};
