@@ -2,7 +2,7 @@
 # run_wrk.sh: bridge CPU per event and latency with wrk, for one or more
 # build trees run back to back (e.g. the commit before a change and after).
 #
-#   bench/http/run_wrk.sh [-d SECONDS] [-c "16 64"] [-s "http202 http2kafka"]
+#   bench/http/run_wrk.sh [-d SECONDS] [-c "16 64"] [-s "SCENARIO..."]
 #                         BUILD_DIR [BUILD_DIR...]
 #
 # Each BUILD_DIR is a CMake build tree holding bin/cebridge,
@@ -13,7 +13,9 @@
 #              path (journal, claim, settle) with a sink that costs nothing
 #   http2kafka http intermediary -> kafka sink (acks=all, idempotent, the
 #              sink's defaults) keyed and ordered by subject, against
-#              librdkafka's mock cluster (ceb-kafka-mock)
+#              librdkafka's mock cluster (ceb-kafka-mock); binary mode
+#   http2kafka_structured  the same in structured mode (the record's value
+#              is the JSON format: with ABI 1.1 the journal's bytes)
 # wrk (Debian package wrk) POSTs 1 KiB structured CloudEvents with unique ids
 # (wrk_cloudevents.lua) on C keep-alive connections for SECONDS (default 15).
 # CPU per event: the bridge's utime+stime (/proc/PID/stat, all threads) from
@@ -24,7 +26,7 @@
 set -eu
 DUR=15
 CONNS="16 64"
-SCEN="http202 http2kafka"
+SCEN="http202 http2kafka http2kafka_structured"
 while getopts d:c:s: o; do
   case $o in
     d) DUR=$OPTARG ;;
@@ -66,7 +68,7 @@ run_one() { # build scenario conns
     http202)
       SINK="plugin = testsink
 mode = ack" ;;
-    http2kafka)
+    http2kafka|http2kafka_structured)
       mkfifo "$D/mockin"
       "$B/bin/ceb-kafka-mock" -t bench.out:16 < "$D/mockin" > "$D/mock.out" 2>"$D/mock.err" &
       MOCK=$!
@@ -75,7 +77,11 @@ mode = ack" ;;
       SINK="plugin = kafka
 brokers = $(head -1 "$D/mock.out")
 topic = bench.out
-key_attribute = subject" ;;
+key_attribute = subject"
+      if [ "$S" = http2kafka_structured ]; then
+        SINK="$SINK
+mode = structured"
+      fi ;;
     *) echo "unknown scenario $S" >&2; return 1 ;;
   esac
   mkdir -p "$D/conf"; cat > "$D/conf/bridge.conf" <<INI
