@@ -343,6 +343,21 @@ static void pump(mqtt_sink *s) {
   }
 }
 
+/* Structured mode from the journal's bytes (ceb_delivery_encoded, ABI 1.1):
+ * what ceb_mqtt_encode writes (the JSON format; Content Type on MQTT 5),
+ * without encoding the event again. */
+static int structured_payload(int version, const char *json, size_t len,
+                              char **ct, char **payload, size_t *plen) {
+  *payload = malloc(len + 1);
+  if (!*payload) return CEB_ENOMEM;
+  memcpy(*payload, json, len);
+  (*payload)[len] = '\0';
+  *plen = len;
+  if (version == 5 && !(*ct = strdup("application/cloudevents+json")))
+    return CEB_ENOMEM; /* the caller frees the payload */
+  return CEB_OK;
+}
+
 int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   mqtt_sink *s = state;
   if (!d || !d->event) return CEB_EINVAL;
@@ -377,8 +392,13 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   sink_props props = {0};
   char *payload = NULL;
   size_t len = 0;
-  int rc = ceb_mqtt_encode(d->event, s->conf.version, s->mode, &props.user,
-                           &props.ct, &payload, &len);
+  size_t jlen = 0;
+  const char *json =
+      s->mode == CEB_MODE_STRUCTURED ? ceb_delivery_encoded(d, &jlen) : NULL;
+  int rc = json ? structured_payload(s->conf.version, json, jlen, &props.ct,
+                                     &payload, &len)
+                : ceb_mqtt_encode(d->event, s->conf.version, s->mode,
+                                  &props.user, &props.ct, &payload, &len);
   if (rc == CEB_OK && s->conf.version == 5) rc = props_build(&props);
   if (rc == CEB_ENOMEM) goto out; /* the engine retries */
   if (rc != CEB_OK || len > 268435455u) {

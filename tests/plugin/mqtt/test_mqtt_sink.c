@@ -1,7 +1,9 @@
 /* The MQTT sink publishes CloudEvents that a plain libmosquitto client reads
  * back intact: MQTT 5 binary (attributes as user properties, Content Type)
  * and structured, MQTT 3.1.1 structured; topic templates and overrides;
- * settles ACK only from the broker's acknowledgement. */
+ * settles ACK only from the broker's acknowledgement. Structured mode
+ * publishes the host's journaled bytes (ceb_delivery.encoded, ABI 1.1) as
+ * they are; binary mode ignores them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,17 @@ static void run(ceb_mosq *b, int version, const char *mode) {
 
   ceb_event *ev = mtest_event("sink-1", "nl.edu.inschrijving.created");
   ceb_delivery *d = ceb_fake_delivery_new(t.fake, ev, "r1", NULL, 1);
+  /* journaled bytes ceb_json_encode would not write (a leading space) */
+  char *enc = NULL, *journal = NULL;
+  size_t enc_len = 0;
+  CHECK_INT(ceb_json_encode(ev, &enc, &enc_len), CEB_OK);
+  if (enc && (journal = malloc(enc_len + 2))) {
+    journal[0] = ' ';
+    memcpy(journal + 1, enc, enc_len + 1);
+    d->encoded = journal;
+    d->encoded_len = enc_len + 1;
+  }
+  ceb_free(enc);
   CHECK_INT(t.p->deliver(t.state, d), CEB_OK);
   ceb_fake_settle s;
   CHECK_INT(settle_outcome(&t, 0, &s), CEB_ACK);
@@ -50,14 +63,17 @@ static void run(ceb_mosq *b, int version, const char *mode) {
     } else if (version == 5) {
       CHECK_STR(m->content_type, "application/cloudevents+json");
       CHECK_INT(m->nprops, 0);
+      CHECK_STR(m->payload, journal ? journal : "");
     } else {
       CHECK(m->content_type == NULL);
+      CHECK_STR(m->payload, journal ? journal : "");
     }
     ceb_event *got = mtest_decode(m, version == 5 ? 5 : 4);
     CHECK(mtest_event_equal(ev, got));
     ceb_event_unref(got);
   }
   ceb_fake_delivery_free(d);
+  free(journal);
 
   /* A DLQ-style topic override wins over the template. */
   d = ceb_fake_delivery_new(t.fake, ev, "r1", "dlq/sink", 2);
