@@ -10,6 +10,11 @@
 3. Every `cebridge COMMAND` mentioned there is a command `cebridge --help`
    lists, and every `cebridge COMMAND SUB` of dlq/event/schema/contracts is a
    subcommand that command's --help mentions.
+4. Every path of the tree that README.md, docs/architecture.md and
+   docs/plugin-guide.md name (core/..., sdk/..., plugins/..., include/...,
+   tests/..., ...) exists, and every file name they give without its folder
+   (`store_vfs.c`) is the name of a file of the tree. Placeholders
+   (`plugins/<name>/`, `cmd_<name>.c`) and globs are skipped.
 """
 import glob
 import os
@@ -78,9 +83,38 @@ for path in docs:
         elif sub and cmd in sub_help and sub not in sub_help[cmd]:
             failures.append(f"{rel}: 'cebridge {cmd} {sub}' is not in its --help")
 
+# 4. The map pages name only files and folders that exist.
+TOP = ("core", "sdk", "plugins", "include", "tests", "bench", "contrib",
+       "docs", "cmake", "schemas", "bridge.d")
+PATH = re.compile(r"(?<![\w/.<>-])((?:%s)/[A-Za-z0-9_./<>*-]*)" %
+                  "|".join(re.escape(t) for t in TOP))
+BARE = re.compile(r"(?<![\w/.<>-])([A-Za-z0-9_-]+\.[ch])\b(?![\w/<>])")
+basenames = set()
+for root, dirs, files in os.walk(src):
+    dirs[:] = [d for d in dirs if not d.startswith(".") and
+               not d.startswith("build")]
+    basenames.update(files)
+checked_paths = 0
+for rel in ("README.md", "docs/architecture.md", "docs/plugin-guide.md"):
+    text = open(os.path.join(src, rel), encoding="utf-8").read()
+    for m in PATH.finditer(text):
+        p = m.group(1).rstrip(".")
+        if "<" in p or "*" in p:
+            continue
+        checked_paths += 1
+        if not os.path.exists(os.path.join(src, p)):
+            failures.append(f"{rel}: '{p}' does not exist")
+    for m in BARE.finditer(text):
+        checked_paths += 1
+        if m.group(1) not in basenames:
+            failures.append(f"{rel}: no file of the tree is named "
+                            f"'{m.group(1)}'")
+if checked_paths < 50:
+    failures.append(f"only {checked_paths} paths found in the map pages")
+
 for f in failures:
     print("FAIL:", f)
 print(f"docs: {checked_keys} config keys and {checked_cmds} command mentions "
-      f"checked in {len(docs)} files")
+      f"checked in {len(docs)} files; {checked_paths} paths in the map pages")
 print(f"{1 if not failures else 0} passed, {1 if failures else 0} failed")
 sys.exit(1 if failures else 0)
