@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
 #include <ceb/ceb.h>
 
 #include "delivery/engine_internal.h"
@@ -17,24 +15,6 @@
 #define CLAIM_MAX 64
 #define MAX_SLEEP_MS 1000 /* re-read the clock at least this often */
 #define RESYNC_MS 2000    /* idle routes look at the store this often */
-
-int64_t cebe_now(ceb_engine *e) {
-  if (e->clock) return e->clock(e->clock_arg);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void cebe_kick_locked(ceb_engine *e) {
-  e->gen++;
-  pthread_cond_broadcast(&e->cond);
-}
-
-void ceb_engine_kick(ceb_engine *e) {
-  pthread_mutex_lock(&e->lock);
-  cebe_kick_locked(e);
-  pthread_mutex_unlock(&e->lock);
-}
 
 static void engine_ingested(void *arg, const ceb_ingest_batch *b);
 
@@ -265,114 +245,13 @@ size_t ceb_engine_inflight(ceb_engine *e) {
   return n;
 }
 
-void cebe_dctx_free(dctx *c) {
-  if (!c) return;
-  ceb_event_unref(c->ev);
-  free(c->json);
-  free(c);
-}
-
-/* Stable across retries and restarts: receivers dedupe on it. Shaped as a
- * UUID version 4 (the Edukoppeling profile asks for one in Idempotency-Key):
- * 122 bits of sha256(source, id, route[, replays]) with the version and
- * variant bits set, so the same (event, route) always gets the same key
- * until a DLQ replay: each replay is a new operation for the receiver (the
- * annex's "new key once the old one's life is over"; the old key's stored
- * 4xx would otherwise answer it), so it gets a key of its own. replays 0
- * hashes exactly as before replays were counted. */
-static void idem_key(const ceb_event *ev, const char *route, uint32_t replays,
-                     char out[65]) {
-  const char *src = ceb_event_get(ev, "source"), *id = ceb_event_get(ev, "id");
-  EVP_MD_CTX *md = EVP_MD_CTX_new();
-  char gen[16];
-  snprintf(gen, sizeof gen, "%u", (unsigned)replays);
-  unsigned char h[EVP_MAX_MD_SIZE];
-  unsigned int hl = 0;
-  out[0] = '\0';
-  if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) &&
-      EVP_DigestUpdate(md, src ? src : "", strlen(src ? src : "") + 1) &&
-      EVP_DigestUpdate(md, id ? id : "", strlen(id ? id : "") + 1) &&
-      EVP_DigestUpdate(md, route, strlen(route)) &&
-      (replays == 0 || (EVP_DigestUpdate(md, "", 1) &&
-                        EVP_DigestUpdate(md, gen, strlen(gen)))) &&
-      EVP_DigestFinal_ex(md, h, &hl)) {
-    h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 */
-    h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    size_t o = 0;
-    for (unsigned i = 0; i < 16 && i < hl; i++) {
-      if (i == 4 || i == 6 || i == 8 || i == 10) out[o++] = '-';
-      snprintf(out + o, 3, "%02x", h[i]);
-      o += 2;
-    }
-  }
-  EVP_MD_CTX_free(md);
-}
-
-/* Hands c to its sink. Lock not held. deliver may settle before it
- * returns, so c is not touched after a successful call. Returns 1 when the
- * sink said CEB_EBUSY (c deferred), else 0. */
+/* Hands c to its sink; a refusal is settled here (CEB_EBUSY defers c: not
+ * an attempt). deliver may settle before it returns, so c is not touched
+ * after it was taken. Returns 1 when the sink said CEB_EBUSY, else 0. */
 static int dispatch(ceb_engine *e, dctx *c) {
-  eng_sink *s = &e->sinks[c->sink];
-  ceb_instance *inst = s->cfg.inst;
-  int rc = inst && inst->plugin && inst->plugin->deliver
-               ? inst->plugin->deliver(inst->state, &c->d)
-               : CEB_EUNSUPPORTED;
-  if (rc == CEB_OK) {
-    if (atomic_load_explicit(&s->busy_ms, memory_order_relaxed))
-      atomic_store_explicit(&s->busy_ms, 0, memory_order_relaxed);
-    return 0;
-  }
-  if (rc == CEB_EBUSY) {
-    cebe_defer(e, c); /* backpressure, not a failed attempt */
-    return 1;
-  }
-  /* Not taken: a retryable failure with the status, unless the attempt
-   * was already timed out meanwhile. */
-  char reason[48];
-  snprintf(reason, sizeof reason, "deliver.%s", ceb_status_name(rc));
-  ceb_settle_info info = {.struct_size = sizeof info,
-                          .outcome = CEB_RETRY,
-                          .retry_after_ms = -1,
-                          .reason = reason,
-                          .detail = ceb_strerror(rc)};
-  ceb_engine_settle(e, &c->d, &info);
-  return 0;
-}
-
-int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
-                    ceb_event *ev, const char *route, int64_t dlq_id) {
-  pthread_mutex_lock(&e->lock);
-  int stopping = e->stopping;
-  pthread_mutex_unlock(&e->lock);
-  dctx *c = stopping ? NULL : calloc(1, sizeof *c);
-  if (!c) {
-    ceb_event_unref(ev);
-    return stopping ? CEB_ESHUTDOWN : CEB_ENOMEM;
-  }
-  c->kind = kind;
-  c->sink = sink;
-  c->ev = ev;
-  c->dlq_id = dlq_id;
-  c->attempt = 1;
-  snprintf(c->topic, sizeof c->topic, "%s", topic ? topic : "");
-  idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", 0, c->idem_key);
-  c->d = (ceb_delivery){.struct_size = sizeof c->d,
-                        .event = ev,
-                        .route = route,
-                        .topic = topic ? c->topic : NULL,
-                        .idempotency_key = c->idem_key,
-                        .attempt = 1};
-  pthread_mutex_lock(&e->lock);
-  c->started_at = cebe_now(e);
-  c->d.deadline_ms = c->started_at + FWD_TIMEOUT_MS;
-  int rc = cebe_ptrset_add(&e->live, c);
-  pthread_mutex_unlock(&e->lock);
-  if (rc != CEB_OK) {
-    cebe_dctx_free(c);
-    return rc;
-  }
-  dispatch(e, c);
-  return CEB_OK;
+  int rc = cebe_dispatch(e, c);
+  if (rc != CEB_OK) cebe_refused(e, c, rc);
+  return rc == CEB_EBUSY;
 }
 
 /* Claims up to n due deliveries of route r and dispatches them, or with
@@ -420,7 +299,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
        * sink sends them as they are instead of encoding ev again */
       c->json = cl->event_json;
       cl->event_json = NULL;
-      idem_key(ev, rt->cfg.name, cl->replays, c->idem_key);
+      cebe_idem_key(ev, rt->cfg.name, cl->replays, c->idem_key);
       c->d = (ceb_delivery){.struct_size = sizeof c->d,
                             .event = ev,
                             .route = rt->cfg.name,
@@ -492,7 +371,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
   int busy = 0;
   for (size_t i = 0; i < nready; i++) {
     if (busy) {
-      cebe_defer(e, ready[i]);
+      cebe_refused(e, ready[i], CEB_EBUSY); /* deferred */
       continue;
     }
     busy = dispatch(e, ready[i]);

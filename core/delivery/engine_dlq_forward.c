@@ -212,9 +212,23 @@ static void fwd_send(ceb_engine *e, size_t route, int64_t id,
     fwd_unsend(e, id, 0, 1);
     return;
   }
-  if (cebe_send_extra(e, DCTX_FORWARD, (size_t)rt->cfg.dlq_sink,
-                      rt->cfg.dlq_topic, dl, rt->cfg.name, id) != CEB_OK)
+  dctx *refused = NULL;
+  int rc = cebe_send_extra(e, DCTX_FORWARD, (size_t)rt->cfg.dlq_sink,
+                           rt->cfg.dlq_topic, dl, rt->cfg.name, id, &refused);
+  if (refused) {
+    /* the sink refused it: settled here as a sink's RETRY (or a busy
+     * sink's deferral) would be, without going up to engine_settle.c */
+    char reason[48];
+    ceb_settle_info in;
+    cebe_refusal_info(rc, &in, reason);
+    dctx *c = cebe_settle_begin(e, &refused->d, &in);
+    if (c) {
+      cebe_fwd_settled(e, c, &in);
+      cebe_dctx_free(c);
+    }
+  } else if (rc != CEB_OK) {
     fwd_unsend(e, id, FWD_BACKOFF_MIN_MS, 0);
+  }
 }
 
 void cebe_fwd_dead(ceb_engine *e, size_t route, int64_t dlq_id,

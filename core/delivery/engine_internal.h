@@ -1,4 +1,21 @@
-/* Internals of the delivery engine, shared by its files. */
+/* Internals of the delivery engine, shared by its files.
+ *
+ * The files are layers and call one way only, down this list (a file calls
+ * the files below it, never one above; each function below is declared
+ * under the file that defines it):
+ *   engine_core.c        lifecycle, workers, claims, timeouts; the public
+ *                        ceb_engine_* calls but settle (and kick: base)
+ *   engine_settle.c      settles (ceb_engine_settle) and their outcomes:
+ *                        store writes, dead letters, receipts
+ *   engine_dlq_forward.c the dead-letter forwards' schedule and sends
+ *   engine_send.c        handing attempts to sinks (a refusal is returned
+ *                        to the caller above, which settles it) and the
+ *                        host's side of every settle (cebe_settle_begin)
+ *   engine_base.c, engine_deadletter.c, engine_ptrset.c   leaves
+ * A sink that settles inside deliver re-enters through the host's settle
+ * call (the plugin's side of the ABI), not through these files.
+ * tests/unit/delivery/engine_layers.sh (unit_delivery_layers) checks the
+ * order from the archive's symbols: a new file needs its row here and there. */
 #ifndef CEB_ENGINE_INTERNAL_H
 #define CEB_ENGINE_INTERNAL_H
 
@@ -121,30 +138,19 @@ struct ceb_engine {
                          drain waits for them (the sink must still exist) */
 };
 
-int64_t cebe_now(ceb_engine *e);
-void cebe_kick_locked(ceb_engine *e);
+/* ---- engine_core.c ---- */
 void *cebe_worker_main(void *arg);
-/* Releases a context: drops its event reference and frees it. */
-void cebe_dctx_free(dctx *c);
+
+/* ---- engine_settle.c ---- */
 /* Records an attempt outcome for a route delivery whose in-flight slot was
  * already released (lock not held). Takes nothing from c. */
 void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info);
-/* dispatch's path for a deliver() that returned CEB_EBUSY: backs the sink
- * off and defers c (see CEBE_DEFER). Lock not held; c is freed. */
-void cebe_defer(ceb_engine *e, dctx *c);
-/* Builds the dead-letter event JSON (malloc'd) or NULL. */
-char *cebe_dead_json(const ceb_event *ev, const char *route, const char *sink,
-                     const char *dead_reason, const ceb_settle_info *info,
-                     uint32_t attempts, int64_t first_at, int64_t last_at);
-/* Builds a receipt event (new reference) or NULL. */
-ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
-                        const char *prefix, int64_t seq, int done,
-                        uint32_t attempts, const char *reason, int64_t now);
-/* Starts a forward (DLQ topic) or receipt delivery of ev to sink; takes ev's
- * reference. Lock not held. CEB_OK when handed to the sink (its outcome
- * arrives as a settle), else < 0 (the engine is stopping, or no memory). */
-int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
-                    ceb_event *ev, const char *route, int64_t dlq_id);
+/* Settles c, which cebe_dispatch returned refused with rc: CEB_EBUSY backs
+ * the sink off and defers c (see CEBE_DEFER), anything else is a RETRY
+ * "deliver.<status>". Lock not held; c is freed. */
+void cebe_refused(ceb_engine *e, dctx *c, int rc);
+
+/* ---- engine_dlq_forward.c ---- */
 /* Forwards. Control thread, before the workers start: loads the dlq rows
  * not forwarded yet of every route with a DLQ sink. */
 int cebe_fwd_load(ceb_engine *e);
@@ -160,9 +166,54 @@ void cebe_fwd_settled(ceb_engine *e, const dctx *c,
  * entry and exit (dropped around the store and the sinks). Returns the host
  * time of the next forward work, or INT64_MAX. */
 int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now);
+
+/* ---- engine_send.c ---- */
+/* Hands c to its sink's deliver. Lock not held. CEB_OK: taken (the sink
+ * may have settled already: c is not touched after); else the sink's
+ * refusal (CEB_EBUSY: busy), c still live: the caller settles it. */
+int cebe_dispatch(ceb_engine *e, dctx *c);
+/* The settle info of a refusal rc (CEBE_DEFER for CEB_EBUSY); reason is
+ * the caller's buffer the info points into. */
+void cebe_refusal_info(int rc, ceb_settle_info *info, char reason[48]);
+/* Starts a forward (DLQ topic) or receipt delivery of ev to sink; takes ev's
+ * reference. Lock not held. CEB_OK when handed to the sink (its outcome
+ * arrives as a settle). When the sink refused it: its status, with
+ * *refused set to the live context for the caller to settle. Else < 0 with
+ * *refused NULL (the engine is stopping, or no memory). */
+int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
+                    ceb_event *ev, const char *route, int64_t dlq_id,
+                    dctx **refused);
+/* The host's side of a settle of d with *in (lock not held): takes d out of
+ * the live set, updates the sink's circuit (or its busy pause for
+ * CEBE_DEFER, setting in->retry_after_ms) and the in-flight counts, wakes
+ * the workers. Returns the context for the caller to finish (outcome,
+ * forward, receipt) and free, or NULL when there is nothing to finish (an
+ * unknown or double settle, or one after the host timed the attempt out). */
+dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *in);
+
+/* ---- engine_base.c ---- */
+int64_t cebe_now(ceb_engine *e);
+void cebe_kick_locked(ceb_engine *e);
+/* Releases a context: drops its event reference and frees it. */
+void cebe_dctx_free(dctx *c);
+/* The Idempotency-Key of (ev, route[, replays]) into out. */
+void cebe_idem_key(const ceb_event *ev, const char *route, uint32_t replays,
+                   char out[65]);
 /* Metric helpers (no-ops without a registry). */
 void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
                      double v);
 void cebe_update_gauges_locked(ceb_engine *e, int force);
+
+/* ---- engine_deadletter.c ---- */
+/* Builds the dead-letter event JSON (malloc'd) or NULL. */
+char *cebe_dead_json(const ceb_event *ev, const char *route, const char *sink,
+                     const char *dead_reason, const ceb_settle_info *info,
+                     uint32_t attempts, int64_t first_at, int64_t last_at);
+/* Builds a receipt event (new reference) or NULL. */
+ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
+                        const char *prefix, int64_t seq, int done,
+                        uint32_t attempts, const char *reason, int64_t now);
+
+/* engine_ptrset.c: cebe_ptrset_* above, with its struct. */
 
 #endif

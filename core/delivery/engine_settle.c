@@ -1,6 +1,7 @@
 /* Settles: from the sink (ceb_engine_settle) or the host (timeouts, refused
  * deliver calls), into a store write, then the follow-ups once it is
- * durable: counters, metrics, dead-letter forwarding and receipts. */
+ * durable: counters, metrics, dead-letter forwarding and receipts. The
+ * host's side of a settle is engine_send.c's cebe_settle_begin. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +11,6 @@
 #include "delivery/ceb_deadletter.h"
 #include "delivery/engine_internal.h"
 #include "log/ceb_log.h"
-
-void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
-                     double v) {
-  if (e->metrics) ceb_metrics_add(e->metrics, name, labels, v);
-}
 
 static const char *outcome_name(ceb_outcome o) {
   return o == CEB_ACK ? "ack" : o == CEB_REJECT ? "reject" : "retry";
@@ -77,9 +73,12 @@ static void outcome_done(void *arg, int status) {
       ceb_event *rc = cebe_receipt(
           op->ev, rt->cfg.name, rt->cfg.receipts_prefix, op->r.seq,
           op->r.state == CEB_DS_DONE, op->attempt, op->reason, op->r.now);
-      if (rc)
-        cebe_send_extra(e, DCTX_RECEIPT, (size_t)rt->cfg.receipts_sink,
-                        rt->cfg.receipts_topic, rc, rt->cfg.name, 0);
+      dctx *refused = NULL;
+      int st = rc ? cebe_send_extra(
+                        e, DCTX_RECEIPT, (size_t)rt->cfg.receipts_sink,
+                        rt->cfg.receipts_topic, rc, rt->cfg.name, 0, &refused)
+                  : CEB_OK;
+      if (refused) cebe_refused(e, refused, st);
     }
   } else if (status == CEB_ECONFLICT) {
     ceb_log_warn("engine: route %s: outcome of event seq %lld ignored: the "
@@ -185,7 +184,17 @@ static void extra_settled(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                info->reason ? info->reason : "no reason");
 }
 
-static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in);
+/* Settles d with in: the host's bookkeeping (cebe_settle_begin), then the
+ * outcome of a route delivery or of a forward or receipt. */
+static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
+  dctx *c = cebe_settle_begin(e, d, &in);
+  if (!c) return;
+  if (c->kind == DCTX_ROUTE)
+    cebe_outcome(e, c, &in);
+  else
+    extra_settled(e, c, &in);
+  cebe_dctx_free(c);
+}
 
 void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
                        const ceb_settle_info *info) {
@@ -204,114 +213,11 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
   settle_impl(e, d, in);
 }
 
-void cebe_defer(ceb_engine *e, dctx *c) {
-  ceb_settle_info in = {.struct_size = sizeof in,
-                        .outcome = CEBE_DEFER,
-                        .reason = "deferred",
-                        .detail = "the sink is busy (backpressure); not "
-                                  "counted as an attempt"};
-  settle_impl(e, &c->d, in);
-}
-
-/* Settles d with in (copied), or defers it when in.outcome is CEBE_DEFER
- * (then in.retry_after_ms is set here to the sink's backoff). */
-static void settle_impl(ceb_engine *e, ceb_delivery *d, ceb_settle_info in) {
-  pthread_mutex_lock(&e->lock);
-  if (!cebe_ptrset_has(&e->live, d)) {
-    pthread_mutex_unlock(&e->lock);
-    ceb_log_error("engine: settle of an unknown or already settled delivery "
-                  "ignored (a sink bug: settle exactly once)");
-    return;
-  }
-  dctx *c = (dctx *)d;
-  cebe_ptrset_del(&e->live, c);
-  if (c->host_settled) {
-    pthread_mutex_unlock(&e->lock);
-    ceb_log_info("engine: late settle after the attempt timed out ignored");
-    cebe_dctx_free(c);
-    return;
-  }
-  eng_sink *s = &e->sinks[c->sink];
-  int64_t now = cebe_now(e);
-  int was = s->circuit.state;
-  int busy_first = 0;
-  if (in.outcome == CEBE_DEFER) {
-    /* A busy sink is alive: no circuit failure, and a half-open probe that
-     * did not happen is given back. The pause doubles once per pause that
-     * ended busy again, not once per delivery deferred within it. */
-    if (c->kind != DCTX_FORWARD) ceb_circuit_cancel(&s->circuit);
-    if (now >= s->busy_until) {
-      int64_t ms = atomic_load(&s->busy_ms);
-      busy_first = ms == 0;
-      ms = ms ? ms * 2 : CEBE_BUSY_MIN_MS;
-      if (ms > CEBE_BUSY_MAX_MS) ms = CEBE_BUSY_MAX_MS;
-      atomic_store(&s->busy_ms, ms);
-      s->busy_until = now + ms;
-    }
-    in.retry_after_ms = s->busy_until - now;
-  } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
-    ceb_circuit_trip(&s->circuit, now);
-  } else if (in.flags & CEB_SETTLE_DESTINATION) {
-    /* one destination's result: the sink keeps that destination's circuit;
-     * for the whole sink it only shows the sink works (a half-open probe
-     * closes) */
-    if (c->kind != DCTX_FORWARD) ceb_circuit_success(&s->circuit);
-  } else if (c->kind == DCTX_FORWARD) {
-    /* forwards back off on their own (cebe_fwd_settled); they take no
-     * circuit probe, so they neither use nor give one back */
-  } else if (in.outcome == CEB_RETRY) {
-    ceb_circuit_failure(&s->circuit, now);
-  } else {
-    /* ACK, and REJECT too: the peer answered, it is alive */
-    ceb_circuit_success(&s->circuit);
-  }
-  int changed = was != s->circuit.state;
-  if (changed) cebe_update_gauges_locked(e, 1);
-  if (c->kind == DCTX_ROUTE) {
-    e->routes[c->route].inflight--;
-    e->inflight_total--;
-    pthread_cond_broadcast(&e->idle);
-  }
-  cebe_kick_locked(e);
-  int state = s->circuit.state;
-  pthread_mutex_unlock(&e->lock);
-  if (in.flags & CEB_SETTLE_OPEN_CIRCUIT)
-    ceb_log_error("ALERT engine: sink %s reports its peer gone (%s); circuit "
-                  "opened",
-                  s->cfg.name, in.reason ? in.reason : "no reason");
-  else if (changed)
-    ceb_log_warn("engine: sink %s circuit %s", s->cfg.name,
-                 ceb_circuit_state_name(state));
-  if (busy_first)
-    ceb_log_info("engine: sink %s is busy (backpressure); its deliveries "
-                 "pause %lld ms and back off while it stays busy",
-                 s->cfg.name, (long long)in.retry_after_ms);
-  if (c->kind == DCTX_ROUTE)
-    cebe_outcome(e, c, &in);
-  else
-    extra_settled(e, c, &in);
-  cebe_dctx_free(c);
-}
-
-void cebe_update_gauges_locked(ceb_engine *e, int force) {
-  if (!e->metrics) return;
-  int64_t now = cebe_now(e);
-  if (!force && now - e->last_gauges < 1000 && now >= e->last_gauges) return;
-  e->last_gauges = now;
-  for (size_t i = 0; i < e->nroutes; i++) {
-    ceb_metrics_set(e->metrics, "cebridge_queue_depth", e->routes[i].labels,
-                    (double)e->routes[i].open);
-    ceb_metrics_set(e->metrics, "cebridge_deliveries_inflight",
-                    e->routes[i].labels, (double)e->routes[i].inflight);
-  }
-  for (size_t i = 0; i < e->nsinks; i++) {
-    if (e->sinks[i].cfg.inst && e->sinks[i].cfg.inst->role != CEB_ROLE_SINK)
-      continue;
-    char labels[160];
-    snprintf(labels, sizeof labels, "sink=\"%s\"", e->sinks[i].cfg.name);
-    ceb_metrics_set(e->metrics, "cebridge_circuit_state", labels,
-                    (double)e->sinks[i].circuit.state);
-  }
+void cebe_refused(ceb_engine *e, dctx *c, int rc) {
+  char reason[48];
+  ceb_settle_info in;
+  cebe_refusal_info(rc, &in, reason);
+  settle_impl(e, &c->d, in); /* CEBE_DEFER for CEB_EBUSY */
 }
 
 json_t *ceb_engine_routes_json(ceb_engine *e) {
