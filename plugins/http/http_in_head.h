@@ -8,6 +8,8 @@
  *    ends at the NUL and the rest is dropped);
  *  - an obsolete line folding (obs-fold, RFC 9112 section 5.2: "reject the
  *    message"; libmicrohttpd appends the continuation to the header's NAME);
+ *  - a field name that is not a token (whitespace before the colon, or a
+ *    first field line starting with whitespace: RFC 9112 5.1);
  *  - a second field of a header that is read as one value (Idempotency-Key,
  *    Content-Type, ce-*, webhook-*, ...).
  * libmicrohttpd offers no hook with the raw head. It parses the head in

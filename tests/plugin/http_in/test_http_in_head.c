@@ -112,6 +112,30 @@ static void test_two_idempotency_keys(hin_env *e) {
   check_problem(&r, 400, "header.duplicate", "two Idempotency-Key fields");
 }
 
+/* RFC 9112 5.1: whitespace between a field name and its colon, or at the
+ * start of the first field line, is refused. libmicrohttpd keeps it in the
+ * name, so a second Idempotency-Key sent as "Idempotency-Key :" was
+ * neither read nor seen as a duplicate (a proxy in front may read it). */
+static void test_name_not_token(hin_env *e) {
+  size_t before = ceb_fake_event_count(e->fake);
+  static const char req[] =
+      BINARY_HEAD "ce-id: tok-1\r\n"
+                  "Idempotency-Key: 0b6c7a38-5d1e-4f2a-9c3b-1a2b3c4d5e6f\r\n"
+                  "Idempotency-Key : 7e9f2c41-8a3b-4d5c-b6e7-f8091a2b3c4d\r\n"
+                  "Content-Length: 2\r\n\r\n{}";
+  hin_raw_resp r = exchange(e, req, sizeof req - 1);
+  check_problem(&r, 400, "header.invalid", "space before a field's colon");
+  static const char lead[] = "POST /events HTTP/1.1\r\n"
+                             " ce-subject: lead\r\nHost: 127.0.0.1\r\n"
+                             "ce-specversion: 1.0\r\nce-source: urn:t\r\n"
+                             "ce-type: nl.edu.t\r\nce-id: tok-2\r\n"
+                             "Content-Type: application/json\r\n"
+                             "Content-Length: 2\r\n\r\n{}";
+  r = exchange(e, lead, sizeof lead - 1);
+  check_problem(&r, 400, "header.invalid", "space before the first field");
+  CHECK_INT(ceb_fake_event_count(e->fake), before);
+}
+
 /* The same shapes, well-formed: accepted, and the values read as sent. */
 static void test_well_formed(hin_env *e, const char *key) {
   size_t before = ceb_fake_event_count(e->fake);
@@ -167,6 +191,7 @@ int main(void) {
     test_utf8_in_value(e);
     test_obs_fold(e);
     test_two_idempotency_keys(e);
+    test_name_not_token(e);
     CHECK_INT(ceb_fake_event_count(e->fake), accepted);
     /* still serving */
     test_well_formed(e, "3f1d2c4b-6a5e-4b7c-8d9e-0f1a2b3c4d5e");
