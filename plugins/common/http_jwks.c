@@ -158,7 +158,8 @@ static char *rsa_pem(json_t *jwk) {
   bn_n = BN_bin2bn(n, (int)nlen, NULL);
   bn_e = BN_bin2bn(e, (int)elen, NULL);
   bld = OSSL_PARAM_BLD_new();
-  if (!bn_n || !bn_e || !bld ||
+  /* the bits, not the bytes: leading zero bytes would pass a length check */
+  if (!bn_n || !bn_e || !bld || BN_num_bits(bn_n) < 2048 ||
       !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n) ||
       !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e))
     goto out;

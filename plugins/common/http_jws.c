@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define ES256_COORD 32
+#define RSA_MIN_BITS 2048
 
 static EVP_PKEY *read_key(const char *pem) {
   BIO *bio = BIO_new_mem_buf(pem, -1);
@@ -33,7 +34,9 @@ static int key_fits(EVP_PKEY *pkey, http_jwk_alg alg) {
                                           group, sizeof group, NULL) == 1 &&
            strcmp(group, "prime256v1") == 0;
   }
-  return EVP_PKEY_is_a(pkey, "RSA");
+  /* RFC 7518 3.3 and 3.5: an RSA key of 2048 bits or larger MUST be used
+   * (a JWKS serving a smaller one is not trusted for it) */
+  return EVP_PKEY_is_a(pkey, "RSA") && EVP_PKEY_get_bits(pkey) >= RSA_MIN_BITS;
 }
 
 /* JWS ES256 signatures are r||s, 32 bytes each (RFC 7518 3.4); OpenSSL

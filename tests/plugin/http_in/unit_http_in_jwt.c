@@ -8,7 +8,11 @@
 #include "hin_harness.h"
 #include "http_in_util.h"
 #include "http_jwks.h"
+#include "http_jws.h"
 #include "http_jwt.h"
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 static hin_issuer *iss;
 static http_jwks *keys;
@@ -254,6 +258,43 @@ static void test_typ(void) {
   free(claims);
 }
 
+/* RS256 over "hdr.claims" with a fresh RSA key of `bits`: 1 when
+ * http_jws_verify accepts the (valid) signature. */
+static int rsa_accepted(unsigned bits) {
+  static const char input[] = "eyJhbGciOiJSUzI1NiJ9.e30";
+  EVP_PKEY *k = EVP_RSA_gen(bits);
+  CHECK(k != NULL);
+  if (!k) return -1;
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  unsigned char sig[512];
+  size_t sig_len = sizeof sig;
+  CHECK(EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, k) == 1 &&
+        EVP_DigestSign(md, sig, &sig_len, (const unsigned char *)input,
+                       sizeof input - 1) == 1);
+  EVP_MD_CTX_free(md);
+  BIO *bio = BIO_new(BIO_s_mem());
+  char *pem = NULL;
+  CHECK(PEM_write_bio_PUBKEY(bio, k) == 1);
+  long n = BIO_get_mem_data(bio, &pem);
+  char *pem0 = strndup(pem, (size_t)n);
+  char *sig_b64 = http_b64url_encode(sig, sig_len);
+  int ok = http_jws_verify(pem0, HTTP_JWK_RS256, input, sizeof input - 1,
+                           sig_b64, strlen(sig_b64));
+  free(sig_b64);
+  free(pem0);
+  BIO_free(bio);
+  EVP_PKEY_free(k);
+  return ok;
+}
+
+/* RFC 7518 3.3: RSA keys below 2048 bits are not used, whatever the JWKS
+ * serves (a 1024-bit signature verified before). */
+static void test_rsa_key_size(void) {
+  CHECK_INT(rsa_accepted(2048), 1);
+  CHECK_INT(rsa_accepted(1024), 0);
+  CHECK_INT(rsa_accepted(2047), 0);
+}
+
 int main(void) {
   iss = hin_issuer_new();
   char *dir = ceb_test_tmpdir("http_in_jwt");
@@ -265,6 +306,7 @@ int main(void) {
   test_claims();
   test_headers_and_garbage();
   test_typ();
+  test_rsa_key_size();
   http_jwks_free(keys);
   hin_issuer_free(iss);
   free(dir);
