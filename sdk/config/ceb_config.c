@@ -440,7 +440,7 @@ int ceb_config_bind(const ceb_config *cfg, const ceb_config_binding *bindings,
       if (err && errlen)
         snprintf(err, errlen, "bind: '%s' is %s", b->key,
                  !sp                         ? "not a key of the section's spec"
-                 : b->what != CEB_BIND_VALUE ? "bound as an unknown kind"
+                 : b->what > CEB_BIND_ORIGIN ? "bound as an unknown kind"
                                              : "a prefix, not a key");
       return CEB_EINVAL;
     }

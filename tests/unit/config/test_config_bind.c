@@ -112,6 +112,17 @@ int main(void) {
                                               CEB_CONFIG_BINDING_END};
   CHECK_INT(ceb_config_bind(cfg, prefix, &c, err, sizeof err), CEB_EINVAL);
   CHECK(strstr(err, "prefix") != NULL);
+  /* An origin bound to a prefix entry is refused for the prefix, not as an
+   * unknown kind of binding (CEB_BIND_ORIGIN is a kind it knows). */
+  static const ceb_config_binding prefix_origin[] = {
+      CEB_BIND_ORIGIN_OF("rdkafka.", conf, name), CEB_CONFIG_BINDING_END};
+  CHECK_INT(ceb_config_bind(cfg, prefix_origin, &c, err, sizeof err),
+            CEB_EINVAL);
+  CHECK(strstr(err, "prefix") != NULL);
+  static const ceb_config_binding bad_kind[] = {{"workers", 0, 7},
+                                                CEB_CONFIG_BINDING_END};
+  CHECK_INT(ceb_config_bind(cfg, bad_kind, &c, err, sizeof err), CEB_EINVAL);
+  CHECK(strstr(err, "unknown kind") != NULL);
   CHECK_INT(ceb_config_bind(NULL, bind, &c, err, sizeof err), CEB_EINVAL);
 
   cebi_config_free(cfg);
