@@ -166,7 +166,9 @@ int ceb_store_ingest_run(struct sqlite3 *db, void *batch);
  * ceb_store_ingest committed (events' `inserted` set), before any later
  * transaction runs (a claim or an outcome may then count on them) and
  * before the batch's done. Must not block. Set it (or NULL) while no
- * ingest is queued: the engine does at ceb_engine_new / _free. */
+ * ingest is queued: the engine does at ceb_engine_new and never clears it,
+ * so the store is closed (its queued ingests run and call fn) before the
+ * engine is freed (ceb_engine.h, ceb_runtime_close). */
 typedef void (*ceb_store_ingest_listener)(void *arg,
                                           const ceb_ingest_batch *batch);
 void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
