@@ -102,6 +102,29 @@ static void test_obs_fold(hin_env *e) {
   check_problem(&r, 400, "header.folded", "obs-fold on the last header");
 }
 
+/* A fold followed by a head longer than libmicrohttpd's first read buffer:
+ * the folded name is copied behind the buffer, so the buffer cannot grow in
+ * place and moves (libmicrohttpd 0.9.75 memorypool.c). The head's parsed
+ * bytes then span both blocks; the fold is still found and refused. */
+static void test_obs_fold_long_head(hin_env *e) {
+  /* 32 KiB per connection: a 16 KiB read buffer, filled by 140 parsed
+   * lines of ~100 bytes, then a line that needs it to grow */
+  size_t cap = 40000, n = 0;
+  char *req = malloc(cap);
+  CHECK(req != NULL);
+  if (!req) return;
+  n += (size_t)snprintf(req + n, cap - n, "%s",
+                        BINARY_HEAD "ce-id: fold-3\r\n"
+                                    "ce-subject: first\r\n second\r\n");
+  for (int i = 0; i < 140; i++)
+    n += (size_t)snprintf(req + n, cap - n, "X-Pad-%03d: %090d\r\n", i, i);
+  n += (size_t)snprintf(req + n, cap - n, "X-Last: %03000d\r\n", 7);
+  n += (size_t)snprintf(req + n, cap - n, "Content-Length: 2\r\n\r\n{}");
+  hin_raw_resp r = exchange(e, req, n);
+  free(req);
+  check_problem(&r, 400, "header.folded", "obs-fold before a long head");
+}
+
 static void test_two_idempotency_keys(hin_env *e) {
   static const char req[] =
       BINARY_HEAD "ce-id: idem-2\r\n"
@@ -190,6 +213,7 @@ int main(void) {
     test_nul_in_value(e);
     test_utf8_in_value(e);
     test_obs_fold(e);
+    test_obs_fold_long_head(e);
     test_two_idempotency_keys(e);
     test_name_not_token(e);
     CHECK_INT(ceb_fake_event_count(e->fake), accepted);
