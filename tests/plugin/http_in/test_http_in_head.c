@@ -125,6 +125,28 @@ static void test_obs_fold_long_head(hin_env *e) {
   check_problem(&r, 400, "header.folded", "obs-fold before a long head");
 }
 
+/* The second request of a kept-alive connection is parsed where the first
+ * was (libmicrohttpd resets its pool): its NUL is found as well. */
+static void test_keep_alive_second(hin_env *e) {
+  static const char ok[] = BINARY_HEAD "ce-id: ka-1\r\n"
+                                       "Content-Length: 2\r\n\r\n{}";
+  static const char nul[] = BINARY_HEAD "ce-id: ka-2\r\n"
+                                        "ce-subject: ab\0cd\r\n"
+                                        "Content-Length: 2\r\n\r\n{}";
+  int fd = hin_raw_connect(e->port, NULL, 0);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  hin_raw_resp r;
+  CHECK(hin_raw_send(fd, ok, sizeof ok - 1, 10000));
+  hin_raw_read(fd, 10000, &r);
+  CHECK_MSG(r.status == 202 && !r.closed, "first: status %d closed %d",
+            r.status, r.closed);
+  CHECK(hin_raw_send(fd, nul, sizeof nul - 1, 10000));
+  hin_raw_read(fd, 10000, &r);
+  close(fd);
+  check_problem(&r, 400, "header.invalid", "NUL in a kept-alive request");
+}
+
 static void test_two_idempotency_keys(hin_env *e) {
   static const char req[] =
       BINARY_HEAD "ce-id: idem-2\r\n"
@@ -208,6 +230,7 @@ int main(void) {
   CHECK(e != NULL);
   if (e) {
     test_well_formed(e, "0b6c7a38-5d1e-4f2a-9c3b-1a2b3c4d5e6f");
+    test_keep_alive_second(e);
     size_t accepted = ceb_fake_event_count(e->fake);
     test_chunked_too_large(e);
     test_nul_in_value(e);
