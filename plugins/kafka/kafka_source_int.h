@@ -4,7 +4,12 @@
  * kafka_dlq.c: the dead-letter producer; kafka_offsets.c: the offset book).
  *
  * Locking: s->lock guards s->book (record states, the FIFOs, the counters).
- * No thread holds it across a call into the host or librdkafka. */
+ * No thread holds it across a call into the host or librdkafka. The list of
+ * partitions and each one's topic, partition and `assigned` change only on
+ * the poll thread (the rebalance callback runs there, or on the control
+ * thread at close once the poll thread was joined): the poll thread walks
+ * and reads them without the lock; the host's and the DLQ producer's
+ * callbacks touch only records (ko_settle). */
 #ifndef CEB_KAFKA_SOURCE_INT_H
 #define CEB_KAFKA_SOURCE_INT_H
 
