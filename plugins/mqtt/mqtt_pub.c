@@ -1,6 +1,7 @@
-/* The sink's publisher on libmosquitto: its queue, the session loop of the
- * I/O thread and the API (mqtt_pub.h); the client, TLS and the connection
- * attempt are in mqtt_pub_link.c.
+/* The plugin's MQTT client on libmosquitto, for both roles (the sink
+ * publishes; the source subscribes and publishes dead letters): its queue,
+ * the session loop of the I/O thread and the API (mqtt_pub.h); the client,
+ * TLS and the connection attempt are in mqtt_pub_link.c.
  *
  * The I/O thread drives libmosquitto itself (poll on mosquitto_socket(),
  * mosquitto_loop_read / _write / _misc) rather than through

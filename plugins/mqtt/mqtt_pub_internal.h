@@ -1,7 +1,8 @@
-/* Internals of the sink's publisher (mqtt_pub.h), shared by its two files:
- * mqtt_pub.c (the queue, the session loop, the API) and mqtt_pub_link.c
- * (one libmosquitto client per session: its options, TLS, the connection
- * attempt and the callbacks, the subscription). Not for other files.
+/* Internals of the plugin's MQTT client (mqtt_pub.h; both roles), shared by
+ * its two files: mqtt_pub.c (the queue, the session loop, the API) and
+ * mqtt_pub_link.c (one libmosquitto client per session: its options, TLS,
+ * the connection attempt and the callbacks, the subscription). Not for
+ * other files.
  *
  * Threading: as mqtt_pub.h; the I/O-thread-only fields are touched by the
  * I/O thread alone. */

@@ -1,7 +1,9 @@
-/* TLS to the broker with OpenSSL, shared by the source's ack gate and the
- * sink's publisher: the client context from the tls.* keys, and the
- * handshake on a connected socket with the broker's name or address
- * checked.
+/* TLS to the broker with OpenSSL for the source's ack gate, which holds the
+ * broker's connection (the plugin's libmosquitto client does its own TLS
+ * from the same tls.* keys, mqtt_pub_link.c, when it talks to the broker
+ * directly, as the sink's does): the client context from the tls.* keys,
+ * and the handshake on a connected socket with the broker's name or
+ * address checked.
  *
  * Threading: a context is made on the control thread and used read-only
  * from then on; a connection belongs to the thread that made it. */
