@@ -46,8 +46,11 @@ extern "C" {
 #endif
 
 #define CEB_ABI_MAJOR 1
-/* 1.1: ceb_config_bind (include/ceb/config.h); ceb_delivery.encoded
- * (below); ceb_event_checked (include/ceb/validate.h). */
+/* 1.1: ceb_config_bind (include/ceb/config.h); ceb_delivery.encoded and
+ * ceb_delivery_encoded (below); ceb_event_checked (include/ceb/validate.h);
+ * ceb_kafka_visit (include/ceb/codec.h). A plugin that calls one of these
+ * functions does not load in a 1.0 host (the loader binds every symbol at
+ * dlopen), as the minor check would refuse it anyway. */
 #define CEB_ABI_MINOR 1
 
 #if defined(__GNUC__)
