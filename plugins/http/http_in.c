@@ -309,6 +309,7 @@ int http_source_start(void *state) {
   OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->conn_timeout_s, NULL);
   OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->conn_memory, NULL);
   OPT(MHD_OPTION_NOTIFY_COMPLETED, http_source_completed, s);
+  OPT(MHD_OPTION_UNESCAPE_CALLBACK, http_source_unescape, s);
   http_tls_listener_options(&s->tls, &flags, opts, &n);
   OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT

@@ -94,4 +94,10 @@ enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,
 void http_source_completed(void *cls, struct MHD_Connection *conn,
                            void **con_cls, enum MHD_RequestTerminationCode toe);
 
+/* MHD_OPTION_UNESCAPE_CALLBACK: libmicrohttpd's percent-decoding, except
+ * that a request target decoding to a NUL becomes "\x01", which the
+ * handler refuses (libmicrohttpd keeps C strings: "/events%00x" was read as
+ * "/events"). Called on the listener thread; reentrant. */
+size_t http_source_unescape(void *cls, struct MHD_Connection *conn, char *s);
+
 #endif

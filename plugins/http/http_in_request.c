@@ -213,6 +213,24 @@ static int head_ok(http_req *r, const char *method) {
   return 0;
 }
 
+size_t http_source_unescape(void *cls, struct MHD_Connection *conn, char *s) {
+  (void)cls;
+  (void)conn;
+  size_t n = MHD_http_unescape(s);
+  if (strlen(s) == n) return n;
+  s[0] = '\x01'; /* n >= 1: "%00" took 3 bytes */
+  s[1] = '\0';
+  return 1;
+}
+
+/* A control character in the decoded target, or a decoded NUL
+ * (http_source_unescape). */
+static int target_ok(const char *url) {
+  for (const unsigned char *c = (const unsigned char *)url; *c; c++)
+    if (*c < 0x20 || *c == 0x7f) return 0;
+  return 1;
+}
+
 static int after_auth(http_req *r);
 
 /* Returns 1 to go on reading the body, 0 when r->reply is set, 2 when the
@@ -228,6 +246,12 @@ static int first_call(http_req *r, const char *url, const char *method) {
     return 0;
   }
   if (!head_ok(r, method)) return 0;
+  if (!target_ok(url)) {
+    http_reply_problem(&r->reply, 400, "url.invalid",
+                       "the request target holds a control character or a "
+                       "percent-encoded NUL (%00)");
+    return 0;
+  }
   if (strcmp(url, s->path) != 0) {
     http_reply_problem(&r->reply, 404, "not_found", "no such endpoint");
     return 0;

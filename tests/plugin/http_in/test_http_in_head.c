@@ -147,6 +147,23 @@ static void test_keep_alive_second(hin_env *e) {
   check_problem(&r, 400, "header.invalid", "NUL in a kept-alive request");
 }
 
+/* A percent-encoded NUL in the target: libmicrohttpd decodes it into its C
+ * string, so "/events%00x" was the path "/events" and accepted (202). */
+static void test_nul_in_target(hin_env *e) {
+  static const char req[] = "POST /events%00.json HTTP/1.1\r\n"
+                            "Host: 127.0.0.1\r\n"
+                            "ce-specversion: 1.0\r\nce-source: urn:t\r\n"
+                            "ce-type: nl.edu.t\r\nce-id: url-1\r\n"
+                            "Content-Type: application/json\r\n"
+                            "Content-Length: 2\r\n\r\n{}";
+  hin_raw_resp r = exchange(e, req, sizeof req - 1);
+  check_problem(&r, 400, "url.invalid", "%00 in the request target");
+  static const char lf[] = "POST /events%0Ax HTTP/1.1\r\n"
+                           "Host: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}";
+  r = exchange(e, lf, sizeof lf - 1);
+  check_problem(&r, 400, "url.invalid", "%0A in the request target");
+}
+
 static void test_two_idempotency_keys(hin_env *e) {
   static const char req[] =
       BINARY_HEAD "ce-id: idem-2\r\n"
@@ -239,6 +256,7 @@ int main(void) {
     test_obs_fold_long_head(e);
     test_two_idempotency_keys(e);
     test_name_not_token(e);
+    test_nul_in_target(e);
     CHECK_INT(ceb_fake_event_count(e->fake), accepted);
     /* still serving */
     test_well_formed(e, "3f1d2c4b-6a5e-4b7c-8d9e-0f1a2b3c4d5e");
