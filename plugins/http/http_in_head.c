@@ -50,6 +50,7 @@ static int fail(http_head_problem *p, const char *code, const char *name,
                 const char *what) {
   char n[64];
   name_of(name, n, sizeof n);
+  p->status = 400;
   p->code = code;
   snprintf(p->detail, sizeof p->detail, "header %s: %s", n, what);
   return 0;
@@ -94,6 +95,25 @@ static const char *gap_problem(const char *from, const char *to, size_t tail) {
   return "header.invalid"; /* bytes after a NUL inside the value */
 }
 
+/* RFC 9112 6.1/6.3: libmicrohttpd 0.9.75 reads a body as chunked only for
+ * "Transfer-Encoding: chunked" exactly; any other value (an unknown or a
+ * listed coding) makes it read the body to the end of the connection, and
+ * with both Transfer-Encoding and Content-Length it goes by the former while
+ * a proxy in front may go by the latter: either way the next request on a
+ * proxy's kept-alive connection would be read as this one's body. */
+static int framing_ok(const ceb_headers *h, http_head_problem *p) {
+  const char *te = ceb_headers_get(h, "Transfer-Encoding");
+  if (!te) return 1;
+  if (ceb_headers_get(h, "Content-Length"))
+    return fail(p, "header.invalid", "Transfer-Encoding",
+                "sent with Content-Length; send one of them");
+  if (strcasecmp(te, "chunked") == 0) return 1;
+  fail(p, "transfer_encoding.unsupported", "Transfer-Encoding",
+       "only chunked is understood");
+  p->status = 501;
+  return 0;
+}
+
 int http_in_head_check(const ceb_headers *h, const char *head, size_t head_len,
                        http_head_problem *p) {
   for (size_t i = 0; i < h->count; i++) {
@@ -108,6 +128,7 @@ int http_in_head_check(const ceb_headers *h, const char *head, size_t head_len,
           return fail(p, "header.duplicate", name,
                       "sent more than once; send one field");
   }
+  if (!framing_ok(h, p)) return 0;
   if (head && !gaps_ok(h, head, head_len, p)) return 0;
   /* after the gaps: a folded line is reported as such, though libmicrohttpd
    * appended it to the name */

@@ -10,6 +10,9 @@
  *    message"; libmicrohttpd appends the continuation to the header's NAME);
  *  - a field name that is not a token (whitespace before the colon, or a
  *    first field line starting with whitespace: RFC 9112 5.1);
+ *  - request framing a proxy in front may read otherwise: Transfer-Encoding
+ *    with Content-Length, or with another value than "chunked" (which
+ *    libmicrohttpd reads as a body ending with the connection);
  *  - a second field of a header that is read as one value (Idempotency-Key,
  *    Content-Type, ce-*, webhook-*, ...).
  * libmicrohttpd offers no hook with the raw head. It parses the head in
@@ -26,6 +29,7 @@
 #include <stddef.h>
 
 typedef struct http_head_problem {
+  int status;       /* 400, or 501 for a transfer coding not understood */
   const char *code; /* "header.invalid", "header.folded", "header.duplicate" */
   char detail[160]; /* names the header (printable ASCII only) */
 } http_head_problem;

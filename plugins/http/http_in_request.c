@@ -209,7 +209,7 @@ static int head_ok(http_req *r, const char *method) {
   }
   http_head_problem p;
   if (http_in_head_check(&r->headers, head, head_len, &p)) return 1;
-  http_reply_problem(&r->reply, 400, p.code, p.detail);
+  http_reply_problem(&r->reply, p.status, p.code, p.detail);
   return 0;
 }
 

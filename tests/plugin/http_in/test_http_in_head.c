@@ -164,6 +164,29 @@ static void test_nul_in_target(hin_env *e) {
   check_problem(&r, 400, "url.invalid", "%0A in the request target");
 }
 
+/* Framing a proxy in front may read otherwise (RFC 9112 6.1): with both
+ * Transfer-Encoding and Content-Length libmicrohttpd went by the former
+ * (a proxy by the latter would send the rest as the next request), and a
+ * coding other than exactly "chunked" made it read the body until the
+ * connection closed (this request waited for the close). */
+static void test_framing(hin_env *e) {
+  size_t before = ceb_fake_event_count(e->fake);
+  static const char both[] =
+      "POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/cloudevents+json\r\n"
+      "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "0\r\n\r\n";
+  hin_raw_resp r = exchange(e, both, sizeof both - 1);
+  check_problem(&r, 400, "header.invalid", "Transfer-Encoding and Length");
+  static const char other[] = "POST /events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              "Content-Type: application/cloudevents+json\r\n"
+                              "Transfer-Encoding: gzip, chunked\r\n\r\n"
+                              "0\r\n\r\n";
+  r = exchange(e, other, sizeof other - 1);
+  check_problem(&r, 501, "transfer_encoding.unsupported", "gzip, chunked");
+  CHECK_INT(ceb_fake_event_count(e->fake), before);
+}
+
 static void test_two_idempotency_keys(hin_env *e) {
   static const char req[] =
       BINARY_HEAD "ce-id: idem-2\r\n"
@@ -257,6 +280,7 @@ int main(void) {
     test_two_idempotency_keys(e);
     test_name_not_token(e);
     test_nul_in_target(e);
+    test_framing(e);
     CHECK_INT(ceb_fake_event_count(e->fake), accepted);
     /* still serving */
     test_well_formed(e, "3f1d2c4b-6a5e-4b7c-8d9e-0f1a2b3c4d5e");
