@@ -34,7 +34,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
@@ -43,46 +42,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_kafka_proc.h"
 #include "ceb_bench_load.h"
 #include "ceb_test.h"
+#include "ceb_test_proc.h"
 #include "kafka_test_util.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:bench"
 
 /* ---- bridge process ---- */
-
-static pid_t bridge_start(const char *dir) {
-  char log[512], conf[512];
-  snprintf(log, sizeof log, "%s/bridge.log", dir);
-  snprintf(conf, sizeof conf, "%s/conf", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log, "w", stderr)) _exit(126);
-    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
-          (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
-static int bridge_stop(pid_t pid) {
-  kill(pid, SIGTERM);
-  int64_t until = ceb_test_now_ms() + 60000;
-  int st = 0;
-  while (waitpid(pid, &st, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* A "Key:   123 kB" line of /proc/pid/status (VmHWM: peak RSS); -1 when
  * unavailable. */
@@ -136,21 +106,6 @@ static void print_cost(const char *mode, long events, const bridge_cost *c,
          c->sink_s * 1e6 / n, c->rdk_s * 1e6 / n, c->engine_s * 1e6 / n,
          mock_cpu_s * 1e6 / n, c->self_s * 1e6 / n, c->hwm_kb / 1024,
          bk_loadavg1());
-}
-
-static int write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  fputs(text, f);
-  return fclose(f);
-}
-
-static int rm_entry(const char *p, const struct stat *st, int fl,
-                    struct FTW *ftw) {
-  (void)st;
-  (void)fl;
-  (void)ftw;
-  return remove(p);
 }
 
 static int64_t now_us(void) {
@@ -308,10 +263,12 @@ static int http2kafka(long events, int conns, int size) {
            "\n[route in]\nfrom = intermediary\nto = internal\n"
            "order_by = subject\nmax_inflight = 4096\n",
            dir, dir, m.bootstrap, sink_extra);
-  snprintf(path, sizeof path, "%s/conf/00.conf", dir);
-  write_file(path, text);
+  snprintf(path, sizeof path, "%s/conf", dir);
+  ceb_test_write_file(path, "00.conf", text);
   double mock0 = bk_proc_cpu_s(m.pid);
-  pid_t bridge = bridge_start(dir);
+  char logpath[600];
+  snprintf(logpath, sizeof logpath, "%s/bridge.log", dir);
+  pid_t bridge = ceb_test_bridge_start(path /* dir/conf */, logpath);
   snprintf(path, sizeof path, "%s/port", dir);
   int port = 0;
   for (int64_t until = ceb_test_now_ms() + 20000;
@@ -330,7 +287,7 @@ static int http2kafka(long events, int conns, int size) {
             port ? "out of memory" : "bridge did not write its port");
     free(tc.seq);
     free(tc.conn);
-    bridge_stop(bridge);
+    ceb_test_pid_stop(bridge, SIGTERM, 60000);
     ktest_mock_stop(&m);
     fprintf(stderr, "kept %s for inspection\n", dir);
     free(dir);
@@ -381,13 +338,14 @@ static int http2kafka(long events, int conns, int size) {
   int bad = check_topic(&tc, events, conns);
   free(tc.seq);
   free(tc.conn);
-  int rc = bridge_stop(bridge) == 0 && L.rc == 0 && other == 0 &&
-                   on_topic == accepted && accepted == events && bad == 0
+  int rc = ceb_test_pid_stop(bridge, SIGTERM, 60000) == 0 && L.rc == 0 &&
+                   other == 0 && on_topic == accepted && accepted == events &&
+                   bad == 0
                ? 0
                : 1;
   ktest_mock_stop(&m);
   if (rc == 0)
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ceb_test_rmtree(dir);
   else
     fprintf(stderr, "kept %s for inspection\n", dir);
   free(dir);
@@ -582,12 +540,14 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
            "\n[route out]\nfrom = bus\nto = partner\norder_by = partitionkey\n"
            "max_inflight = 1024\n",
            dir, m.bootstrap, sink);
-  snprintf(path, sizeof path, "%s/conf/00.conf", dir);
-  write_file(path, text);
+  snprintf(path, sizeof path, "%s/conf", dir);
+  ceb_test_write_file(path, "00.conf", text);
   int64_t t0 = now_us();
   rd_kafka_t *out = to_kafka ? ktest_reader(m.bootstrap, "bench.out", 8) : NULL;
   double mock0 = bk_proc_cpu_s(m.pid);
-  pid_t bridge = bridge_start(dir);
+  char logpath[600];
+  snprintf(logpath, sizeof logpath, "%s/bridge.log", dir);
+  pid_t bridge = ceb_test_bridge_start(path /* dir/conf */, logpath);
   int64_t until = ceb_test_now_ms() + 600000;
   long got = 0;
   while (ceb_test_now_ms() < until) {
@@ -612,7 +572,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
   bridge_cost cost = cost_sample(bridge);
   double mock_cpu = bk_proc_cpu_s(m.pid) - mock0;
   ktest_reader_close(out);
-  int stopped = bridge_stop(bridge);
+  int stopped = ceb_test_pid_stop(bridge, SIGTERM, 60000);
   MHD_stop_daemon(d);
   double span = (rx.last_us - rx.first_us) / 1e6;
   printf("bench kafka %s: %ld events, %d keys, %d partitions "
@@ -628,7 +588,7 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
                : 1;
   ktest_mock_stop(&m);
   if (rc == 0)
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ceb_test_rmtree(dir);
   else
     fprintf(stderr, "kept %s for inspection\n", dir);
   free(dir);

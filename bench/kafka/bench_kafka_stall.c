@@ -27,7 +27,6 @@
  * failure, 2 on a setup error. */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -35,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ceb_bench_load.h"
@@ -51,49 +49,6 @@ typedef struct opts {
   int runs, connections, pad;
   int64_t run_ms, total_ms, stall_ms;
 } opts;
-
-static int write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  fputs(text, f);
-  return fclose(f);
-}
-
-static int rm_entry(const char *p, const struct stat *st, int fl,
-                    struct FTW *ftw) {
-  (void)st, (void)fl, (void)ftw;
-  return remove(p);
-}
-
-static pid_t bridge_start(const char *dir) {
-  char log[512], conf[512];
-  snprintf(log, sizeof log, "%s/bridge.log", dir);
-  snprintf(conf, sizeof conf, "%s/conf", dir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log, "w", stderr)) _exit(126);
-    execl(CEB_TEST_BIN_DIR "/cebridge", "cebridge", "run", "-c", conf,
-          (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* SIGTERM, then SIGKILL after 60 s. The exit status, -1 when killed. */
-static int bridge_stop(pid_t pid) {
-  kill(pid, SIGTERM);
-  int64_t until = ceb_test_now_ms() + 60000;
-  int st = 0;
-  while (waitpid(pid, &st, WNOHANG) == 0) {
-    if (ceb_test_now_ms() > until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &st, 0);
-      return -1;
-    }
-    usleep(20000);
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* ---- the watchdog ---- */
 
@@ -217,15 +172,17 @@ static int one_run(const opts *o, const ktest_mock *m, int n, run_result *res) {
            "\n[route in]\nfrom = intermediary\nto = internal\n"
            "order_by = subject\nmax_inflight = 4096\n",
            dir, dir, m->bootstrap);
-  snprintf(path, sizeof path, "%s/conf/00.conf", dir);
-  write_file(path, text);
-  pid_t bridge = bridge_start(dir);
+  snprintf(path, sizeof path, "%s/conf", dir);
+  ceb_test_write_file(path, "00.conf", text);
+  char logpath[600];
+  snprintf(logpath, sizeof logpath, "%s/bridge.log", dir);
+  pid_t bridge = ceb_test_bridge_start(path /* dir/conf */, logpath);
   snprintf(path, sizeof path, "%s/port", dir);
   int port = ceb_test_wait_port_file(path, 30000);
   if (port <= 0) {
     fprintf(stderr, "run %d: the bridge did not write its port; kept %s\n", n,
             dir);
-    bridge_stop(bridge);
+    ceb_test_pid_stop(bridge, SIGTERM, 60000);
     free(dir);
     res->failed = 1;
     return -1;
@@ -251,7 +208,7 @@ static int one_run(const opts *o, const ktest_mock *m, int n, run_result *res) {
   int rc = ceb_bench_load_run(&lo, &r, err, sizeof err);
   atomic_store(&w.stop, 1);
   pthread_join(wt, NULL);
-  int exit_rc = bridge_stop(bridge);
+  int exit_rc = ceb_test_pid_stop(bridge, SIGTERM, 60000);
   if (rc) fprintf(stderr, "run %d: load: %s\n", n, err);
   res->sent = r.sent;
   res->ok = rc ? 0 : ceb_bench_load_ok(&r);
@@ -272,7 +229,7 @@ static int one_run(const opts *o, const ktest_mock *m, int n, run_result *res) {
   if (res->stalled || res->failed) {
     fprintf(stderr, "run %d: kept %s (bridge.log, stall-stacks.txt)\n", n, dir);
   } else {
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    ceb_test_rmtree(dir);
   }
   free(dir);
   return res->stalled || res->failed ? 1 : 0;
