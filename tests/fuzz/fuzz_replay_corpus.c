@@ -1,5 +1,9 @@
-/* Replay main for fuzz_mqtt_frame when libFuzzer is not used: runs every file
- * of the corpus directories given as arguments through the target once. */
+/* Replay main for the fuzz targets whose seeds are plain corpus directories
+ * (fuzz_config, fuzz_mqtt_frame) when libFuzzer is not used: runs every file
+ * of the directories given as arguments through the target once, in name
+ * order. An unreadable directory or file, or no input at all, fails. (The
+ * event targets use fuzz_replay_main.c, which also expands conformance test
+ * lists.) */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +41,8 @@ int main(int argc, char **argv) {
     if (n >= 0) free(names);
   }
   CHECK_MSG(ran > 0, "empty corpus");
-  printf("fuzz_mqtt_frame: replayed %d inputs\n", ran);
-  return ceb_test_done("fuzz_mqtt_frame_replay");
+  const char *name = argc > 0 ? argv[0] : "fuzz_replay";
+  if (strrchr(name, '/')) name = strrchr(name, '/') + 1;
+  printf("%s: replayed %d inputs\n", name, ran);
+  return ceb_test_done(name);
 }
