@@ -104,6 +104,19 @@ static int served(int fd) {
   return have >= 12 && memcmp(buf, "HTTP/1.1 202", 12) == 0;
 }
 
+/* 1 once a new connection to port is served before timeout_ms: a place
+ * freed by a close counts only once the intermediary has seen the close. */
+static int served_within(int port, int64_t timeout_ms) {
+  int64_t until = ceb_test_now_ms() + timeout_ms;
+  int ok = 0;
+  while (!ok && ceb_test_now_ms() < until) {
+    int c = connect_to(port);
+    ok = c >= 0 && served(c);
+    if (c >= 0) close(c);
+  }
+  return ok;
+}
+
 /* threads=4: four listeners share the port; the per-IP limit (2) holds
  * across them, and a closed connection frees its place. */
 static void test_limits_across_listeners(hin_env *e) {
@@ -122,14 +135,8 @@ static void test_limits_across_listeners(hin_env *e) {
   }
   close(fds[0]);
   /* the place is freed once the intermediary saw the close */
-  int ok = 0;
-  int64_t until = ceb_test_now_ms() + 10000;
-  while (!ok && ceb_test_now_ms() < until) {
-    int c = connect_to(e->port);
-    ok = c >= 0 && served(c);
-    if (c >= 0) close(c);
-  }
-  CHECK_MSG(ok, "no connection served after one of two was closed");
+  CHECK_MSG(served_within(e->port, 10000),
+            "no connection served after one of two was closed");
   close(fds[1]);
 }
 
@@ -145,14 +152,8 @@ static void test_port_taken(hin_env *e) {
   /* the first still serves; tries until a deadline because the per-IP
    * limit (2) may still count the previous test's connections until the
    * intermediary has seen their close */
-  int ok = 0;
-  int64_t until = ceb_test_now_ms() + 10000;
-  while (!ok && ceb_test_now_ms() < until) {
-    int c = connect_to(e->port);
-    ok = c >= 0 && served(c);
-    if (c >= 0) close(c);
-  }
-  CHECK_MSG(ok, "the first intermediary no longer serves port %d", e->port);
+  CHECK_MSG(served_within(e->port, 10000),
+            "the first intermediary no longer serves port %d", e->port);
 }
 
 static void test_big_head(hin_env *e) {
