@@ -123,15 +123,10 @@ static int init_webhook(http_source *s) {
   size_t n = ceb_config_list(s->cfg, "webhook.secrets", &secrets);
   s->norigins = ceb_config_list(s->cfg, "webhook.allowed_origins", &s->origins);
   if (n == 0) return CEB_OK;
-  size_t bad = 0;
-  int st = http_webhook_keys_new(secrets, n, &s->wh_keys, &bad);
-  if (st != CEB_OK) {
-    LOG(s, CEB_LOG_ERROR,
-        "webhook.secrets: secret %zu is not a valid "
-        "whsec_ secret",
-        bad + 1);
-    return st == CEB_ENOMEM ? st : CEB_ECONFIG;
-  }
+  char why[256];
+  int st = http_webhook_keys_config(secrets, n, &s->wh_keys, why, sizeof why);
+  if (st == CEB_ECONFIG) LOG(s, CEB_LOG_ERROR, "%s", why);
+  if (st != CEB_OK) return st;
   s->wh_tolerance_ms =
       ceb_config_duration_ms(s->cfg, "webhook.tolerance", 300000);
   s->wh_replay = http_replay_new(

@@ -77,8 +77,9 @@ const ceb_config_spec http_source_spec[] = {
      "(OPTIONS): host names or patterns (*.example.org); * grants all. "
      "Unset: the handshake is refused."},
     {"webhook.secrets", CEB_CFG_LIST, CEB_CFG_SECRET, NULL, 0, 0, NULL,
-     "Standard Webhooks secrets (whsec_...): when set, every POST must "
-     "carry a valid webhook-signature (several secrets for rotation)."},
+     "Standard Webhooks secrets (whsec_ + base64 of at least 24 random "
+     "bytes): when set, every POST must carry a valid webhook-signature "
+     "(several secrets for rotation)."},
     {"webhook.tolerance", CEB_CFG_DURATION, 0, "5m", MS(1), MS(86400), NULL,
      "Largest accepted webhook-timestamp skew; webhook-ids are remembered "
      "this long to reject replays."},

@@ -184,13 +184,10 @@ static int setup_auth(http_sink *s, const ceb_config *cfg) {
   const char *const *secrets = NULL;
   size_t n = ceb_config_list(cfg, "webhook.secrets", &secrets);
   if (n) {
-    size_t bad = 0;
-    int rc = http_webhook_keys_new(secrets, n, &s->keys, &bad);
-    if (rc != CEB_OK) {
-      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-              "webhook.secrets: secret #%zu is not whsec_ + base64", bad + 1);
-      return rc == CEB_ENOMEM ? rc : CEB_ECONFIG;
-    }
+    char why[256];
+    int rc = http_webhook_keys_config(secrets, n, &s->keys, why, sizeof why);
+    if (rc == CEB_ECONFIG) CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", why);
+    if (rc != CEB_OK) return rc;
   }
   const char *token_url = ceb_config_str(cfg, "oauth2.token_url");
   if (!token_url || !*token_url) {

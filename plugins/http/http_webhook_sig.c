@@ -98,6 +98,33 @@ int http_webhook_keys_new(const char *const *secrets, size_t n,
   return CEB_OK;
 }
 
+int http_webhook_keys_config(const char *const *secrets, size_t n,
+                             http_webhook_keys **out, char *why,
+                             size_t why_len) {
+  size_t bad = 0;
+  int rc = http_webhook_keys_new(secrets, n, out, &bad);
+  if (rc == CEB_ENOMEM) return rc;
+  if (rc != CEB_OK) {
+    snprintf(why, why_len,
+             "webhook.secrets: secret #%zu is not whsec_ + base64 (at most 64 "
+             "secrets)",
+             bad + 1);
+    return CEB_ECONFIG;
+  }
+  for (size_t i = 0; i < (*out)->count; i++) {
+    if ((*out)->keys[i].len >= HTTP_WEBHOOK_SECRET_MIN_BYTES) continue;
+    snprintf(why, why_len,
+             "webhook.secrets: secret #%zu decodes to %zu bytes; a signing "
+             "secret is at least %d random bytes (192 bits), e.g. whsec_$(head "
+             "-c 32 /dev/urandom | base64)",
+             i + 1, (*out)->keys[i].len, HTTP_WEBHOOK_SECRET_MIN_BYTES);
+    http_webhook_keys_free(*out);
+    *out = NULL;
+    return CEB_ECONFIG;
+  }
+  return CEB_OK;
+}
+
 void http_webhook_keys_free(http_webhook_keys *keys) {
   if (!keys) return;
   for (size_t i = 0; i < keys->count; i++) {

@@ -20,6 +20,11 @@
 /* Tolerance the reference libraries apply, both directions, in seconds. */
 #define HTTP_WEBHOOK_SIG_TOLERANCE_S 300
 
+/* The shortest key a secret may decode to: "Willekeurig, minstens 24 bytes
+ * (192 bits)" (meemoo webhook guide, seed 002, "Signering secret"); the
+ * Standard Webhooks reference libraries generate 24 bytes too. */
+#define HTTP_WEBHOOK_SECRET_MIN_BYTES 24
+
 typedef struct http_webhook_keys http_webhook_keys;
 
 /* Parses one secret ("whsec_" + base64, or bare base64; missing '=' padding
@@ -30,11 +35,23 @@ int http_webhook_secret_parse(const char *secret, unsigned char **key,
                               size_t *key_len);
 
 /* Creates a key set from n secrets (n >= 1), in order: the first is the
- * current one. On error returns CEB_EINVAL (bad secret; *bad_index names it
- * when bad_index is not NULL) or CEB_ENOMEM, and *out is NULL. The caller
- * owns *out; free it with http_webhook_keys_free. */
+ * current one. Any key length is taken (the shared test vectors sign with
+ * shorter keys); configured secrets go through http_webhook_keys_config.
+ * On error returns CEB_EINVAL (bad secret; *bad_index names it when
+ * bad_index is not NULL) or CEB_ENOMEM, and *out is NULL. The caller owns
+ * *out; free it with http_webhook_keys_free. */
 int http_webhook_keys_new(const char *const *secrets, size_t n,
                           http_webhook_keys **out, size_t *bad_index);
+
+/* The key set of a `webhook.secrets` value, for the webhook sink and the
+ * intermediary alike: http_webhook_keys_new, then every key must be at least
+ * HTTP_WEBHOOK_SECRET_MIN_BYTES long. On CEB_ECONFIG why (why_len bytes)
+ * holds the reason, starting with the key name so the host reports its
+ * file:line, e.g. "webhook.secrets: secret #2 decodes to 16 bytes, ...";
+ * CEB_ENOMEM otherwise. The caller owns *out. */
+int http_webhook_keys_config(const char *const *secrets, size_t n,
+                             http_webhook_keys **out, char *why,
+                             size_t why_len);
 /* Wipes the keys and frees the set. NULL is ignored. */
 void http_webhook_keys_free(http_webhook_keys *keys);
 size_t http_webhook_keys_count(const http_webhook_keys *keys);

@@ -43,7 +43,8 @@ static void check_signature(const rx_request *r) {
   const char *sig = ceb_headers_get(&r->headers, "webhook-signature");
   CHECK(id && ts && sig);
   CHECK(sig && strchr(sig, ' ') != NULL); /* two secrets: two signatures */
-  const char *a = SECRET_A, *b = SECRET_B, *other = "whsec_b3RoZXIga2V5";
+  const char *a = SECRET_A, *b = SECRET_B,
+             *other = "whsec_b3RoZXIga2V5LCAyNCBieXRlcyBsb25n";
   http_webhook_keys *ka = NULL, *kb = NULL, *ko = NULL;
   CHECK_INT(http_webhook_keys_new(&a, 1, &ka, NULL), CEB_OK);
   CHECK_INT(http_webhook_keys_new(&b, 1, &kb, NULL), CEB_OK);

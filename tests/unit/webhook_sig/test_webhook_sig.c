@@ -1,6 +1,7 @@
-/* Every case of tests/data/conformance/standard-webhooks/signature-vectors.json:
- * known-answer signing, verification with the case's clock and tolerance,
- * rejected secrets and rejected signing timestamps. Plus key rotation. */
+/* Every case of
+ * tests/data/conformance/standard-webhooks/signature-vectors.json: known-answer
+ * signing, verification with the case's clock and tolerance, rejected secrets
+ * and rejected signing timestamps. Plus key rotation. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,7 @@ static void run_case(json_t *c) {
 static void test_rotation(void) {
   const char *both[] = {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                         "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"};
-  const char *other = "whsec_dGhpcyBpcyBhbm90aGVyIGtleSEhIQ==";
+  const char *other = "whsec_YW5vdGhlciBrZXksIDI0IGJ5dGVzIG9r";
   http_webhook_keys *sender = NULL, *old_rx = NULL, *new_rx = NULL,
                     *stranger = NULL;
   CHECK_INT(http_webhook_keys_new(both, 2, &sender, NULL), CEB_OK);
@@ -141,8 +142,47 @@ static void test_rotation(void) {
   http_webhook_keys_free(stranger);
 }
 
+/* A configured secret shorter than 24 bytes once decoded (meemoo guide:
+ * "minstens 24 bytes (192 bits)") is refused naming the secret and its
+ * length; the guide's own example secret, exactly 24 bytes, is taken, with
+ * or without the prefix. Parsing alone still reads any length (the shared
+ * vectors sign with a 23-byte key). */
+static void test_min_length(void) {
+  const char *guide = "whsec_YWxvbmd3ZWJob29rbWVlbW9vc2VjcmV0"; /* 24 bytes */
+  const char *bare = "YWxvbmd3ZWJob29rbWVlbW9vc2VjcmV0";
+  const char *short23 = "whsec_YWxvbmd3ZWJob29rbWVlbW9vc2VjcmU"; /* 23 */
+  const char *tiny = "whsec_b3RoZXIga2V5";                       /* 9 */
+  char why[256] = "";
+  http_webhook_keys *k = NULL;
+  CHECK_INT(http_webhook_keys_config(&guide, 1, &k, why, sizeof why), CEB_OK);
+  CHECK(k != NULL);
+  http_webhook_keys_free(k);
+  k = NULL;
+  CHECK_INT(http_webhook_keys_config(&bare, 1, &k, why, sizeof why), CEB_OK);
+  http_webhook_keys_free(k);
+  k = NULL;
+  const char *rot[] = {guide, short23};
+  CHECK_INT(http_webhook_keys_config(rot, 2, &k, why, sizeof why), CEB_ECONFIG);
+  CHECK(k == NULL);
+  CHECK_MSG(strstr(why, "webhook.secrets: secret #2 decodes to 23 bytes") ==
+                    why &&
+                strstr(why, "at least 24 random bytes"),
+            "%s", why);
+  CHECK_INT(http_webhook_keys_config(&tiny, 1, &k, why, sizeof why),
+            CEB_ECONFIG);
+  CHECK_MSG(strstr(why, "secret #1 decodes to 9 bytes") != NULL, "%s", why);
+  const char *junk = "whsec_not base64!";
+  CHECK_INT(http_webhook_keys_config(&junk, 1, &k, why, sizeof why),
+            CEB_ECONFIG);
+  CHECK_MSG(strstr(why, "secret #1 is not whsec_ + base64") != NULL, "%s", why);
+  CHECK(k == NULL);
+  CHECK_INT(http_webhook_keys_new(&short23, 1, &k, NULL), CEB_OK);
+  http_webhook_keys_free(k);
+}
+
 int main(void) {
-  ceb_test_need_data(CEB_CONFORMANCE_DIR "/standard-webhooks/signature-vectors.json");
+  ceb_test_need_data(CEB_CONFORMANCE_DIR
+                     "/standard-webhooks/signature-vectors.json");
   json_error_t jerr;
   json_t *doc = json_load_file(CEB_CONFORMANCE_DIR
                                "/standard-webhooks/signature-vectors.json",
@@ -157,5 +197,6 @@ int main(void) {
   }
   json_decref(doc);
   test_rotation();
+  test_min_length();
   return ceb_test_done("unit_webhook_sig");
 }
