@@ -51,7 +51,11 @@ extern "C" {
  * ceb_kafka_visit (include/ceb/codec.h). A plugin that calls one of these
  * functions does not load in a 1.0 host (the loader binds every symbol at
  * dlopen), as the minor check would refuse it anyway. */
-#define CEB_ABI_MINOR 1
+/* 1.2: mappings (jq programs, docs/integration-guide.md "Mappings"):
+ * ceb_instance_info.mapped and ceb_instance_mapped(); ceb_host.submit_mapped
+ * and CEB_EMAPPING (status.h); ceb_delivery.mapped (an egress mapping's
+ * result: ceb_mapped_out) and ceb_delivery_mapped(). */
+#define CEB_ABI_MINOR 2
 
 #if defined(__GNUC__)
 #define CEB_EXPORT __attribute__((visibility("default")))
@@ -87,7 +91,22 @@ typedef struct ceb_instance_info {
   const char *name;     /* section name, e.g. "intermediary" */
   uint32_t role;        /* exactly one of SOURCE, SINK, CONTRACTS */
   const char *data_dir; /* a directory this instance may keep files in */
+  /* ABI 1.2 (read it through ceb_instance_mapped(), which checks
+   * struct_size). 1 when a jq mapping applies to this instance:
+   *  - a SOURCE whose section has `map`: the plugin accepts messages that
+   *    are not CloudEvents (the HTTP intermediary no longer answers 415 to
+   *    them), builds the transport's input document for each message (a
+   *    JSON text, described per transport in the plugin's README) and hands
+   *    it to host->submit_mapped instead of decoding and calling submit.
+   *  - a SINK whose section has `map`, or that a route with `map` delivers
+   *    to: some deliveries carry d->mapped (ceb_delivery_mapped()); the
+   *    sink sends that instead of the CloudEvent.
+   * 0 otherwise, and always 0 from a 1.0 / 1.1 host. */
+  int mapped;
 } ceb_instance_info;
+
+/* ABI 1.2: info->mapped, or 0 when info is NULL or older than 1.2. */
+int ceb_instance_mapped(const ceb_instance_info *info);
 
 /* ---- sources: submit ---- */
 
@@ -145,6 +164,11 @@ typedef struct ceb_delivery {
    * delivery is shorter. */
   const char *encoded;
   size_t encoded_len;
+  /* ABI 1.2: the egress mapping's result when the route (else the sink)
+   * has `map`, NULL otherwise (no mapping; dead-letter forwards and
+   * receipts are never mapped). Borrowed until settle. Read it through
+   * ceb_delivery_mapped(), which checks struct_size. */
+  const struct ceb_mapped_out *mapped;
 } ceb_delivery;
 
 /* Size of the ABI 1.0 delivery (what a 1.0 host passes). */
@@ -155,6 +179,60 @@ typedef struct ceb_delivery {
  * NULL when the host did not give any (a 1.0 host, or none for this
  * delivery): then encode d->event. */
 const char *ceb_delivery_encoded(const ceb_delivery *d, size_t *len);
+
+/* Size of the ABI 1.1 delivery (what a 1.1 host passes). */
+#define CEB_DELIVERY_SIZE_1_1                                                  \
+  (offsetof(ceb_delivery, encoded_len) + sizeof(size_t))
+
+/* ---- egress mappings (ABI 1.2) ----
+ *
+ * A route or sink with `map = <jq program>` (the route's wins when both
+ * have one) runs the program once per delivery attempt, in the engine,
+ * before deliver. The program gets the CloudEvent in its JSON format
+ * (what ceb_delivery_encoded holds, parsed) and must output exactly one
+ * object of this shape (any other output, none, several, or an error
+ * dead-letters the delivery with reason "mapping", without calling
+ * deliver):
+ *
+ *   {"body": <any JSON>,              required
+ *    "content_type": "<media type>",  optional
+ *    "headers": {"<name>": "<value>", ...},  optional, string values
+ *    "key": "<string>" | null,        optional (Kafka record key)
+ *    "topic": "<string>"}             optional (MQTT topic, Kafka topic)
+ *
+ * body: a JSON string is sent as its bytes (UTF-8, no quotes; default
+ * content type "text/plain; charset=utf-8"); any other value is sent as
+ * its compact JSON text (default content type "application/json").
+ * Other members are refused (a typo must not silently vanish).
+ *
+ * What the sink does with it: it sends body as the message body / record
+ * value / payload with content_type, instead of the CloudEvent; adds the
+ * headers (HTTP request headers, Kafka record headers; MQTT v5 user
+ * properties) to the ones it always sends; uses key and topic where its
+ * transport has them. Its own protocol headers stay and win on a clash:
+ * the Idempotency-Key / webhook-id is still d->idempotency_key (stable:
+ * it comes from the event and route, never from the body), Standard
+ * Webhooks signatures are computed over the mapped body. ce-* binding
+ * headers are not added to a mapped body (it is not a CloudEvent). */
+typedef struct ceb_mapped_header {
+  const char *name;  /* NUL-terminated, no control characters */
+  const char *value; /* NUL-terminated UTF-8, no control characters */
+} ceb_mapped_header;
+
+typedef struct ceb_mapped_out {
+  uint32_t struct_size;
+  const char *body; /* never NULL; NUL-terminated (body_len excludes it) */
+  size_t body_len;
+  const char *content_type;         /* never NULL */
+  const ceb_mapped_header *headers; /* nheaders of them, in program order */
+  size_t nheaders;
+  const char *key;   /* NULL: the sink's usual key (not set / null) */
+  const char *topic; /* NULL: the sink's own destination */
+} ceb_mapped_out;
+
+/* The delivery's egress mapping result (ABI 1.2), or NULL when there is
+ * none (no mapping applies, or a host older than 1.2). */
+const ceb_mapped_out *ceb_delivery_mapped(const ceb_delivery *d);
 
 enum {
   CEB_SETTLE_OPEN_CIRCUIT = 1u << 0, /* the peer is gone (HTTP 410): open the
@@ -262,7 +340,50 @@ typedef struct ceb_host {
    * stored). provenance is the URL or path it came from. */
   int (*contract_put)(ceb_instance *inst, const char *name, const char *version,
                       const char *document, size_t len, const char *provenance);
+
+  /* ABI 1.2: ingress mapping. Check CEB_HOST_HAS(host, submit_mapped)
+   * before calling (a 1.1 host's table ends before it).
+   *
+   * For a source whose section has `map` (ceb_instance_mapped(info)): doc
+   * is the transport's input document for one message, a JSON text of len
+   * bytes (UTF-8, need not be NUL-terminated), borrowed for the call. The
+   * host runs the section's jq program on it (in a mapping worker process,
+   * bounded by [bridge] mapping.timeout and mapping.memory_max; this call
+   * blocks the calling thread until the program has finished, at most
+   * about the timeout plus the wait for a free worker); the program
+   * outputs one CloudEvent as a JSON object in the JSON format (what
+   * application/cloudevents+json carries), or an array of them (a batch),
+   * or several objects (a batch, in output order). The host builds the
+   * events and continues exactly as submit() with them: validated once
+   * (CloudEvents, profile level, contracts of matching routes, route
+   * filters), deduplicated, journaled as one unit.
+   *
+   * Returns what submit returns (CEB_OK: cb is called exactly once later;
+   * CEB_EVALIDATION with opts->violations / failed_index; CEB_ETOOLARGE;
+   * CEB_EBUSY; CEB_ESHUTDOWN; CEB_EIO), and also:
+   *   CEB_EMAPPING: the program failed (a jq error, "mapping timed out
+   *     after 200 ms", "mapping exceeded its memory limit"), output no
+   *     value, or output something that is not a CloudEvent object (not an
+   *     object, an attribute of the wrong JSON type, data_base64 not
+   *     base64). err gets one line with the reason (jq's message
+   *     included), truncated to errlen. At HTTP: 400 problem+json;
+   *     Kafka/MQTT: the message's DLQ topic with the reason.
+   *   CEB_EINVAL: the section has no `map`, doc is not one JSON text, or
+   *     a NULL argument (err says which).
+   * On any status but CEB_OK nothing was taken and cb is never called.
+   * err (errlen bytes, may be NULL / 0) is also set on CEB_EVALIDATION
+   * and CEB_ETOOLARGE to a one-line summary. Any thread; thread-safe. */
+  int (*submit_mapped)(ceb_instance *inst, const char *doc, size_t len,
+                       const ceb_submit_opts *opts, ceb_submit_cb cb,
+                       void *cb_arg, char *err, size_t errlen);
 } ceb_host;
+
+/* 1 when the host table has member m (an ABI 1.2+ member in a newer
+ * host) and it is set. */
+#define CEB_HOST_HAS(host, m)                                                  \
+  ((host) &&                                                                   \
+   (host)->struct_size >= offsetof(ceb_host, m) + sizeof((host)->m) &&         \
+   (host)->m != NULL)
 
 /* ---- the plugin descriptor ---- */
 

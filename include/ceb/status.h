@@ -24,10 +24,14 @@ typedef enum ceb_status {
   CEB_EFORBIDDEN = -11,  /* authenticated but not allowed */
   CEB_ECONFIG = -12,     /* configuration error */
   CEB_ETOOLARGE = -13,   /* over a size limit */
-  CEB_EVALIDATION = -14, /* well-formed but fails a rule (CloudEvents, profile, contract) */
-  CEB_ECONFLICT = -15,   /* conflicts with stored state (idempotency, contract register) */
-  CEB_EABI = -16,        /* plugin ABI mismatch */
-  CEB_EINTERNAL = -17    /* a bug: logged with detail */
+  CEB_EVALIDATION =
+      -14, /* well-formed but fails a rule (CloudEvents, profile, contract) */
+  CEB_ECONFLICT =
+      -15, /* conflicts with stored state (idempotency, contract register) */
+  CEB_EABI = -16,      /* plugin ABI mismatch */
+  CEB_EINTERNAL = -17, /* a bug: logged with detail */
+  CEB_EMAPPING =
+      -18 /* a jq mapping failed or output no valid event (ABI 1.2) */
 } ceb_status;
 
 /* Stable, static English text for a status ("invalid argument", ...).

@@ -27,6 +27,7 @@ static const status_text k_status[] = {
     {CEB_ECONFLICT, "ECONFLICT", "conflicts with stored state"},
     {CEB_EABI, "EABI", "plugin ABI mismatch"},
     {CEB_EINTERNAL, "EINTERNAL", "internal error"},
+    {CEB_EMAPPING, "EMAPPING", "mapping failed"},
 };
 
 static const status_text *lookup(int status) {

@@ -1,5 +1,7 @@
 /* Small helpers used across the SDK event files: error filling, UTF-8 check,
- * memory copy, ceb_free and ceb_delivery_encoded. */
+ * memory copy, ceb_free and the struct_size-checked readers of the ABI's
+ * later members (ceb_delivery_encoded, ceb_delivery_mapped,
+ * ceb_instance_mapped). */
 #include "ceb_event_internal.h"
 
 #include <ceb/plugin.h>
@@ -22,6 +24,20 @@ const char *ceb_delivery_encoded(const ceb_delivery *d, size_t *len) {
   }
   if (len) *len = d->encoded_len;
   return d->encoded;
+}
+
+/* ABI 1.2: a 1.1 host's delivery ends before the member. */
+const ceb_mapped_out *ceb_delivery_mapped(const ceb_delivery *d) {
+  size_t need = offsetof(ceb_delivery, mapped) + sizeof(d->mapped);
+  if (!d || d->struct_size < need) return NULL;
+  return d->mapped;
+}
+
+/* ABI 1.2: a 1.1 host's info ends before the member. */
+int ceb_instance_mapped(const ceb_instance_info *info) {
+  size_t need = offsetof(ceb_instance_info, mapped) + sizeof(info->mapped);
+  if (!info || info->struct_size < need) return 0;
+  return info->mapped != 0;
 }
 
 int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,

@@ -22,11 +22,17 @@ static const ceb_config_binding abi_bind[] = {
     CEB_BIND_ORIGIN_OF("path", abi_conf, path_origin), CEB_CONFIG_BINDING_END};
 #endif
 
-__attribute__((unused)) static int abi_init(const ceb_host *host, ceb_instance *inst,
-                    const ceb_instance_info *info, const ceb_config *cfg,
-                    void **state) {
-  (void)info;
+__attribute__((unused)) static int
+abi_init(const ceb_host *host, ceb_instance *inst,
+         const ceb_instance_info *info, const ceb_config *cfg, void **state) {
   (void)cfg;
+#ifndef ABI_V10
+  /* ABI 1.2: an instance told it is mapped refuses, so that the test sees
+   * what the plugin read of info (ceb_instance_mapped checks its size). */
+  if (ceb_instance_mapped(info)) return CEB_EUNSUPPORTED;
+#else
+  (void)info;
+#endif
 #ifdef ABI_BINDS
   /* Refuses unless the bound fields hold what the host parsed. */
   abi_conf c;
@@ -37,8 +43,7 @@ __attribute__((unused)) static int abi_init(const ceb_host *host, ceb_instance *
     return CEB_ECONFIG;
 #endif
   abi_state *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   *state = s;
@@ -53,14 +58,18 @@ static int abi_drain(void *state, int64_t deadline_ms) {
   (void)deadline_ms;
   return CEB_OK;
 }
-static void abi_destroy(void *state) { free(state); }
+static void abi_destroy(void *state) {
+  free(state);
+}
 /* Settles ACK; the detail says what the plugin saw of the ABI 1.1 member
  * ceb_delivery.encoded: "encoded <len> <first byte>", "no encoded", or
  * "1.0" for the variant built as a 1.0 plugin (ABI_V10: it does not know
- * the member, as a plugin built against the 1.0 headers). */
+ * the member, as a plugin built against the 1.0 headers); then, ABI 1.2,
+ * of ceb_delivery.mapped: " mapped <len> <content type> <headers>" or
+ * " unmapped". */
 __attribute__((unused)) static int abi_deliver(void *state, ceb_delivery *d) {
   abi_state *s = state;
-  char detail[64] = "1.0";
+  char detail[128] = "1.0";
 #ifndef ABI_V10
   size_t n;
   const char *j = ceb_delivery_encoded(d, &n);
@@ -68,6 +77,13 @@ __attribute__((unused)) static int abi_deliver(void *state, ceb_delivery *d) {
     snprintf(detail, sizeof detail, "encoded %zu %c", n, j[0]);
   else
     snprintf(detail, sizeof detail, "no encoded");
+  const ceb_mapped_out *m = ceb_delivery_mapped(d);
+  size_t used = strlen(detail);
+  if (m)
+    snprintf(detail + used, sizeof detail - used, " mapped %zu %s %zu",
+             m->body_len, m->content_type, m->nheaders);
+  else
+    snprintf(detail + used, sizeof detail - used, " unmapped");
 #endif
   ceb_settle_info info = {sizeof info, CEB_ACK, -1, 0, "ok", detail, 0};
   s->host->settle(s->inst, d, &info);
@@ -78,7 +94,9 @@ __attribute__((unused)) static int abi_deliver(void *state, ceb_delivery *d) {
 /* Declared, never defined: RTLD_NOW must refuse the library. */
 extern int abi_symbol_nobody_defines(void);
 int abi_use_undefined(void);
-CEB_EXPORT int abi_use_undefined(void) { return abi_symbol_nobody_defines(); }
+CEB_EXPORT int abi_use_undefined(void) {
+  return abi_symbol_nobody_defines();
+}
 #endif
 
 static const ceb_config_spec abi_spec[] = {
@@ -121,7 +139,9 @@ __attribute__((unused)) static const ceb_plugin abi_desc = {
 #if defined(ABI_NO_SYMBOL)
 /* Exports something, but not ceb_plugin_query. */
 CEB_EXPORT const ceb_plugin *ceb_plugin_query_v0(void);
-CEB_EXPORT const ceb_plugin *ceb_plugin_query_v0(void) { return &abi_desc; }
+CEB_EXPORT const ceb_plugin *ceb_plugin_query_v0(void) {
+  return &abi_desc;
+}
 #elif defined(ABI_DECLINE)
 CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t maj, uint32_t min);
 CEB_EXPORT const ceb_plugin *ceb_plugin_query(uint32_t maj, uint32_t min) {

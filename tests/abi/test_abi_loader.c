@@ -2,7 +2,8 @@
  * one-line reason naming it, leaving nothing loaded. ABI 1.1: a plugin
  * built for 1.0 still loads and delivers; a 1.1 plugin sees the journaled
  * bytes (ceb_delivery.encoded) from a 1.1 host and none from a delivery
- * shaped by a 1.0 host. */
+ * shaped by a 1.0 host. ABI 1.2: the same for the egress mapping's result
+ * (ceb_delivery.mapped) and ceb_instance_info.mapped. */
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "loader/ceb_loader.h"
@@ -26,8 +27,7 @@ static void expect_reject(ceb_loader *l, const char *name, int want_status,
   snprintf(path, sizeof path, "%s/%s.so", CEB_ABI_DIR, name);
   void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   CHECK_MSG(h == NULL, "%s still loaded after rejection", name);
-  if (h)
-    dlclose(h);
+  if (h) dlclose(h);
 }
 
 static char g_detail[64];
@@ -42,8 +42,8 @@ static void fake_settle(ceb_instance *inst, ceb_delivery *d,
 }
 
 /* Runs one delivery through plugin p (init, deliver, destroy) with a
- * delivery of struct_size dsize carrying "{...}" as its encoded bytes;
- * returns the settle's detail. */
+ * delivery of struct_size dsize carrying "{...}" as its encoded bytes and
+ * a mapped body "<a/>" with one header; returns the settle's detail. */
 static const char *deliver_one(const ceb_loaded_plugin *p, uint32_t dsize) {
   ceb_host host = {.struct_size = sizeof host,
                    .abi_major = CEB_ABI_MAJOR,
@@ -62,6 +62,14 @@ static const char *deliver_one(const ceb_loaded_plugin *p, uint32_t dsize) {
                     .attempt = 1,
                     .encoded = json,
                     .encoded_len = sizeof json - 1};
+  static const ceb_mapped_header hdr = {"X-Partner", "1"};
+  static const ceb_mapped_out mapped = {.struct_size = sizeof mapped,
+                                        .body = "<a/>",
+                                        .body_len = 4,
+                                        .content_type = "application/xml",
+                                        .headers = &hdr,
+                                        .nheaders = 1};
+  d.mapped = &mapped;
   CHECK_INT(p->desc->deliver(state, &d), CEB_OK);
   CHECK_INT(g_settles, settles + 1);
   p->desc->destroy(state);
@@ -81,11 +89,29 @@ int main(void) {
   /* Cached: one handle per plugin name. */
   CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
   CHECK(again == good);
-  CHECK_INT(good->desc->abi_minor, 1);
-  /* 1.1 plugin, 1.1 host: the journaled bytes are there */
-  CHECK_STR(deliver_one(good, sizeof(ceb_delivery)), "encoded 21 {");
-  /* 1.1 plugin, a delivery as a 1.0 host builds it: not read past its end */
-  CHECK_STR(deliver_one(good, CEB_DELIVERY_SIZE_1_0), "no encoded");
+  CHECK_INT(good->desc->abi_minor, 2);
+  /* 1.2 plugin, 1.2 host: the journaled bytes and the mapped body */
+  CHECK_STR(deliver_one(good, sizeof(ceb_delivery)),
+            "encoded 21 { mapped 4 application/xml 1");
+  /* a delivery as a 1.1 host builds it: no mapped member read */
+  CHECK_STR(deliver_one(good, CEB_DELIVERY_SIZE_1_1), "encoded 21 { unmapped");
+  /* a delivery as a 1.0 host builds it: not read past its end */
+  CHECK_STR(deliver_one(good, CEB_DELIVERY_SIZE_1_0), "no encoded unmapped");
+  /* ABI 1.2: info.mapped reaches the plugin (the test plugin refuses a
+   * mapped instance); an info as a 1.1 host builds it is not read past
+   * its end, whatever lies behind it. */
+  {
+    ceb_instance_info info = {.struct_size = sizeof info,
+                              .name = "s",
+                              .role = CEB_ROLE_SINK,
+                              .mapped = 1};
+    void *st = NULL;
+    CHECK_INT(good->desc->init(NULL, NULL, &info, NULL, &st), CEB_EUNSUPPORTED);
+    info.struct_size = offsetof(ceb_instance_info, data_dir) + sizeof(char *);
+    CHECK_INT(good->desc->init(NULL, NULL, &info, NULL, &st), CEB_OK);
+    good->desc->destroy(st);
+    CHECK(!ceb_instance_mapped(NULL));
+  }
 
   /* Minor versions: an older plugin loads, a newer one is refused. */
   ceb_loaded_plugin *old = NULL, *binds = NULL;
@@ -100,7 +126,7 @@ int main(void) {
   CHECK_INT(ceb_loader_load(l, "binds", &binds, err, sizeof err), CEB_OK);
   CHECK_MSG(binds != NULL, "binds: %s", err);
   if (binds) {
-    CHECK_INT(binds->desc->abi_minor, 1);
+    CHECK_INT(binds->desc->abi_minor, CEB_ABI_MINOR);
     ceb_config *cfg = cebi_config_new("b");
     CHECK(cfg != NULL);
     cebi_config_set_spec(cfg, binds->desc->config_sink, NULL);
