@@ -67,6 +67,14 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "integrity_check: also cross-checks indexes, slower) or off (huge "
      "stores whose start time matters; damage then shows only when a page "
      "is read). A damaged store refuses to start."},
+    {"store.poll_interval", CEB_CFG_DURATION, 0, "2s", 100, MS(3600), NULL,
+     "How often each route recounts its open deliveries in the store and "
+     "claims what is due, besides being woken: catches work another writer "
+     "added without a wake-up reaching this bridge (a lost PostgreSQL "
+     "notification, `cebridge dlq replay` beside a SQLite store) and "
+     "deliveries whose claim lease expired on a stopped bridge. Bridges "
+     "sharing a PostgreSQL store wake each other at once (LISTEN/NOTIFY); "
+     "this bounds the delay when a wake-up is lost."},
     {"idempotency.ttl", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
      "How long Idempotency-Key records are kept."},
     {"retention", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
@@ -172,6 +180,7 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B("store.group_wait", store.group_wait_ms),
     B("store.synchronous", store.synchronous),
     B("store.check", store.check),
+    B("store.poll_interval", store.poll_interval_ms),
     B("idempotency.ttl", idempotency_ttl_ms),
     B("retention", retention_ms),
     B("backpressure.max_queued", backpressure_max_queued),

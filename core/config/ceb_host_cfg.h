@@ -37,6 +37,7 @@ typedef struct ceb_store_cfg {
   int64_t group_wait_ms;
   const char *synchronous; /* full|normal */
   const char *check;       /* quick|full|off */
+  int64_t poll_interval_ms;
 } ceb_store_cfg;
 
 typedef struct ceb_bridge_cfg {

@@ -65,12 +65,17 @@ typedef struct ceb_engine_opts {
   size_t nroutes;
   unsigned workers;   /* threads; routes are spread over them */
   int64_t max_queued; /* backpressure threshold of open deliveries */
+  int64_t poll_ms;    /* store.poll_interval: every route recounts its open
+                         deliveries in the store this often (real time), for
+                         work other writers added that no wake-up announced
+                         and for claims whose lease expired; <= 0: 2 s */
 } ceb_engine_opts;
 
 /* Control thread. CEB_OK or < 0. The arrays in opts are copied. The
  * engine becomes the store's ingest listener (ceb_store_ingest batches are
- * counted as they commit), so the store must be closed before
- * ceb_engine_free. */
+ * counted as they commit) and its wake listener (work other writers added:
+ * the route is recounted and claimed at once), so the store must be closed
+ * before ceb_engine_free. */
 int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
 /* Control thread: puts a crashed run's in-progress rows back to pending,
  * loads the open counts and starts the workers. */

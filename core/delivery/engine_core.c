@@ -14,9 +14,10 @@
 
 #define CLAIM_MAX 64
 #define MAX_SLEEP_MS 1000 /* re-read the clock at least this often */
-#define RESYNC_MS 2000    /* idle routes look at the store this often */
+#define POLL_MS 2000      /* store.poll_interval's default */
 
 static void engine_ingested(void *arg, const ceb_ingest_batch *b);
+static void engine_woken(void *arg, const char *route);
 
 int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   *out = NULL;
@@ -32,6 +33,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   if (e->nworkers > o->nroutes && o->nroutes)
     e->nworkers = (unsigned)o->nroutes;
   e->max_queued = o->max_queued > 0 ? o->max_queued : 1000000;
+  e->poll_ms = o->poll_ms > 0 ? o->poll_ms : POLL_MS;
   e->rng = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)e;
   e->fwd_due = INT64_MAX;
   if (e->metrics) {
@@ -81,6 +83,8 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   pthread_cond_init(&e->idle, NULL);
   /* new deliveries: the store tells the engine, nobody in between */
   ceb_store_set_ingest_listener(e->store, engine_ingested, e);
+  /* work other writers added: announced by the store when it can */
+  ceb_store_set_wake_listener(e->store, engine_woken, e);
   *out = e;
   return CEB_OK;
 }
@@ -206,6 +210,7 @@ static void engine_ingested(void *arg, const ceb_ingest_batch *b) {
       size_t idx = ie->routes[r].index;
       if (idx >= e->nroutes) continue;
       e->routes[idx].open++;
+      e->routes[idx].added++;
       e->open_total++;
       added = 1;
     }
@@ -218,8 +223,23 @@ void ceb_engine_added(ceb_engine *e, size_t route, int64_t n) {
   pthread_mutex_lock(&e->lock);
   if (route < e->nroutes) {
     e->routes[route].open += n;
+    e->routes[route].added += n;
     e->open_total += n;
   }
+  cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
+}
+
+/* The store's wake listener (its notification thread, or a caller of
+ * ceb_store_woken): another writer changed route's deliveries (NULL: any
+ * route's). A route this process believes empty is recounted before its
+ * next claim; one it believes busy claims at once anyway. */
+static void engine_woken(void *arg, const char *route) {
+  ceb_engine *e = arg;
+  pthread_mutex_lock(&e->lock);
+  for (size_t r = 0; r < e->nroutes; r++)
+    if (!route || strcmp(route, e->routes[r].cfg.name) == 0)
+      if (e->routes[r].open <= 0) e->routes[r].resync = 1;
   cebe_kick_locked(e);
   pthread_mutex_unlock(&e->lock);
 }
@@ -449,26 +469,33 @@ static int64_t mono_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Work another process put into the store (`cebridge dlq replay` beside a
- * running bridge) does not pass through ceb_engine_added: every RESYNC_MS
- * of real time, each idle route of worker w counts its open deliveries in
- * the store once. A count only replaces an open figure still at 0, so work
- * this process added meanwhile is not counted twice. Lock held on entry and
- * exit; released around the store reads. */
-static void resync_idle_routes_locked(ceb_engine *e, unsigned w,
-                                      int64_t *next_resync) {
+/* The open counts are this process's: other writers (another bridge on
+ * the same database, `cebridge dlq replay` beside a running bridge) add
+ * rows it never heard of, and settle rows it counted, so a count drifts
+ * both ways: too low, a route sits idle with work waiting (or, below 0,
+ * stops claiming for good); too high, backpressure refuses ingest. Every
+ * poll_ms of real time each route of worker w is recounted in the store,
+ * and at once when a wake-up or a count below 0 flagged it. The deliveries
+ * this process added while the store was read are added to the figure read:
+ * counted twice at worst, which the next recount sets right; never lost.
+ * Lock held on entry and exit; released around the store reads. */
+static void resync_routes_locked(ceb_engine *e, unsigned w,
+                                 int64_t *next_poll) {
   int64_t mono = mono_ms();
-  if (mono < *next_resync) return;
-  *next_resync = mono + RESYNC_MS;
+  int all = mono >= *next_poll;
+  if (all) *next_poll = mono + e->poll_ms;
   for (size_t r = 0; r < e->nroutes && !e->stopping; r++) {
-    if (e->routes[r].worker != w || e->routes[r].open != 0) continue;
+    eng_route *rt = &e->routes[r];
+    if (rt->worker != w || (!all && !rt->resync)) continue;
+    rt->resync = 0;
+    int64_t added = rt->added;
     pthread_mutex_unlock(&e->lock);
-    int64_t n = ceb_store_count_open(e->store, e->routes[r].cfg.name);
+    int64_t n = ceb_store_count_open(e->store, rt->cfg.name);
     pthread_mutex_lock(&e->lock);
-    if (n > 0 && e->routes[r].open == 0) {
-      e->routes[r].open = n;
-      e->open_total += n;
-    }
+    if (n < 0) continue; /* a read error: keep the figure, retry next poll */
+    n += rt->added - added;
+    e->open_total += n - rt->open;
+    rt->open = n;
   }
 }
 
@@ -477,11 +504,11 @@ void *cebe_worker_main(void *arg) {
   ceb_engine *e = wa->e;
   unsigned w = wa->index;
   free(wa);
-  int64_t next_resync = 0;
+  int64_t next_poll = mono_ms() + e->poll_ms; /* start counted already */
   pthread_mutex_lock(&e->lock);
   while (!e->stopping) {
     uint64_t gen = e->gen;
-    resync_idle_routes_locked(e, w, &next_resync);
+    resync_routes_locked(e, w, &next_poll);
     int64_t now = cebe_now(e);
     int64_t next = expire_locked(e, w, now);
     if (w == 0) { /* dead-letter forwards */

@@ -90,7 +90,14 @@ typedef struct eng_fwd {
 typedef struct eng_route {
   ceb_engine_route cfg;
   uint32_t inflight;
-  int64_t open; /* unsettled deliveries in the store */
+  int64_t open;  /* unsettled deliveries in the store: this process's
+                    count, which other writers (another bridge on the same
+                    database, a CLI replay) make wrong both ways; a recount
+                    from the store (`resync`) sets it right again */
+  int64_t added; /* deliveries this process added, ever: a recount adds
+                    those counted in while it read the store */
+  int resync;    /* recount before the next claim (a wake-up, the poll, or
+                    open went below 0) */
   unsigned worker;
   char labels[160]; /* route="..." */
 } eng_route;
@@ -119,6 +126,7 @@ struct ceb_engine {
   unsigned nworkers;
   pthread_t *threads;
   int64_t max_queued;
+  int64_t poll_ms; /* ceb_engine_opts.poll_ms */
 
   pthread_mutex_t lock;
   pthread_cond_t cond; /* workers: something changed */

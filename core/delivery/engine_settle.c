@@ -43,8 +43,15 @@ static void outcome_done(void *arg, int status) {
   if (status == CEB_OK) {
     if (final) {
       pthread_mutex_lock(&e->lock);
-      rt->open--;
-      e->open_total--;
+      if (rt->open > 0) {
+        rt->open--;
+        e->open_total--;
+      } else {
+        /* a delivery another writer added (another bridge, a CLI
+         * replay): this process never counted it, so its count is wrong;
+         * recount (engine_core.c, resync_routes_locked) */
+        rt->resync = 1;
+      }
       pthread_mutex_unlock(&e->lock);
     }
     char labels[256];

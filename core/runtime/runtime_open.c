@@ -255,7 +255,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                           .routes = eroutes,
                           .nroutes = rt->nroutes,
                           .workers = (unsigned)b->workers,
-                          .max_queued = b->backpressure_max_queued};
+                          .max_queued = b->backpressure_max_queued,
+                          .poll_ms = b->store.poll_interval_ms};
     rc = ceb_engine_new(&eo, &rt->engine);
     if (rc != CEB_OK)
       snprintf(err, errlen, "runtime: cannot create the delivery engine: %s",

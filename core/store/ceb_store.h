@@ -173,6 +173,21 @@ typedef void (*ceb_store_ingest_listener)(void *arg,
                                           const ceb_ingest_batch *batch);
 void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
                                    void *arg);
+/* Work another writer changed: another bridge on the same database (the
+ * PostgreSQL engine hears of it through LISTEN/NOTIFY) or a tool beside a
+ * running bridge. fn(arg, route) tells the delivery engine that route (NULL:
+ * any route) may have new claimable deliveries: rows ingested elsewhere, a
+ * key's head settled elsewhere, a DLQ replay. It is a hint: a lost one is
+ * made up by the engine's poll (store.poll_interval). Called from the
+ * engine's listener thread (or the caller of ceb_store_woken); must not
+ * block. Set it (or NULL) as the ingest listener (the delivery engine does
+ * at ceb_engine_new). */
+typedef void (*ceb_store_wake_fn)(void *arg, const char *route);
+void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
+                                 void *arg);
+/* Calls the wake listener (if any) with route: what an engine's listener
+ * does for each notification it receives. Any thread. */
+void ceb_store_woken(ceb_store *st, const char *route);
 /* Queues batch (bounded, synced; see ceb_store_submit) to be journaled by
  * ceb_store_ingest_run. done gets batch as its arg: embed the batch first
  * in the caller's own struct to find that again. */

@@ -33,6 +33,25 @@ void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
   pthread_mutex_unlock(&st->lock);
 }
 
+void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
+                                 void *arg) {
+  pthread_mutex_lock(&st->lock);
+  st->woken = fn;
+  st->woken_arg = arg;
+  pthread_mutex_unlock(&st->lock);
+}
+
+void ceb_store_woken(ceb_store *st, const char *route) {
+  if (!st) return;
+  pthread_mutex_lock(&st->lock);
+  ceb_store_wake_fn fn = st->woken;
+  void *arg = st->woken_arg;
+  pthread_mutex_unlock(&st->lock);
+  /* outside the lock: fn takes the engine's lock, which is held around
+   * store calls elsewhere */
+  if (fn) fn(arg, route);
+}
+
 static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
                   void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;

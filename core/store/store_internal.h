@@ -31,6 +31,8 @@ struct ceb_store {
   store_op *head, *tail;
   ceb_store_ingest_listener ingested; /* the engine (ceb_store_ingest) */
   void *ingested_arg;
+  ceb_store_wake_fn woken; /* the engine (ceb_store_woken) */
+  void *woken_arg;
   size_t queued; /* ops in head..tail */
   size_t queued_bounded;
   size_t queue_max;
