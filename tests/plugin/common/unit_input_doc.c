@@ -1,0 +1,105 @@
+/* plugins/common/input_doc.c: the renderings every input document shares
+ * (JSON, text or base64 payloads; header maps and lists; compact dump). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <ceb/status.h>
+
+#include "ceb_test.h"
+#include "input_doc.h"
+
+/* doc dumped compact equals want, byte for byte. */
+static void check_dump(json_t *doc, const char *want, int line) {
+  char *out = NULL;
+  size_t len = 0;
+  CHECK_INT(idoc_dump(doc, &out, &len), CEB_OK);
+  CHECK_MSG(out && strcmp(out, want) == 0 && len == strlen(want),
+            "line %d: got %s, want %s", line, out ? out : "(null)", want);
+  free(out);
+}
+
+static void payload_case(const void *bytes, size_t len, const char *ct,
+                         const char *want, int line) {
+  json_t *doc = json_object();
+  CHECK_INT(idoc_set_payload(doc, "body", bytes, len, ct), CEB_OK);
+  check_dump(doc, want, line);
+  json_decref(doc);
+}
+
+static void test_payloads(void) {
+  const char *obj = "{ \"a\" : [1, 2.5, \"x\"] }";
+  /* a JSON type or none: parsed (spacing is not kept: it is a value) */
+  payload_case(obj, strlen(obj), "application/json; charset=utf-8",
+               "{\"body\":{\"a\":[1,2.5,\"x\"]},\"body_encoding\":\"json\"}",
+               __LINE__);
+  payload_case(obj, strlen(obj), NULL,
+               "{\"body\":{\"a\":[1,2.5,\"x\"]},\"body_encoding\":\"json\"}",
+               __LINE__);
+  payload_case(obj, strlen(obj), "application/vnd.x+json",
+               "{\"body\":{\"a\":[1,2.5,\"x\"]},\"body_encoding\":\"json\"}",
+               __LINE__);
+  /* scalars are JSON texts too */
+  payload_case("42", 2, NULL, "{\"body\":42,\"body_encoding\":\"json\"}",
+               __LINE__);
+  payload_case("\"s\\u0000t\"", 10, "application/json",
+               "{\"body\":\"s\\u0000t\",\"body_encoding\":\"json\"}", __LINE__);
+  /* another type: never parsed, even when it would parse */
+  payload_case(obj, strlen(obj), "text/plain",
+               "{\"body\":\"{ \\\"a\\\" : [1, 2.5, \\\"x\\\"] }\","
+               "\"body_encoding\":\"text\"}",
+               __LINE__);
+  /* a JSON type that does not parse: the text */
+  payload_case("{oops", 5, "application/json",
+               "{\"body\":\"{oops\",\"body_encoding\":\"text\"}", __LINE__);
+  payload_case("", 0, NULL, "{\"body\":\"\",\"body_encoding\":\"text\"}",
+               __LINE__);
+  /* UTF-8 text with a NUL stays text */
+  payload_case("caf\xc3\xa9\0!", 7, "text/plain",
+               "{\"body\":\"caf\xc3\xa9\\u0000!\",\"body_encoding\":\"text\"}",
+               __LINE__);
+  /* not UTF-8: base64 */
+  payload_case("\xff\xfe\x00\x01", 4, "application/octet-stream",
+               "{\"body\":\"//4AAQ==\",\"body_encoding\":\"base64\"}",
+               __LINE__);
+  payload_case("\xc3(", 2, NULL,
+               "{\"body\":\"wyg=\",\"body_encoding\":\"base64\"}", __LINE__);
+  /* no bytes at all (a Kafka tombstone) */
+  payload_case(NULL, 0, NULL, "{\"body\":null,\"body_encoding\":null}",
+               __LINE__);
+}
+
+static void test_pairs(void) {
+  json_t *doc = json_object(), *map = json_object(), *list = json_array();
+  CHECK_INT(idoc_add_pair(map, list, "id", "a-1", 3), CEB_OK);
+  CHECK_INT(idoc_add_pair(map, list, "bin", "\x80\x81", 2), CEB_OK);
+  CHECK_INT(idoc_add_pair(map, list, "id", "a-2", 3), CEB_OK);
+  CHECK_INT(idoc_add_pair(map, list, "nil", NULL, 0), CEB_OK);
+  CHECK_INT(idoc_add_pair(map, list, "\xff", "x", 1), CEB_OK);
+  json_object_set_new(doc, "map", map);
+  json_object_set_new(doc, "list", list);
+  check_dump(doc,
+             "{\"map\":{\"id\":\"a-2\",\"bin\":\"gIE=\",\"nil\":null},"
+             "\"list\":[{\"name\":\"id\",\"value\":\"a-1\"},"
+             "{\"name\":\"bin\",\"value\":\"gIE=\",\"encoding\":\"base64\"},"
+             "{\"name\":\"id\",\"value\":\"a-2\"},"
+             "{\"name\":\"nil\",\"value\":null},"
+             "{\"name\":\"/w==\",\"value\":\"x\","
+             "\"name_encoding\":\"base64\"}]}",
+             __LINE__);
+  json_decref(doc);
+
+  doc = json_object();
+  CHECK_INT(idoc_set_str(doc, "a", "text"), CEB_OK);
+  CHECK_INT(idoc_set_str(doc, "b", NULL), CEB_OK);
+  CHECK_INT(idoc_set_str(doc, "c", "\xfe"), CEB_OK);
+  check_dump(doc, "{\"a\":\"text\",\"b\":null,\"c\":\"/g==\"}", __LINE__);
+  json_decref(doc);
+}
+
+int main(void) {
+  test_payloads();
+  test_pairs();
+  return ceb_test_done("unit_input_doc");
+}
