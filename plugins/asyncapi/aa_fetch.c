@@ -69,6 +69,66 @@ static CURLcode tls_apply(CURL *c, const aa_http_opts *o) {
   return CURLE_OK;
 }
 
+CURLcode aa_http_client_setup(CURL *c, const aa_http_opts *o) {
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  /* Redirects may not downgrade to http unless allowed. */
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
+                   o->allow_http ? "http,https" : "https");
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
+                   o->allow_http ? "http,https" : "https");
+  return tls_apply(c, o);
+}
+
+/* One GET; a response of any status is 0 with the body kept in *s. */
+static int get_once(const char *url, const char *etag, const aa_http_opts *o,
+                    sink *s, long *status, uint64_t *gen, char *err,
+                    size_t errlen) {
+  CURL *c = curl_easy_init();
+  if (!c) {
+    snprintf(err, errlen, "curl init failed");
+    return -1;
+  }
+  struct curl_slist *hdrs = NULL;
+  char inm[300];
+  if (etag && *etag) {
+    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
+    hdrs = curl_slist_append(hdrs, inm);
+  }
+  hdrs =
+      curl_slist_append(hdrs, "Accept: application/json, application/x-yaml, "
+                              "application/yaml, text/yaml, */*;q=0.5");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  int out = 0;
+  CURLcode rc = aa_http_client_setup(c, o);
+  /* the token comes last: a token request reuses nothing of this handle */
+  if (rc == CURLE_OK &&
+      aa_auth_apply(o->auth, c, url, o, gen, err, errlen) != 0) {
+    out = -1;
+  } else {
+    if (rc == CURLE_OK) rc = curl_easy_setopt(c, CURLOPT_URL, url);
+    if (rc == CURLE_OK) rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) {
+      snprintf(err, errlen, "%s: %s", url,
+               s->too_large ? "document larger than max_size"
+                            : curl_easy_strerror(rc));
+      out = -1;
+    } else {
+      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    }
+  }
+  curl_slist_free_all(hdrs);
+  curl_easy_cleanup(c);
+  return out;
+}
+
 int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
                 aa_http_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
@@ -80,58 +140,24 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
              url);
     return -1;
   }
-  CURL *c = curl_easy_init();
-  if (!c) {
-    snprintf(err, errlen, "curl init failed");
-    return -1;
-  }
   sink s = {.max = o->max_size, .etag = res->etag};
-  struct curl_slist *hdrs = NULL;
-  char inm[300];
-  if (etag && *etag) {
-    snprintf(inm, sizeof inm, "If-None-Match: %s", etag);
-    hdrs = curl_slist_append(hdrs, inm);
-  }
-  hdrs =
-      curl_slist_append(hdrs, "Accept: application/json, application/x-yaml, "
-                              "application/yaml, text/yaml, */*;q=0.5");
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &s);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
-  /* Redirects may not downgrade to http unless allowed. */
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR,
-                   o->allow_http ? "http,https" : "https");
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
-                   o->allow_http ? "http,https" : "https");
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-  CURLcode rc = tls_apply(c, o);
-  if (rc == CURLE_OK) rc = curl_easy_perform(c);
-  int out = 0;
-  if (rc != CURLE_OK) {
-    snprintf(err, errlen, "%s: %s", url,
-             s.too_large ? "document larger than max_size"
-                         : curl_easy_strerror(rc));
+  uint64_t gen = 0;
+  int out = get_once(url, etag, o, &s, &res->status, &gen, err, errlen);
+  /* An OAuth2 token the registry no longer takes (revoked, rotated keys):
+   * one new token, one more try. */
+  if (out == 0 && res->status == 401 && aa_auth_refused(o->auth, gen)) {
     free(s.buf);
-    out = -1;
-  } else {
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &res->status);
-    if (res->status >= 200 && res->status < 300) {
-      if (!s.buf) s.buf = calloc(1, 1);
-      res->body = s.buf;
-      res->len = s.len;
-    } else {
-      free(s.buf);
-    }
+    s = (sink){.max = o->max_size, .etag = res->etag};
+    res->etag[0] = '\0';
+    out = get_once(url, etag, o, &s, &res->status, &gen, err, errlen);
   }
-  curl_slist_free_all(hdrs);
-  curl_easy_cleanup(c);
+  if (out == 0 && res->status >= 200 && res->status < 300) {
+    if (!s.buf) s.buf = calloc(1, 1);
+    res->body = s.buf;
+    res->len = s.len;
+  } else {
+    free(s.buf);
+  }
   return out;
 }
 

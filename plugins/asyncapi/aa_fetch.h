@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
+
+#include "aa_auth.h"
+
 typedef struct aa_http_opts {
   int64_t timeout_ms;
   size_t max_size;
@@ -15,6 +19,7 @@ typedef struct aa_http_opts {
   int tls_min_version;
   const char *tls_ciphers, *tls_ciphersuites;
   const char *tls_ca_file, *tls_client_cert, *tls_client_key;
+  aa_auth *auth; /* credentials for the source's origin; NULL: none */
 } aa_http_opts;
 
 typedef struct aa_http_result {
@@ -24,10 +29,16 @@ typedef struct aa_http_result {
   char etag[256]; /* the response's ETag, "" when none */
 } aa_http_result;
 
-/* GETs url, sending If-None-Match: etag when etag is non-empty. Returns 0
- * when a response arrived (any status: the caller judges it), -1 with a
- * reason in err on transport errors, refused schemes or oversize bodies.
- * The caller frees res->body. */
+/* Applies what every request of the plugin shares to easy: the TLS policy
+ * (ceb/tls.h), the timeout, the allowed protocols (https, and http only
+ * with allow_http), no signals. The token requests of o->auth use it too. */
+CURLcode aa_http_client_setup(CURL *easy, const aa_http_opts *o);
+
+/* GETs url (with o->auth's bearer token when url is of its origin; a 401
+ * to an OAuth2 token fetches a new one and tries once more), sending
+ * If-None-Match: etag when etag is non-empty. Returns 0 when a response arrived
+ * (any status: the caller judges it), -1 with a reason in err on transport
+ * errors, refused schemes or oversize bodies. The caller frees res->body. */
 int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
                 aa_http_result *res, char *err, size_t errlen);
 

@@ -6,8 +6,8 @@
  * changed document under a held version is a conflict, logged and counted;
  * pins never move by themselves. */
 #include <ceb/plugin.h>
-#include <ceb/tls.h>
 #include <ceb/semver.h>
+#include <ceb/tls.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
@@ -17,8 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aa_auth.h"
 #include "aa_doc.h"
 #include "aa_fetch.h"
+#include "http_oauth.h"
 
 #define MiB (1024 * 1024)
 
@@ -47,6 +49,10 @@ static const ceb_config_spec k_spec[] = {
      "Allow plain http URLs (tests and loopback registries only)."},
     CEB_TLS_CLIENT_POLICY_SPEC(""),
     CEB_TLS_CLIENT_FILES_SPEC(""),
+    {"bearer_token", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
+     "Bearer token sent to the origin of url / registry.url (not to "
+     "documents a $ref fetches elsewhere)."},
+    HTTP_OAUTH_CLIENT_SPEC,
     {"types.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
      "types.<message> = <CloudEvents type>: the type a message carries when "
      "the document does not say it (payload or header const)."},
@@ -531,6 +537,7 @@ static void aa_destroy(void *state) {
   free(st->known_max);
   json_decref(st->pass_new);
   free(st->name);
+  aa_auth_free(st->http.auth);
   pthread_mutex_destroy(&st->sync_lock);
   pthread_mutex_destroy(&st->lock);
   pthread_cond_destroy(&st->cond);
@@ -587,9 +594,14 @@ static int aa_init(const ceb_host *host, ceb_instance *inst,
   if (!why && insecure && strncmp(insecure, "https://", 8) != 0 &&
       !st->http.allow_http)
     why = "plain http needs allow_insecure_http = true";
-  if (why) {
-    int rc = st->name && st->pass_new ? CEB_ECONFIG : CEB_ENOMEM;
-    CEB_LOG(host, inst, CEB_LOG_ERROR, "%s", why);
+  char auth_err[200] = "";
+  int rc = why ? CEB_OK
+               : aa_auth_new(host, inst, cfg, insecure, st->http.allow_http,
+                             &st->http.auth, auth_err, sizeof auth_err);
+  if (rc == CEB_ECONFIG) why = auth_err;
+  if (why || rc != CEB_OK) {
+    if (rc == CEB_OK) rc = st->name && st->pass_new ? CEB_ECONFIG : CEB_ENOMEM;
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "%s", why ? why : "out of memory");
     aa_destroy(st);
     return rc;
   }

@@ -9,8 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DAY_MS (24LL * 3600 * 1000)
-
 const ceb_config_spec http_sink_spec[] = {
     {"url", CEB_CFG_STRING, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
      "Webhook endpoint (https); ${attr} inserts an event attribute, "
@@ -51,22 +49,7 @@ const ceb_config_spec http_sink_spec[] = {
      "WebHook-Request-Origin sent in the handshake (default: host name)."},
     {"webhook.secrets", CEB_CFG_LIST, CEB_CFG_SECRET, NULL, 0, 0, NULL,
      "Standard Webhooks secrets (whsec_...); every one signs, for rotation."},
-    {"oauth2.token_url", CEB_CFG_URL, 0, NULL, 0, 0, NULL,
-     "OAuth2 token endpoint: enables client credentials bearer tokens."},
-    {"oauth2.client_id", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "OAuth2 client id."},
-    {"oauth2.client_secret", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
-     "OAuth2 client secret (client_secret_basic)."},
-    {"oauth2.private_key", CEB_CFG_PATH, CEB_CFG_SECRET, NULL, 0, 0, NULL,
-     "PEM key (RSA: RS256, P-256: ES256) for a private_key_jwt assertion."},
-    {"oauth2.key_id", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "kid header of the client assertion."},
-    {"oauth2.scope", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "Requested scope(s), space-separated."},
-    {"oauth2.audience", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "audience parameter of the token request."},
-    {"oauth2.refresh_margin", CEB_CFG_DURATION, 0, "60s", 0, DAY_MS, NULL,
-     "Refresh the token this long before it expires."},
+    HTTP_OAUTH_CLIENT_SPEC,
     CEB_CONFIG_SPEC_END};
 
 /* Headers the sink writes itself; a static header may not override them. */
@@ -189,30 +172,15 @@ static int setup_auth(http_sink *s, const ceb_config *cfg) {
     if (rc == CEB_ECONFIG) CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", why);
     if (rc != CEB_OK) return rc;
   }
-  const char *token_url = ceb_config_str(cfg, "oauth2.token_url");
-  if (!token_url || !*token_url) {
-    if (ceb_config_str(cfg, "oauth2.client_id") ||
-        ceb_config_str(cfg, "oauth2.client_secret") ||
-        ceb_config_str(cfg, "oauth2.private_key")) {
-      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-              "oauth2.* settings need oauth2.token_url");
-      return CEB_ECONFIG;
-    }
-    return CEB_OK;
-  }
-  int rc = check_url(s, "oauth2.token_url", token_url, 0);
-  if (rc != CEB_OK) return rc;
-  http_oauth_config oc = {
-      .token_url = token_url,
-      .client_id = ceb_config_str(cfg, "oauth2.client_id"),
-      .client_secret = ceb_config_str(cfg, "oauth2.client_secret"),
-      .private_key_path = ceb_config_str(cfg, "oauth2.private_key"),
-      .key_id = ceb_config_str(cfg, "oauth2.key_id"),
-      .scope = ceb_config_str(cfg, "oauth2.scope"),
-      .audience = ceb_config_str(cfg, "oauth2.audience"),
-      .refresh_margin_ms =
-          ceb_config_duration_ms(cfg, "oauth2.refresh_margin", 60000)};
+  http_oauth_config oc;
   char err[160] = "";
+  int rc = http_oauth_config_read(cfg, &oc, err, sizeof err);
+  if (rc <= 0) {
+    if (rc < 0) CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", err);
+    return rc < 0 ? CEB_ECONFIG : CEB_OK;
+  }
+  rc = check_url(s, "oauth2.token_url", oc.token_url, 0);
+  if (rc != CEB_OK) return rc;
   rc = http_oauth_client_new(&oc, &s->oauth, err, sizeof(err));
   if (rc != CEB_OK) CEB_LOG(s->host, s->inst, CEB_LOG_ERROR, "%s", err);
   return rc;

@@ -12,7 +12,7 @@
 
 #include "http_out.h"
 #include "http_out_circuit.h"
-#include "http_out_oauth.h"
+#include "http_oauth.h"
 #include "http_tls.h"
 #include "http_webhook_sig.h"
 

@@ -141,6 +141,16 @@ fail:
   return NULL;
 }
 
+int ceb_tls_srv_require_client(ceb_tls_srv *s, const char *ca_file) {
+  if (SSL_CTX_load_verify_locations(s->ctx, ca_file, NULL) != 1) {
+    ERR_print_errors_fp(stderr);
+    return -1;
+  }
+  SSL_CTX_set_verify(s->ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                     NULL);
+  return 0;
+}
+
 int ceb_tls_srv_port(const ceb_tls_srv *s) {
   return s->port;
 }

@@ -25,6 +25,10 @@ typedef struct ceb_tls_srv ceb_tls_srv;
 ceb_tls_srv *ceb_tls_srv_start(const char *cert, const char *key,
                                int min_version, int max_version,
                                const char *ciphers, const char *body);
+/* From now on a client must present a certificate that the PEM CA bundle
+ * ca_file verifies (mTLS), else the handshake fails. Call it before the
+ * first connection. 0 on success. */
+int ceb_tls_srv_require_client(ceb_tls_srv *s, const char *ca_file);
 int ceb_tls_srv_port(const ceb_tls_srv *s);
 /* Completed handshakes and answered requests so far. */
 int ceb_tls_srv_handshakes(ceb_tls_srv *s);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,13 @@ struct aa_stub {
   pthread_mutex_t lock;
   entry e[MAX_ENTRIES];
   size_t n;
-  size_t n200, n304;
+  size_t n200, n304, n401;
+  /* authentication (aa_stub_require_token, aa_stub_set_client) */
+  int check_auth;
+  char static_token[128];
+  char basic[512]; /* the expected "Basic ..." value; "" without a client */
+  char issued[64]; /* the one issued token taken; "" when none */
+  size_t tokens_issued, tokens_refused, auth_seen;
 };
 
 static unsigned long hash(const char *s) {
@@ -57,7 +64,48 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     *ptr = s;
     return MHD_YES;
   }
+  if (*size) { /* a token request's form: the credentials are in the head */
+    *size = 0;
+    return MHD_YES;
+  }
+  const char *authz =
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+  char token_path[160];
+  snprintf(token_path, sizeof token_path, "%s/token", s->prefix);
+  if (strcmp(method, "POST") == 0 && strcmp(url, token_path) == 0) {
+    pthread_mutex_lock(&s->lock);
+    int ok = s->basic[0] && authz && strcmp(authz, s->basic) == 0;
+    char body[200];
+    if (ok) {
+      s->tokens_issued++;
+      snprintf(s->issued, sizeof s->issued, "issued-%zu", s->tokens_issued);
+      snprintf(body, sizeof body,
+               "{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
+               "\"expires_in\":3600}",
+               s->issued);
+    } else {
+      s->tokens_refused++;
+      snprintf(body, sizeof body, "{\"error\":\"invalid_client\"}");
+    }
+    pthread_mutex_unlock(&s->lock);
+    return reply(c, ok ? 200 : 401, body, NULL);
+  }
   if (strcmp(method, "GET") != 0) return reply(c, 405, "", NULL);
+  pthread_mutex_lock(&s->lock);
+  if (authz) s->auth_seen++;
+  if (s->check_auth) {
+    const char *bearer =
+        authz && strncmp(authz, "Bearer ", 7) == 0 ? authz + 7 : NULL;
+    int ok = bearer &&
+             ((s->static_token[0] && strcmp(bearer, s->static_token) == 0) ||
+              (s->issued[0] && strcmp(bearer, s->issued) == 0));
+    if (!ok) {
+      s->n401++;
+      pthread_mutex_unlock(&s->lock);
+      return reply(c, 401, "{\"status\":401}", NULL);
+    }
+  }
+  pthread_mutex_unlock(&s->lock);
   const char *inm =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "If-None-Match");
   pthread_mutex_lock(&s->lock);
@@ -136,7 +184,7 @@ void aa_stub_set_file(aa_stub *s, const char *name, const char *content) {
 
 size_t aa_stub_count(aa_stub *s, int status) {
   pthread_mutex_lock(&s->lock);
-  size_t n = status == 304 ? s->n304 : s->n200;
+  size_t n = status == 304 ? s->n304 : status == 401 ? s->n401 : s->n200;
   pthread_mutex_unlock(&s->lock);
   return n;
 }
@@ -171,4 +219,46 @@ void aa_stub_stop(aa_stub *s) {
     free(s->e[i].content);
   pthread_mutex_destroy(&s->lock);
   free(s);
+}
+
+void aa_stub_require_token(aa_stub *s, const char *token) {
+  pthread_mutex_lock(&s->lock);
+  snprintf(s->static_token, sizeof s->static_token, "%s", token ? token : "");
+  s->check_auth = token || s->basic[0];
+  pthread_mutex_unlock(&s->lock);
+}
+
+void aa_stub_set_client(aa_stub *s, const char *client_id, const char *secret) {
+  char plain[256];
+  unsigned char b64[350];
+  /* the test's ids need no form-encoding (RFC 6749 2.3.1) */
+  int n = snprintf(plain, sizeof plain, "%s:%s", client_id, secret);
+  EVP_EncodeBlock(b64, (const unsigned char *)plain, n);
+  pthread_mutex_lock(&s->lock);
+  snprintf(s->basic, sizeof s->basic, "Basic %s", (const char *)b64);
+  s->check_auth = 1;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void aa_stub_revoke(aa_stub *s) {
+  pthread_mutex_lock(&s->lock);
+  s->issued[0] = '\0';
+  pthread_mutex_unlock(&s->lock);
+}
+
+static size_t counter(aa_stub *s, const size_t *v) {
+  pthread_mutex_lock(&s->lock);
+  size_t n = *v;
+  pthread_mutex_unlock(&s->lock);
+  return n;
+}
+
+size_t aa_stub_tokens_issued(aa_stub *s) {
+  return counter(s, &s->tokens_issued);
+}
+size_t aa_stub_tokens_refused(aa_stub *s) {
+  return counter(s, &s->tokens_refused);
+}
+size_t aa_stub_auth_seen(aa_stub *s) {
+  return counter(s, &s->auth_seen);
 }

@@ -10,7 +10,7 @@
 #include "ceb_test.h"
 #include "http_out_classify.h"
 #include "http_out_int.h"
-#include "http_out_oauth.h"
+#include "http_oauth.h"
 
 static void test_classify(void) {
   static const struct {

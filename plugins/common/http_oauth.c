@@ -1,6 +1,6 @@
 /* OAuth2 client credentials: request building, token caching and the
  * private_key_jwt client assertion. */
-#include "http_out_oauth.h"
+#include "http_oauth.h"
 
 #include <inttypes.h>
 #include <stdio.h>
