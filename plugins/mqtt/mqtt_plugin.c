@@ -11,7 +11,12 @@ const ceb_config_spec mqtt_spec_source[] = {
      "Stable MQTT client id: the broker keeps the persistent session "
      "(subscriptions and unacknowledged messages) under it."},
     {"topics", CEB_CFG_LIST, CEB_CFG_REQUIRED, NULL, 0, 0, NULL,
-     "Topic filters to subscribe to (wildcards + and # allowed)."},
+     "Topic filters to subscribe to (wildcards + and # allowed; "
+     "$share/<group>/<filter> for an MQTT 5 shared subscription)."},
+    {"share_group", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "MQTT 5 shared subscription group: every filter of topics is "
+     "subscribed as $share/<share_group>/<filter>, so the bridges of one "
+     "group split the messages (each needs its own client_id)."},
     {"qos", CEB_CFG_INT, 0, "1", 1, 2, NULL,
      "Subscription QoS: 1, or 2 (PUBREC is sent once the event is durable, "
      "PUBREL is answered with PUBCOMP; redeliveries are deduped)."},

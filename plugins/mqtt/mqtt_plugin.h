@@ -32,7 +32,16 @@ char *mqtt_topic_expand(const char *tmpl, const ceb_event *ev,
 /* 1 when name is a valid topic name to publish to (non-empty UTF-8 without
  * wildcards or NUL, at most 65535 bytes). */
 int mqtt_topic_valid(const char *name);
-/* 1 when filter is a valid subscription filter. */
+/* 1 when filter is a valid subscription filter; a shared subscription
+ * ($share/<name>/<filter>) needs a valid share name and a valid filter. */
 int mqtt_filter_valid(const char *filter);
+/* 1 when name may be an MQTT 5 share name (non-empty UTF-8 without '/',
+ * '+' or '#'). */
+int mqtt_share_name_valid(const char *name);
+/* n new strings "$share/<group>/<filters[i]>" (free with
+ * mqtt_share_filters_free(out, n)); NULL when out of memory. */
+char **mqtt_share_filters(const char *group, const char *const *filters,
+                          size_t n);
+void mqtt_share_filters_free(char **filters, size_t n);
 
 #endif

@@ -49,6 +49,7 @@ typedef struct mqtt_source {
   mqtt_gate *gate;
   const char *const *topics;
   size_t ntopics;
+  char **shared; /* share_group: the $share/ filters topics points to */
   int qos;
   const char *dlq_topic;
   int max_inflight;
@@ -468,6 +469,32 @@ static void on_connected(void *arg) {
             mosquitto_strerror(rc));
 }
 
+/* share_group: the same config on every bridge of a group, the broker
+ * splits the messages among them (MQTT 5 4.8.2). */
+static int share_topics(mqtt_source *s, const ceb_config *cfg) {
+  const char *group = ceb_config_str(cfg, "share_group");
+  if (!group) return CEB_OK;
+  if (!mqtt_share_name_valid(group)) {
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "share_group: \"%s\" is not a share name (non-empty, no '/', "
+            "'+' or '#')",
+            group);
+    return CEB_ECONFIG;
+  }
+  for (size_t i = 0; i < s->ntopics; i++)
+    if (strncmp(s->topics[i], "$share/", 7) == 0) {
+      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+              "topics: \"%s\" is already a shared subscription: drop "
+              "share_group or the $share/ prefix",
+              s->topics[i]);
+      return CEB_ECONFIG;
+    }
+  s->shared = mqtt_share_filters(group, s->topics, s->ntopics);
+  if (!s->shared) return CEB_ENOMEM;
+  s->topics = (const char *const *)s->shared;
+  return CEB_OK;
+}
+
 int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
                      const ceb_instance_info *info, const ceb_config *cfg,
                      void **state) {
@@ -499,6 +526,9 @@ int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
               "topics: \"%s\" is not a valid topic filter", s->topics[i]);
       goto fail;
     }
+  rc = share_topics(s, cfg);
+  if (rc != CEB_OK) goto fail;
+  rc = CEB_ECONFIG;
   s->qos = (int)ceb_config_int(cfg, "qos", 1);
   if (s->qos != 1 && s->qos != 2) {
     /* The spec's range says so too; QoS 0 has no acknowledgement that could
@@ -620,6 +650,7 @@ void mqtt_source_destroy(void *state) {
     s->backlog = b->next;
     backlog_free(s, b);
   }
+  mqtt_share_filters_free(s->shared, s->ntopics);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
   free(s);

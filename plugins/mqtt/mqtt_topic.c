@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,31 @@ int mqtt_topic_valid(const char *name) {
          utf8_valid((const unsigned char *)name);
 }
 
+int mqtt_share_name_valid(const char *name) {
+  /* MQTT 5 4.8.2: at least one character, none of '/', '+' or '#'. */
+  return name && *name && strlen(name) <= 1024 && !strpbrk(name, "/+#") &&
+         utf8_valid((const unsigned char *)name);
+}
+
 int mqtt_filter_valid(const char *f) {
   size_t len = f ? strlen(f) : 0;
   if (!len || len > 65535 || !utf8_valid((const unsigned char *)f)) return 0;
+  if (strncmp(f, "$share/", 7) == 0) {
+    /* $share/<ShareName>/<filter>: a bad share name would only come back as
+     * a refused SUBACK at run time; say so at check time instead. */
+    const char *slash = strchr(f + 7, '/');
+    if (!slash || slash == f + 7 || !slash[1] ||
+        strncmp(slash + 1, "$share/", 7) == 0)
+      return 0;
+    char name[1025];
+    size_t nl = (size_t)(slash - (f + 7));
+    if (nl >= sizeof name) return 0;
+    memcpy(name, f + 7, nl);
+    name[nl] = 0;
+    if (!mqtt_share_name_valid(name)) return 0;
+    f = slash + 1;
+    len = strlen(f);
+  }
   /* Wildcards occupy whole levels; # only as the last level. */
   for (size_t i = 0; i < len; i++) {
     int starts = i == 0 || f[i - 1] == '/';
@@ -37,6 +60,27 @@ int mqtt_filter_valid(const char *f) {
     if (f[i] == '#' && (!starts || i + 1 != len)) return 0;
   }
   return 1;
+}
+
+char **mqtt_share_filters(const char *group, const char *const *filters,
+                          size_t n) {
+  char **out = calloc(n ? n : 1, sizeof *out);
+  for (size_t i = 0; out && i < n; i++) {
+    size_t len = 7 + strlen(group) + 1 + strlen(filters[i]) + 1;
+    out[i] = malloc(len);
+    if (!out[i]) {
+      mqtt_share_filters_free(out, i);
+      return NULL;
+    }
+    snprintf(out[i], len, "$share/%s/%s", group, filters[i]);
+  }
+  return out;
+}
+
+void mqtt_share_filters_free(char **filters, size_t n) {
+  for (size_t i = 0; filters && i < n; i++)
+    free(filters[i]);
+  free(filters);
 }
 
 char *mqtt_topic_expand(const char *tmpl, const ceb_event *ev,

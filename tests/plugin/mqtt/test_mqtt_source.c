@@ -134,14 +134,20 @@ out:
   mtest_free(&t);
 }
 
-/* A shared subscription ($share/<group>/<filter>, MQTT 5): the broker hands
- * each message to one member of the group; with one member, all of them
- * arrive, acknowledged through the gate as any other. */
-static void shared(ceb_mosq *b) {
-  fprintf(stderr, "-- source shared subscription\n");
-  const char *kv[] = {"broker",    b->addr,  "client_id",
-                      "src-share", "topics", "$share/cebridge/shared/#",
-                      NULL};
+/* A shared subscription ($share/<group>/<filter>, MQTT 5, written out or
+ * built from share_group): the broker hands each message to one member of
+ * the group; with one member, all of them arrive, acknowledged through the
+ * gate as any other. The two-bridge split: tests/integration/ha. */
+static void shared(ceb_mosq *b, int by_key) {
+  fprintf(stderr, "-- source shared subscription%s\n",
+          by_key ? " (share_group)" : "");
+  const char *kv_prefix[] = {"broker",    b->addr,  "client_id",
+                             "src-share", "topics", "$share/cebridge/shared/#",
+                             NULL};
+  const char *kv_key[] = {"broker",      b->addr,    "client_id",
+                          "src-share",   "topics",   "shared/#",
+                          "share_group", "cebridge", NULL};
+  const char *const *kv = by_key ? kv_key : kv_prefix;
   mtest_inst t;
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, kv), CEB_OK);
   CHECK_INT(mtest_start(&t), CEB_OK);
@@ -169,7 +175,8 @@ int main(void) {
   if (!b) return ceb_test_done("test_mqtt_source");
   run(b, 5);
   run(b, 4);
-  shared(b);
+  shared(b, 0);
+  shared(b, 1);
 
   /* Config errors name the problem before anything connects. */
   const char *no_id[] = {"broker", b->addr, "topics", "a/#", NULL};
@@ -179,6 +186,33 @@ int main(void) {
   const char *bad_filter[] = {"broker", b->addr, "client_id", "x",
                               "topics", "a/#/b", NULL};
   CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, bad_filter), CEB_ECONFIG);
+  mtest_free(&t);
+  /* Shared subscriptions: a share name is non-empty and has no '/', '+' or
+   * '#' (MQTT 5 4.8.2), a filter follows it; share_group builds the
+   * $share/ filters and refuses filters that are shared already. */
+  const char *bad_share[] = {
+      "$share//a/#", "$share/g",       "$share/g/",
+      "$share/g+/a", "$share/g/a/#/b", "$share/g/$share/h/a",
+      NULL};
+  for (int i = 0; bad_share[i]; i++) {
+    const char *kv[] = {"broker", b->addr,      "client_id", "x",
+                        "topics", bad_share[i], NULL};
+    CHECK_MSG(mtest_init(&t, CEB_ROLE_SOURCE, kv) == CEB_ECONFIG, "%s",
+              bad_share[i]);
+    mtest_free(&t);
+  }
+  const char *bad_group[] = {"", "a/b", "a+", "#", NULL};
+  for (int i = 0; bad_group[i]; i++) {
+    const char *kv[] = {"broker", b->addr,       "client_id",  "x", "topics",
+                        "a/#",    "share_group", bad_group[i], NULL};
+    CHECK_MSG(mtest_init(&t, CEB_ROLE_SOURCE, kv) == CEB_ECONFIG, "'%s'",
+              bad_group[i]);
+    mtest_free(&t);
+  }
+  const char *twice[] = {"broker",      b->addr,  "client_id",
+                         "x",           "topics", "$share/g/a/#",
+                         "share_group", "g",      NULL};
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, twice), CEB_ECONFIG);
   mtest_free(&t);
   /* QoS 0 has no acknowledgement to hold until the event is durable. */
   const char *qos0[] = {"broker", b->addr, "client_id", "x", "topics",
