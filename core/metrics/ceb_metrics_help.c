@@ -39,6 +39,9 @@ static const struct {
     {"cebridge_http_sink_delivery_seconds", "Webhook delivery request time."},
     {"cebridge_http_sink_token_fetches_total",
      "OAuth2 client-credentials token fetches by result."},
+    {"cebridge_http_sink_allowed_rate",
+     "Requests per second the webhook sink sends at most, from the "
+     "receiver's WebHook-Allowed-Rate in the handshake (0: not paced)."},
     /* pull plugin */
     {"cebridge_pull_queue_depth", "Events waiting in a pull queue."},
     {"cebridge_pull_events_fetched_total",

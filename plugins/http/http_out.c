@@ -199,6 +199,9 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   s->max_pending = ceb_config_int(cfg, "max_pending", 10000);
   s->timeout_ms = ceb_config_duration_ms(cfg, "timeout", 15000);
   s->handshake = ceb_config_bool(cfg, "handshake", 0);
+  /* the sink-common key the host's token bucket enforces: a receiver's
+   * announced rate only lowers it (http_out_pace.h) */
+  s->rate_limit = ceb_config_rate(cfg, "rate_limit", 0);
   if (s->batch_max < 1 || s->max_connections < 1 || s->max_pending < 1 ||
       s->timeout_ms < 1 || s->batch_wait_ms < 0) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
@@ -275,6 +278,7 @@ static void sink_free(http_sink *s) {
   free(s->batch);
   curl_slist_free_all(s->static_headers);
   http_oauth_client_free(s->oauth);
+  http_pace_free(&s->pace);
   http_webhook_keys_free(s->keys);
   free(s->url);
   http_tls_client_free(&s->tls);

@@ -10,9 +10,10 @@
 
 #include <ceb/ceb.h>
 
+#include "http_oauth.h"
 #include "http_out.h"
 #include "http_out_circuit.h"
-#include "http_oauth.h"
+#include "http_out_pace.h"
 #include "http_tls.h"
 #include "http_webhook_sig.h"
 
@@ -52,8 +53,9 @@ typedef struct http_req {
   size_t resp_len, resp_cap;
   char retry_after[64];
   char allowed_origin[256];
-  int refreshed;   /* already re-sent once after a 401 */
-  int dest_passed; /* its destination's circuit let it through */
+  char allowed_rate[32]; /* WebHook-Allowed-Rate of a handshake's answer */
+  int refreshed;         /* already re-sent once after a 401 */
+  int dest_passed;       /* its destination's circuit let it through */
   uint64_t token_generation;
   int64_t started_mono_ms;
 } http_req;
@@ -81,7 +83,8 @@ typedef struct http_sink {
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */
   int handshake;
-  char *origin; /* WebHook-Request-Origin */
+  char *origin;      /* WebHook-Request-Origin */
+  double rate_limit; /* the sink's configured rate_limit, per s; 0: none */
   http_webhook_keys *keys;
   http_oauth_client *oauth;
 
@@ -110,6 +113,7 @@ typedef struct http_sink {
   int64_t token_retry_mono_ms; /* no fetch before (after a failure) */
   char token_error[160];
   http_gate handshake_gate;
+  http_pace pace;          /* the rate the handshake's receiver allowed */
   int64_t expired_mono_ms; /* last deadline sweep of the pending queue */
   /* templated URL: a circuit per expanded URL (loop thread); NULL else,
    * and the host's circuit covers the sink */

@@ -241,6 +241,7 @@ static void dispatch(http_sink *s) {
     const char *token;
     uint64_t gen = 0;
     if (!gates_open(s, &token, &gen)) return;
+    if (http_pace_wait_ms(&s->pace, http_sink_mono_ms()) > 0) return;
     http_req *r = pending_pop(s);
     if (!dest_pass(s, r)) continue;
     int64_t timeout = s->timeout_ms, left = req_remaining_ms(s, r);
@@ -265,6 +266,7 @@ static void dispatch(http_sink *s) {
       continue;
     }
     r->started_mono_ms = http_sink_mono_ms();
+    http_pace_sent(&s->pace, r->started_mono_ms);
     r->next = s->active;
     s->active = r;
     s->nactive++;
@@ -362,6 +364,32 @@ static void complete_token(http_sink *s, http_req *r, CURLcode res, long code) {
   http_sink_req_free(s, r);
 }
 
+/* A granted handshake's WebHook-Allowed-Rate becomes the sink's pace. */
+static void allowed_rate(http_sink *s, http_req *r) {
+  int64_t before = s->pace.per_minute;
+  http_pace_result pr = http_pace_set(&s->pace, r->allowed_rate, s->rate_limit);
+  double rate =
+      s->pace.sent ? (double)s->pace.n * 1000.0 / (double)s->pace.window_ms : 0;
+  if (pr == HTTP_PACE_SET && s->pace.per_minute != before)
+    CEB_LOG(
+        s->host, s->inst, CEB_LOG_INFO,
+        "the receiver allows %lld requests a minute (WebHook-Allowed-Rate): "
+        "sending at most %zu in any %lld ms",
+        (long long)s->pace.per_minute, s->pace.n, (long long)s->pace.window_ms);
+  else if (pr == HTTP_PACE_INVALID)
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN,
+            "the receiver's WebHook-Allowed-Rate \"%s\" is not a positive "
+            "integer (requests a minute): ignored",
+            r->allowed_rate);
+  else if (pr == HTTP_PACE_ABOVE)
+    CEB_LOG(s->host, s->inst, CEB_LOG_INFO,
+            "the receiver allows %s requests a minute, not less than "
+            "rate_limit: rate_limit stays",
+            r->allowed_rate);
+  s->host->metric(s->inst, CEB_METRIC_GAUGE, "http_sink_allowed_rate", NULL,
+                  rate);
+}
+
 static void complete_handshake(http_sink *s, http_req *r, CURLcode res,
                                long code) {
   char detail[400];
@@ -376,6 +404,7 @@ static void complete_handshake(http_sink *s, http_req *r, CURLcode res,
              (strcmp(r->allowed_origin, "*") == 0 ||
               strcasecmp(r->allowed_origin, s->origin) == 0)) {
     s->handshake_gate = HTTP_GATE_DONE;
+    allowed_rate(s, r);
   } else {
     /* Refused: the circuit opens; the next attempt (the host's half-open
      * probe) handshakes again. */
@@ -461,6 +490,11 @@ void *http_sink_loop(void *arg) {
     if (s->nbatch) {
       int64_t left = s->batch_first_mono_ms + s->batch_wait_ms - now;
       if (left < timeout) timeout = left > 0 ? (long)left : 0;
+    }
+    if (s->pending_head && s->nactive < (size_t)s->max_connections) {
+      /* paced: wake when the window lets the next one go */
+      int64_t left = http_pace_wait_ms(&s->pace, http_sink_mono_ms());
+      if (left > 0 && left < timeout) timeout = (long)left;
     }
     curl_multi_poll(s->multi, NULL, 0, (int)timeout, NULL);
   }

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,12 +356,16 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *arg) {
     /* A new response (after 1xx): forget the previous one's headers. */
     r->retry_after[0] = '\0';
     r->allowed_origin[0] = '\0';
+    r->allowed_rate[0] = '\0';
   } else if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0) {
     copy_header_value(r->retry_after, sizeof(r->retry_after), data + 12,
                       n - 12);
   } else if (n > 23 && strncasecmp(data, "WebHook-Allowed-Origin:", 23) == 0) {
     copy_header_value(r->allowed_origin, sizeof(r->allowed_origin), data + 23,
                       n - 23);
+  } else if (n > 21 && strncasecmp(data, "WebHook-Allowed-Rate:", 21) == 0) {
+    copy_header_value(r->allowed_rate, sizeof(r->allowed_rate), data + 21,
+                      n - 21);
   }
   return n;
 }
@@ -413,6 +418,12 @@ static int build_headers(http_sink *s, http_req *r, const char *token) {
     }
   } else if (r->kind == HTTP_REQ_HANDSHAKE) {
     rc = add_header(&l, "WebHook-Request-Origin", s->origin);
+    if (rc == CEB_OK && s->rate_limit > 0) {
+      /* the rate we would like, per minute (spec 4.1) */
+      char rate[32];
+      snprintf(rate, sizeof rate, "%.0f", ceil(s->rate_limit * 60.0));
+      rc = add_header(&l, "WebHook-Request-Rate", rate);
+    }
   } else {
     rc = add_raw(&l, "Accept: application/json");
   }
@@ -451,6 +462,7 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   if (r->resp) r->resp[0] = '\0';
   r->retry_after[0] = '\0';
   r->allowed_origin[0] = '\0';
+  r->allowed_rate[0] = '\0';
   r->errbuf[0] = '\0';
   int rc = build_headers(s, r, token);
   if (rc != CEB_OK) return rc;
