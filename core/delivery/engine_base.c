@@ -19,6 +19,12 @@ int64_t cebe_now(ceb_engine *e) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t cebe_mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 void cebe_kick_locked(ceb_engine *e) {
   e->gen++;
   pthread_cond_broadcast(&e->cond);

@@ -10,7 +10,13 @@
  * tries per pause, not the whole backlog). Not the route's retry
  * schedule: that one ends (max attempts, deadline), and ending here would
  * lose the letter's way to the DLQ topic. CEB_EBUSY waits for the sink's
- * backpressure pause and counts as no try. */
+ * backpressure pause and counts as no try.
+ *
+ * Bridges sharing a store forward on one of them at a time, the leader of
+ * "dlq-forward" (ceb_store_try_lead): the others keep their schedule but
+ * send nothing. The leader of a shared store rereads the work list every
+ * poll interval, since letters die on every bridge; a row another bridge
+ * forwarded meanwhile is found forwarded when its turn comes and dropped. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,12 +136,66 @@ static int fwd_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+static int64_t fwd_routes(const ceb_engine *e) {
+  int64_t n = 0;
+  for (size_t r = 0; r < e->nroutes; r++)
+    n += e->routes[r].cfg.dlq_sink >= 0;
+  return n;
+}
+
+/* Adds the rows to forward the schedule lacks (letters that died on
+ * another bridge). Lock held; dropped around the store reads. */
+static void fwd_rescan_locked(ceb_engine *e) {
+  enum { PAGE = 256 };
+  int64_t ids[PAGE];
+  int64_t now = cebe_now(e);
+  for (size_t r = 0; r < e->nroutes && !e->stopping; r++) {
+    if (e->routes[r].cfg.dlq_sink < 0) continue;
+    int64_t after = 0;
+    size_t n = PAGE;
+    int rc = CEB_OK;
+    while (rc == CEB_OK && n == PAGE) {
+      pthread_mutex_unlock(&e->lock);
+      rc = ceb_store_dlq_unforwarded(e->store, e->routes[r].cfg.name, after,
+                                     PAGE, ids, &n);
+      pthread_mutex_lock(&e->lock);
+      for (size_t i = 0; rc == CEB_OK && i < n; i++)
+        fwd_add_locked(e, r, ids[i], now); /* NULL: scheduled already */
+      if (n) after = ids[n - 1];
+    }
+  }
+}
+
+/* Worker 0, lock held (dropped around the store): every poll_ms asks the
+ * store whether this bridge leads the forwards, and on a shared store the
+ * leader rereads the work list. */
+static void fwd_leadership_locked(ceb_engine *e) {
+  int64_t mono = cebe_mono_ms();
+  if (mono < e->fwd_lead_next || !fwd_routes(e)) return;
+  e->fwd_lead_next = mono + e->poll_ms;
+  int64_t now = cebe_now(e);
+  pthread_mutex_unlock(&e->lock);
+  int lead = ceb_store_try_lead(e->store, "dlq-forward", now) == 1;
+  int shared = ceb_store_shared(e->store);
+  pthread_mutex_lock(&e->lock);
+  if (lead != e->fwd_leader)
+    ceb_log_info(lead ? "engine: this bridge now forwards dead letters to "
+                        "their DLQ sinks"
+                      : "engine: another bridge forwards dead letters now");
+  e->fwd_leader = lead;
+  if (lead && shared) fwd_rescan_locked(e);
+}
+
 int cebe_fwd_load(ceb_engine *e) {
   enum { PAGE = 256 };
   int64_t ids[PAGE];
   int64_t now = cebe_now(e);
   size_t total = 0;
   int rc = CEB_OK;
+  /* the first answer before the workers start; worker 0 asks again */
+  e->fwd_leader =
+      !fwd_routes(e) || ceb_store_try_lead(e->store, "dlq-forward", now) == 1;
+  e->fwd_lead_next = cebe_mono_ms() + e->poll_ms;
   pthread_mutex_lock(&e->lock);
   e->fwd_due = INT64_MAX;
   for (size_t r = 0; r < e->nroutes && rc == CEB_OK; r++) {
@@ -241,8 +301,8 @@ void cebe_fwd_dead(ceb_engine *e, size_t route, int64_t dlq_id,
   eng_fwd *f = fwd_add_locked(e, route, dlq_id, now);
   /* send now from memory when the sink has room; else worker 0 loads it
    * from the store when its turn comes */
-  int now_send =
-      f && dead_json && !e->draining && !e->stopping && fwd_sink_ready(s, now);
+  int now_send = f && dead_json && e->fwd_leader && !e->draining &&
+                 !e->stopping && fwd_sink_ready(s, now);
   if (now_send) {
     f->state = FWD_SENDING;
     s->fwd_inflight++;
@@ -258,7 +318,9 @@ typedef struct fwd_pick {
 } fwd_pick;
 
 int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
-  if (e->draining || e->stopping || e->nfwd == 0) return INT64_MAX;
+  if (e->draining || e->stopping) return INT64_MAX;
+  fwd_leadership_locked(e);
+  if (!e->fwd_leader || e->nfwd == 0) return INT64_MAX;
   if (now < e->fwd_due) return e->fwd_due;
   int64_t next = INT64_MAX;
   /* DLQ sinks that can take a forward now; a paused one wakes us later,

@@ -144,6 +144,10 @@ struct ceb_engine {
   int64_t fwd_cursor; /* the pump's round robin resumes at this dlq id */
   size_t fwd_sending; /* picked forwards the pump sends outside the lock:
                          drain waits for them (the sink must still exist) */
+  /* forwards run on one bridge of those sharing the store at a time
+   * (ceb_store_try_lead "dlq-forward"); asked every poll_ms of real time */
+  int fwd_leader;
+  int64_t fwd_lead_next; /* CLOCK_MONOTONIC ms of the next question */
 };
 
 /* ---- engine_core.c ---- */
@@ -201,6 +205,9 @@ dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *in);
 
 /* ---- engine_base.c ---- */
 int64_t cebe_now(ceb_engine *e);
+/* CLOCK_MONOTONIC in ms: real time, for polls the host clock must not
+ * stretch. */
+int64_t cebe_mono_ms(void);
 void cebe_kick_locked(ceb_engine *e);
 /* Releases a context: drops its event reference and frees it. */
 void cebe_dctx_free(dctx *c);

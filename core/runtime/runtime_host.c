@@ -143,6 +143,12 @@ static const ceb_host k_host = {
     .idem_finish = host_idem_finish,
     .idem_abort = host_idem_abort,
     .contract_put = host_contract_put,
+    .queue_append = cebr_queue_append,
+    .queue_fetch = cebr_queue_fetch,
+    .queue_commit = cebr_queue_commit,
+    .queue_stats = cebr_queue_stats,
+    .queue_wake = cebr_queue_wake,
+    .lead = cebr_lead,
 };
 
 const ceb_host *cebr_host_table(void) {

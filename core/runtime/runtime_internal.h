@@ -14,6 +14,7 @@
 typedef struct rt_inst {
   ceb_runtime *rt;
   ceb_profile_level profile; /* sources */
+  atomic_int queue_stop;     /* sinks: queue_wake was called */
 } rt_inst;
 
 struct ceb_runtime {
@@ -41,6 +42,11 @@ struct ceb_runtime {
   atomic_int sweeper_stop;
   pthread_mutex_t sweep_lock;
   pthread_cond_t sweep_cond;
+  /* queue long polls (runtime_queue.c): queue_gen counts appends this
+   * bridge made durable; waiting fetches watch it */
+  pthread_mutex_t queue_lock;
+  pthread_cond_t queue_cond;
+  uint64_t queue_gen;
 };
 
 int64_t cebr_now(ceb_runtime *rt);
@@ -50,5 +56,18 @@ ceb_runtime *cebr_of(ceb_instance *inst);
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg);
 void *cebr_sweeper_main(void *arg);
+/* ceb_host.queue_* and ceb_host.lead (runtime_queue.c). */
+int cebr_queue_append(ceb_instance *inst, const char *key, const char *json,
+                      size_t len, size_t max, void (*cb)(void *, int),
+                      void *arg);
+int cebr_queue_fetch(ceb_instance *inst, int64_t after, size_t max,
+                     int64_t wait_ms,
+                     int (*visit)(void *, int64_t, const char *, size_t),
+                     void *arg, int64_t *last);
+int cebr_queue_commit(ceb_instance *inst, int64_t cursor, int64_t *committed);
+int cebr_queue_stats(ceb_instance *inst, int64_t *depth, int64_t *last,
+                     int64_t *committed);
+void cebr_queue_wake(ceb_instance *inst);
+int cebr_lead(ceb_instance *inst, const char *task);
 
 #endif

@@ -193,6 +193,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
       calloc(opts->ninstances ? opts->ninstances : 1, sizeof *rt->idata);
   pthread_mutex_init(&rt->sweep_lock, NULL);
   pthread_cond_init(&rt->sweep_cond, NULL);
+  pthread_mutex_init(&rt->queue_lock, NULL);
+  pthread_cond_init(&rt->queue_cond, NULL);
   if (!rt->instances || !rt->idata) {
     ceb_runtime_close(rt);
     return CEB_ENOMEM;
@@ -334,6 +336,8 @@ void ceb_runtime_close(ceb_runtime *rt) {
   free(rt->idata);
   pthread_mutex_destroy(&rt->sweep_lock);
   pthread_cond_destroy(&rt->sweep_cond);
+  pthread_mutex_destroy(&rt->queue_lock);
+  pthread_cond_destroy(&rt->queue_cond);
   free(rt);
 }
 
@@ -343,17 +347,26 @@ int ceb_runtime_ready(ceb_runtime *rt) {
          ceb_engine_accepting(rt->engine);
 }
 
-/* Expiry in small chunks, and the oldest-age gauges, every few seconds. */
+/* Expiry in small chunks, and the oldest-age gauges, every few seconds.
+ * Of the bridges sharing a store, the leader of "sweeper" sweeps
+ * (ceb_store_try_lead, asked each round: leadership moves when the leader
+ * stops); every bridge updates its own gauges. */
 void *cebr_sweeper_main(void *arg) {
   ceb_runtime *rt = arg;
+  int leader = -1;
   pthread_mutex_lock(&rt->sweep_lock);
   while (!atomic_load(&rt->sweeper_stop)) {
     pthread_mutex_unlock(&rt->sweep_lock);
-    int n;
+    int lead = ceb_store_try_lead(rt->store, "sweeper", cebr_now(rt)) == 1;
+    if (lead != leader && leader >= 0)
+      ceb_log_info(lead ? "runtime: this bridge sweeps the store now"
+                        : "runtime: another bridge sweeps the store now");
+    leader = lead;
+    int n = 0;
     int rounds = 0;
-    do {
-      n = ceb_store_sweep(rt->store, cebr_now(rt), rt->retention_ms, 500);
-    } while (n > 0 && ++rounds < 100 && !atomic_load(&rt->sweeper_stop));
+    if (lead) do {
+        n = ceb_store_sweep(rt->store, cebr_now(rt), rt->retention_ms, 500);
+      } while (n > 0 && ++rounds < 100 && !atomic_load(&rt->sweeper_stop));
     json_decref(ceb_engine_routes_json(rt->engine));
     pthread_mutex_lock(&rt->sweep_lock);
     if (atomic_load(&rt->sweeper_stop)) break;

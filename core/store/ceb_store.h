@@ -24,7 +24,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version this build writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 9
+#define CEB_STORE_SCHEMA_VERSION 10
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -359,6 +359,59 @@ json_t *ceb_store_contract_list(ceb_store *st, const char *name);
 /* The document of (name, version), malloc'd; NULL when absent. */
 char *ceb_store_contract_get(ceb_store *st, const char *name,
                              const char *version, size_t *len);
+
+/* ---- pull queues ---- */
+
+/* Queues that hold events until a consumer commits past them (the pull
+ * sink's), shared by every bridge on the store: an event appended on one
+ * instance is fetched on any, and a cursor commit holds for all. A queue is
+ * named by its sink; each event gets the next sequence number of its queue
+ * (1, 2, ...; never reused, commits included). */
+
+/* Async (synced): appends json under key to queue. A key the queue still
+ * holds is not stored again (done gets CEB_OK: it is durable). done gets
+ * CEB_EBUSY, nothing stored, when the queue holds max (>= 1) events not
+ * committed. Returns CEB_OK (done will be called) or < 0 (never called).
+ * The strings are copied. */
+int ceb_store_pull_append(ceb_store *st, const char *queue, const char *key,
+                          const char *json, size_t len, size_t max,
+                          ceb_store_done_fn done, void *arg);
+/* Blocking read: calls visit(arg, seq, json, len) for up to max events of
+ * queue after `after` (and after its committed cursor), in order; visit's
+ * strings are borrowed for the call, a non-zero return stops the walk.
+ * *last gets the sequence of the last event visited, or max(after,
+ * committed) when none. CEB_OK or < 0. */
+typedef int (*ceb_store_pull_visit)(void *arg, int64_t seq, const char *json,
+                                    size_t len);
+int ceb_store_pull_fetch(ceb_store *st, const char *queue, int64_t after,
+                         size_t max, ceb_store_pull_visit visit, void *arg,
+                         int64_t *last);
+/* Blocking, synced: removes every event of queue up to cursor and records
+ * the cursor (it never moves back: a lower one changes nothing). CEB_OK
+ * with *committed the queue's cursor; CEB_EINVAL when cursor is negative or
+ * beyond the last sequence ever appended. */
+int ceb_store_pull_commit(ceb_store *st, const char *queue, int64_t cursor,
+                          int64_t *committed);
+/* Blocking read: events held (not committed), the last sequence appended
+ * and the committed cursor of queue (0s for a queue never appended to).
+ * Pointers may be NULL. */
+int ceb_store_pull_stats(ceb_store *st, const char *queue, int64_t *depth,
+                         int64_t *last, int64_t *committed);
+
+/* ---- instances and leaders ---- */
+
+/* Whether other bridges may write this store while this one runs (a
+ * shared engine: PostgreSQL): the engine then rereads what it cannot hear
+ * of (dead letters to forward that died elsewhere). SQLite: 0. */
+int ceb_store_shared(ceb_store *st);
+
+/* Blocking. Tries to make this instance the one that runs task
+ * ("sweeper", "dlq-forward", "contracts:<name>"): 1 it leads (now, and
+ * until it calls again and gets 0), 0 another instance does, < 0 an error
+ * (take it as 0). Call before each round of the task: leadership can move
+ * (a lost connection gives it up). SQLite (one process per file): always
+ * 1. The leader is recorded for the cluster view. */
+int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now);
 
 /* ---- sweeping ---- */
 

@@ -227,6 +227,34 @@ static const char *const k_migrations[] = {
      * keeps a key's final (4xx) response for the key's lifetime, so a
      * replay sent with the old key would only get that answer again. */
     "ALTER TABLE delivery ADD COLUMN replays INTEGER NOT NULL DEFAULT 0;",
+    /* 10: pull queues move from each pull sink's own file into the store,
+     * where every bridge sharing it sees them (store_pull.c); the
+     * instances sharing the store and the tasks they lead (store_cluster.c:
+     * the cluster view) */
+    "CREATE TABLE pull_event ("
+    " queue TEXT NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " idem TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " enqueued_at INTEGER NOT NULL,"
+    " PRIMARY KEY (queue, seq)) WITHOUT ROWID;"
+    "CREATE UNIQUE INDEX pull_event_idem ON pull_event(queue, idem);"
+    "CREATE TABLE pull_queue ("
+    " name TEXT PRIMARY KEY,"
+    " last_seq INTEGER NOT NULL,"
+    " committed INTEGER NOT NULL,"
+    " depth INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE instances ("
+    " id TEXT PRIMARY KEY,"
+    " hostname TEXT NOT NULL,"
+    " pid INTEGER NOT NULL,"
+    " version TEXT NOT NULL,"
+    " started_at INTEGER NOT NULL,"
+    " heartbeat_at INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE leaders ("
+    " task TEXT PRIMARY KEY,"
+    " instance TEXT NOT NULL,"
+    " since INTEGER NOT NULL) WITHOUT ROWID;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -54,7 +54,10 @@ extern "C" {
 /* 1.2: mappings (jq programs, docs/integration-guide.md "Mappings"):
  * ceb_instance_info.mapped and ceb_instance_mapped(); ceb_host.submit_mapped
  * and CEB_EMAPPING (status.h); ceb_delivery.mapped (an egress mapping's
- * result: ceb_mapped_out) and ceb_delivery_mapped(). */
+ * result: ceb_mapped_out) and ceb_delivery_mapped().
+ * 1.2 also: queues in the host's store (ceb_host.queue_append, queue_fetch,
+ * queue_commit, queue_stats: the pull sink's queue, shared by every bridge
+ * on one database) and ceb_host.lead (a task run by one bridge at a time). */
 #define CEB_ABI_MINOR 2
 
 #if defined(__GNUC__)
@@ -376,6 +379,56 @@ typedef struct ceb_host {
   int (*submit_mapped)(ceb_instance *inst, const char *doc, size_t len,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
                        void *cb_arg, char *err, size_t errlen);
+
+  /* ABI 1.2: a queue of events in the host's store for a sink whose
+   * consumers fetch instead of being pushed to (the pull sink). One queue
+   * per sink instance, named after it; every bridge sharing the store
+   * (several instances on one PostgreSQL) sees the same queue, so a
+   * consumer may fetch and commit on any of them. Check
+   * CEB_HOST_HAS(host, queue_append) before calling. Any thread.
+   *
+   * queue_append: stores json (len bytes, borrowed for the call) under key
+   * (a stable key per delivery: d->idempotency_key; a key the queue still
+   * holds is not stored twice). Returns CEB_OK and calls cb(arg, status)
+   * exactly once, from a host thread, once the event is durable (CEB_OK:
+   * settle the delivery ACK now) or not stored: CEB_EBUSY when the queue
+   * already holds max events not committed, CEB_EIO / CEB_ESHUTDOWN. Or
+   * returns < 0 and never calls cb. cb must not block. */
+  int (*queue_append)(ceb_instance *inst, const char *key, const char *json,
+                      size_t len, size_t max, void (*cb)(void *arg, int status),
+                      void *arg);
+  /* queue_fetch: calls visit(arg, seq, json, len) (borrowed for the call)
+   * for up to max events after `after` and after the committed cursor, in
+   * order; visit returns non-zero to stop. With wait_ms > 0 and nothing to
+   * return it first waits up to wait_ms (real time) for an append on any
+   * bridge, or until queue_wake. *last gets the sequence of the last event
+   * visited, or max(after, committed). CEB_OK or < 0. Blocks: call from
+   * the plugin's own (request) threads. */
+  int (*queue_fetch)(ceb_instance *inst, int64_t after, size_t max,
+                     int64_t wait_ms,
+                     int (*visit)(void *arg, int64_t seq, const char *json,
+                                  size_t len),
+                     void *arg, int64_t *last);
+  /* queue_commit: removes every event up to cursor, for every consumer on
+   * every bridge (durable on return). CEB_OK with *committed the queue's
+   * cursor (never lower than before), CEB_EINVAL beyond the last event
+   * ever appended. Blocks. */
+  int (*queue_commit)(ceb_instance *inst, int64_t cursor, int64_t *committed);
+  /* queue_stats: events held, last sequence appended, committed cursor
+   * (pointers may be NULL). Blocks (a store read). */
+  int (*queue_stats)(ceb_instance *inst, int64_t *depth, int64_t *last,
+                     int64_t *committed);
+  /* queue_wake: ends every queue_fetch of inst waiting (before drain). */
+  void (*queue_wake)(ceb_instance *inst);
+
+  /* ABI 1.2: 1 when this bridge runs task now, 0 when another bridge on
+   * the same store does (or on error). For work that must run on one
+   * bridge at a time (a contracts plugin's scheduled sync): ask before each
+   * round; the answer can change (the leader stopped, lost its database
+   * connection). task is the plugin's own name for it; the host scopes it
+   * by the instance. A bridge alone on its store always leads. Blocks (a
+   * store round trip). */
+  int (*lead)(ceb_instance *inst, const char *task);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

@@ -493,9 +493,19 @@ static int sync_now(aa_state *st) {
 static void *run(void *arg) {
   aa_state *st = arg;
   pthread_mutex_lock(&st->lock);
+  int leader = -1;
   while (!st->stop) {
     pthread_mutex_unlock(&st->lock);
-    sync_now(st);
+    /* bridges sharing one store sync on one of them at a time (the
+     * register is shared; an on-demand sync runs wherever it is asked) */
+    int lead =
+        !CEB_HOST_HAS(st->host, lead) || st->host->lead(st->inst, "sync");
+    if (lead != leader && leader >= 0)
+      LOG(st, CEB_LOG_INFO, "%s",
+          lead ? "this bridge runs the scheduled sync now"
+               : "another bridge runs the scheduled sync now");
+    leader = lead;
+    if (lead) sync_now(st);
     pthread_mutex_lock(&st->lock);
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);

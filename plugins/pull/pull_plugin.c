@@ -4,17 +4,21 @@
  *   GET  <prefix>/<queue>?cursor=N&max=M&wait=5s   long poll, a batch
  *   POST <prefix>/<queue>/commit?cursor=N          acknowledge up to N
  *
- * A delivery is settled ACK once the event is durable in the queue file, so
- * the route's retry/DLQ machinery covers only getting it there; the queue
- * keeps it until a consumer commits past it. Consumers authenticate like at
- * the intermediary (OAuth2 bearer JWT, same keys), or not at all on a
- * loopback listener. With tls.cert/tls.key the listener serves HTTPS under
- * the same TLS policy as the intermediary (http_tls.h). */
+ * The queue lives in the host's store (ceb_host.queue_*, ABI 1.2), so
+ * every bridge sharing the store serves the same queue: a consumer may
+ * fetch and commit on any of them. A delivery is settled ACK once the event
+ * is durable in the store, so the route's retry/DLQ machinery covers only
+ * getting it there; the queue keeps it until a consumer commits past it.
+ * Consumers authenticate like at the intermediary (OAuth2 bearer JWT, same
+ * keys), or not at all on a loopback listener. With tls.cert/tls.key the
+ * listener serves HTTPS under the same TLS policy as the intermediary
+ * (http_tls.h). */
 #include <arpa/inet.h>
 #include <ceb/ceb.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +28,7 @@
 #include "http_jwks.h"
 #include "http_jwt.h"
 #include "http_tls.h"
-#include "pull_queue.h"
+#include "pull_import.h"
 
 #define MS(x) ((int64_t)(x)*1000)
 #define PULL_MAX_CONN 128u
@@ -61,17 +65,21 @@ typedef struct pull_state {
   char *port_file;
   size_t max_batch;
   int64_t max_wait_ms;
-  pull_queue *queue;
+  size_t queue_max;
   struct MHD_Daemon *mhd;
   atomic_int draining;
-  atomic_long inflight;  /* deliveries appended, not yet settled */
+  /* deliveries appended, not yet settled: destroy waits for them (their
+   * callbacks hold s) */
+  long inflight;
+  pthread_mutex_t lock;
+  pthread_cond_t settled;
+  int sync_init;
   http_tls_listener tls; /* no cert: plain HTTP */
   http_guard *guard;     /* request deadlines and the slot reserve */
   atomic_uint open;      /* connections open */
   http_jwks *jwks;
   http_jwt_rules rules;
   const char *const *scopes;
-  char queue_path[4096];
 } pull_state;
 
 static int reply(struct MHD_Connection *c, unsigned status, const char *ctype,
@@ -135,6 +143,23 @@ static int authenticate(pull_state *s, struct MHD_Connection *c, int *rc) {
   return 0;
 }
 
+/* queue_fetch's visit: the stored JSON format, parsed into the answer's
+ * array (an event that no longer parses is skipped, as before: it was
+ * written by the bridge, so this is damage, not input). */
+static int add_event(void *arg, int64_t seq, const char *json, size_t len) {
+  (void)seq;
+  json_t *ev = json_loadb(json, len, 0, NULL);
+  if (ev) json_array_append_new((json_t *)arg, ev);
+  return 0;
+}
+
+static void depth_gauge(pull_state *s) {
+  int64_t depth = 0;
+  if (s->host->queue_stats(s->inst, &depth, NULL, NULL) == CEB_OK)
+    s->host->metric(s->inst, CEB_METRIC_GAUGE, "pull_queue_depth", NULL,
+                    (double)depth);
+}
+
 static int handle_fetch(pull_state *s, struct MHD_Connection *c) {
   int64_t cursor = 0, max = (int64_t)s->max_batch, wait = 0;
   const char *v;
@@ -148,7 +173,15 @@ static int handle_fetch(pull_state *s, struct MHD_Connection *c) {
       (ceb_parse_duration_ms(v, &wait) != CEB_OK || wait > s->max_wait_ms))
     return problem(c, 400, "bad_wait", "wait is a duration up to max_wait");
   int64_t last = 0;
-  json_t *events = pull_queue_read(s->queue, cursor, (size_t)max, wait, &last);
+  json_t *events = json_array();
+  if (!events) return problem(c, 500, "internal", "out of memory");
+  int st = s->host->queue_fetch(s->inst, cursor, (size_t)max, wait, add_event,
+                                events, &last);
+  if (st != CEB_OK) {
+    json_decref(events);
+    return problem(c, 503, "store_unavailable",
+                   "the queue cannot be read now; try again");
+  }
   s->host->metric(s->inst, CEB_METRIC_COUNTER, "pull_events_fetched_total",
                   NULL, (double)json_array_size(events));
   char cur[32];
@@ -163,14 +196,14 @@ static int handle_commit(pull_state *s, struct MHD_Connection *c) {
   if (!v || ceb_parse_int(v, &cursor) != CEB_OK || cursor < 0)
     return problem(c, 400, "bad_cursor",
                    "commit needs cursor=N from a previous fetch");
-  int st = pull_queue_commit(s->queue, cursor, &committed);
+  int st = s->host->queue_commit(s->inst, cursor, &committed);
   if (st == CEB_EINVAL)
     return problem(c, 422, "cursor_beyond_end",
                    "the cursor is past the last event in the queue");
   if (st != CEB_OK)
-    return problem(c, 500, "store_error", "cannot commit the cursor");
-  s->host->metric(s->inst, CEB_METRIC_GAUGE, "pull_queue_depth", NULL,
-                  (double)pull_queue_depth(s->queue));
+    return problem(c, 503, "store_unavailable",
+                   "the cursor cannot be committed now; try again");
+  depth_gauge(s);
   char cur[32];
   snprintf(cur, sizeof cur, "%lld", (long long)committed);
   return reply_json(
@@ -290,8 +323,20 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
   s->port_file = pf ? strdup(pf) : NULL;
   s->max_batch = (size_t)ceb_config_int(cfg, "max_batch", 100);
   s->max_wait_ms = ceb_config_duration_ms(cfg, "max_wait", 30000);
+  s->queue_max = (size_t)ceb_config_int(cfg, "queue.max", 100000);
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->settled, NULL);
+  s->sync_init = 1;
   *state = s;
   if (!s->name || !s->prefix) return CEB_ENOMEM;
+  if (!CEB_HOST_HAS(host, queue_append) || !CEB_HOST_HAS(host, queue_fetch) ||
+      !CEB_HOST_HAS(host, queue_commit) || !CEB_HOST_HAS(host, queue_stats) ||
+      !CEB_HOST_HAS(host, queue_wake)) {
+    host->log(inst, CEB_LOG_ERROR,
+              "this host has no queue services (ABI 1.2): the pull queue "
+              "lives in the host's store");
+    return CEB_EUNSUPPORTED;
+  }
   if (ceb_parse_address(ceb_config_str(cfg, "listen"), s->host_addr,
                         sizeof s->host_addr, &s->port) != CEB_OK) {
     host->log(inst, CEB_LOG_ERROR, "listen is not host:port");
@@ -338,16 +383,8 @@ static int pull_init_state(const ceb_host *host, ceb_instance *inst,
     s->rules.leeway_ms = ceb_config_duration_ms(cfg, "oauth2.leeway", 60000);
     s->rules.client_claim = ceb_config_str(cfg, "oauth2.client_claim");
   }
-  snprintf(s->queue_path, sizeof s->queue_path, "%s/queue.db", info->data_dir);
-  char err[512] = "";
-  s->queue = pull_queue_open(s->queue_path,
-                             (size_t)ceb_config_int(cfg, "queue.max", 100000),
-                             err, sizeof err);
-  if (!s->queue) {
-    host->log(inst, CEB_LOG_ERROR, "queue: %s", err);
-    return CEB_EIO;
-  }
-  return CEB_OK;
+  /* a queue file of an earlier version moves into the store first */
+  return pull_import(host, inst, info->data_dir);
 }
 
 /* On failure the host calls nothing else: free what was built here. */
@@ -431,21 +468,31 @@ typedef struct pull_append {
   ceb_delivery *d;
 } pull_append;
 
+/* The host's store took the event (or not): settle the delivery. A host
+ * thread; must not block. */
 static void on_appended(void *arg, int status) {
   pull_append *a = arg;
   pull_state *s = a->s;
   ceb_settle_info info = {sizeof info, CEB_ACK, -1, 0, NULL, NULL, 0};
-  if (status != CEB_OK) {
+  if (status == CEB_EBUSY) {
+    /* full: the route backs off, nothing is dropped */
+    info = (ceb_settle_info){sizeof info,
+                             CEB_RETRY,
+                             1000,
+                             0,
+                             "pull.queue_full",
+                             "the pull queue is full: consumers are behind",
+                             0};
+  } else if (status != CEB_OK) {
     info.outcome = CEB_RETRY;
     info.reason = "pull.store";
     info.detail = "the pull queue could not store the event";
   }
   s->host->settle(s->inst, a->d, &info);
-  if (status == CEB_OK)
-    s->host->metric(s->inst, CEB_METRIC_GAUGE, "pull_queue_depth", NULL,
-                    (double)pull_queue_depth(s->queue));
-  atomic_fetch_sub(&s->inflight, 1);
   free(a);
+  pthread_mutex_lock(&s->lock);
+  if (--s->inflight == 0) pthread_cond_broadcast(&s->settled);
+  pthread_mutex_unlock(&s->lock);
 }
 
 static int pull_deliver(void *state, ceb_delivery *d) {
@@ -465,38 +512,31 @@ static int pull_deliver(void *state, ceb_delivery *d) {
   }
   a->s = s;
   a->d = d;
-  atomic_fetch_add(&s->inflight, 1);
-  int st =
-      pull_queue_append(s->queue, d->idempotency_key, text, on_appended, a);
+  pthread_mutex_lock(&s->lock);
+  s->inflight++;
+  pthread_mutex_unlock(&s->lock);
+  int st = s->host->queue_append(s->inst, d->idempotency_key, text, len,
+                                 s->queue_max, on_appended, a);
   ceb_free(json);
   if (st == CEB_OK) return CEB_OK;
-  atomic_fetch_sub(&s->inflight, 1);
   free(a);
-  if (st == CEB_EBUSY) {
-    ceb_settle_info info = {sizeof info,
-                            CEB_RETRY,
-                            1000,
-                            0,
-                            "pull.queue_full",
-                            "the pull queue is full: consumers are behind",
-                            0};
-    s->host->settle(s->inst, d, &info);
-    return CEB_OK;
-  }
-  return st;
+  pthread_mutex_lock(&s->lock);
+  if (--s->inflight == 0) pthread_cond_broadcast(&s->settled);
+  pthread_mutex_unlock(&s->lock);
+  return st; /* a RETRY with the status (CEB_EBUSY: the host defers it) */
 }
 
 static int pull_drain(void *state, int64_t deadline_ms) {
   pull_state *s = state;
   atomic_store(&s->draining, 1);
-  pull_queue_wake_all(s->queue); /* long polls return, appends stop */
+  s->host->queue_wake(s->inst); /* long polls return */
   if (s->mhd) {
     MHD_stop_daemon(s->mhd);
     s->mhd = NULL;
   }
   http_guard_free(s->guard); /* after the daemon: no connection is left */
   s->guard = NULL;
-  (void)deadline_ms; /* appends already queued are flushed at close */
+  (void)deadline_ms; /* appends under way settle when the store commits */
   return CEB_OK;
 }
 
@@ -505,8 +545,16 @@ static void pull_destroy(void *state) {
   if (!s) return;
   if (s->mhd) MHD_stop_daemon(s->mhd);
   http_guard_free(s->guard);
-  if (s->queue)
-    pull_queue_close(s->queue); /* flushes and settles queued appends */
+  if (s->sync_init) {
+    /* appends under way call back into s: wait for them (the store
+     * commits or fails each one; it never drops a callback) */
+    pthread_mutex_lock(&s->lock);
+    while (s->inflight > 0)
+      pthread_cond_wait(&s->settled, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+    pthread_cond_destroy(&s->settled);
+    pthread_mutex_destroy(&s->lock);
+  }
   http_jwks_free(s->jwks);
   http_tls_listener_free(&s->tls);
   free(s->name);

@@ -1,4 +1,5 @@
 #include "ceb_fake_host.h"
+#include "store/ceb_store.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -389,6 +390,7 @@ void ceb_fake_host_free(ceb_fake_host *f) {
     free(c->doc);
     free(c);
   }
+  ceb_store_close(f->store); /* settles queued appends first */
   ceb_metrics_free(f->metrics);
   pthread_cond_destroy(&f->cond);
   pthread_mutex_destroy(&f->lock);

@@ -60,11 +60,22 @@ typedef struct ceb_fake_host {
   pthread_t committer;
   int stop;
   struct ceb_fake_pending *queue_head, *queue_tail;
+  /* ceb_fake_host_queue: the host's queue services on a real store */
+  struct ceb_store *store;
+  uint64_t queue_gen; /* appends made durable (under lock) */
+  int queue_stop;     /* queue_wake was called (under lock) */
 } ceb_fake_host;
 
 /* Creates a fake host for an instance named `name` with role `role`. */
 ceb_fake_host *ceb_fake_host_new(const char *name, uint32_t role);
 void ceb_fake_host_free(ceb_fake_host *f);
+
+/* Gives the fake the host's queue services (ceb_host.queue_*, lead: ABI
+ * 1.2) on a real store at store_path (created when missing; a second fake
+ * on the same path sees the same queues, as a restarted bridge does). The
+ * store is closed by ceb_fake_host_free. CEB_OK or < 0. Without it those
+ * members are NULL, as in a 1.1 host. */
+int ceb_fake_host_queue(ceb_fake_host *f, const char *store_path);
 
 /* Runs every held submission's callback with `status` (CEB_OK = durable). */
 void ceb_fake_commit(ceb_fake_host *f, int status);

@@ -1,9 +1,12 @@
 /* The pull plugin through its real ABI (dlopen) with the fake host: durable
  * append then ACK, fetch with cursor and max, long poll woken by a delivery,
- * commit, restart keeps uncommitted events, backpressure when full, errors
+ * commit, restart keeps uncommitted events (the queue is in the host's
+ * store), an earlier version's queue file moved into the store, backpressure
+ * when full, errors
  * as problem+json, and the auth rules. */
 #include <jansson.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,10 @@ static ceb_config *make_cfg(const char *const *kv) {
 static int inst_open(inst *in, const char *data_dir, const char *const *kv) {
   memset(in, 0, sizeof *in);
   in->fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
+  /* the queue lives in the host's store; a restart reopens it */
+  char store[600];
+  snprintf(store, sizeof store, "%s/store.db", data_dir);
+  CHECK_INT(ceb_fake_host_queue(in->fake, store), CEB_OK);
   in->cfg = make_cfg(kv);
   ceb_instance_info info = {sizeof info, "outbox", CEB_ROLE_SINK, data_dir};
   int st = g_desc->init(&in->fake->host, &in->fake->inst, &info, in->cfg,
@@ -226,6 +233,75 @@ int main(void) {
   CHECK_INT(deliver(&in, "f1", NULL), CEB_ACK);
   CHECK_INT(deliver(&in, "f2", NULL), CEB_RETRY);
   inst_close(&in);
+
+  /* Upgrade: the queue file an earlier version kept in the data directory
+   * moves into the store at init: what was not committed is fetched (in
+   * order, numbered anew), the file is renamed so it is not read again,
+   * and a restart does not move it twice. */
+  char data3[512], old[600], moved[640];
+  snprintf(data3, sizeof data3, "%s/data3", g_tmp);
+  CHECK_INT(mkdir(data3, 0700), 0);
+  snprintf(old, sizeof old, "%s/queue.db", data3);
+  snprintf(moved, sizeof moved, "%s.imported", old);
+  sqlite3 *db = NULL;
+  CHECK_INT(sqlite3_open(old, &db), SQLITE_OK);
+  CHECK_INT(
+      sqlite3_exec(db,
+                   "PRAGMA journal_mode=WAL;"
+                   "CREATE TABLE events(seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+                   "idem TEXT UNIQUE, event TEXT NOT NULL, enqueued_at INTEGER "
+                   "NOT NULL);"
+                   "CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
+                   "INSERT INTO events(idem, event, enqueued_at) VALUES"
+                   " ('k1', '{\"id\":\"old1\"}', 1),"
+                   " ('k2', '{\"id\":\"old2\"}', 1),"
+                   " ('k3', '{\"id\":\"old3\"}', 1);"
+                   "DELETE FROM events WHERE seq <= 1;"
+                   "INSERT INTO meta VALUES ('committed', 1);",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  CHECK_INT(inst_open(&in, data3, kv), CEB_OK);
+  struct stat sb;
+  CHECK(stat(old, &sb) != 0 && stat(moved, &sb) == 0);
+  j = get_json(in.url, &status);
+  evs = json_object_get(j, "events");
+  CHECK_INT(json_array_size(evs), 2);
+  CHECK_STR(ev_id(evs, 0), "old2");
+  CHECK_STR(ev_id(evs, 1), "old3");
+  CHECK_STR(json_string_value(json_object_get(j, "cursor")), "2");
+  json_decref(j);
+  CHECK_INT(deliver(&in, "new1", NULL), CEB_ACK);
+  inst_close(&in);
+  CHECK_INT(inst_open(&in, data3, kv), CEB_OK);
+  snprintf(url, sizeof url, "%s?cursor=2", in.url);
+  j = get_json(url, &status);
+  evs = json_object_get(j, "events");
+  CHECK_INT(json_array_size(evs), 1);
+  CHECK_STR(ev_id(evs, 0), "new1");
+  json_decref(j);
+  inst_close(&in);
+
+  /* A host without queue services (an ABI 1.1 table: it ends before
+   * queue_append, whatever lies behind it) is refused at init. */
+  {
+    inst old11;
+    memset(&old11, 0, sizeof old11);
+    old11.fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
+    char st11[600];
+    snprintf(st11, sizeof st11, "%s/store.db", data3);
+    CHECK_INT(ceb_fake_host_queue(old11.fake, st11), CEB_OK);
+    CHECK(CEB_HOST_HAS(&old11.fake->host, queue_append));
+    old11.fake->host.struct_size = (uint32_t)offsetof(ceb_host, submit_mapped);
+    CHECK(!CEB_HOST_HAS(&old11.fake->host, queue_append));
+    old11.cfg = make_cfg(kv);
+    ceb_instance_info info = {sizeof info, "outbox", CEB_ROLE_SINK, data3};
+    CHECK_INT(g_desc->init(&old11.fake->host, &old11.fake->inst, &info,
+                           old11.cfg, &old11.state),
+              CEB_EUNSUPPORTED);
+    CHECK(old11.state == NULL);
+    inst_close(&old11);
+  }
 
   /* auth = none off loopback is refused at init. */
   const char *kv_open[] = {"listen", "0.0.0.0:0", "auth", "none", NULL};

@@ -124,6 +124,9 @@ int main(void) {
   snprintf(data, sizeof data, "%s/data", tmp);
   CHECK_INT(mkdir(data, 0700), 0);
   ceb_fake_host *fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
+  char store[600];
+  snprintf(store, sizeof store, "%s/store.db", data);
+  CHECK_INT(ceb_fake_host_queue(fake, store), CEB_OK);
   ceb_config *cfg = cebi_config_new("outbox");
   const char *kv[] = {"listen", "127.0.0.1:0", "auth", "none", "port_file",
                       pf,       NULL};

@@ -33,6 +33,9 @@ static char g_pf[512], g_data[512];
 static int inst_open(inst *in, const char *const *kv) {
   memset(in, 0, sizeof *in);
   in->fake = ceb_fake_host_new("outbox", CEB_ROLE_SINK);
+  char store[600];
+  snprintf(store, sizeof store, "%s/store.db", g_data);
+  CHECK_INT(ceb_fake_host_queue(in->fake, store), CEB_OK);
   in->cfg = cebi_config_new("outbox");
   for (size_t i = 0; kv[i]; i += 2)
     cebi_config_put(in->cfg, kv[i], kv[i + 1], "test.conf", (int)i + 1);
