@@ -15,13 +15,14 @@
 #include "admin/ceb_admin_internal.h"
 #include "admin/ceb_admin_tls.h"
 #include "admin/ceb_admin_token.h"
+#include "admin/ceb_admin_ui.h"
 #include "log/ceb_log.h"
 #include "runtime/ceb_runtime.h"
 
 struct ceb_admin {
   struct MHD_Daemon *mhd;
   ceb_admin_view view; /* the bridge's, copied */
-  char *token; /* configured or from the token file; never NULL */
+  char *token;         /* configured or from the token file; never NULL */
   /* Host / Origin names of this listener: known once the port is bound,
    * after MHD's thread runs; until then every guarded call is refused. */
   _Atomic(ceb_admin_guard *) guard;
@@ -30,16 +31,24 @@ struct ceb_admin {
   ceb_admin_tls tls; /* no cert: plain HTTP */
 };
 
+void ceb_admin_headers(struct MHD_Response *r) {
+  MHD_add_response_header(r, "Content-Security-Policy", CEB_ADMIN_CSP);
+  MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+  MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+  MHD_add_response_header(r, "X-Frame-Options", "DENY");
+}
+
 int ceb_admin_reply(struct MHD_Connection *c, int status,
                     const char *content_type, const char *body, size_t len) {
   struct MHD_Response *r =
       MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-  if (!r)
-    return MHD_NO;
+  if (!r) return MHD_NO;
+  ceb_admin_headers(r);
   MHD_add_response_header(r, "Content-Type", content_type);
   MHD_add_response_header(r, "Cache-Control", "no-store");
   if (status == MHD_HTTP_UNAUTHORIZED)
-    MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"cebridge-admin\"");
+    MHD_add_response_header(r, "WWW-Authenticate",
+                            "Bearer realm=\"cebridge-admin\"");
   int rc = MHD_queue_response(c, (unsigned)status, r);
   MHD_destroy_response(r);
   return rc;
@@ -48,8 +57,7 @@ int ceb_admin_reply(struct MHD_Connection *c, int status,
 int ceb_admin_reply_json(struct MHD_Connection *c, int status, json_t *body) {
   char *text = json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER);
   json_decref(body);
-  if (!text)
-    return ceb_admin_problem(c, 500, "internal", "cannot render JSON");
+  if (!text) return ceb_admin_problem(c, 500, "internal", "cannot render JSON");
   int rc = ceb_admin_reply(c, status, "application/json", text, strlen(text));
   free(text);
   return rc;
@@ -57,10 +65,10 @@ int ceb_admin_reply_json(struct MHD_Connection *c, int status, json_t *body) {
 
 int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
                       const char *detail) {
-  json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type",
-                        "https://cebridge.dev/problems/admin", "title", code,
-                        "status", status, "code", code, "detail",
-                        detail ? detail : "");
+  json_t *p =
+      json_pack("{s:s, s:s, s:i, s:s, s:s}", "type",
+                "https://cebridge.dev/problems/admin", "title", code, "status",
+                status, "code", code, "detail", detail ? detail : "");
   char *text = p ? json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
   json_decref(p);
   int rc = ceb_admin_reply(c, status, "application/problem+json",
@@ -97,6 +105,9 @@ static int guard(ceb_admin *a, struct MHD_Connection *c, const char *url,
     return ceb_admin_problem(c, 403, "foreign_host",
                              "the Host header does not name this admin API "
                              "(add the name to admin.allowed_hosts)");
+  /* The console's files hold no data (it all comes from /v1/ with the
+   * token the operator types in): served without a token. */
+  if (get && ceb_admin_ui_path(url)) return -1;
   const char *auth =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
   if (!ceb_admin_bearer_ok(a->token, auth))
@@ -129,15 +140,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);
   if (strcmp(url, "/readyz") == 0 && get) {
-    int ready = atomic_load(&a->ready) && a->view.rt &&
-                ceb_runtime_ready(a->view.rt);
-    return (enum MHD_Result)(ready ? ceb_admin_reply(c, 200, "application/json",
-                                                     "{\"status\":\"ready\"}", 18)
-                                   : ceb_admin_problem(c, 503, "not_ready",
-                                                       "draining or starting"));
+    int ready =
+        atomic_load(&a->ready) && a->view.rt && ceb_runtime_ready(a->view.rt);
+    return (enum MHD_Result)(
+        ready ? ceb_admin_reply(c, 200, "application/json",
+                                "{\"status\":\"ready\"}", 18)
+              : ceb_admin_problem(c, 503, "not_ready", "draining or starting"));
   }
   if (strcmp(url, "/metrics") == 0 && get)
     return (enum MHD_Result)ceb_admin_metrics(&a->view, c);
+  if (get && ceb_admin_ui_path(url))
+    return (enum MHD_Result)ceb_admin_ui(c, url);
   if (strncmp(url, "/v1/", 4) == 0)
     return (enum MHD_Result)ceb_admin_v1(&a->view, c, method, url + 3);
   return (enum MHD_Result)ceb_admin_problem(c, 404, "not_found",
@@ -149,8 +162,7 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   *out = NULL;
   const ceb_bridge_cfg *cfg = ceb_conf_bridge_cfg(view->conf);
   const char *listen = cfg->admin.listen;
-  if (!listen || !*listen || strcmp(listen, "off") == 0)
-    return CEB_OK;
+  if (!listen || !*listen || strcmp(listen, "off") == 0) return CEB_OK;
   char host[256];
   int port;
   if (ceb_parse_address(listen, host, sizeof host, &port) != CEB_OK) {
@@ -162,8 +174,8 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   struct sockaddr_in sa4 = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
   struct sockaddr *sa;
-  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
-                   MHD_USE_ERROR_LOG;
+  unsigned flags =
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
   if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host,
                 &sa4.sin_addr) == 1) {
     sa = (struct sockaddr *)&sa4;
@@ -175,8 +187,7 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
     return CEB_ECONFIG;
   }
   ceb_admin *a = calloc(1, sizeof *a);
-  if (!a)
-    return CEB_ENOMEM;
+  if (!a) return CEB_ENOMEM;
   a->view = *view;
   const char *source = NULL;
   int st = ceb_admin_token_get(cfg, 1, &a->token, &source, err, errlen);
@@ -253,15 +264,15 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
 }
 
 void ceb_admin_set_ready(ceb_admin *a, int ready) {
-  if (a)
-    atomic_store(&a->ready, ready);
+  if (a) atomic_store(&a->ready, ready);
 }
 
-int ceb_admin_port(const ceb_admin *a) { return a ? a->port : 0; }
+int ceb_admin_port(const ceb_admin *a) {
+  return a ? a->port : 0;
+}
 
 void ceb_admin_stop(ceb_admin *a) {
-  if (!a)
-    return;
+  if (!a) return;
   MHD_stop_daemon(a->mhd);
   ceb_admin_guard_free(atomic_load(&a->guard));
   if (a->token) OPENSSL_cleanse(a->token, strlen(a->token));

@@ -8,6 +8,11 @@
 #include "admin/ceb_admin.h"
 
 struct MHD_Connection;
+struct MHD_Response;
+
+/* Adds the headers every admin response carries: CEB_ADMIN_CSP,
+ * X-Content-Type-Options, Referrer-Policy, X-Frame-Options. */
+void ceb_admin_headers(struct MHD_Response *r);
 
 /* Queue a response; return MHD_YES/MHD_NO as int. */
 int ceb_admin_reply(struct MHD_Connection *c, int status,
@@ -21,5 +26,14 @@ int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c);
 /* path is the part after "/v1" ("/routes", "/dlq/3", ...). */
 int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                  const char *method, const char *path);
+/* GET /v1/contracts/{name}/{version} and /v1/contracts/{name}/diff
+ * (ceb_admin_contracts.c); sub is the part after "/contracts/". */
+int ceb_admin_contract_get(const ceb_admin_view *view, struct MHD_Connection *c,
+                           const char *sub);
+/* GET /v1/events/{id}/timeline (ceb_admin_timeline.c); id unescaped. */
+int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
+                       const char *id, const char *source);
+/* The query parameter name, NULL when absent or empty. */
+const char *ceb_admin_arg(struct MHD_Connection *c, const char *name);
 
 #endif

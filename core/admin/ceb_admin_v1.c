@@ -19,8 +19,7 @@ static void refresh_route_gauges(const ceb_admin_view *view, ceb_store *st) {
   int64_t now = view->now_ms(view->clock_arg);
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    if (strcmp(s->kind, "route") != 0)
-      continue;
+    if (strcmp(s->kind, "route") != 0) continue;
     char labels[160];
     snprintf(labels, sizeof labels, "route=\"%s\"", s->name);
     int64_t depth = ceb_store_count_open(st, s->name);
@@ -49,12 +48,9 @@ static void refresh_store_counters(const ceb_admin_view *view, ceb_store *st) {
 }
 
 int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c) {
-  ceb_store *st = view->rt ? ceb_runtime_store(view->rt)
-                                        : NULL;
-  if (st)
-    refresh_route_gauges(view, st);
-  if (st)
-    refresh_store_counters(view, st);
+  ceb_store *st = view->rt ? ceb_runtime_store(view->rt) : NULL;
+  if (st) refresh_route_gauges(view, st);
+  if (st) refresh_store_counters(view, st);
   ceb_metrics_process_refresh(view->metrics);
   ceb_metrics_build_info(view->metrics);
   char *text = ceb_metrics_render(view->metrics);
@@ -72,8 +68,7 @@ static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
   json_t *arr = json_array();
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
-    if (strcmp(s->kind, "route") != 0)
-      continue;
+    if (strcmp(s->kind, "route") != 0) continue;
     const ceb_route_cfg *rc = &s->host.route;
     json_t *jf = json_array();
     for (size_t k = 0; k < rc->from.count; k++)
@@ -91,7 +86,7 @@ static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
   return arr;
 }
 
-static const char *arg(struct MHD_Connection *c, const char *name) {
+const char *ceb_admin_arg(struct MHD_Connection *c, const char *name) {
   const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
   return v && *v ? v : NULL;
 }
@@ -101,26 +96,34 @@ static int truthy(const char *v) {
   return v && ceb_parse_bool(v, &b) == CEB_OK && b;
 }
 
+/* "since" and "until" are an RFC 3339 time or a duration back from now
+ * ("2h"); *ms stays 0 when the parameter is absent. */
+static int time_arg(struct MHD_Connection *c, const char *name, int64_t now,
+                    int64_t *ms) {
+  const char *v = ceb_admin_arg(c, name);
+  int64_t d;
+  if (!v || ceb_timestamp_parse(v, ms) == CEB_OK) return 0;
+  if (ceb_parse_duration_ms(v, &d) != CEB_OK) return -1;
+  *ms = now - d;
+  return 0;
+}
+
 /* Fills f from the query; *bad names the parameter that failed. */
 static int dlq_filter_from(struct MHD_Connection *c, ceb_dlq_filter *f,
                            int64_t now, const char **bad) {
   memset(f, 0, sizeof *f);
-  f->route = arg(c, "route");
-  f->type = arg(c, "type");
-  f->source = arg(c, "source");
-  f->reason = arg(c, "reason");
-  const char *since = arg(c, "since"), *id = arg(c, "id"),
-             *limit = arg(c, "limit");
-  if (since) {
-    /* "since" is an RFC 3339 time or a duration back from now ("2h"). */
-    int64_t ms;
-    if (ceb_timestamp_parse(since, &f->since) != CEB_OK) {
-      if (ceb_parse_duration_ms(since, &ms) != CEB_OK) {
-        *bad = "since";
-        return -1;
-      }
-      f->since = now - ms;
-    }
+  f->route = ceb_admin_arg(c, "route");
+  f->type = ceb_admin_arg(c, "type");
+  f->source = ceb_admin_arg(c, "source");
+  f->reason = ceb_admin_arg(c, "reason");
+  const char *id = ceb_admin_arg(c, "id"), *limit = ceb_admin_arg(c, "limit");
+  if (time_arg(c, "since", now, &f->since) != 0) {
+    *bad = "since";
+    return -1;
+  }
+  if (time_arg(c, "until", now, &f->until) != 0) {
+    *bad = "until";
+    return -1;
   }
   int64_t v;
   if (id) {
@@ -140,8 +143,8 @@ static int dlq_filter_from(struct MHD_Connection *c, ceb_dlq_filter *f,
   return 0;
 }
 
-static int dlq_action(const ceb_admin_view *view,
-                      struct MHD_Connection *c, int replay) {
+static int dlq_action(const ceb_admin_view *view, struct MHD_Connection *c,
+                      int replay) {
   ceb_dlq_filter f;
   const char *bad = NULL;
   if (dlq_filter_from(c, &f, view->now_ms(view->clock_arg), &bad) != 0) {
@@ -152,17 +155,16 @@ static int dlq_action(const ceb_admin_view *view,
   if (!f.id && !f.route)
     return ceb_admin_problem(c, 400, "missing_selector",
                              "give id=N or route=R (with optional filters)");
-  int dry = truthy(arg(c, "dry_run"));
+  int dry = truthy(ceb_admin_arg(c, "dry_run"));
   size_t count = 0;
   int st_rc;
   json_t *replayed = NULL;
   if (replay) {
     replayed = json_array();
     /* Through the runtime, so that the engine picks the work up now. */
-    st_rc = ceb_runtime_dlq_replay(view->rt, &f, dry, &count,
-                                   replayed);
+    st_rc = ceb_runtime_dlq_replay(view->rt, &f, dry, &count, replayed);
   } else {
-    if (!dry && !truthy(arg(c, "confirm")))
+    if (!dry && !truthy(ceb_admin_arg(c, "confirm")))
       return ceb_admin_problem(c, 409, "confirmation_required",
                                "purge deletes dead letters for good: add "
                                "confirm=true (or dry_run=true to count)");
@@ -179,8 +181,7 @@ static int dlq_action(const ceb_admin_view *view,
   }
   json_t *out = json_pack("{s:b, s:I}", "dry_run", dry,
                           replay ? "replayed" : "purged", (json_int_t)count);
-  if (replayed)
-    json_object_set_new(out, "deliveries", replayed);
+  if (replayed) json_object_set_new(out, "deliveries", replayed);
   return ceb_admin_reply_json(c, 200, out);
 }
 
@@ -203,9 +204,10 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
       const char *name = json_string_value(json_object_get(r, "name"));
       json_array_foreach(live, k, e) {
         const char *en = json_string_value(json_object_get(e, "route"));
-        if (!name || !en || strcmp(name, en) != 0)
-          continue;
-        const char *keys[] = {"inflight", "max_inflight", "circuit", "sink"};
+        if (!name || !en || strcmp(name, en) != 0) continue;
+        const char *keys[] = {"inflight",  "max_inflight",     "circuit",
+                              "sink",      "window_s",         "delivered_1m",
+                              "failed_1m", "throughput_per_s", "failure_rate"};
         for (size_t n = 0; n < sizeof keys / sizeof keys[0]; n++)
           if (json_object_get(e, keys[n]))
             json_object_set(r, keys[n], json_object_get(e, keys[n]));
@@ -218,14 +220,18 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
   const char *ev = "/events/";
   if (strncmp(path, ev, strlen(ev)) == 0 && get) {
     const char *id = path + strlen(ev);
-    const char *end = strstr(id, "/status");
-    if (!end || end[7] != '\0' || end == id)
+    const char *end = strrchr(id, '/');
+    int timeline = end && strcmp(end, "/timeline") == 0;
+    if (!end || end == id || (strcmp(end, "/status") != 0 && !timeline))
       return ceb_admin_problem(c, 404, "not_found",
-                               "use /v1/events/{id}/status");
+                               "use /v1/events/{id}/status or "
+                               "/v1/events/{id}/timeline");
     char idbuf[512];
     snprintf(idbuf, sizeof idbuf, "%.*s", (int)(end - id), id);
     MHD_http_unescape(idbuf);
-    json_t *s = ceb_store_event_status(st, idbuf, arg(c, "source"));
+    if (timeline)
+      return ceb_admin_timeline(view, c, idbuf, ceb_admin_arg(c, "source"));
+    json_t *s = ceb_store_event_status(st, idbuf, ceb_admin_arg(c, "source"));
     if (!s)
       return ceb_admin_problem(c, 500, "store_error", "status query failed");
     if (json_array_size(s) == 0) {
@@ -234,8 +240,8 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                                "no event with that id was accepted (or it "
                                "expired after the retention period)");
     }
-    return ceb_admin_reply_json(c, 200, json_pack("{s:s, s:o}", "id", idbuf,
-                                                  "events", s));
+    return ceb_admin_reply_json(
+        c, 200, json_pack("{s:s, s:o}", "id", idbuf, "events", s));
   }
 
   if (strcmp(path, "/dlq") == 0 && get) {
@@ -250,10 +256,8 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     return l ? ceb_admin_reply_json(c, 200, l)
              : ceb_admin_problem(c, 500, "store_error", "DLQ query failed");
   }
-  if (strcmp(path, "/dlq/replay") == 0 && post)
-    return dlq_action(view, c, 1);
-  if (strcmp(path, "/dlq/purge") == 0 && post)
-    return dlq_action(view, c, 0);
+  if (strcmp(path, "/dlq/replay") == 0 && post) return dlq_action(view, c, 1);
+  if (strcmp(path, "/dlq/purge") == 0 && post) return dlq_action(view, c, 0);
   if (strncmp(path, "/dlq/", 5) == 0 && get) {
     int64_t id;
     if (ceb_parse_int(path + 5, &id) != CEB_OK || id <= 0)
@@ -263,10 +267,13 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                : ceb_admin_problem(c, 404, "not_found", "no such dead letter");
   }
   if (strcmp(path, "/contracts") == 0 && get) {
-    json_t *l = ceb_store_contract_list(st, arg(c, "name"));
+    json_t *l = ceb_store_contract_list(st, ceb_admin_arg(c, "name"));
     return l ? ceb_admin_reply_json(c, 200, l)
-             : ceb_admin_problem(c, 500, "store_error", "register query failed");
+             : ceb_admin_problem(c, 500, "store_error",
+                                 "register query failed");
   }
+  if (strncmp(path, "/contracts/", 11) == 0 && get)
+    return ceb_admin_contract_get(view, c, path + 11);
   if (strcmp(path, "/routes") == 0 || strcmp(path, "/dlq") == 0 ||
       strcmp(path, "/contracts") == 0 || strncmp(path, "/dlq/", 5) == 0)
     return ceb_admin_problem(c, 405, "method_not_allowed",

@@ -113,7 +113,10 @@ size_t ceb_engine_inflight(ceb_engine *e);
 
 /* Routes for the admin API / CLI, a new JSON array:
  *   [{"route","sink","queued","inflight","oldest_age_ms","circuit",
- *     "max_inflight"}]  (circuit: "closed" | "open" | "half-open") */
+ *     "max_inflight","window_s","delivered_1m","failed_1m",
+ *     "throughput_per_s","failure_rate"}]
+ * (circuit: "closed" | "open" | "half-open"; the *_1m figures count the
+ * attempts of the last window_s seconds, failure_rate = failed / all). */
 json_t *ceb_engine_routes_json(ceb_engine *e);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "delivery/ceb_circuit.h"
 #include "delivery/ceb_engine.h"
+#include "delivery/ceb_rate_window.h"
 #include "delivery/ceb_token_bucket.h"
 
 enum { DCTX_ROUTE = 0, DCTX_FORWARD = 1, DCTX_RECEIPT = 2 };
@@ -99,7 +100,8 @@ typedef struct eng_route {
   int resync;    /* recount before the next claim (a wake-up, the poll, or
                     open went below 0) */
   unsigned worker;
-  char labels[160]; /* route="..." */
+  char labels[160];     /* route="..." */
+  ceb_rate_window rate; /* recent outcomes (admin API), under e->lock */
 } eng_route;
 
 /* A set of live context pointers: settle checks membership before touching

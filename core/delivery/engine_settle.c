@@ -163,6 +163,9 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   if (info->outcome == CEBE_DEFER) {
     cebe_metric_add(e, "cebridge_deliveries_deferred_total", rt->labels, 1);
   } else {
+    pthread_mutex_lock(&e->lock);
+    ceb_rate_window_add(&rt->rate, now, info->outcome == CEB_ACK);
+    pthread_mutex_unlock(&e->lock);
     char labels[256];
     snprintf(labels, sizeof labels, "%s,outcome=\"%s\"", rt->labels,
              info->reason && strcmp(info->reason, "timeout") == 0
@@ -234,6 +237,8 @@ json_t *ceb_engine_routes_json(ceb_engine *e) {
     eng_route *rt = &e->routes[i];
     int64_t oldest = ceb_store_oldest_open(e->store, rt->cfg.name);
     pthread_mutex_lock(&e->lock);
+    uint64_t ok = 0, failed = 0;
+    ceb_rate_window_sum(&rt->rate, now, &ok, &failed);
     json_t *o = json_pack(
         "{ss ss sI sI sI ss sI}", "route", rt->cfg.name, "sink",
         e->sinks[rt->cfg.sink].cfg.name, "queued", (json_int_t)rt->open,
@@ -242,6 +247,16 @@ json_t *ceb_engine_routes_json(ceb_engine *e) {
         ceb_circuit_state_name(e->sinks[rt->cfg.sink].circuit.state),
         "max_inflight", (json_int_t)rt->cfg.max_inflight);
     pthread_mutex_unlock(&e->lock);
+    /* The last minute's attempts: delivered per second, and the share of
+     * attempts that failed (0 when there were none). */
+    json_object_set_new(o, "window_s", json_integer(CEB_RATE_WINDOW_S));
+    json_object_set_new(o, "delivered_1m", json_integer((json_int_t)ok));
+    json_object_set_new(o, "failed_1m", json_integer((json_int_t)failed));
+    json_object_set_new(o, "throughput_per_s",
+                        json_real((double)ok / CEB_RATE_WINDOW_S));
+    json_object_set_new(
+        o, "failure_rate",
+        json_real(ok + failed ? (double)failed / (double)(ok + failed) : 0.0));
     if (e->metrics)
       ceb_metrics_set(
           e->metrics, "cebridge_queue_oldest_age_seconds", rt->labels,

@@ -274,6 +274,7 @@ typedef struct ceb_dlq_filter {
   const char *source; /* exact */
   const char *reason; /* exact dead reason */
   int64_t since;      /* created_at >= since (ms); 0: any */
+  int64_t until;      /* created_at < until (ms); 0: any */
   int64_t id;         /* one row; 0: any */
   size_t limit;       /* 0: 100 for lists, no limit for replay/purge */
 } ceb_dlq_filter;
@@ -284,6 +285,10 @@ typedef struct ceb_dlq_filter {
  *     "source","type","replayed_at","replays","forwarded_at"}]
  * New reference, NULL on error. Read connection. */
 json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
+/* The dead letters of journal row seq (every route, every time it died),
+ * oldest first, same shape as the list. New reference, NULL on error. Read
+ * connection. */
+json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq);
 /* One row with "event" (the dead-letter event as JSON); NULL when absent. */
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
 

@@ -10,8 +10,8 @@
 #include "log/ceb_log.h"
 #include "store/store_internal.h"
 
-/* Parameters ?1..?6 are always bound (NULL when unused) so that one SQL text
- * serves every filter combination. */
+/* Parameters ?1..?6 and ?8 are always bound (NULL when unused) so that one
+ * SQL text serves every filter combination; ?7 is the callers' LIMIT. */
 void cebs_dlq_where(char *sql, size_t size, const ceb_dlq_filter *f) {
   (void)f;
   size_t n = strlen(sql);
@@ -22,7 +22,8 @@ void cebs_dlq_where(char *sql, size_t size, const ceb_dlq_filter *f) {
            " AND (?3 IS NULL OR source = ?3)"
            " AND (?4 IS NULL OR reason = ?4)"
            " AND (?5 IS NULL OR created_at >= ?5)"
-           " AND (?6 IS NULL OR id = ?6)");
+           " AND (?6 IS NULL OR id = ?6)"
+           " AND (?8 IS NULL OR created_at < ?8)");
 }
 
 void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f) {
@@ -38,6 +39,10 @@ void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f) {
     sqlite3_bind_int64(s, first + 5, f->id);
   else
     sqlite3_bind_null(s, first + 5);
+  if (f && f->until > 0)
+    sqlite3_bind_int64(s, first + 7, f->until);
+  else
+    sqlite3_bind_null(s, first + 7);
 }
 
 #define DLQ_COLS                                                               \
@@ -85,6 +90,26 @@ json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f) {
       json_array_append_new(arr, dlq_row(s));
   } else {
     ceb_log_error("store: dlq list: %s", sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(s);
+  ceb_store_read_end(st, db);
+  return arr;
+}
+
+json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq) {
+  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  json_t *arr = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT " DLQ_COLS " FROM dlq WHERE seq = ?1"
+                         " ORDER BY id",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, seq);
+    arr = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW)
+      json_array_append_new(arr, dlq_row(s));
+  } else {
+    ceb_log_error("store: dlq of seq: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(s);
   ceb_store_read_end(st, db);

@@ -1,4 +1,5 @@
-/* DLQ list with filters, show, replay (same event back to its route,
+/* DLQ list with filters (a time range too), the rows of one event, show,
+ * replay (same event back to its route,
  * remembered on the row, never twice pending), purge with dry run. */
 #include <ceb/status.h>
 
@@ -50,6 +51,27 @@ int main(void) {
   f = (ceb_dlq_filter){.route = "other"};
   l = ceb_store_dlq_list(st, &f);
   CHECK_INT(json_array_size(l), 0);
+  json_decref(l);
+  /* a time range: since inclusive, until exclusive; purge counts alike */
+  f = (ceb_dlq_filter){.since = 1500, .until = 3000};
+  l = ceb_store_dlq_list(st, &f);
+  CHECK_INT(json_array_size(l), 1);
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(l, 0), "event_id")),
+      "e2");
+  json_decref(l);
+  f = (ceb_dlq_filter){.until = 2001};
+  size_t in_range = 0;
+  CHECK_INT(ceb_store_dlq_purge(st, &f, 1, &in_range), 0);
+  CHECK_INT(in_range, 2);
+  /* the dead letters of one journal row (the console's timeline) */
+  l = ceb_store_dlq_of_seq(st, 2);
+  CHECK_INT(json_array_size(l), 1);
+  CHECK_INT(json_integer_value(json_object_get(json_array_get(l, 0), "id")),
+            d2);
+  json_decref(l);
+  l = ceb_store_dlq_of_seq(st, 999);
+  CHECK(l != NULL && json_array_size(l) == 0);
   json_decref(l);
 
   json_t *one = ceb_store_dlq_show(st, d2);

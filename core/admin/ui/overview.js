@@ -1,0 +1,144 @@
+// Overview: every route's queue and delivery figures (GET /v1/routes),
+// the sinks, and the instances sharing the store (GET /v1/cluster, when the
+// bridge has one). Refreshed by polling every 2-30 s while the view is shown
+// and the tab is visible; a hidden tab makes no requests.
+import { api, ApiError } from './api.js';
+import { $, el, fillRows, badge, age, when, announce } from './dom.js';
+
+let timer = null;
+let active = false;
+let lastDepth = null;
+
+function pct(x) {
+  return typeof x === 'number' ? (x * 100).toFixed(1) + ' %' : '—';
+}
+
+function routeRow(r) {
+  const dl = el('a', { href: '#/dlq?route=' + encodeURIComponent(r.name) }, 'show');
+  return el('tr', { 'data-route': r.name },
+    el('th', { scope: 'row' }, r.name),
+    el('td', {}, `${(r.from || []).join(', ')} → ${r.to}`),
+    el('td', { class: 'num', 'data-col': 'depth' }, String(r.queue_depth ?? 0)),
+    el('td', { class: 'num', 'data-col': 'oldest' }, age(r.oldest_age_ms)),
+    el('td', { class: 'num', 'data-col': 'inflight' },
+      r.inflight === undefined ? '—' : `${r.inflight} / ${r.max_inflight}`),
+    el('td', { 'data-col': 'circuit' }, r.circuit ? badge(r.circuit) : '—'),
+    el('td', { class: 'num', 'data-col': 'throughput' },
+      typeof r.throughput_per_s === 'number' ? r.throughput_per_s.toFixed(2) : '—'),
+    el('td', { class: 'num', 'data-col': 'failure' }, pct(r.failure_rate)),
+    el('td', {}, dl));
+}
+
+// A sink's state comes from the API when it reports one (enabled /
+// disabled); the circuit is the engine's.
+function sinkRows(routes, sinks) {
+  const by = new Map();
+  for (const s of sinks || []) by.set(s.name, { ...s, routes: [] });
+  for (const r of routes) {
+    if (!r.sink && !r.to) continue;
+    const name = r.sink || r.to;
+    if (!by.has(name)) by.set(name, { name, routes: [] });
+    const s = by.get(name);
+    s.routes.push(r.name);
+    if (!s.circuit && r.circuit) s.circuit = r.circuit;
+    if (s.enabled === undefined && typeof r.sink_enabled === 'boolean') s.enabled = r.sink_enabled;
+  }
+  return [...by.values()].map((s) => el('tr', {},
+    el('th', { scope: 'row' }, s.name),
+    el('td', {}, s.state ? badge(s.state)
+      : typeof s.enabled === 'boolean' ? badge(s.enabled ? 'enabled' : 'disabled') : 'enabled'),
+    el('td', {}, s.circuit ? badge(s.circuit) : '—'),
+    el('td', {}, s.routes.join(', '))));
+}
+
+async function optional(path) {
+  try {
+    return await api(path);
+  } catch (e) {
+    if (e instanceof ApiError && (e.status === 404 || e.status === 405)) return null;
+    throw e;
+  }
+}
+
+function instancesTable(cluster) {
+  const block = $('#instances-block');
+  const list = cluster && (Array.isArray(cluster) ? cluster : cluster.instances);
+  if (!Array.isArray(list) || !list.length) {
+    block.hidden = true;
+    return;
+  }
+  const keys = [...new Set(list.flatMap((i) => Object.keys(i)))];
+  $('#instances thead').replaceChildren(el('tr', {},
+    keys.map((k) => el('th', { scope: 'col' }, k.replace(/_/g, ' ')))));
+  $('#instances tbody').replaceChildren(...list.map((i) => el('tr', {},
+    keys.map((k) => el('td', {}, /_at$/.test(k) && typeof i[k] === 'number'
+      ? when(i[k]) : typeof i[k] === 'object' ? JSON.stringify(i[k]) : String(i[k] ?? '—'))))));
+  block.hidden = false;
+}
+
+export async function refresh() {
+  const routes = await api('/routes');
+  const [sinks, cluster] = await Promise.all([optional('/sinks'), optional('/cluster')]);
+  fillRows($('#routes tbody'), routes.map(routeRow), 9, 'No routes are configured.');
+  fillRows($('#sinks tbody'), sinkRows(routes, Array.isArray(sinks) ? sinks : null), 4,
+    'No sinks.');
+  instancesTable(cluster);
+  const depth = routes.reduce((n, r) => n + (r.queue_depth || 0), 0);
+  const now = new Date();
+  $('#overview-updated').textContent = 'Updated ' + now.toLocaleTimeString();
+  // Speak only changes, not every poll.
+  if (lastDepth !== null && depth !== lastDepth)
+    announce(`Queue depth now ${depth} across ${routes.length} routes`);
+  lastDepth = depth;
+  return routes;
+}
+
+function interval() {
+  const s = Number($('#refresh').value);
+  return s > 0 ? Math.min(Math.max(s, 2), 30) * 1000 : 0;
+}
+
+function schedule() {
+  clearTimeout(timer);
+  timer = null;
+  const ms = interval();
+  if (!active || document.hidden || !ms) return;
+  timer = setTimeout(async () => {
+    try {
+      await refresh();
+    } catch (e) {
+      $('#overview-updated').textContent = 'Refresh failed: ' + e.message;
+    }
+    schedule();
+  }, ms);
+}
+
+export async function show() {
+  active = true;
+  try {
+    await refresh();
+  } catch (e) {
+    $('#overview-updated').textContent = 'Refresh failed: ' + e.message;
+  }
+  schedule();
+}
+
+export function hide() {
+  active = false;
+  clearTimeout(timer);
+  timer = null;
+}
+
+export function init() {
+  $('#refresh').addEventListener('change', schedule);
+  $('#refresh-now').addEventListener('click', () => show());
+  document.addEventListener('visibilitychange', () => {
+    if (!active) return;
+    if (document.hidden) {
+      clearTimeout(timer);
+      timer = null;
+    } else {
+      show();
+    }
+  });
+}
