@@ -1,19 +1,27 @@
 /* The admin API: a small HTTP server (libmicrohttpd, loopback by default)
- * for operators and supervisors.
- *   GET  /healthz                    200 while the process serves requests
- *   GET  /readyz                     200 when accepting events, else 503
- *   GET  /metrics                    Prometheus text format
- *   GET  /v1/routes                  routes: queue depth, oldest age, sink
- *   GET  /v1/events/{id}/status      per-route delivery status (?source=)
- *   GET  /v1/dlq                     dead letters
- * (?route&type&source&reason&since&limit) GET  /v1/dlq/{id}                one
- * dead letter with its event POST /v1/dlq/replay              replay (?id |
- * ?route [filters]) [&dry_run=true] POST /v1/dlq/purge               purge,
- * same filters, needs &confirm=true GET  /v1/contracts               the
- * contract register /v1/ requires "Authorization: Bearer <admin.token>" when a
- * token is set. Errors are application/problem+json. Threads: MHD's own; the
- * handlers only read the thread-safe parts of what the view names (metrics,
- * store read connections, the runtime's DLQ calls). */
+ * for operators and supervisors (docs/operator-guide.md, "The admin API").
+ *   GET  /healthz                   200 while the process serves requests
+ *   GET  /readyz                    200 when accepting events, else 503
+ *   GET  /metrics                   Prometheus text format
+ *   GET  /v1/routes                 queue depth, oldest age, in flight,
+ *                                   circuit, last minute's throughput
+ *   GET  /v1/events/{id}/status     per-route delivery status (?source=)
+ *   GET  /v1/events/{id}/timeline   the same as a timeline (?source=)
+ *   GET  /v1/dlq                    dead letters (?route&type&source&reason
+ *                                   &since&until&limit)
+ *   GET  /v1/dlq/{id}               one dead letter with its event
+ *   POST /v1/dlq/replay             replay (?id | ?route [filters])
+ *                                   [&dry_run=true]
+ *   POST /v1/dlq/purge              purge, same filters, needs
+ *                                   &confirm=true (or &dry_run=true)
+ *   GET  /v1/contracts              the contract register (?name=)
+ *   GET  /v1/contracts/{n}/{v}      one version's document
+ *   GET  /v1/contracts/{n}/diff     ?from=&to=: the diff of two versions
+ *   GET  /ui/...                    the operator console (ceb_admin_ui.h)
+ * /v1/ requires "Authorization: Bearer <admin.token>". Errors are
+ * application/problem+json. Threads: MHD's own; the handlers only read the
+ * thread-safe parts of what the view names (metrics, store read
+ * connections, the runtime's DLQ calls). */
 #ifndef CEB_ADMIN_H
 #define CEB_ADMIN_H
 

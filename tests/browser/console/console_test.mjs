@@ -402,6 +402,8 @@ async function main() {
     bridge.kill('SIGTERM');
     await waitFor(() => bridge.exitCode !== null || bridge.signalCode !== null, 30000, 'the bridge to stop')
       .catch(() => bridge.kill('SIGKILL'));
+    // 0 after a drain; a sanitizer report would make it non-zero
+    check(bridge.exitCode === 0, `the bridge stops cleanly (exit ${bridge.exitCode}, signal ${bridge.signalCode})`);
     receiver.close();
   }
   if (failures) {
