@@ -243,6 +243,19 @@ int http_source_init(const ceb_host *host, ceb_instance *inst,
   pthread_cond_init(&s->cond, NULL);
   atomic_init(&s->draining, 0);
   int st = s->name ? init_config(s) : CEB_ENOMEM;
+  s->mapped = ceb_instance_mapped(info);
+  if (st == CEB_OK && s->mapped && !CEB_HOST_HAS(host, submit_mapped)) {
+    LOG(s, CEB_LOG_ERROR, "map: this host cannot run mappings");
+    st = CEB_ECONFIG;
+  }
+  if (st == CEB_OK && s->mapped && s->nclients > 0) {
+    /* the program makes the events inside the host: their types are not
+     * known here to check against each client's list */
+    LOG(s, CEB_LOG_ERROR,
+        "map: clients.<client>.types cannot be checked on a source with a "
+        "mapping; restrict types with the route's match.type instead");
+    st = CEB_ECONFIG;
+  }
   if (st != CEB_OK) {
     http_source_destroy(s);
     return st;

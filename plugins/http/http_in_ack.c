@@ -87,15 +87,16 @@ char *http_ack_body(size_t accepted, size_t duplicates, const char *ids,
                     size_t ids_len, size_t *len) {
   static const char head[] = "{\"status\":\"accepted\",\"accepted\":";
   char nums[96];
-  int k = snprintf(nums, sizeof nums,
-                   "%zu,\"duplicates\":%zu,\"ids\":", accepted, duplicates);
+  int k = snprintf(nums, sizeof nums, "%zu,\"duplicates\":%zu%s", accepted,
+                   duplicates, ids ? ",\"ids\":" : "");
   if (k < 0 || (size_t)k >= sizeof nums) return NULL;
+  if (!ids) ids_len = 0;
   size_t n = sizeof head - 1 + (size_t)k + ids_len + 1;
   char *body = malloc(n + 1);
   if (!body) return NULL;
   size_t at = put(body, 0, head, sizeof head - 1);
   at = put(body, at, nums, (size_t)k);
-  at = put(body, at, ids, ids_len);
+  if (ids) at = put(body, at, ids, ids_len);
   at = put(body, at, "}", 1);
   body[at] = '\0';
   *len = at;

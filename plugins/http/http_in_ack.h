@@ -17,7 +17,8 @@
  * frees) and sets *len; NULL when out of memory. */
 char *http_ack_ids(ceb_event *const *events, size_t count, size_t *len);
 
-/* The 202 body around ids (the text http_ack_ids returned). Returns a
+/* The 202 body around ids (the text http_ack_ids returned; NULL: no "ids"
+ * member, after a mapped submit whose ids the map program made). Returns a
  * malloc'd, NUL-terminated string (caller frees) and sets *len; NULL when
  * out of memory. */
 char *http_ack_body(size_t accepted, size_t duplicates, const char *ids,

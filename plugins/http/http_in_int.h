@@ -64,6 +64,8 @@ typedef struct http_source {
   http_webhook_keys *wh_keys; /* NULL: signatures not required */
   http_replay *wh_replay;
   int64_t wh_tolerance_ms;
+  int mapped; /* the section has `map` (ABI 1.2): every request is handed
+                 to the map program as its input document (http_in_doc.h) */
 
   /* runtime */
   struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_in_listen.c */

@@ -134,7 +134,15 @@ int http_in_validate_all(http_req *r, ceb_event **events, size_t count,
  * await the durability callback; 0 when r->reply is set. */
 int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch);
 
-/* The reply once the callback came: 202 with the ack body, or 503. */
+/* A source with `map` (ABI 1.2): builds the request's input document
+ * (http_in_doc.h) and hands it to host->submit_mapped, whose map program
+ * makes the events. 1 when the connection was suspended to await the
+ * durability callback; 0 when r->reply is set: 400 mapping.failed with the
+ * program's error when it refused the request, else as http_in_submit. */
+int http_in_submit_mapped(http_req *r, const char *method, const char *url);
+
+/* The reply once the callback came: 202 with the ack body (without "ids"
+ * after a mapped submit: the ids are the program's), or 503. */
 void http_in_reply_submitted(http_req *r);
 
 /* The answer to a request whose webhook-id was accepted before: the 202 of

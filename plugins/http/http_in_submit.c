@@ -7,6 +7,7 @@
 #include "http_in_req.h"
 
 #include "http_in_ack.h"
+#include "http_in_doc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -189,30 +190,32 @@ static void reply_submit_error(http_req *r, int st, ceb_violations *v,
   }
 }
 
-int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch) {
+/* Submits events (doc NULL), or the input document doc for the source's
+ * map program to make the events of (ABI 1.2 submit_mapped; events NULL),
+ * and suspends the connection until the durability callback. Consumes the
+ * events. 1 when suspended; 0 when r->reply is set. */
+static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
+                       const char *doc, size_t doc_len) {
   http_source *s = r->src;
-  /* kept as text for the 202: the events are the host's once submitted */
-  r->ids = http_ack_ids(events, count, &r->ids_len);
   /* on the stack (about 9 KiB; libmicrohttpd threads have the default
    * stack): the host resets it and fills it during the call only */
   ceb_violations vbuf;
   ceb_violations *v = &vbuf;
   v->count = 0;
   size_t failed = 0;
+  char err[512] = "";
   ceb_submit_opts opts = {sizeof opts, r->has_client ? r->client : NULL,
                           ceb_headers_get(&r->headers, "traceparent"), v,
                           &failed};
-  if (!r->ids) {
-    http_in_events_release(events, count, batch, 1);
-    http_reply_problem(&r->reply, 500, "internal", "out of memory");
-    return 0;
-  }
   pthread_mutex_lock(&s->lock);
   s->pending++;
   pthread_mutex_unlock(&s->lock);
   r->submitted = 1;
   atomic_fetch_add(&r->refs, 1); /* the callback's */
-  int st = s->host->submit(s->inst, events, count, &opts, on_submitted, r);
+  int st =
+      doc ? s->host->submit_mapped(s->inst, doc, doc_len, &opts, on_submitted,
+                                   r, err, sizeof err)
+          : s->host->submit(s->inst, events, count, &opts, on_submitted, r);
   if (st != CEB_OK) {
     atomic_fetch_sub(&r->refs, 1);
     pthread_mutex_lock(&s->lock);
@@ -220,12 +223,16 @@ int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch) {
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
     r->submitted = 0;
-    reply_submit_error(r, st, v, failed, batch);
-    http_in_events_release(events, count, batch, 1);
+    if (st == CEB_EMAPPING || (doc && st == CEB_EINVAL))
+      http_reply_problem(&r->reply, 400, "mapping.failed",
+                         err[0] ? err : ceb_strerror(st));
+    else
+      reply_submit_error(r, st, v, failed, batch);
+    if (events) http_in_events_release(events, count, batch, 1);
     return 0;
   }
   /* the host holds the references now: free only the array */
-  http_in_events_release(events, count, batch, 0);
+  if (events) http_in_events_release(events, count, batch, 0);
   r->phase = PHASE_WAIT;
   pthread_mutex_lock(&s->lock);
   pthread_mutex_lock(&r->lock);
@@ -244,6 +251,51 @@ int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch) {
   else
     http_req_unavailable(r, "draining", "the intermediary is shutting down");
   return 0;
+}
+
+int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch) {
+  /* kept as text for the 202: the events are the host's once submitted */
+  r->ids = http_ack_ids(events, count, &r->ids_len);
+  if (!r->ids) {
+    http_in_events_release(events, count, batch, 1);
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  return submit_wait(r, events, count, batch, NULL, 0);
+}
+
+/* Collects the request's query arguments (libmicrohttpd decoded them);
+ * "?flag" has no value: "". */
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind,
+                               const char *key, const char *value) {
+  (void)kind;
+  const char *v = value ? value : "";
+  return ceb_headers_add(cls, key, v, strlen(v)) == CEB_OK ? MHD_YES : MHD_NO;
+}
+
+int http_in_submit_mapped(http_req *r, const char *method, const char *url) {
+  http_source *s = r->src;
+  ceb_headers query = {0};
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &query);
+  http_in_doc_req in = {
+      method,  url,   &query, &r->headers, r->has_client ? r->client : NULL,
+      r->body, r->len};
+  char *doc = NULL;
+  size_t len = 0;
+  int rc = http_in_doc_build(&in, &doc, &len);
+  ceb_headers_clear(&query);
+  if (rc != CEB_OK) {
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  if (!CEB_HOST_HAS(s->host, submit_mapped)) { /* init refuses this */
+    free(doc);
+    http_reply_problem(&r->reply, 500, "internal", "no mapping service");
+    return 0;
+  }
+  int suspended = submit_wait(r, NULL, 0, 1, doc, len);
+  free(doc); /* borrowed by the host for the call only */
+  return suspended;
 }
 
 void http_in_reply_webhook_seen(http_req *r, ceb_event **events, size_t count) {

@@ -69,6 +69,23 @@ static int token_char(char c) {
          (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
+int http_sink_header_own(const http_sink *s, const char *name) {
+  for (size_t i = 0; k_reserved[i]; i++)
+    if (strcasecmp(name, k_reserved[i]) == 0) return 1;
+  size_t n = strlen(name);
+  for (const struct curl_slist *h = s->static_headers; h; h = h->next)
+    if (strncasecmp(h->data, name, n) == 0 && h->data[n] == ':') return 1;
+  return strncasecmp(name, "ce-", 3) == 0 ||
+         strcasecmp(name, "connection") == 0;
+}
+
+int http_sink_header_name_ok(const char *name) {
+  int ok = *name != '\0';
+  for (const char *p = name; *p; p++)
+    ok = ok && token_char(*p);
+  return ok;
+}
+
 static int add_static_header(const char *key, const char *value, void *arg) {
   init_ctx *ctx = arg;
   http_sink *s = ctx->s;
@@ -293,7 +310,6 @@ static void sink_free(http_sink *s) {
 int http_sink_init(const ceb_host *host, ceb_instance *inst,
                    const ceb_instance_info *info, const ceb_config *cfg,
                    void **state) {
-  (void)info;
   if (!host || !cfg || !state) return CEB_EINVAL;
   *state = NULL;
   /* Thread-safe and reference counted since curl 7.84. */
@@ -312,6 +328,13 @@ int http_sink_init(const ceb_host *host, ceb_instance *inst,
   pthread_cond_init(&s->cond, &ca);
   pthread_condattr_destroy(&ca);
   int rc = setup(s, cfg);
+  if (rc == CEB_OK && ceb_instance_mapped(info) && s->mode == CEB_MODE_BATCH) {
+    /* a mapped delivery is one body of the program's own shape */
+    CEB_LOG(host, inst, CEB_LOG_ERROR,
+            "map: mode = batch cannot carry mapped bodies (one body per "
+            "request); use mode = structured");
+    rc = CEB_ECONFIG;
+  }
   if (rc != CEB_OK) {
     if (rc == CEB_ENOMEM) CEB_LOG(host, inst, CEB_LOG_ERROR, "out of memory");
     sink_free(s);

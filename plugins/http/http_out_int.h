@@ -151,6 +151,13 @@ int http_sink_url_expand(const char *tmpl, const ceb_event *ev, char **out);
 /* CEB_OK when every placeholder of tmpl is closed and names an attribute. */
 int http_sink_url_check(const char *tmpl, int *templated);
 
+/* 1 when the sink sends header `name` itself (its protocol headers, the
+ * configured headers.*, ce-*): an egress mapping's header of that name is
+ * dropped, the sink's wins. Any thread (reads the config only). */
+int http_sink_header_own(const http_sink *s, const char *name);
+/* 1 when name is an HTTP field name (a token, RFC 9110 5.1). */
+int http_sink_header_name_ok(const char *name);
+
 /* ---- metrics ---- */
 void http_sink_metric_delivery(http_sink *s, const ceb_settle_info *info,
                                size_t count);

@@ -175,6 +175,36 @@ static int structured_body(const char *json, size_t len, http_req *r) {
   return ceb_headers_add(&r->headers, "Content-Type", ct, sizeof ct - 1);
 }
 
+/* An egress mapping's result (ABI 1.2) as the request: its body and
+ * content type, and its headers but those the sink sends itself (its own
+ * win: Idempotency-Key and the webhook-* signature stay the delivery's,
+ * computed over this body). CEB_OK, CEB_ENOMEM, or CEB_EINVAL with *bad
+ * naming a header that cannot be sent. */
+static int mapped_body(http_sink *s, const ceb_mapped_out *mo, http_req *r,
+                       const char **bad) {
+  r->body = malloc(mo->body_len + 1);
+  if (!r->body) return CEB_ENOMEM;
+  memcpy(r->body, mo->body, mo->body_len);
+  r->body[mo->body_len] = '\0';
+  r->body_len = mo->body_len;
+  int rc = ceb_headers_add(&r->headers, "Content-Type", mo->content_type,
+                           strlen(mo->content_type));
+  for (size_t i = 0; rc == CEB_OK && i < mo->nheaders; i++) {
+    const ceb_mapped_header *h = &mo->headers[i];
+    int ok = http_sink_header_name_ok(h->name);
+    for (const unsigned char *v = (const unsigned char *)h->value; ok && *v;
+         v++)
+      ok = (*v >= 0x20 || *v == '\t') && *v != 0x7f; /* "" is a value */
+    if (!ok) {
+      *bad = h->name;
+      return CEB_EINVAL;
+    }
+    if (http_sink_header_own(s, h->name)) continue;
+    rc = ceb_headers_add(&r->headers, h->name, h->value, strlen(h->value));
+  }
+  return rc;
+}
+
 /* A batch's id derives from its members' keys: the same batch sent again
  * (a retry, a 401 refresh) carries the same key, any other batch another.
  * Shaped as a UUID version 4 like the members' own keys (engine_core.c):
@@ -252,12 +282,24 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
     r->url = rc == CEB_OK ? strdup(s->url) : NULL;
   } else {
     size_t json_len = 0;
+    const ceb_mapped_out *mo = ceb_delivery_mapped(ds[0]);
     const char *json = s->mode == CEB_MODE_STRUCTURED
                            ? ceb_delivery_encoded(ds[0], &json_len)
                            : NULL;
-    rc = json ? structured_body(json, json_len, r)
-              : ceb_http_encode(ds[0]->event, s->mode, &r->headers, &r->body,
-                                &r->body_len);
+    const char *bad = NULL;
+    rc = mo     ? mapped_body(s, mo, r, &bad)
+         : json ? structured_body(json, json_len, r)
+                : ceb_http_encode(ds[0]->event, s->mode, &r->headers, &r->body,
+                                  &r->body_len);
+    if (rc == CEB_EINVAL && bad) {
+      char detail[160];
+      snprintf(detail, sizeof(detail),
+               "the mapping's header '%.80s' is not a valid HTTP field", bad);
+      reject_all(s, ds, n, "mapping.header", detail);
+      r->nd = 0;
+      http_sink_req_free(s, r);
+      return NULL;
+    }
     if (rc == CEB_OK && s->url_templated) {
       rc = http_sink_url_expand(s->url, ds[0]->event, &r->url);
       if (rc == CEB_ENOTFOUND) {

@@ -44,7 +44,7 @@ static int kafka_init(const ceb_host *host, ceb_instance *inst,
                       const ceb_instance_info *info, const ceb_config *cfg,
                       void **state) {
   if (info->role == CEB_ROLE_SOURCE)
-    return kafka_source_init(host, inst, cfg, state);
+    return kafka_source_init(host, inst, cfg, ceb_instance_mapped(info), state);
   if (info->role == CEB_ROLE_SINK)
     return kafka_sink_init(host, inst, cfg, state);
   CEB_LOG(host, inst, CEB_LOG_ERROR, "kafka has no role %u", info->role);

@@ -24,9 +24,11 @@ void kafka_install_log(rd_kafka_conf_t *conf, kafka_inst *ki);
 extern const ceb_config_spec kafka_source_spec[];
 extern const ceb_config_spec kafka_sink_spec[];
 
-/* Source: consumer group -> host submit; offsets committed once durable. */
+/* Source: consumer group -> host submit; offsets committed once durable.
+ * mapped: the section has `map` (ceb_instance_mapped): records go to
+ * host->submit_mapped as input documents instead of being decoded. */
 int kafka_source_init(const ceb_host *host, ceb_instance *inst,
-                      const ceb_config *cfg, void **state);
+                      const ceb_config *cfg, int mapped, void **state);
 int kafka_source_start(void *state);
 int kafka_source_drain(void *state, int64_t deadline_ms);
 void kafka_source_destroy(void *state);

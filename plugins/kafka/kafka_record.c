@@ -1,6 +1,7 @@
 #include "kafka_record.h"
 
 #include <string.h>
+#include <strings.h>
 
 void kafka_record_clear(kafka_record *r) {
   if (r->headers) rd_kafka_headers_destroy(r->headers);
@@ -44,4 +45,29 @@ int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
   }
   if (rc != CEB_OK) kafka_record_clear(r);
   return rc;
+}
+
+int kafka_record_mapped(const ceb_mapped_out *mo, const ceb_event *ev,
+                        const char *key_attr, kafka_record *r) {
+  memset(r, 0, sizeof *r);
+  r->headers = rd_kafka_headers_new(mo->nheaders + 1);
+  if (!r->headers) return CEB_ENOMEM;
+  int rc = add_header(r->headers, "content-type", mo->content_type,
+                      strlen(mo->content_type));
+  for (size_t i = 0; rc == CEB_OK && i < mo->nheaders; i++) {
+    const ceb_mapped_header *h = &mo->headers[i];
+    if (strcasecmp(h->name, "content-type") == 0) continue;
+    rc = add_header(r->headers, h->name, h->value, strlen(h->value));
+  }
+  if (rc != CEB_OK) {
+    kafka_record_clear(r);
+    return rc;
+  }
+  r->key = mo->key          ? mo->key
+           : key_attr && ev ? ceb_event_get(ev, key_attr)
+                            : NULL;
+  r->key_len = r->key ? strlen(r->key) : 0;
+  r->value = mo->body;
+  r->value_len = mo->body_len;
+  return CEB_OK;
 }

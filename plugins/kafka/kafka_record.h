@@ -36,6 +36,17 @@ typedef struct kafka_record {
 int kafka_record_build(const ceb_event *ev, ceb_mode mode, const char *key_attr,
                        const char *json, size_t json_len, kafka_record *r);
 
+/* Builds *r from an egress mapping's result (ABI 1.2, include/ceb/plugin.h)
+ * instead of the binding: the value is mo's body, the headers a
+ * content-type header with mo's content type then mo's headers in program
+ * order (a mapped "content-type" header is dropped: the sink's own header
+ * wins; no ce_* headers: the body is not a CloudEvent), the key mo's key,
+ * else the key_attr attribute of ev as the binding would (NULL: no key).
+ * Everything is borrowed from mo and ev. CEB_OK, or CEB_ENOMEM with *r
+ * cleared. */
+int kafka_record_mapped(const ceb_mapped_out *mo, const ceb_event *ev,
+                        const char *key_attr, kafka_record *r);
+
 /* Frees what r owns: headers (unless producev took them: set r->headers to
  * NULL then) and the structured value. Leaves *r zeroed. */
 void kafka_record_clear(kafka_record *r);

@@ -319,13 +319,17 @@ int kafka_sink_start(void *state) {
 static int resolve_topic(kafka_sink *s, ceb_delivery *d, char *buf,
                          size_t bufsz) {
   char err[256];
-  if (d->topic) {
-    if (kafka_topic_name_valid(d->topic) && strlen(d->topic) < bufsz) {
-      strcpy(buf, d->topic);
+  /* a dead-letter or receipt topic first (never mapped), then an egress
+   * mapping's topic (ABI 1.2) */
+  const ceb_mapped_out *mo = ceb_delivery_mapped(d);
+  const char *given = d->topic ? d->topic : mo ? mo->topic : NULL;
+  if (given) {
+    if (kafka_topic_name_valid(given) && strlen(given) < bufsz) {
+      strcpy(buf, given);
       return CEB_OK;
     }
-    snprintf(err, sizeof err, "'%.100s' is not a legal Kafka topic name",
-             d->topic);
+    snprintf(err, sizeof err, "'%.100s' is not a legal Kafka topic name%s",
+             given, d->topic ? "" : " (the mapping's topic)");
   } else if (kafka_topic_tmpl_expand(s->topic, d->event, buf, bufsz, err,
                                      sizeof err) == CEB_OK) {
     return CEB_OK;
@@ -344,8 +348,10 @@ int kafka_sink_deliver(void *state, ceb_delivery *d) {
   kafka_record rec;
   size_t json_len;
   const char *json = ceb_delivery_encoded(d, &json_len);
-  int rc =
-      kafka_record_build(d->event, s->mode, s->key_attr, json, json_len, &rec);
+  const ceb_mapped_out *mo = ceb_delivery_mapped(d);
+  int rc = mo ? kafka_record_mapped(mo, d->event, s->key_attr, &rec)
+              : kafka_record_build(d->event, s->mode, s->key_attr, json,
+                                   json_len, &rec);
   if (rc != CEB_OK) {
     if (rc == CEB_ENOMEM) return CEB_ENOMEM;
     settle(s, d, CEB_REJECT, -1, 0, "kafka.encode", ceb_strerror(rc));

@@ -24,6 +24,12 @@
  * record is dead-lettered (FIFO order), and a batch the host refuses for one
  * event is submitted again record by record, which isolates that one.
  *
+ * With `map` (ABI 1.2) a record is not decoded: its input document
+ * (kafka_doc.h) goes to host->submit_mapped on its own, and a record the
+ * program refuses (CEB_EMAPPING) is dead-lettered like a malformed one,
+ * with "mapping: <the program's error>" as ceb_dlq_reason: its offset is
+ * committed only once the dead letter is acknowledged.
+ *
  * The offset book (records in flight, the commit watermark) is
  * kafka_offsets.c, commits kafka_commit.c, rebalances kafka_rebalance.c and
  * the dead-letter producer kafka_dlq.c; this file holds the poll loop, the
@@ -39,6 +45,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kafka_doc.h"
 #include "kafka_source_int.h"
 
 #define SRC_POLL_MS 100
@@ -263,7 +270,25 @@ static int64_t refused_backoff(int rc) {
                                                 : SRC_FAIL_BACKOFF_MS;
 }
 
-/* Submits one record's event on its own (e owns ev and r). */
+/* A mapped source's submit of one record: its input document to the map
+ * program (ABI 1.2). CEB_ENOMEM when the document could not be built;
+ * else what submit_mapped returned, with err filled on a refusal. */
+static int submit_doc(kafka_source *s, const rd_kafka_message_t *m,
+                      const ceb_submit_opts *opts, ko_rec *r, char *err,
+                      size_t errlen) {
+  kafka_doc_rec in;
+  kafka_doc_rec_of(m, &in);
+  char *doc = NULL;
+  size_t len = 0;
+  if (kafka_doc_build(&in, &doc, &len) != CEB_OK) return CEB_ENOMEM;
+  int rc = s->ki.host->submit_mapped(s->ki.inst, doc, len, opts, on_submitted,
+                                     r, err, errlen);
+  free(doc); /* borrowed for the call */
+  return rc;
+}
+
+/* Submits one record's event on its own (e owns ev and r); for a mapped
+ * source (e->ev NULL) the record's input document instead. */
 static void submit_one(kafka_source *s, src_entry *e) {
   ko_part *sp = e->sp;
   const rd_kafka_message_t *m = e->m;
@@ -275,10 +300,14 @@ static void submit_one(kafka_source *s, src_entry *e) {
 
   ceb_violations v = {0};
   size_t failed_index = 0;
-  /* Distributed tracing extension, when the record carries one. */
-  ceb_submit_opts opts = {sizeof opts, NULL, ceb_event_get(ev, "traceparent"),
-                          &v, &failed_index};
-  int rc = s->ki.host->submit(s->ki.inst, &ev, 1, &opts, on_submitted, r);
+  char err[400] = "";
+  /* Distributed tracing extension, when the record carries one (a mapped
+   * record: the events' own traceparent, if the program sets one). */
+  ceb_submit_opts opts = {sizeof opts, NULL,
+                          ev ? ceb_event_get(ev, "traceparent") : NULL, &v,
+                          &failed_index};
+  int rc = ev ? s->ki.host->submit(s->ki.inst, &ev, 1, &opts, on_submitted, r)
+              : submit_doc(s, m, &opts, r, err, sizeof err);
   if (rc == CEB_OK) {
     ksrc_count(s, "submitted", 1);
     pthread_mutex_lock(&s->lock);
@@ -293,6 +322,12 @@ static void submit_one(kafka_source *s, src_entry *e) {
   pthread_mutex_lock(&s->lock);
   ko_drop_from(sp, m->offset);
   pthread_mutex_unlock(&s->lock);
+  if (rc == CEB_EMAPPING) { /* the program refused the record */
+    char reason[480];
+    snprintf(reason, sizeof reason, "mapping: %s", err[0] ? err : "failed");
+    kafka_dlq_send(s, sp, m, reason);
+    return;
+  }
   if (refused_for_content(rc)) {
     char reason[400];
     refusal_reason(rc, &v, reason, sizeof reason);
@@ -446,6 +481,16 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   if (!sp || !part_takes(s, sp))
     return; /* paused or not ours: a seek/resume or the owner re-reads it */
 
+  if (s->mapped) { /* one submit_mapped per record: no batch to join */
+    ko_rec *r = ko_rec_new(&s->book, m->offset);
+    if (!r) {
+      ksrc_rewind(s, sp, m->offset, KO_PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
+      return;
+    }
+    src_entry e = {NULL, r, sp, m};
+    submit_one(s, &e);
+    return;
+  }
   char reason[400];
   ceb_event *ev = decode(m, reason, sizeof reason);
   if (!ev) {
@@ -530,7 +575,7 @@ static void *source_main(void *arg) {
 /* ---- lifecycle ---- */
 
 int kafka_source_init(const ceb_host *host, ceb_instance *inst,
-                      const ceb_config *cfg, void **state) {
+                      const ceb_config *cfg, int mapped, void **state) {
   char err[512];
   kafka_source *s = calloc(1, sizeof *s);
   if (!s) return CEB_ENOMEM;
@@ -547,8 +592,13 @@ int kafka_source_init(const ceb_host *host, ceb_instance *inst,
   s->max_pending = (size_t)ceb_config_int(cfg, "max_pending", 10000);
   s->dlq_topic = ceb_config_str(cfg, "dlq_topic");
   if (s->dlq_topic && !*s->dlq_topic) s->dlq_topic = NULL;
+  s->mapped = mapped;
   int rc = CEB_ECONFIG;
   rd_kafka_conf_t *conf = NULL;
+  if (mapped && !CEB_HOST_HAS(host, submit_mapped)) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "map: this host cannot run mappings");
+    goto fail;
+  }
 
   const char *const *topics = NULL;
   size_t ntopics = ceb_config_list(cfg, "topics", &topics);

@@ -40,6 +40,8 @@ typedef struct kafka_source {
                                 (and by revoke, which runs on it or after it) */
   rd_kafka_conf_t *dlq_conf; /* to rebuild dlq after a fatal error */
   const char *dlq_topic;
+  int mapped; /* the section has `map` (ABI 1.2): each record's input
+                 document (kafka_doc.h) goes to host->submit_mapped */
   int cooperative;
   int64_t rebalance_wait_ms;
   int64_t commit_interval_ms;

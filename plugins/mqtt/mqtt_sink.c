@@ -358,6 +358,26 @@ static int structured_payload(int version, const char *json, size_t len,
   return CEB_OK;
 }
 
+/* An egress mapping's result (ABI 1.2): its body as the payload; on MQTT 5
+ * its content type as the Content Type and its headers as User Properties
+ * (MQTT 3.1.1 has neither: the body alone). */
+static int mapped_payload(int version, const ceb_mapped_out *mo,
+                          ceb_headers *user, char **ct, char **payload,
+                          size_t *plen) {
+  *payload = malloc(mo->body_len + 1);
+  if (!*payload) return CEB_ENOMEM;
+  memcpy(*payload, mo->body, mo->body_len);
+  (*payload)[mo->body_len] = '\0';
+  *plen = mo->body_len;
+  if (version != 5) return CEB_OK;
+  if (!(*ct = strdup(mo->content_type))) return CEB_ENOMEM;
+  for (size_t i = 0; i < mo->nheaders; i++)
+    if (ceb_headers_add(user, mo->headers[i].name, mo->headers[i].value,
+                        strlen(mo->headers[i].value)) != CEB_OK)
+      return CEB_ENOMEM;
+  return CEB_OK;
+}
+
 int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   mqtt_sink *s = state;
   if (!d || !d->event) return CEB_EINVAL;
@@ -379,14 +399,20 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   const char *why = NULL;
   /* The fixed topic was checked at init and outlives every record: used as
    * is, without a copy or a check per delivery. */
-  char *topic = d->topic         ? strdup(d->topic)
-                : s->topic_fixed ? (char *)s->topic
-                                 : mqtt_topic_expand(s->topic, d->event, &why);
+  const ceb_mapped_out *mo = ceb_delivery_mapped(d);
+  /* a dead-letter or receipt topic first (never mapped), then an egress
+   * mapping's topic (ABI 1.2), then the sink's */
+  char *topic = d->topic          ? strdup(d->topic)
+                : mo && mo->topic ? strdup(mo->topic)
+                : s->topic_fixed  ? (char *)s->topic
+                                  : mqtt_topic_expand(s->topic, d->event, &why);
   int topic_owned = topic != s->topic;
   if (!topic || (topic_owned && !mqtt_topic_valid(topic))) {
     if (topic_owned) free(topic);
     settle(s, d, CEB_REJECT, 0, "mqtt.topic_invalid",
-           why ? why : "invalid topic override");
+           why               ? why
+           : !d->topic && mo ? "the mapping's topic is not a valid topic name"
+                             : "invalid topic override");
     return CEB_OK;
   }
   sink_props props = {0};
@@ -395,10 +421,12 @@ int mqtt_sink_deliver(void *state, ceb_delivery *d) {
   size_t jlen = 0;
   const char *json =
       s->mode == CEB_MODE_STRUCTURED ? ceb_delivery_encoded(d, &jlen) : NULL;
-  int rc = json ? structured_payload(s->conf.version, json, jlen, &props.ct,
-                                     &payload, &len)
-                : ceb_mqtt_encode(d->event, s->conf.version, s->mode,
-                                  &props.user, &props.ct, &payload, &len);
+  int rc = mo     ? mapped_payload(s->conf.version, mo, &props.user, &props.ct,
+                                   &payload, &len)
+           : json ? structured_payload(s->conf.version, json, jlen, &props.ct,
+                                       &payload, &len)
+                  : ceb_mqtt_encode(d->event, s->conf.version, s->mode,
+                                    &props.user, &props.ct, &payload, &len);
   if (rc == CEB_OK && s->conf.version == 5) rc = props_build(&props);
   if (rc == CEB_ENOMEM) goto out; /* the engine retries */
   if (rc != CEB_OK || len > 268435455u) {

@@ -3,7 +3,11 @@
  * PUBLISH as one CloudEvent. Its acknowledgement (PUBACK at QoS 1, PUBREC at
  * QoS 2) is held by the ack gate (mqtt_gate.h) until the host's
  * submit callback reports the event durable; malformed messages are
- * republished raw to dlq_topic and acknowledged once that publish is. */
+ * republished raw to dlq_topic and acknowledged once that publish is.
+ * With `map` (ABI 1.2) a message is not decoded: its input document
+ * (mqtt_doc.h) goes to host->submit_mapped, and one the program refuses
+ * (CEB_EMAPPING) is dead-lettered the same way, with ceb_dlq_reason
+ * "mapping: <the program's error>". */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 
 #include <mqtt_protocol.h>
 
+#include "mqtt_doc.h"
 #include "mqtt_gate.h"
 #include "mqtt_plugin.h"
 #include "mqtt_pub.h"
@@ -38,6 +43,7 @@ typedef struct backlog_item {
   int owned; /* topic, payload and props are ours */
   uint64_t gen;
   int packet_id;
+  int qos, retain; /* as delivered: a mapped source's input document */
 } backlog_item;
 
 typedef struct mqtt_source {
@@ -52,6 +58,8 @@ typedef struct mqtt_source {
   char **shared; /* share_group: the $share/ filters topics points to */
   int qos;
   const char *dlq_topic;
+  int mapped; /* the section has `map` (ABI 1.2): each message's input
+                 document (mqtt_doc.h) goes to host->submit_mapped */
   int max_inflight;
   int64_t session_expiry_s;
   pthread_mutex_t lock;
@@ -241,8 +249,29 @@ static int backlog_own(backlog_item *b) {
   return 0;
 }
 
-/* Submits one decoded message. Returns 1 when the host pushed back (EBUSY):
- * the caller keeps b for later; otherwise b is consumed. */
+/* A mapped source's submit (ABI 1.2): the message's input document to the
+ * map program. The call waits for the program (bounded by the bridge's
+ * mapping.timeout), on the client's I/O thread: the broker's keep-alive is
+ * seconds, a mapping milliseconds. CEB_ENOMEM when the document could not
+ * be built; else what submit_mapped returned, with err filled. */
+static int submit_doc(mqtt_source *s, const backlog_item *b,
+                      const ceb_submit_opts *so, src_ack *a, char *err,
+                      size_t errlen) {
+  mqtt_doc_msg in = {b->topic,       b->qos,
+                     b->retain != 0, b->payload,
+                     b->len,         s->conf.version == 5 ? b->props : NULL};
+  char *doc = NULL;
+  size_t len = 0;
+  if (mqtt_doc_build(&in, &doc, &len) != CEB_OK) return CEB_ENOMEM;
+  int rc = s->host->submit_mapped(s->inst, doc, len, so, on_submitted, a, err,
+                                  errlen);
+  free(doc); /* borrowed for the call */
+  return rc;
+}
+
+/* Submits one decoded message (or, mapped, b->ev NULL, its input
+ * document). Returns 1 when the host pushed back (EBUSY): the caller keeps
+ * b for later; otherwise b is consumed. */
 static int submit_one(mqtt_source *s, backlog_item *b) {
   src_ack *a = ack_new(s, b->gen, b->packet_id, 0);
   if (!a) {
@@ -255,7 +284,9 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   hv.count = hv.errors = hv.warnings = 0;
   hv.truncated = 0;
   ceb_submit_opts so = {sizeof so, NULL, NULL, &hv, NULL};
-  int rc = s->host->submit(s->inst, &b->ev, 1, &so, on_submitted, a);
+  char err[400] = "";
+  int rc = b->ev ? s->host->submit(s->inst, &b->ev, 1, &so, on_submitted, a)
+                 : submit_doc(s, b, &so, a, err, sizeof err);
   if (rc == CEB_OK) {
     b->ev = NULL; /* the host owns it; on_submitted finishes a */
     backlog_free(s, b);
@@ -263,7 +294,13 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   }
   ack_drop(a);
   if (rc == CEB_EBUSY) return 1;
-  if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
+  if (rc == CEB_EMAPPING) { /* the program refused the message */
+    char reason[480];
+    snprintf(reason, sizeof reason, "mapping: %s", err[0] ? err : "failed");
+    dead_letter(s, b, reason);
+  } else if (rc == CEB_ENOMEM && !b->ev) {
+    mqtt_gate_reset(s->gate, "out of memory");
+  } else if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {
     char reason[320];
     if (rc == CEB_EVALIDATION && hv.count)
       violation_text(&hv, reason, sizeof reason);
@@ -373,11 +410,15 @@ static void consume(mqtt_source *s, const struct mosquitto_message *m,
   b->props = (mosquitto_property *)props; /* lent: never changed */
   b->gen = gen;
   b->packet_id = packet_id;
+  b->qos = m->qos;
+  b->retain = m->retain;
   ceb_headers h = {0};
   char *ct = NULL;
-  int rc = s->conf.version == 5 ? read_headers(props, &h, &ct) : CEB_OK;
+  /* mapped: nothing to decode, the program reads the message */
+  int rc = !s->mapped && s->conf.version == 5 ? read_headers(props, &h, &ct)
+                                              : CEB_OK;
   ceb_error err;
-  if (rc == CEB_OK)
+  if (rc == CEB_OK && !s->mapped)
     rc = ceb_mqtt_decode(s->conf.version, &h, ct, m->payload, b->len, &b->ev,
                          &err);
   ceb_headers_clear(&h);
@@ -498,17 +539,21 @@ static int share_topics(mqtt_source *s, const ceb_config *cfg) {
 int mqtt_source_init(const ceb_host *host, ceb_instance *inst,
                      const ceb_instance_info *info, const ceb_config *cfg,
                      void **state) {
-  (void)info;
   mqtt_source *s = calloc(1, sizeof *s);
   if (!s) return CEB_ENOMEM;
   s->role = CEB_ROLE_SOURCE;
   s->host = host;
   s->inst = inst;
+  s->mapped = ceb_instance_mapped(info);
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   int rc = mqtt_conf_load(host, inst, cfg, &s->conf);
   if (rc != CEB_OK) goto fail;
   rc = CEB_ECONFIG;
+  if (s->mapped && !CEB_HOST_HAS(host, submit_mapped)) {
+    CEB_LOG(host, inst, CEB_LOG_ERROR, "map: this host cannot run mappings");
+    goto fail;
+  }
   if (!s->conf.client_id || !*s->conf.client_id) {
     CEB_LOG(host, inst, CEB_LOG_ERROR,
             "client_id is required: the persistent session that keeps "
