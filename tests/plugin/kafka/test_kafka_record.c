@@ -118,7 +118,54 @@ static void check_both_modes(const char *what, const ceb_event *ev) {
   check_same(what, ev, CEB_MODE_BINARY, NULL);
 }
 
+/* An egress mapping's result (ABI 1.2) becomes the record: its body as the
+ * value (borrowed), content-type from the mapping then its headers in
+ * order (a mapped content-type header dropped, no ce_* headers), its key,
+ * else the key attribute of the event. */
+static void test_mapped(void) {
+  ceb_event *ev = base_event("mapped");
+  ceb_event_set(ev, "partitionkey", "pk-1");
+  const char body[] = "{\"type\":\"t\",\"data\":{}}";
+  ceb_mapped_header hs[] = {
+      {"x-tenant", "uva"}, {"Content-Type", "text/evil"}, {"x-trace", ""}};
+  ceb_mapped_out mo = {
+      sizeof mo, body, sizeof body - 1, "application/json", hs, 3, NULL, NULL};
+  int before = g_visits;
+  kafka_record r;
+  CHECK_INT(kafka_record_mapped(&mo, ev, "partitionkey", &r), CEB_OK);
+  CHECK_INT(g_visits, before); /* not the binding's mapping */
+  CHECK(r.value == body && r.value_len == sizeof body - 1);
+  CHECK(r.key && r.key_len == 4 && !memcmp(r.key, "pk-1", 4));
+  const char *name;
+  const void *val;
+  size_t size;
+  const char *want[][2] = {{"content-type", "application/json"},
+                           {"x-tenant", "uva"},
+                           {"x-trace", ""}};
+  size_t i = 0;
+  for (; !rd_kafka_header_get_all(r.headers, i, &name, &val, &size); i++) {
+    CHECK(i < 3);
+    if (i >= 3) break;
+    CHECK_STR(name, want[i][0]);
+    CHECK(size == strlen(want[i][1]) && !memcmp(val, want[i][1], size));
+  }
+  CHECK_INT(i, 3);
+  kafka_record_clear(&r);
+
+  /* the mapping's key wins; without one and without a key attribute: none */
+  mo.key = "k-9";
+  CHECK_INT(kafka_record_mapped(&mo, ev, "partitionkey", &r), CEB_OK);
+  CHECK(r.key_len == 3 && !memcmp(r.key, "k-9", 3));
+  kafka_record_clear(&r);
+  mo.key = NULL;
+  CHECK_INT(kafka_record_mapped(&mo, ev, NULL, &r), CEB_OK);
+  CHECK(r.key == NULL && r.key_len == 0);
+  kafka_record_clear(&r);
+  ceb_event_unref(ev);
+}
+
 int main(void) {
+  test_mapped();
   /* Every context attribute, extensions (sorted after them), JSON data. */
   ceb_event *ev = base_event("full");
   ceb_event_set(ev, "subject", "student/42");

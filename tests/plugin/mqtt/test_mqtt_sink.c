@@ -3,7 +3,8 @@
  * and structured, MQTT 3.1.1 structured; topic templates and overrides;
  * settles ACK only from the broker's acknowledgement. Structured mode
  * publishes the host's journaled bytes (ceb_delivery.encoded, ABI 1.1) as
- * they are; binary mode ignores them. */
+ * they are; binary mode ignores them. An egress mapping's result
+ * (ceb_delivery.mapped, ABI 1.2) is published instead of the event. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,10 +102,83 @@ static void run(ceb_mosq *b, int version, const char *mode) {
   ceb_mqtt_client_free(sub);
 }
 
+/* An egress mapping's result (ABI 1.2): its body is the payload byte for
+ * byte, its topic the destination (a DLQ override still wins), on MQTT 5
+ * its content type and headers the Content Type and User Properties, no
+ * CloudEvents attributes. */
+static void run_mapped(ceb_mosq *b, int version) {
+  fprintf(stderr, "-- sink MQTT %d mapped\n", version);
+  ceb_mqtt_client *sub = ceb_mqtt_client_new(b->url, "reader-map", version);
+  CHECK(sub != NULL);
+  if (!sub) return;
+  CHECK_INT(ceb_mqtt_subscribe(sub, "partner/#", 1), 0);
+  CHECK_INT(ceb_mqtt_subscribe(sub, "dlq/#", 1), 0);
+  const char *kv[] = {"broker",
+                      b->addr,
+                      "mqtt_version",
+                      version == 5 ? "5" : "3.1.1",
+                      "topic",
+                      "partner/default",
+                      "mode",
+                      version == 5 ? "binary" : "structured",
+                      NULL};
+  mtest_inst t;
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SINK, kv), CEB_OK);
+  CHECK_INT(mtest_start(&t), CEB_OK);
+  CHECK(mtest_wait_connected(&t, 10000));
+  ceb_event *ev = mtest_event("map-1", "nl.edu.inschrijving.created");
+  const char body[] = "{\"type\":\"nl.edu.inschrijving.created\"}";
+  ceb_mapped_header hs[] = {{"tenant", "uva"}};
+  ceb_mapped_out mo = {sizeof mo, body, sizeof body - 1, "application/json", hs,
+                       1,         NULL, "partner/uva"};
+  ceb_delivery *d = ceb_fake_delivery_new(t.fake, ev, "r1", NULL, 1);
+  d->mapped = &mo;
+  CHECK_INT(t.p->deliver(t.state, d), CEB_OK);
+  ceb_fake_settle s;
+  CHECK_INT(settle_outcome(&t, 0, &s), CEB_ACK);
+  ceb_fake_delivery_free(d);
+  /* without a topic: the sink's own */
+  mo.topic = NULL;
+  d = ceb_fake_delivery_new(t.fake, ev, "r1", NULL, 1);
+  d->mapped = &mo;
+  CHECK_INT(t.p->deliver(t.state, d), CEB_OK);
+  CHECK_INT(settle_outcome(&t, 1, &s), CEB_ACK);
+  ceb_fake_delivery_free(d);
+  /* a mapping's topic that is not a topic name: rejected */
+  mo.topic = "partner/+";
+  d = ceb_fake_delivery_new(t.fake, ev, "r1", NULL, 1);
+  d->mapped = &mo;
+  CHECK_INT(t.p->deliver(t.state, d), CEB_OK);
+  CHECK_INT(settle_outcome(&t, 2, &s), CEB_REJECT);
+  CHECK_STR(s.reason, "mqtt.topic_invalid");
+  ceb_fake_delivery_free(d);
+  CHECK_INT(ceb_mqtt_wait(sub, 2, 10000), 2);
+  for (size_t i = 0; i < 2; i++) {
+    const ceb_mqtt_msg *m = ceb_mqtt_get(sub, i);
+    if (!m) continue;
+    CHECK_STR(m->topic, i == 0 ? "partner/uva" : "partner/default");
+    CHECK_STR(m->payload, body);
+    CHECK(ceb_mqtt_msg_prop(m, "id") == NULL);
+    if (version == 5) {
+      CHECK_STR(m->content_type, "application/json");
+      CHECK_STR(ceb_mqtt_msg_prop(m, "tenant"), "uva");
+    } else {
+      CHECK(m->content_type == NULL);
+    }
+  }
+  ceb_event_unref(ev);
+  CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
+  mtest_free(&t);
+  CHECK_INT(ceb_mqtt_count(sub), 2);
+  ceb_mqtt_client_free(sub);
+}
+
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
   if (!b) return ceb_test_done("test_mqtt_sink");
+  run_mapped(b, 5);
+  run_mapped(b, 4);
   run(b, 5, "binary");
   run(b, 5, "structured");
   run(b, 4, "structured");
