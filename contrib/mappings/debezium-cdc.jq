@@ -17,8 +17,9 @@
 #   time     source.ts_ms: when the change was made in the database
 #   data     {"op", "before", "after", "db", "table"}
 # A tombstone (the null value Debezium writes after a delete, for log
-# compaction) gives no event: the record is taken without one. Anything
-# else that is not a change record is refused to the source's dlq_topic.
+# compaction) is not a change: it is refused like anything else that is
+# not a change record, to the source's dlq_topic (a mapping must output an
+# event); set the connector's tombstones.on.delete = false to not have them.
 #
 # Configure: copy this file next to your bridge.d and set the two below.
 def ce_source: "urn:nld:oin:00000001234567890000:systeem:cdc";
@@ -34,7 +35,8 @@ def subject_of: (fromjson? // .)
      else . end)
   | if type == "object" then [.[] | tostring] | join(",") else tostring end;
 
-if .value == null then empty
+if .value_encoding == null then
+  error("a tombstone, not a change record")
 elif .value_encoding != "json" or (.value | type) != "object" then
   error("not a Debezium change record: the value is not a JSON object")
 else . end

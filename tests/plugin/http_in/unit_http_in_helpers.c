@@ -265,6 +265,13 @@ static void test_ack(void) {
   }
   for (int i = 0; i < 3; i++)
     ceb_event_unref(ev[i]);
+  /* after a mapped submit the ids are the program's: no "ids" member */
+  size_t len = 0;
+  char *body = http_ack_body(2, 1, NULL, 0, &len);
+  CHECK_STR(body ? body : "",
+            "{\"status\":\"accepted\",\"accepted\":2,\"duplicates\":1}");
+  CHECK(body && strlen(body) == len);
+  free(body);
 }
 
 int main(void) {
