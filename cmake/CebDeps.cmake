@@ -41,6 +41,12 @@ endif()
 if(CEB_WITH_MQTT)
   ceb_dep(MOSQUITTO libmosquitto libmosquitto-dev)
 endif()
+# libjq (jq 1.6 ships no pkg-config file): only the mapping worker links it.
+find_path(JQ_INCLUDE_DIR jq.h)
+find_library(JQ_LIBRARY jq)
+if(NOT JQ_INCLUDE_DIR OR NOT JQ_LIBRARY)
+  list(APPEND CEB_MISSING_DEBS libjq-dev)
+endif()
 
 if(CEB_MISSING_DEBS)
   list(REMOVE_DUPLICATES CEB_MISSING_DEBS)

@@ -1,0 +1,381 @@
+/* cebridge-mapper: one mapping worker process. The host spawns it (with an
+ * empty environment and the socket as fd 3), sends the programs once, then
+ * batches of input documents; see mapper_proto.h for the frames.
+ *
+ * Why a process: libjq 1.6 cannot be interrupted (jq_next runs until the
+ * program yields or fails; there is no step limit or cancel hook) and
+ * allocates with plain malloc, aborting when it fails (jv_alloc.c:
+ * memory_exhausted). A runaway program in the host would hang a thread or
+ * kill the bridge. Here it can only hang or kill this process, which the
+ * host kills and replaces.
+ *
+ * Sandbox, before anything is compiled: no environment (the host passes
+ * none, so $ENV and env are {} and ~/.jq is never imported, linker.c reads
+ * $HOME), stdin/stdout/stderr on /dev/null (the stderr builtin writes
+ * there), RLIMIT_NOFILE 4 (fds 0-3 are taken: open() fails, so
+ * modulemeta, a module directive or a time zone file read nothing),
+ * RLIMIT_AS = mapping.memory_max, no core dumps, no library search path,
+ * module directives (import, include, module) refused before compiling,
+ * and an input callback that refuses input / inputs. A host that dies
+ * closes the socket: the worker's next read ends it; an item still running
+ * then is ended by alarm() at twice the host's timeout (PR_SET_PDEATHSIG
+ * would fire when the host THREAD that spawned the worker exits). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jq.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "mapping/mapper_proto.h"
+#include "mapping/mapping_text.h"
+
+static int g_fd = CEBM_FD;
+
+/* ---- blocking I/O on the socket (the worker does nothing else) ---- */
+
+static int read_all(void *buf, size_t len) {
+  char *p = buf;
+  while (len) {
+    ssize_t n = read(g_fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int write_all(const void *buf, size_t len) {
+  const char *p = buf;
+  while (len) {
+    ssize_t n = write(g_fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    p += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+static int read_u32(uint32_t *v) {
+  return read_all(v, sizeof *v);
+}
+
+static int answer(uint32_t status, uint32_t nout, const char *text,
+                  size_t len) {
+  uint32_t h[3] = {status, nout, (uint32_t)len};
+  if (write_all(h, sizeof h) != 0) return -1;
+  return len ? write_all(text, len) : 0;
+}
+
+static int answer_error(const char *reason) {
+  size_t len = strnlen(reason, CEBM_MAX_REASON);
+  return answer(CEBM_ST_ERROR, 0, reason, len);
+}
+
+/* libjq's out-of-memory path (memory_exhausted) calls this, then aborts:
+ * tell the host first, with a frame built ahead (no allocation here). */
+static void on_nomem(void *arg) {
+  (void)arg;
+  static const uint32_t frame[3] = {CEBM_ST_MEMORY, 0, 0};
+  ssize_t n = write(g_fd, frame, sizeof frame);
+  (void)n;
+  _exit(3);
+}
+
+/* ---- compiling ---- */
+
+typedef struct errbuf {
+  char text[CEBM_MAX_REASON];
+} errbuf;
+
+/* jq_compile's messages: keep the first (it names the line). */
+static void on_error(void *arg, jv msg) {
+  errbuf *e = arg;
+  if (!e->text[0]) {
+    jv s = jq_format_error(jv_copy(msg));
+    if (jv_get_kind(s) == JV_KIND_STRING)
+      snprintf(e->text, sizeof e->text, "%s", jv_string_value(s));
+    jv_free(s);
+  }
+  jv_free(msg);
+}
+
+static jv refuse_input(jq_state *jq, void *arg) {
+  (void)jq;
+  (void)arg;
+  return jv_invalid_with_msg(
+      jv_string("input and inputs are not available in a mapping"));
+}
+
+/* debug's messages go nowhere (the host has no use for them per event).
+ * Set explicitly: jq 1.6's jq_init leaves the debug and input callbacks
+ * uninitialised, and debug called through garbage. */
+static void drop_debug(void *arg, jv msg) {
+  (void)arg;
+  jv_free(msg);
+}
+
+static jq_state *compile(const char *text, errbuf *e) {
+  e->text[0] = '\0';
+  char why[160];
+  if (cebm_text_has_module_directive(text, why, sizeof why)) {
+    snprintf(e->text, sizeof e->text, "%s", why);
+    return NULL;
+  }
+  jq_state *jq = jq_init();
+  if (!jq) {
+    snprintf(e->text, sizeof e->text, "jq_init failed");
+    return NULL;
+  }
+  jq_set_error_cb(jq, on_error, e);
+  jq_set_nomem_handler(jq, on_nomem, NULL);
+  jq_set_attr(jq, jv_string("JQ_LIBRARY_PATH"), jv_array());
+  jq_set_input_cb(jq, refuse_input, NULL);
+  jq_set_debug_cb(jq, drop_debug, NULL);
+  if (!jq_compile(jq, text)) {
+    if (!e->text[0]) snprintf(e->text, sizeof e->text, "jq: compile error");
+    jq_teardown(&jq);
+    return NULL;
+  }
+  return jq;
+}
+
+/* ---- running ---- */
+
+typedef struct outbuf {
+  char *p;
+  size_t len, cap;
+  uint32_t n;
+} outbuf;
+
+static int out_add(outbuf *o, jv v) {
+  if (o->n >= CEBM_MAX_OUTPUTS) {
+    jv_free(v);
+    return -2;
+  }
+  jv s = jv_dump_string(v, 0);
+  size_t n = strlen(jv_string_value(s));
+  if (o->len + n + 1 > CEBM_MAX_TEXT) {
+    jv_free(s);
+    return -3;
+  }
+  if (o->len + n + 1 > o->cap) {
+    size_t cap = o->cap ? o->cap * 2 : 4096;
+    while (cap < o->len + n + 1)
+      cap *= 2;
+    char *p = realloc(o->p, cap);
+    if (!p) on_nomem(NULL);
+    o->p = p;
+    o->cap = cap;
+  }
+  memcpy(o->p + o->len, jv_string_value(s), n + 1);
+  o->len += n + 1;
+  o->n++;
+  jv_free(s);
+  return 0;
+}
+
+/* The reason of an error value: its string, else its JSON text. */
+static void reason_of(jv msg, const char *prefix, char *buf, size_t cap) {
+  if (jv_get_kind(msg) == JV_KIND_STRING) {
+    snprintf(buf, cap, "%s%s", prefix, jv_string_value(msg));
+  } else {
+    jv s = jv_dump_string(jv_copy(msg), 0);
+    snprintf(buf, cap, "%s%s (not a string)", prefix, jv_string_value(s));
+    jv_free(s);
+  }
+  jv_free(msg);
+}
+
+static int run_item(jq_state *jq, uint32_t flags, const char *doc, uint32_t len,
+                    outbuf *o) {
+  char reason[CEBM_MAX_REASON];
+  jv in = jv_parse_sized(doc, (int)len);
+  if (!jv_is_valid(in)) {
+    reason_of(jv_invalid_get_msg(in), "input is not JSON: ", reason,
+              sizeof reason);
+    return answer_error(reason);
+  }
+  o->len = 0;
+  o->n = 0;
+  jq_start(jq, in, 0);
+  int truth = -1, bad = 0;
+  for (;;) {
+    jv v = jq_next(jq);
+    if (!jv_is_valid(v)) {
+      if (jq_halted(jq)) {
+        jv_free(v);
+        jv m = jq_get_error_message(jq);
+        if (jv_get_kind(m) == JV_KIND_STRING)
+          reason_of(m, "halt_error: ", reason, sizeof reason);
+        else {
+          jv_free(m);
+          snprintf(reason, sizeof reason, "the program halted");
+        }
+        return answer_error(reason);
+      }
+      if (jv_invalid_has_msg(jv_copy(v))) {
+        reason_of(jv_invalid_get_msg(v), "", reason, sizeof reason);
+        return answer_error(reason);
+      }
+      jv_free(v);
+      break;
+    }
+    if (flags & CEBM_TRUTH) {
+      jv_kind k = jv_get_kind(v);
+      truth = k != JV_KIND_FALSE && k != JV_KIND_NULL;
+      jv_free(v);
+      break; /* the first output decides; the rest never runs */
+    }
+    if ((flags & CEBM_EXPAND) && jv_get_kind(v) == JV_KIND_ARRAY) {
+      int n = jv_array_length(jv_copy(v));
+      for (int i = 0; i < n && !bad; i++)
+        bad = out_add(o, jv_array_get(jv_copy(v), i));
+      jv_free(v);
+    } else {
+      bad = out_add(o, v);
+    }
+    if (bad) break;
+  }
+  if (bad == -2) {
+    snprintf(reason, sizeof reason, "the program output more than %u values",
+             CEBM_MAX_OUTPUTS);
+    return answer_error(reason);
+  }
+  if (bad == -3) {
+    snprintf(reason, sizeof reason, "the program output more than %u bytes",
+             CEBM_MAX_TEXT);
+    return answer_error(reason);
+  }
+  if (flags & CEBM_TRUTH)
+    return truth == 1 ? answer(CEBM_ST_OK, 1, "true", 5)
+                      : answer(CEBM_ST_OK, 1, "false", 6);
+  return answer(CEBM_ST_OK, o->n, o->p, o->len);
+}
+
+typedef struct item {
+  uint32_t program, flags, len;
+  char *doc;
+} item;
+
+typedef struct program {
+  char *text;
+  jq_state *jq;
+  char *refused; /* a compile that failed: its reason, kept */
+} program;
+
+static unsigned g_alarm_s;
+
+static int run_program(program *p, const item *it, outbuf *o) {
+  if (!p->jq && !p->refused) {
+    errbuf e;
+    p->jq = compile(p->text, &e);
+    if (!p->jq) p->refused = strdup(e.text);
+    if (!p->jq && !p->refused) on_nomem(NULL);
+  }
+  if (p->refused) return answer_error(p->refused);
+  alarm(g_alarm_s);
+  int rc = run_item(p->jq, it->flags, it->doc, it->len, o);
+  alarm(0);
+  return rc;
+}
+
+static int serve(program *progs, uint32_t nprogs) {
+  outbuf o = {0};
+  for (;;) {
+    uint32_t count;
+    if (read_u32(&count) != 0) return 0; /* the host closed: done */
+    item *items = calloc(count ? count : 1, sizeof *items);
+    if (!items) on_nomem(NULL);
+    for (uint32_t i = 0; i < count; i++) {
+      uint32_t h[3];
+      if (read_all(h, sizeof h) != 0 || h[2] > CEBM_MAX_TEXT) return 1;
+      items[i] = (item){h[0], h[1], h[2], malloc((size_t)h[2] + 1)};
+      if (!items[i].doc) on_nomem(NULL);
+      if (read_all(items[i].doc, h[2]) != 0) return 1;
+      items[i].doc[h[2]] = '\0';
+    }
+    for (uint32_t i = 0; i < count; i++) {
+      int rc = items[i].program < nprogs
+                   ? run_program(&progs[items[i].program], &items[i], &o)
+                   : answer_error("no such program");
+      free(items[i].doc);
+      if (rc != 0) return 1;
+    }
+    free(items);
+  }
+}
+
+static void sandbox(uint32_t memory_mib) {
+  int null = open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    dup2(null, 0);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (null > 2 && null != g_fd) close(null);
+  }
+  if (chdir("/") != 0) _exit(2);
+  struct rlimit nocore = {0, 0};
+  setrlimit(RLIMIT_CORE, &nocore);
+  if (memory_mib) {
+    rlim_t bytes = (rlim_t)memory_mib * 1024 * 1024;
+    struct rlimit as = {bytes, bytes};
+    setrlimit(RLIMIT_AS, &as);
+  }
+  struct rlimit files = {CEBM_FD + 1, CEBM_FD + 1};
+  setrlimit(RLIMIT_NOFILE, &files);
+}
+
+/* CEBM_INIT_CHECK: compile each program, answer each, exit. */
+static int check(program *progs, uint32_t nprogs) {
+  int refused = 0;
+  for (uint32_t i = 0; i < nprogs; i++) {
+    errbuf e;
+    jq_state *jq = compile(progs[i].text, &e);
+    refused |= !jq;
+    size_t len = jq ? 0 : strnlen(e.text, sizeof e.text);
+    uint32_t a[2] = {jq ? 0u : 1u, (uint32_t)len};
+    if (jq) jq_teardown(&jq);
+    if (write_all(a, sizeof a) != 0 || (len && write_all(e.text, len) != 0))
+      return 2;
+  }
+  return refused;
+}
+
+int main(void) {
+  /* Only the socket the host passed: anything else inherited is closed. */
+  for (int fd = CEBM_FD + 1; fd < 1024; fd++)
+    close(fd);
+  uint32_t h[6];
+  if (read_all(h, sizeof h) != 0 || h[0] != CEBM_MAGIC || h[1] != CEBM_VERSION)
+    return 2;
+  uint32_t flags = h[2], nprogs = h[5];
+  /* the orphan backstop: twice the host's timeout, whole seconds */
+  g_alarm_s = (unsigned)((2ull * h[4] + 999) / 1000);
+  if (g_alarm_s < 1) g_alarm_s = 1;
+  program *progs = calloc(nprogs ? nprogs : 1, sizeof *progs);
+  if (!progs) return 2;
+  for (uint32_t i = 0; i < nprogs; i++) {
+    uint32_t len;
+    if (read_u32(&len) != 0 || len > CEBM_MAX_TEXT) return 2;
+    progs[i].text = malloc((size_t)len + 1);
+    if (!progs[i].text || read_all(progs[i].text, len) != 0) return 2;
+    progs[i].text[len] = '\0';
+  }
+  sandbox(h[3]);
+  int rc =
+      flags & CEBM_INIT_CHECK ? check(progs, nprogs) : serve(progs, nprogs);
+  for (uint32_t i = 0; i < nprogs; i++) {
+    if (progs[i].jq) jq_teardown(&progs[i].jq);
+    free(progs[i].text);
+    free(progs[i].refused);
+  }
+  free(progs);
+  return rc;
+}
