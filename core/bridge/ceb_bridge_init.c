@@ -56,11 +56,34 @@ static void error_origin(const ceb_bridge *b, const ceb_instance *inst,
   }
 }
 
+/* ceb_instance_info.mapped (ABI 1.2): a source with map; a sink with map,
+ * or one a route with map delivers to. */
+static int instance_mapped(const ceb_bridge *b, const ceb_instance *inst) {
+  if (inst->role == CEB_ROLE_SOURCE) {
+    const ceb_conf_section *s = ceb_conf_find(b->conf, "source", inst->name);
+    return s && s->host.source.map;
+  }
+  if (inst->role != CEB_ROLE_SINK) return 0;
+  const ceb_conf_section *s = ceb_conf_find(b->conf, "sink", inst->name);
+  if (s && s->host.sink.map) return 1;
+  for (size_t i = 0; i < b->conf->count; i++) {
+    const ceb_conf_section *r = &b->conf->sections[i];
+    if (strcmp(r->kind, "route") == 0 && r->host.route.map &&
+        r->host.route.to && strcmp(r->host.route.to, inst->name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
 int cebb_init_instance(ceb_bridge *b, ceb_instance *inst, const char *data_dir,
                        int quiet, cebb_init_error *e) {
   inst->init_error[0] = '\0';
   atomic_store(&inst->capture, quiet ? CEB_CAPTURE_QUIET : CEB_CAPTURE_ON);
-  ceb_instance_info info = {sizeof info, inst->name, inst->role, data_dir};
+  ceb_instance_info info = {.struct_size = sizeof info,
+                            .name = inst->name,
+                            .role = inst->role,
+                            .data_dir = data_dir,
+                            .mapped = instance_mapped(b, inst)};
   int st = inst->plugin->init(ceb_runtime_host(), inst, &info, inst->cfg,
                               &inst->state);
   atomic_store(&inst->capture, CEB_CAPTURE_OFF);

@@ -11,16 +11,14 @@
 
 #include "admin/ceb_admin_tls.h"
 #include "config/ceb_core_spec.h"
+#include "mapping/ceb_mapping_set.h"
 
 static const ceb_config_spec k_empty_spec[] = {CEB_CONFIG_SPEC_END};
 
 static uint32_t role_of_kind(const char *kind) {
-  if (strcmp(kind, "source") == 0)
-    return CEB_ROLE_SOURCE;
-  if (strcmp(kind, "sink") == 0)
-    return CEB_ROLE_SINK;
-  if (strcmp(kind, "contracts") == 0)
-    return CEB_ROLE_CONTRACTS;
+  if (strcmp(kind, "source") == 0) return CEB_ROLE_SOURCE;
+  if (strcmp(kind, "sink") == 0) return CEB_ROLE_SINK;
+  if (strcmp(kind, "contracts") == 0) return CEB_ROLE_CONTRACTS;
   return 0;
 }
 
@@ -37,9 +35,8 @@ static void key_origin(const ceb_conf_section *sec, const char *o, char *file,
   }
 }
 
-static const ceb_config_spec *plugin_spec_cb(void *arg,
-                                             const ceb_conf_section *sec,
-                                             ceb_conf_errors *errs) {
+static const ceb_config_spec *
+plugin_spec_cb(void *arg, const ceb_conf_section *sec, ceb_conf_errors *errs) {
   ceb_bridge *b = arg;
   uint32_t role = role_of_kind(sec->kind);
   const char *name = sec->plugin;
@@ -56,22 +53,23 @@ static const ceb_config_spec *plugin_spec_cb(void *arg,
   char err[768];
   if (ceb_loader_load(b->loader, name, &p, err, sizeof err) != CEB_OK) {
     char hint[300];
-    snprintf(hint, sizeof hint, "plugin directory: %.200s (see 'cebridge plugins')",
+    snprintf(hint, sizeof hint,
+             "plugin directory: %.200s (see 'cebridge plugins')",
              ceb_loader_dir(b->loader));
     ceb_conf_error_add(errs, file, line, hint, "%s", err);
     return NULL;
   }
   if (!(p->desc->roles & role)) {
     char roles[64];
-    ceb_conf_error_add(errs, file, line, NULL,
-                       "plugin '%s' cannot be a %s (it offers: %s)", name,
-                       sec->kind,
-                       ceb_roles_str(p->desc->roles, roles, sizeof roles));
+    ceb_conf_error_add(
+        errs, file, line, NULL, "plugin '%s' cannot be a %s (it offers: %s)",
+        name, sec->kind, ceb_roles_str(p->desc->roles, roles, sizeof roles));
     return NULL;
   }
   const ceb_config_spec *spec = role == CEB_ROLE_SOURCE ? p->desc->config_source
-                                : role == CEB_ROLE_SINK ? p->desc->config_sink
-                                : p->desc->config_contracts;
+                                : role == CEB_ROLE_SINK
+                                    ? p->desc->config_sink
+                                    : p->desc->config_contracts;
   return spec ? spec : k_empty_spec;
 }
 
@@ -80,15 +78,13 @@ static const ceb_config_spec *plugin_spec_cb(void *arg,
 static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
                              const char *key, const char *v, const char *origin,
                              ceb_conf_errors *errs) {
-  if (!v || strcmp(v, "store") == 0)
-    return;
+  if (!v || strcmp(v, "store") == 0) return;
   const char *colon = strchr(v, ':');
   char sink[128];
   snprintf(sink, sizeof sink, "%.*s", colon ? (int)(colon - v) : (int)strlen(v),
            v);
   const ceb_conf_section *s = ceb_conf_find(b->conf, "sink", sink);
-  if (!s || !colon)
-    return; /* the config checker reports missing sinks */
+  if (!s || !colon) return; /* the config checker reports missing sinks */
   const char *pname = s->plugin;
   ceb_loaded_plugin *p;
   char err[512];
@@ -104,6 +100,18 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
                        "%s = %s: plugin '%s' of sink '%s' has no topics", key,
                        v, pname, sink);
   }
+}
+
+/* Every jq program (map, filter) read and compiled once, so that `check`
+ * and `run` refuse a program that does not compile with its file:line.
+ * The runtime reads them again at open and starts the worker pool. */
+static void check_mappings(ceb_bridge *b, ceb_conf_errors *errs) {
+  ceb_mapping_set *set = NULL;
+  ceb_mapping_set_build(b->conf, &set, errs); /* errors appended */
+  if (!set) return;
+  ceb_mapper_opts o = ceb_mapping_opts(ceb_conf_bridge_cfg(b->conf));
+  ceb_mapping_set_check(set, &o, errs);
+  ceb_mapping_set_free(set);
 }
 
 /* 127.0.0.0/8, ::1 or localhost. */
@@ -211,10 +219,9 @@ static void resolve_plugin_dir(ceb_bridge *b, const ceb_bridge_opts *o) {
     key_origin(sec, sec->host.bridge.plugin_dir_origin, file, sizeof file,
                &line);
     char *slash = strrchr(file, '/');
-    if (slash)
-      *slash = '\0';
-    snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s/%s",
-             slash ? file : ".", v);
+    if (slash) *slash = '\0';
+    snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s/%s", slash ? file : ".",
+             v);
   } else if (v && *v) {
     snprintf(b->plugin_dir, sizeof b->plugin_dir, "%s", v);
   } else {
@@ -226,8 +233,7 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
                     ceb_conf_errors *errs) {
   *out = NULL;
   ceb_bridge *b = calloc(1, sizeof *b);
-  if (!b)
-    return CEB_ENOMEM;
+  if (!b) return CEB_ENOMEM;
   b->clock = opts->clock;
   b->clock_arg = opts->clock_arg;
   int st = ceb_conf_load(opts->config_dir, &b->conf, errs);
@@ -244,6 +250,7 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   st = ceb_conf_check(b->conf, plugin_spec_cb, b, errs);
   check_admin_listen(b, errs);
   check_admin_tls(b, errs);
+  if (st == CEB_OK) check_mappings(b, errs);
   for (size_t i = 0; i < b->conf->count; i++)
     if (strcmp(b->conf->sections[i].kind, "route") == 0) {
       const ceb_conf_section *r = &b->conf->sections[i];
@@ -267,10 +274,18 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   return CEB_OK;
 }
 
-const ceb_conf *ceb_bridge_conf(const ceb_bridge *b) { return b->conf; }
-ceb_metrics *ceb_bridge_metrics(ceb_bridge *b) { return b->metrics; }
-struct ceb_runtime *ceb_bridge_runtime(ceb_bridge *b) { return b->rt; }
-size_t ceb_bridge_instance_count(const ceb_bridge *b) { return b->ninstances; }
+const ceb_conf *ceb_bridge_conf(const ceb_bridge *b) {
+  return b->conf;
+}
+ceb_metrics *ceb_bridge_metrics(ceb_bridge *b) {
+  return b->metrics;
+}
+struct ceb_runtime *ceb_bridge_runtime(ceb_bridge *b) {
+  return b->rt;
+}
+size_t ceb_bridge_instance_count(const ceb_bridge *b) {
+  return b->ninstances;
+}
 ceb_instance *ceb_bridge_instance(ceb_bridge *b, size_t i) {
   return i < b->ninstances ? b->instances[i] : NULL;
 }
@@ -287,8 +302,7 @@ ceb_instance *ceb_bridge_find(ceb_bridge *b, uint32_t role, const char *name) {
 }
 
 int64_t ceb_bridge_now_ms(const ceb_bridge *b) {
-  if (b->clock)
-    return b->clock(b->clock_arg);
+  if (b->clock) return b->clock(b->clock_arg);
   struct timeval tv;
   gettimeofday(&tv, NULL);
   return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;

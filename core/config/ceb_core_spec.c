@@ -81,6 +81,18 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "How long settled events and their status stay queryable."},
     {"backpressure.max_queued", CEB_CFG_INT, 0, "1000000", 1, 1000000000, NULL,
      "Undelivered (route, event) pairs above which sources get 503 / pause."},
+    {"mapping.workers", CEB_CFG_INT, 0, "2", 1, 64, NULL,
+     "Worker processes (cebridge-mapper) that run the jq mappings and route "
+     "filters; started only when a section has map or filter."},
+    {"mapping.timeout", CEB_CFG_DURATION, 0, "200ms", 1, MS(60), NULL,
+     "Longest one mapping or filter may run on one message; past it the "
+     "worker is killed and replaced and the message fails ('mapping timed "
+     "out after 200 ms')."},
+    {"mapping.memory_max", CEB_CFG_SIZE, 0, "256MiB", 32 * 1024 * 1024,
+     (int64_t)64 * 1024 * 1024 * 1024, NULL,
+     "Address space of each mapping worker (RLIMIT_AS, including libjq "
+     "itself, about 20 MiB); a program that needs more fails the message "
+     "('mapping exceeded its memory limit')."},
     CEB_CONFIG_SPEC_END};
 
 const ceb_config_spec ceb_spec_route[] = {
@@ -125,6 +137,21 @@ const ceb_config_spec ceb_spec_route[] = {
      "CloudEvent when an event settles on this route."},
     {"receipts.type_prefix", CEB_CFG_STRING, 0, "nl.cebridge.delivery", 0, 0,
      NULL, "Type prefix of receipt events (.done / .failed are appended)."},
+    {"filter", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "jq program run on each event (its JSON format) beside from and "
+     "match.*: the route takes the event when the first output is neither "
+     "false nor null. A filter that fails refuses the event (HTTP 400, the "
+     "DLQ topic at Kafka/MQTT): nothing is half-accepted. Inline, or "
+     "file:path.jq (relative to this file)."},
+    {"map", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Egress jq program for this route (overrides the sink's map): the "
+     "event in, {\"body\": ..., \"headers\", \"key\", \"topic\", "
+     "\"content_type\"} out (docs/integration-guide.md, Mappings). Inline, "
+     "or file:path.jq (relative to this file)."},
+    {"dry_run", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "Evaluate everything (filter, contract, mapping) but send nothing: each "
+     "delivery settles done with reason dry-run and what would have been "
+     "sent in its status and the log."},
     CEB_CONFIG_SPEC_END};
 
 const ceb_config_spec ceb_spec_source_common[] = {
@@ -132,6 +159,11 @@ const ceb_config_spec ceb_spec_source_common[] = {
      "Plugin that implements this section."},
     {"profile", CEB_CFG_ENUM, 0, NULL, 0, 0, "off|warn|enforce",
      "NL GOV profile level for this source (default: [bridge] profile)."},
+    {"map", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Ingress jq program: the transport's input document of each message "
+     "in, one CloudEvent (JSON format) or an array of them out; the source "
+     "then accepts messages that are not CloudEvents. Inline, or "
+     "file:path.jq (relative to this file)."},
     CEB_CONFIG_SPEC_END};
 
 const ceb_config_spec ceb_spec_sink_common[] = {
@@ -145,6 +177,11 @@ const ceb_config_spec ceb_spec_sink_common[] = {
      "Consecutive failed attempts that open the sink's circuit."},
     {"circuit.open_for", CEB_CFG_DURATION, 0, "30s", 1, DAYS(1), NULL,
      "How long an open circuit waits before a half-open probe."},
+    {"map", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "Egress jq program for every route to this sink without its own map: "
+     "the event in, {\"body\": ..., \"headers\", \"key\", \"topic\", "
+     "\"content_type\"} out (docs/integration-guide.md, Mappings). Inline, "
+     "or file:path.jq (relative to this file)."},
     CEB_CONFIG_SPEC_END};
 
 const ceb_config_spec ceb_spec_contracts_common[] = {
@@ -184,6 +221,9 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B("idempotency.ttl", idempotency_ttl_ms),
     B("retention", retention_ms),
     B("backpressure.max_queued", backpressure_max_queued),
+    B("mapping.workers", mapping.workers),
+    B("mapping.timeout", mapping.timeout_ms),
+    B("mapping.memory_max", mapping.memory_max),
     CEB_CONFIG_BINDING_END};
 #undef B
 #undef B_ORIGIN
@@ -210,18 +250,28 @@ const ceb_config_binding ceb_bind_route[] = {
     R("receipts", receipts),
     R_ORIGIN("receipts", receipts_origin),
     R("receipts.type_prefix", receipts_type_prefix),
+    R("filter", filter),
+    R_ORIGIN("filter", filter_origin),
+    R("map", map),
+    R_ORIGIN("map", map_origin),
+    R("dry_run", dry_run),
     CEB_CONFIG_BINDING_END};
 #undef R
 #undef R_ORIGIN
 
 const ceb_config_binding ceb_bind_source[] = {
-    CEB_BIND("profile", ceb_source_cfg, profile), CEB_CONFIG_BINDING_END};
+    CEB_BIND("profile", ceb_source_cfg, profile),
+    CEB_BIND("map", ceb_source_cfg, map),
+    CEB_BIND_ORIGIN_OF("map", ceb_source_cfg, map_origin),
+    CEB_CONFIG_BINDING_END};
 
 const ceb_config_binding ceb_bind_sink[] = {
     CEB_BIND("rate_limit", ceb_sink_cfg, rate_limit),
     CEB_BIND("rate_limit.burst", ceb_sink_cfg, rate_limit_burst),
     CEB_BIND("circuit.failures", ceb_sink_cfg, circuit_failures),
     CEB_BIND("circuit.open_for", ceb_sink_cfg, circuit_open_for_ms),
+    CEB_BIND("map", ceb_sink_cfg, map),
+    CEB_BIND_ORIGIN_OF("map", ceb_sink_cfg, map_origin),
     CEB_CONFIG_BINDING_END};
 
 /* plugin of [source], [sink] and [contracts], into ceb_conf_section. */

@@ -40,6 +40,12 @@ typedef struct ceb_store_cfg {
   int64_t poll_interval_ms;
 } ceb_store_cfg;
 
+typedef struct ceb_mapping_cfg {
+  int64_t workers;
+  int64_t timeout_ms;
+  uint64_t memory_max;
+} ceb_mapping_cfg;
+
 typedef struct ceb_bridge_cfg {
   /* The [bridge] section itself, for SDK helpers that read a key family by
    * prefix (ceb_tls_priority(cfg, "admin.")). */
@@ -55,6 +61,7 @@ typedef struct ceb_bridge_cfg {
   int64_t idempotency_ttl_ms;
   int64_t retention_ms;
   int64_t backpressure_max_queued;
+  ceb_mapping_cfg mapping;
 } ceb_bridge_cfg;
 
 typedef struct ceb_route_cfg {
@@ -78,11 +85,15 @@ typedef struct ceb_route_cfg {
   const char *contract_mode; /* enforce|warn */
   const char *receipts, *receipts_origin;
   const char *receipts_type_prefix;
+  const char *filter, *filter_origin; /* jq program text or file:path */
+  const char *map, *map_origin;
+  int dry_run;
 } ceb_route_cfg;
 
 /* [source NAME] */
 typedef struct ceb_source_cfg {
-  const char *profile; /* NULL: the [bridge] profile */
+  const char *profile;          /* NULL: the [bridge] profile */
+  const char *map, *map_origin; /* jq program text or file:path; NULL */
 } ceb_source_cfg;
 
 /* [sink NAME] */
@@ -91,6 +102,7 @@ typedef struct ceb_sink_cfg {
   int64_t rate_limit_burst;
   int64_t circuit_failures;
   int64_t circuit_open_for_ms;
+  const char *map, *map_origin; /* jq program text or file:path; NULL */
 } ceb_sink_cfg;
 
 /* The typed host keys of one section, by kind ([contracts] has none but

@@ -27,6 +27,7 @@
 
 #include "delivery/ceb_retry.h"
 #include "instance/ceb_instance.h"
+#include "mapping/ceb_mapping.h"
 #include "metrics/ceb_metrics.h"
 #include "store/ceb_store.h"
 
@@ -52,6 +53,8 @@ typedef struct ceb_engine_route {
   long receipts_sink;         /* index, or -1: no receipts */
   const char *receipts_topic; /* may be NULL */
   const char *receipts_prefix;
+  int map_program; /* egress mapping: a program of opts.mapper, or -1 */
+  int dry_run;     /* evaluate, settle done "dry-run", never deliver */
 } ceb_engine_route;
 
 typedef struct ceb_engine_opts {
@@ -69,6 +72,7 @@ typedef struct ceb_engine_opts {
                          deliveries in the store this often (real time), for
                          work other writers added that no wake-up announced
                          and for claims whose lease expired; <= 0: 2 s */
+  ceb_mapper *mapper; /* borrowed, may be NULL: runs routes' map_program */
 } ceb_engine_opts;
 
 /* Control thread. CEB_OK or < 0. The arrays in opts are copied. The

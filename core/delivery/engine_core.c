@@ -27,6 +27,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   if (!e) return CEB_ENOMEM;
   e->store = o->store;
   e->metrics = o->metrics;
+  e->mapper = o->mapper;
   e->clock = o->clock;
   e->clock_arg = o->clock_arg;
   e->nworkers = o->workers ? o->workers : 1;
@@ -268,7 +269,82 @@ size_t ceb_engine_inflight(ceb_engine *e) {
 /* Hands c to its sink; a refusal is settled here (CEB_EBUSY defers c: not
  * an attempt). deliver may settle before it returns, so c is not touched
  * after it was taken. Returns 1 when the sink said CEB_EBUSY, else 0. */
+/* The egress mapping of the route's claimed contexts (one batch): the
+ * ones it fails are dead-lettered now (reason "mapping": a program that
+ * throws, outputs the wrong shape, runs too long or too big fails the same
+ * way on every try) or, when no worker could run, retried. Returns how
+ * many of ready[] are left, in order. Unlocked. */
+static size_t map_ready(ceb_engine *e, size_t r, dctx **ready, size_t n) {
+  eng_route *rt = &e->routes[r];
+  char(*why)[CEBE_MAP_WHY] = calloc(n, sizeof *why);
+  int *retry = calloc(n, sizeof *retry);
+  if (why && retry) {
+    cebe_map_claimed(e->mapper, rt->cfg.map_program, ready, n, why, retry);
+  } else { /* never sent unmapped: tried again later */
+    free(why);
+    why = NULL;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) {
+    dctx *c = ready[i];
+    if (why && !why[i][0]) {
+      ready[kept++] = c;
+      continue;
+    }
+    const char *w = why ? why[i] : "mapping: out of memory";
+    int again = !why || retry[i];
+    ceb_log_warn("engine: route %s: event %s: egress mapping failed: %s",
+                 rt->cfg.name, ceb_event_get(c->ev, "id"), w);
+    ceb_settle_info info = {.struct_size = sizeof info,
+                            .outcome = again ? CEB_RETRY : CEB_REJECT,
+                            .retry_after_ms = -1,
+                            .reason = "mapping",
+                            .detail = w};
+    pthread_mutex_lock(&e->lock);
+    rt->inflight--;
+    e->inflight_total--;
+    pthread_mutex_unlock(&e->lock);
+    cebe_outcome(e, c, &info);
+    cebe_dctx_free(c);
+  }
+  free(why);
+  free(retry);
+  return kept;
+}
+
+/* A dry run (route dry_run, `run --dry-run`): everything up to the send
+ * was done (decode, egress mapping); the sink is not called. The attempt
+ * settles done with reason "dry-run" and what would have gone out, which
+ * the status keeps (last_reason, last_error) and the log shows. */
+static void dry_run(ceb_engine *e, dctx *c) {
+  eng_route *rt = &e->routes[c->route];
+  const ceb_mapped_out *m = c->d.mapped;
+  char detail[480];
+  if (m)
+    snprintf(detail, sizeof detail,
+             "would send to sink %s: %zu bytes of %s%s%s: %.300s",
+             e->sinks[c->sink].cfg.name, m->body_len, m->content_type,
+             m->topic ? " on topic " : "", m->topic ? m->topic : "", m->body);
+  else
+    snprintf(detail, sizeof detail,
+             "would send to sink %s: the event (%zu bytes of "
+             "application/cloudevents+json), Idempotency-Key %s",
+             e->sinks[c->sink].cfg.name, c->d.encoded_len, c->idem_key);
+  ceb_log_info("engine: dry-run: route %s: event %s: %s", rt->cfg.name,
+               ceb_event_get(c->ev, "id"), detail);
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = CEB_ACK,
+                          .retry_after_ms = -1,
+                          .reason = "dry-run",
+                          .detail = detail};
+  ceb_engine_settle(e, &c->d, &info);
+}
+
 static int dispatch(ceb_engine *e, dctx *c) {
+  if (e->routes[c->route].cfg.dry_run) {
+    dry_run(e, c);
+    return 0;
+  }
   int rc = cebe_dispatch(e, c);
   if (rc != CEB_OK) cebe_refused(e, c, rc);
   return rc == CEB_EBUSY;
@@ -356,6 +432,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
     }
   }
   ceb_claims_free(claims, count);
+  if (!refuse && nready && ready && rt->cfg.map_program >= 0 && e->mapper)
+    nready = map_ready(e, r, ready, nready);
   pthread_mutex_lock(&e->lock);
   size_t unused = n - count;
   if (!ready) unused = n;

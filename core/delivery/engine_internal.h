@@ -12,6 +12,8 @@
  *                        to the caller above, which settles it) and the
  *                        host's side of every settle (cebe_settle_begin)
  *   engine_base.c, engine_deadletter.c, engine_ptrset.c   leaves
+ *   engine_map.c         egress mappings (a leaf below the others: the
+ *                        contexts' mapped results, freed by engine_base)
  * A sink that settles inside deliver re-enters through the host's settle
  * call (the plugin's side of the ABI), not through these files.
  * tests/unit/delivery/engine_layers.sh (unit_delivery_layers) checks the
@@ -32,6 +34,8 @@ enum { DCTX_ROUTE = 0, DCTX_FORWARD = 1, DCTX_RECEIPT = 2 };
 /* One attempt. d is first so that the plugin's ceb_delivery pointer is the
  * context. Lives from dispatch until the plugin settles (or the engine is
  * freed); `host_settled` marks an attempt the host already timed out. */
+typedef struct cebe_mapped cebe_mapped;
+
 typedef struct dctx {
   ceb_delivery d;
   int kind;
@@ -39,8 +43,9 @@ typedef struct dctx {
   int64_t seq, received_at, first_at, started_at, dlq_id;
   uint32_t attempt;
   ceb_event *ev;
-  char *json; /* the journal's bytes of ev (d.encoded), owned; NULL for
-                 forwards and receipts */
+  char *json;          /* the journal's bytes of ev (d.encoded), owned; NULL for
+                          forwards and receipts */
+  cebe_mapped *mapped; /* the egress mapping's result (d.mapped), owned */
   int host_settled;
   char idem_key[65];
   char topic[256];
@@ -118,6 +123,7 @@ void cebe_ptrset_free(ptrset *s);
 
 struct ceb_engine {
   ceb_store *store;
+  ceb_mapper *mapper; /* borrowed; egress mappings (NULL: none) */
   ceb_metrics *metrics;
   int64_t (*clock)(void *);
   void *clock_arg;
@@ -232,5 +238,17 @@ ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
                         uint32_t attempts, const char *reason, int64_t now);
 
 /* engine_ptrset.c: cebe_ptrset_* above, with its struct. */
+
+/* ---- engine_map.c ---- */
+#define CEBE_MAP_WHY 512
+/* Runs egress program `program` on each context's journaled JSON (one
+ * batch): sets cs[i]->mapped and cs[i]->d.mapped, or why[i] to the reason
+ * the mapping failed (why[i] "" when it did not; retry[i] 1 when it was no
+ * fault of the program: no worker could run). Returns how many failed.
+ * Blocks the calling worker for at most about n x mapping.timeout. */
+size_t cebe_map_claimed(ceb_mapper *mapper, int program, dctx **cs, size_t n,
+                        char (*why)[CEBE_MAP_WHY], int *retry);
+void cebe_mapped_free(cebe_mapped *m);
+const ceb_mapped_out *cebe_mapped_out(const cebe_mapped *m);
 
 #endif

@@ -56,6 +56,11 @@ void cebm_error_tidy(const char *msg, char *out, size_t cap) {
        p++)
     at = p;
   if (at) n = (size_t)(at - msg);
+  /* jq's command-line hint, meaningless for a program in a config file */
+  static const char shell[] = " (Unix shell quoting issues?)";
+  if (n >= sizeof shell - 1 &&
+      memcmp(msg + n - (sizeof shell - 1), shell, sizeof shell - 1) == 0)
+    n -= sizeof shell - 1;
   while (n && (msg[n - 1] == ':' || msg[n - 1] == ' '))
     n--;
   if (n >= cap) n = cap - 1;

@@ -30,8 +30,8 @@
 
 #include <ceb/plugin.h>
 
-#include "instance/ceb_instance.h"
 #include "config/ceb_conf.h"
+#include "instance/ceb_instance.h"
 #include "metrics/ceb_metrics.h"
 
 typedef struct ceb_runtime ceb_runtime;
@@ -46,10 +46,13 @@ typedef struct ceb_runtime_opts {
   ceb_metrics *metrics; /* borrowed */
   ceb_clock_fn clock;   /* may be NULL */
   void *clock_arg;
+  int dry_run; /* `run --dry-run`: every route as with dry_run = true */
 } ceb_runtime_opts;
 
-/* Opens the store named by [bridge] store and builds the routes. On error
- * returns < 0 with a one-line reason in err. */
+/* Opens the store named by [bridge] store, builds the routes, and starts
+ * the mapping workers when the config has a map or filter (programs read
+ * again here: the bridge checked them at load). On error returns < 0 with
+ * a one-line reason in err. */
 int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                      size_t errlen);
 

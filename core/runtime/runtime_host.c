@@ -149,6 +149,7 @@ static const ceb_host k_host = {
     .queue_stats = cebr_queue_stats,
     .queue_wake = cebr_queue_wake,
     .lead = cebr_lead,
+    .submit_mapped = cebr_submit_mapped,
 };
 
 const ceb_host *cebr_host_table(void) {

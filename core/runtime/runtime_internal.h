@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 
 #include "delivery/ceb_engine.h"
+#include "mapping/ceb_mapping.h"
+#include "mapping/ceb_mapping_set.h"
 #include "router/ceb_route.h"
 #include "runtime/ceb_runtime.h"
 #include "store/ceb_store.h"
@@ -15,6 +17,7 @@ typedef struct rt_inst {
   ceb_runtime *rt;
   ceb_profile_level profile; /* sources */
   atomic_int queue_stop;     /* sinks: queue_wake was called */
+  int map_prog;              /* sources: the ingress program, or -1 */
 } rt_inst;
 
 struct ceb_runtime {
@@ -26,6 +29,11 @@ struct ceb_runtime {
   ceb_engine *engine;
   ceb_route **routes;
   size_t nroutes;
+  int *route_filter; /* per route: its filter program, or -1 */
+  /* jq mappings: every program of the config, and the worker pool that
+   * runs them (NULL when the config has none) */
+  ceb_mapping_set *maps;
+  ceb_mapper *mapper;
   ceb_instance **instances;
   size_t ninstances;
   rt_inst *idata;
@@ -55,6 +63,13 @@ ceb_runtime *cebr_of(ceb_instance *inst);
 
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg);
+/* ceb_host.submit_mapped (runtime_mapped.c). */
+int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
+                       const ceb_submit_opts *opts, ceb_submit_cb cb,
+                       void *cb_arg, char *err, size_t errlen);
+/* Counts a refusal in cebridge_events_rejected_total{reason}. */
+void cebr_reject_metric(ceb_runtime *rt, ceb_instance *inst,
+                        const char *reason);
 void *cebr_sweeper_main(void *arg);
 /* ceb_host.queue_* and ceb_host.lead (runtime_queue.c). */
 int cebr_queue_append(ceb_instance *inst, const char *key, const char *json,

@@ -99,21 +99,52 @@ static void routes_free(ceb_runtime *rt) {
   rt->nroutes = 0;
 }
 
+/* The mapping programs and their worker pool (none without programs). */
+static int open_mappings(ceb_runtime *rt, char *err, size_t errlen) {
+  ceb_conf_errors *errs = calloc(1, sizeof *errs);
+  if (!errs) return CEB_ENOMEM;
+  int rc = ceb_mapping_set_build(rt->conf, &rt->maps, errs);
+  if (rc != CEB_OK) { /* checked at load: a file changed since */
+    if (errs->count)
+      snprintf(err, errlen, "%s:%d: %s", errs->items[0].file,
+               errs->items[0].line, errs->items[0].message);
+    else
+      snprintf(err, errlen, "runtime: mappings: %s", ceb_strerror(rc));
+    free(errs);
+    return rc;
+  }
+  free(errs);
+  if (!rt->maps->count) return CEB_OK;
+  ceb_mapper_opts o = ceb_mapping_opts(ceb_conf_bridge_cfg(rt->conf));
+  rt->mapper =
+      ceb_mapper_new(&o, rt->maps->texts, rt->maps->count, err, errlen);
+  return rt->mapper ? CEB_OK : CEB_EIO;
+}
+
+/* A route's egress program: its own map, else its sink's; -1: none. */
+static int route_map(ceb_runtime *rt, const ceb_route *r) {
+  int p = ceb_mapping_set_find(rt->maps, "route", r->name, "map");
+  return p >= 0 ? p : ceb_mapping_set_find(rt->maps, "sink", r->to, "map");
+}
+
 /* Parses every [route] and maps its sinks to instance indexes. */
-static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
-                        size_t errlen) {
+static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
+                        int dry_run, char *err, size_t errlen) {
   size_t n = 0;
   for (size_t i = 0; i < rt->conf->count; i++)
     n += strcmp(rt->conf->sections[i].kind, "route") == 0;
   rt->routes = calloc(n ? n : 1, sizeof *rt->routes);
+  rt->route_filter = calloc(n ? n : 1, sizeof *rt->route_filter);
   *eroutes = calloc(n ? n : 1, sizeof **eroutes);
-  if (!rt->routes || !*eroutes) return CEB_ENOMEM;
+  if (!rt->routes || !rt->route_filter || !*eroutes) return CEB_ENOMEM;
   for (size_t i = 0; i < rt->conf->count; i++) {
     const ceb_conf_section *sec = &rt->conf->sections[i];
     if (strcmp(sec->kind, "route") != 0) continue;
     ceb_route *r = NULL;
     int rc = ceb_route_parse(sec->name, &sec->host.route, &r, err, errlen);
     if (rc != CEB_OK) return rc;
+    rt->route_filter[rt->nroutes] =
+        ceb_mapping_set_find(rt->maps, "route", r->name, "filter");
     rt->routes[rt->nroutes++] = r;
     long to = find_inst(rt, CEB_ROLE_SINK, r->to);
     long dlq = r->dlq_sink ? find_inst(rt, CEB_ROLE_SINK, r->dlq_sink) : -1;
@@ -168,7 +199,9 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes, char *err,
                            .dlq_topic = r->dlq_topic,
                            .receipts_sink = rcp,
                            .receipts_topic = r->receipts_topic,
-                           .receipts_prefix = r->receipts_prefix};
+                           .receipts_prefix = r->receipts_prefix,
+                           .map_program = route_map(rt, r),
+                           .dry_run = dry_run || sec->host.route.dry_run};
   }
   return CEB_OK;
 }
@@ -225,10 +258,17 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                        .queue_max = 4096,
                        .check = store_check_of(b->store.check),
                        .reserve = 2u << 20};
-  int rc = ceb_store_open(&so, &rt->store, err, errlen);
+  int rc = open_mappings(rt, err, errlen);
+  for (size_t i = 0; rc == CEB_OK && i < rt->ninstances; i++)
+    rt->idata[i].map_prog =
+        rt->instances[i]->role == CEB_ROLE_SOURCE
+            ? ceb_mapping_set_find(rt->maps, "source", rt->instances[i]->name,
+                                   "map")
+            : -1;
+  if (rc == CEB_OK) rc = ceb_store_open(&so, &rt->store, err, errlen);
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;
-  if (rc == CEB_OK) rc = build_routes(rt, &eroutes, err, errlen);
+  if (rc == CEB_OK) rc = build_routes(rt, &eroutes, opts->dry_run, err, errlen);
   if (rc == CEB_OK) {
     esinks = calloc(rt->ninstances ? rt->ninstances : 1, sizeof *esinks);
     if (!esinks) rc = CEB_ENOMEM;
@@ -258,7 +298,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                           .nroutes = rt->nroutes,
                           .workers = (unsigned)b->workers,
                           .max_queued = b->backpressure_max_queued,
-                          .poll_ms = b->store.poll_interval_ms};
+                          .poll_ms = b->store.poll_interval_ms,
+                          .mapper = rt->mapper};
     rc = ceb_engine_new(&eo, &rt->engine);
     if (rc != CEB_OK)
       snprintf(err, errlen, "runtime: cannot create the delivery engine: %s",
@@ -326,6 +367,10 @@ void ceb_runtime_close(ceb_runtime *rt) {
   ceb_store_close(rt->store); /* runs queued outcomes first */
   ceb_engine_free(rt->engine);
   routes_free(rt);
+  free(rt->route_filter);
+  /* after the engine and every source: nothing maps any more */
+  ceb_mapper_free(rt->mapper);
+  ceb_mapping_set_free(rt->maps);
   for (size_t i = 0; i < rt->ninstances; i++) {
     if (rt->instances[i] && rt->instances[i]->rt == rt) {
       rt->instances[i]->rt = NULL;

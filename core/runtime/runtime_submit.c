@@ -1,5 +1,6 @@
 /* submit: validate, match routes, encode, and queue one ingest op to the
  * committer; the source's callback runs once the batch is durable. */
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +47,8 @@ static const char *keep(ingest_job *j, const char *s, size_t cap) {
   return c;
 }
 
-static void reject_metric(ceb_runtime *rt, ceb_instance *inst,
-                          const char *reason) {
+void cebr_reject_metric(ceb_runtime *rt, ceb_instance *inst,
+                        const char *reason) {
   if (!rt->metrics) return;
   char labels[320];
   snprintf(labels, sizeof labels, "%s,reason=\"%s\"", inst->labels, reason);
@@ -151,7 +152,78 @@ static int check_contracts(ceb_runtime *rt, const ceb_route *r,
 static int journal_job(ceb_runtime *rt, ceb_instance *inst,
                        ceb_event *const *events, size_t count,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
-                       void *cb_arg, const unsigned char *hit, size_t nr);
+                       void *cb_arg, const unsigned char *hit, size_t nr,
+                       char **json, size_t *json_len);
+
+/* One violation for a refusal that is not the event's own (a filter). */
+static void violation(ceb_violations *v, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void violation(ceb_violations *v, const char *code, const char *fmt,
+                      ...) {
+  v->count = v->errors = 1;
+  v->warnings = 0;
+  v->truncated = 0;
+  v->items[0].attribute[0] = '\0';
+  v->items[0].code = code;
+  v->items[0].severity = CEB_SEV_ERROR;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->items[0].message, sizeof v->items[0].message, fmt, ap);
+  va_end(ap);
+}
+
+/* Route filters (filter = <jq>) of the (event, route) pairs marked 2 in
+ * hit: one batch to the mapping workers, each event encoded once (the
+ * encoding is the journal's too). A pair becomes 1 (taken) or 0. A filter
+ * that fails refuses the whole submit, like a failed validation, so that
+ * nothing is half-accepted: CEB_EVALIDATION, code route.filter, with
+ * *failed the event's index. */
+static int run_filters(ceb_runtime *rt, ceb_event *const *events, size_t count,
+                       unsigned char *hit, size_t npending, char **json,
+                       size_t *json_len, ceb_violations *v, size_t *failed) {
+  ceb_map_req *reqs = calloc(npending, sizeof *reqs);
+  size_t *pair = calloc(npending, sizeof *pair);
+  int rc = reqs && pair ? CEB_OK : CEB_ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; rc == CEB_OK && i < count; i++)
+    for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
+      if (hit[i * rt->nroutes + r] != 2) continue;
+      if (!json[i] &&
+          ceb_json_encode(events[i], &json[i], &json_len[i]) != CEB_OK) {
+        rc = CEB_ENOMEM;
+        break;
+      }
+      pair[n] = i * rt->nroutes + r;
+      reqs[n++] = (ceb_map_req){.program = (uint32_t)rt->route_filter[r],
+                                .flags = CEB_MAP_TRUTH,
+                                .input = json[i],
+                                .input_len = json_len[i]};
+    }
+  if (rc == CEB_OK) rc = ceb_mapper_run(rt->mapper, reqs, n);
+  for (size_t k = 0; rc == CEB_OK && k < n; k++) {
+    size_t i = pair[k] / rt->nroutes, r = pair[k] % rt->nroutes;
+    if (reqs[k].status != CEB_OK) {
+      violation(v, "route.filter", "route %s: filter failed: %s",
+                rt->routes[r]->name, reqs[k].reason);
+      *failed = i;
+      rc = CEB_EVALIDATION;
+      break;
+    }
+    const char *o = ceb_map_output(&reqs[k], NULL);
+    hit[pair[k]] = o && strcmp(o, "true") == 0;
+  }
+  for (size_t k = 0; reqs && k < n; k++)
+    ceb_map_req_clear(&reqs[k]);
+  free(reqs);
+  free(pair);
+  return rc;
+}
+
+static void free_json(char **json, size_t count) {
+  for (size_t i = 0; json && i < count; i++)
+    ceb_free(json[i]);
+  free(json);
+}
 
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
@@ -165,11 +237,11 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
    * make the events durable: refuse before taking anything (sources answer
    * 503 with Retry-After), rather than fail each batch after the fact. */
   if (!ceb_store_writable(rt->store, NULL, 0)) {
-    reject_metric(rt, inst, "store_unavailable");
+    cebr_reject_metric(rt, inst, "store_unavailable");
     return CEB_EIO;
   }
   if (!ceb_engine_accepting(rt->engine)) {
-    reject_metric(rt, inst, "backpressure");
+    cebr_reject_metric(rt, inst, "backpressure");
     return CEB_EBUSY;
   }
   if (rt->metrics)
@@ -179,35 +251,63 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
   ceb_violations *v = opts && opts->violations ? opts->violations : &local;
   /* Matching routes per event, matched once here (the contracts of the
    * matching routes need it) and carried to the journal rows below:
-   * hit[i * nroutes + r]. Counted first for one allocation. */
+   * hit[i * nroutes + r]; 2 while the route's filter is to run. Counted
+   * first for one allocation. */
   unsigned char hit_small[256];
   size_t nhit = count * rt->nroutes;
   unsigned char *hit = nhit <= sizeof hit_small ? hit_small : malloc(nhit);
-  if (!hit) return CEB_ENOMEM;
-  size_t nr = 0;
-  for (size_t i = 0; i < count; i++) {
+  /* the events' one encoding, made early when a filter needs it */
+  char **json = calloc(count, sizeof *json);
+  size_t *json_len = calloc(count, sizeof *json_len);
+  if (!hit || !json || !json_len) {
+    if (hit != hit_small) free(hit);
+    free(json);
+    free(json_len);
+    return CEB_ENOMEM;
+  }
+  size_t nr = 0, npending = 0, failed = 0;
+  int rc = CEB_OK;
+  for (size_t i = 0; rc == CEB_OK && i < count; i++) {
     if (!events[i]) {
-      if (hit != hit_small) free(hit);
-      return CEB_EINVAL;
+      rc = CEB_EINVAL;
+      break;
     }
-    int rc = check_event(rt, inst, events[i], opts, v);
-    for (size_t r = 0; r < rt->nroutes; r++) {
-      unsigned char m = rc == CEB_OK &&
-                        ceb_route_matches(rt->routes[r], inst->name, events[i]);
+    rc = check_event(rt, inst, events[i], opts, v);
+    if (rc != CEB_OK) failed = i;
+    for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
+      unsigned char m = ceb_route_matches(rt->routes[r], inst->name, events[i]);
+      if (m && rt->route_filter[r] >= 0) {
+        m = 2;
+        npending++;
+      }
       hit[i * rt->nroutes + r] = m;
-      if (!m) continue;
-      nr++;
-      rc = check_contracts(rt, rt->routes[r], events[i], v);
-    }
-    if (rc != CEB_OK) {
-      if (hit != hit_small) free(hit);
-      if (opts && opts->failed_index) *opts->failed_index = i;
-      reject_metric(rt, inst, rc == CEB_ETOOLARGE ? "too_large" : "validation");
-      return rc;
     }
   }
-  int rc = journal_job(rt, inst, events, count, opts, cb, cb_arg, hit, nr);
+  if (rc == CEB_OK && npending)
+    rc = run_filters(rt, events, count, hit, npending, json, json_len, v,
+                     &failed);
+  for (size_t i = 0; rc == CEB_OK && i < count; i++)
+    for (size_t r = 0; rc == CEB_OK && r < rt->nroutes; r++) {
+      if (!hit[i * rt->nroutes + r]) continue;
+      nr++;
+      rc = check_contracts(rt, rt->routes[r], events[i], v);
+      if (rc != CEB_OK) failed = i;
+    }
+  if (rc != CEB_OK) {
+    if (hit != hit_small) free(hit);
+    free_json(json, count);
+    free(json_len);
+    if (rc == CEB_EINVAL || rc == CEB_ENOMEM) return rc;
+    if (opts && opts->failed_index) *opts->failed_index = failed;
+    cebr_reject_metric(rt, inst,
+                       rc == CEB_ETOOLARGE ? "too_large" : "validation");
+    return rc;
+  }
+  rc = journal_job(rt, inst, events, count, opts, cb, cb_arg, hit, nr, json,
+                   json_len);
   if (hit != hit_small) free(hit);
+  free_json(json, count); /* the ones the job took are NULL now */
+  free(json_len);
   return rc;
 }
 
@@ -216,7 +316,8 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
 static int journal_job(ceb_runtime *rt, ceb_instance *inst,
                        ceb_event *const *events, size_t count,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
-                       void *cb_arg, const unsigned char *hit, size_t nr) {
+                       void *cb_arg, const unsigned char *hit, size_t nr,
+                       char **pre, size_t *pre_len) {
   ingest_job *j = calloc(1, sizeof *j);
   size_t scap = count * 5 + nr + 1;
   if (j) {
@@ -240,9 +341,10 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
   for (size_t i = 0; i < count; i++) {
     const ceb_event *ev = events[i];
     ceb_ingest_event *ie = &j->events[i];
-    char *json = NULL;
-    size_t len = 0;
-    if (ceb_json_encode(ev, &json, &len) != CEB_OK) {
+    char *json = pre[i];
+    size_t len = pre_len[i];
+    pre[i] = NULL; /* the job's now (freed with it on failure too) */
+    if (!json && ceb_json_encode(ev, &json, &len) != CEB_OK) {
       job_free(j);
       return CEB_ENOMEM;
     }
@@ -282,7 +384,7 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
   int rc = ceb_store_ingest(rt->store, &j->batch, ingest_done);
   if (rc != CEB_OK) {
     job_free(j);
-    if (rc == CEB_EBUSY) reject_metric(rt, inst, "backpressure");
+    if (rc == CEB_EBUSY) cebr_reject_metric(rt, inst, "backpressure");
     return rc;
   }
   /* The host owns the events now; everything needed was copied. */

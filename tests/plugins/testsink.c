@@ -91,6 +91,21 @@ static int sink_deliver(void *state, ceb_delivery *d) {
            d->idempotency_key ? d->idempotency_key : "");
   const char *dr = ceb_event_get(d->event, "deadreason");
   snprintf(seen.deadreason, sizeof seen.deadreason, "%s", dr ? dr : "");
+  const ceb_mapped_out *m = ceb_delivery_mapped(d);
+  if (m) {
+    seen.mapped = 1;
+    snprintf(seen.body, sizeof seen.body, "%.*s", (int)m->body_len, m->body);
+    snprintf(seen.content_type, sizeof seen.content_type, "%s",
+             m->content_type);
+    size_t used = 0;
+    for (size_t i = 0; i < m->nheaders && used < sizeof seen.headers; i++)
+      used +=
+          (size_t)snprintf(seen.headers + used, sizeof seen.headers - used,
+                           "%s: %s\n", m->headers[i].name, m->headers[i].value);
+    snprintf(seen.key, sizeof seen.key, "%s", m->key ? m->key : "");
+    snprintf(seen.map_topic, sizeof seen.map_topic, "%s",
+             m->topic ? m->topic : "");
+  }
   pthread_mutex_lock(&s->lock);
   if (s->busy > 0) { /* backpressure: not taken, not seen */
     s->busy--;

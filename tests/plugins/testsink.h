@@ -22,6 +22,13 @@ typedef struct testsink_seen {
   char idem_key[80];
   uint32_t attempt;
   char deadreason[32]; /* the deadreason extension, "" when absent */
+  /* ABI 1.2: the egress mapping's result (ceb_delivery_mapped) */
+  int mapped; /* 0: none */
+  char body[512];
+  char content_type[64];
+  char headers[256]; /* "name: value\n" per header */
+  char key[64];      /* "" when NULL */
+  char map_topic[64];
 } testsink_seen;
 
 /* Returns the outcome of d and may fill info (reason, retry_after...). */

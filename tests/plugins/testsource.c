@@ -66,6 +66,27 @@ int testsource_submit(testsource *s, ceb_event *const *events, size_t n,
   return rc;
 }
 
+int testsource_submit_mapped(testsource *s, const char *doc,
+                             ceb_submit_opts *opts, ceb_submit_result *res,
+                             char *err, size_t errlen) {
+  if (!CEB_HOST_HAS(s->host, submit_mapped)) return CEB_EUNSUPPORTED;
+  waiter w = {.done = 0};
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_cond_init(&w.cond, NULL);
+  int rc = s->host->submit_mapped(s->inst, doc, strlen(doc), opts, on_durable,
+                                  &w, err, errlen);
+  if (rc == CEB_OK) {
+    pthread_mutex_lock(&w.lock);
+    while (!w.done)
+      pthread_cond_wait(&w.cond, &w.lock);
+    pthread_mutex_unlock(&w.lock);
+    if (res) *res = w.res;
+  }
+  pthread_mutex_destroy(&w.lock);
+  pthread_cond_destroy(&w.cond);
+  return rc;
+}
+
 const ceb_host *testsource_host(testsource *s) {
   return s->host;
 }

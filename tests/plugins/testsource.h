@@ -19,6 +19,11 @@ typedef struct testsource testsource;
  * copies the result into *res. Returns submit's status. opts may be NULL. */
 int testsource_submit(testsource *s, ceb_event *const *events, size_t n,
                       ceb_submit_opts *opts, ceb_submit_result *res);
+/* submit_mapped (ABI 1.2) of the JSON text doc, waiting as above; err
+ * gets the host's reason. CEB_EUNSUPPORTED from a host without it. */
+int testsource_submit_mapped(testsource *s, const char *doc,
+                             ceb_submit_opts *opts, ceb_submit_result *res,
+                             char *err, size_t errlen);
 /* The host table and instance (for direct host calls in tests). */
 const ceb_host *testsource_host(testsource *s);
 ceb_instance *testsource_instance(testsource *s);
