@@ -23,6 +23,7 @@
 #include <ceb/status.h>
 
 #include "store/ceb_store.h"
+#include "store/sqlite/store_internal.h" /* check_ready reads its tables */
 
 #define WINDOW 64
 #define LOAD_BATCH 5000
@@ -75,7 +76,7 @@ static int load(ceb_store *st, size_t pending, size_t keys) {
                                  .nroutes = 1};
     }
     ceb_ingest_batch b = {.events = ev, .count = n, .now = 1};
-    rc = ceb_store_call(st, ceb_store_ingest_run, &b);
+    rc = ceb_store_ingest_wait(st, &b);
     done += n;
   }
   free(ev);
@@ -85,10 +86,10 @@ static int load(ceb_store *st, size_t pending, size_t keys) {
   return rc;
 }
 
-static int settle(ceb_store *st, int64_t seq) {
+static int settle(ceb_store *st, int64_t seq, int64_t fence) {
   ceb_attempt_result r = {
-      .seq = seq, .route = "r", .state = CEB_DS_DONE, .now = 2};
-  return ceb_store_call(st, ceb_store_attempt_run, &r);
+      .seq = seq, .route = "r", .fence = fence, .state = CEB_DS_DONE, .now = 2};
+  return ceb_store_settle_wait(st, &r);
 }
 
 /* The claimable set the claim reads must equal its definition (open,
@@ -104,14 +105,14 @@ static int check_ready(ceb_store *st) {
       " + (SELECT COUNT(*) FROM delivery_ready r WHERE NOT EXISTS (SELECT 1"
       " FROM delivery d WHERE d.seq = r.seq AND d.route = r.route"
       " AND d.next_at = r.next_at AND d.state IN (0, 2)))";
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *s = NULL;
   long long bad = -1;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
       sqlite3_step(s) == SQLITE_ROW)
     bad = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(cebs_of(st), db);
   if (bad != 0) {
     fprintf(stderr, "claimable set differs from its definition: %lld\n", bad);
     return CEB_EIO;
@@ -137,7 +138,7 @@ int main(int argc, char **argv) {
   char path[600];
   snprintf(path, sizeof path, "%s/store.db", dir);
   ceb_store_opts o = {
-      .path = path, .group_max = 64, .group_wait_ms = 0, .queue_max = 1024};
+      .spec = path, .group_max = 64, .group_wait_ms = 0, .queue_max = 1024};
   ceb_store *st = NULL;
   char err[256];
   if (ceb_store_open(&o, &st, err, sizeof err) != CEB_OK) {
@@ -156,15 +157,18 @@ int main(int argc, char **argv) {
   size_t cap = heads / WINDOW + 2;
   int64_t *us = calloc(cap > ROUNDS ? cap : ROUNDS, sizeof *us);
   int64_t *inflight = calloc(heads + WINDOW, sizeof *inflight);
+  int64_t *fences = calloc(heads + WINDOW, sizeof *fences);
   size_t n_in = 0, calls = 0, rows = 0;
   while (rc == CEB_OK && n_in < heads && calls < cap) {
     ceb_claim *c = NULL;
     size_t n = 0;
     int64_t a = mono_us();
-    rc = ceb_store_claim(st, "r", 10, WINDOW, &c, &n);
+    rc = ceb_store_claim(st, "r", 10, WINDOW, 0, &c, &n);
     us[calls++] = mono_us() - a;
-    for (size_t i = 0; i < n; i++)
-      inflight[n_in++] = c[i].seq;
+    for (size_t i = 0; i < n; i++, n_in++) {
+      inflight[n_in] = c[i].seq;
+      fences[n_in] = c[i].fence;
+    }
     rows += n;
     ceb_claims_free(c, n);
     if (n == 0) break;
@@ -177,7 +181,7 @@ int main(int argc, char **argv) {
       ceb_claim *c = NULL;
       size_t n = 0;
       int64_t a = mono_us();
-      rc = ceb_store_claim(st, "r", 10, WINDOW, &c, &n);
+      rc = ceb_store_claim(st, "r", 10, WINDOW, 0, &c, &n);
       us[calls++] = mono_us() - a;
       rows += n;
       ceb_claims_free(c, n);
@@ -188,12 +192,12 @@ int main(int argc, char **argv) {
     calls = rows = 0;
     for (size_t i = 0; rc == CEB_OK && sus && i < ROUNDS && i < n_in; i++) {
       int64_t a = mono_us();
-      rc = settle(st, inflight[i]);
+      rc = settle(st, inflight[i], fences[i]);
       sus[i] = mono_us() - a;
       ceb_claim *c = NULL;
       size_t n = 0;
       a = mono_us();
-      if (rc == CEB_OK) rc = ceb_store_claim(st, "r", 10, WINDOW, &c, &n);
+      if (rc == CEB_OK) rc = ceb_store_claim(st, "r", 10, WINDOW, 0, &c, &n);
       us[calls++] = mono_us() - a;
       if (n != 1) {
         fprintf(stderr, "steady: claimed %zu rows after a settle, want 1\n", n);
@@ -209,6 +213,7 @@ int main(int argc, char **argv) {
   if (rc == CEB_OK) rc = check_ready(st);
   free(us);
   free(inflight);
+  free(fences);
   ceb_store_close(st);
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

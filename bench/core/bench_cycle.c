@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   snprintf(path, sizeof path, "%s/store.db", dir);
-  ceb_store_opts o = {.path = path,
+  ceb_store_opts o = {.spec = path,
                       .synchronous_full = 1,
                       .group_max = 512,
                       .queue_max = 100000};
@@ -116,6 +116,7 @@ int main(int argc, char **argv) {
   ingest_job *jobs = calloc((size_t)group, sizeof *jobs);
   ceb_attempt_result *settles = calloc(WINDOW, sizeof *settles);
   int64_t *held = calloc(WINDOW, sizeof *held);
+  int64_t *fences = calloc(WINDOW, sizeof *fences);
   size_t nheld = 0;
   long long wc0, wb0, wc1, wb1;
   io_bytes(&wc0, &wb0);
@@ -141,14 +142,15 @@ int main(int argc, char **argv) {
                                  .routes = &j->rt,
                                  .nroutes = 1};
       j->b = (ceb_ingest_batch){&j->ev, 1, now};
-      ceb_store_submit(st, ceb_store_ingest_run, op_done, &j->b,
-                       CEB_STORE_BOUNDED);
+      ceb_store_ingest(st, &j->b, op_done);
     }
     for (size_t i = 0; i < nheld; i++) {
-      settles[i] = (ceb_attempt_result){
-          .seq = held[i], .route = "r", .state = CEB_DS_DONE, .now = now};
-      ceb_store_submit(st, ceb_store_attempt_run, op_done, &settles[i],
-                       CEB_STORE_NOSYNC);
+      settles[i] = (ceb_attempt_result){.seq = held[i],
+                                        .route = "r",
+                                        .fence = fences[i],
+                                        .state = CEB_DS_DONE,
+                                        .now = now};
+      ceb_store_settle(st, &settles[i], op_done, &settles[i]);
     }
     pthread_mutex_lock(&g_lock);
     while (g_pending > 0)
@@ -156,12 +158,12 @@ int main(int argc, char **argv) {
     pthread_mutex_unlock(&g_lock);
     ceb_claim *c = NULL;
     size_t nc = 0;
-    if (ceb_store_claim(st, "r", now, WINDOW, &c, &nc) < 0) {
+    if (ceb_store_claim(st, "r", now, WINDOW, 0, &c, &nc) < 0) {
       fprintf(stderr, "claim failed\n");
       return 1;
     }
     for (size_t i = 0; i < nc; i++)
-      held[i] = c[i].seq;
+      held[i] = c[i].seq, fences[i] = c[i].fence;
     nheld = nc;
     ceb_claims_free(c, nc);
     done += n;
@@ -192,6 +194,7 @@ int main(int argc, char **argv) {
   free(jobs);
   free(settles);
   free(held);
+  free(fences);
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   return system(cmd) == 0 ? 0 : 1;

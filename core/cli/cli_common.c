@@ -127,7 +127,11 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
   }
   char resolved[4096];
   snprintf(resolved, sizeof resolved, "%s", path);
-  if (conf && resolved[0] != '/') {
+  /* a file (SQLite) is resolved and looked for here; another engine's
+   * spec (a database server) goes to ceb_store_open as it is */
+  const char *file = ceb_store_sqlite_path(path);
+  if (file) snprintf(resolved, sizeof resolved, "%s", file);
+  if (file && conf && resolved[0] != '/') {
     /* relative to the file that set it */
     const char *o = ceb_conf_bridge_cfg(conf)->store.path_origin;
     const char *colon = o ? strrchr(o, ':') : NULL;
@@ -136,15 +140,16 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
       for (const char *p = o; p < colon; p++)
         if (*p == '/') slash = p;
     if (slash)
-      snprintf(resolved, sizeof resolved, "%.*s/%s", (int)(slash - o), o, path);
+      snprintf(resolved, sizeof resolved, "%.*s/%s", (int)(slash - o), o, file);
   }
+  int is_file = file != NULL; /* file pointed into conf */
   ceb_conf_free(conf);
-  if (access(resolved, R_OK | W_OK) != 0) {
+  if (is_file && access(resolved, R_OK | W_OK) != 0) {
     fprintf(stderr, "no store at %s (has the bridge run with this config?)\n",
             resolved);
     return NULL;
   }
-  ceb_store_opts o = {.path = resolved,
+  ceb_store_opts o = {.spec = resolved,
                       .synchronous_full = 1,
                       .group_max = 64,
                       .group_wait_ms = 0,
@@ -154,7 +159,9 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
   ceb_store *st;
   char err[512];
   if (ceb_store_open(&o, &st, err, sizeof err) != CEB_OK) {
-    fprintf(stderr, "cannot open store %s: %s\n", resolved, err);
+    /* a server's spec may hold a password: only a file is named */
+    fprintf(stderr, "cannot open store %s: %s\n",
+            is_file ? resolved : "(from [bridge] store)", err);
     return NULL;
   }
   return st;

@@ -79,6 +79,15 @@ static int secret_resolve(sect_ctx *c, size_t i, const char *key,
   return 1;
 }
 
+/* [bridge] instance: what is safe in a log line, a label and a column. */
+static int instance_ok(const char *v) {
+  size_t n = strlen(v);
+  if (n == 0 || n > 127) return 0;
+  for (const char *p = v; *p; p++)
+    if (!isalnum((unsigned char)*p) && !strchr("._-:", *p)) return 0;
+  return 1;
+}
+
 static void check_entry(sect_ctx *c, size_t i) {
   const char *key, *value, *file;
   int line;
@@ -120,6 +129,15 @@ static void check_entry(sect_ctx *c, size_t i) {
   if (ceb_conf_value_check(spec, value, label, msg, sizeof msg, hint,
                            sizeof hint) != CEB_OK) {
     ceb_conf_error_add(c->errs, file, line, hint, "%s", msg);
+    return;
+  }
+  if (strcmp(c->s->kind, "bridge") == 0 && strcmp(key, "instance") == 0 &&
+      !instance_ok(value)) {
+    ceb_conf_error_add(c->errs, file, line, "e.g. instance = bridge-1",
+                       "'instance' in %s must be 1 to 127 letters, digits "
+                       "or . _ - : (it names this bridge in logs, metrics "
+                       "labels and the store)",
+                       c->label);
     return;
   }
   if (spec->type == CEB_CFG_PATH && value[0] != '/') {

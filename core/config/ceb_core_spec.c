@@ -51,6 +51,17 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "On SIGTERM: how long in-flight deliveries may take before exit."},
     {"workers", CEB_CFG_INT, 0, "2", 1, 64, NULL,
      "Delivery engine worker threads."},
+    {"instance", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "This bridge's name among the bridges sharing one store: recorded as "
+     "the holder of the deliveries it claims (status, cluster views, "
+     "logs): 1 to 127 letters, digits or . _ - :. Unset: "
+     "<host>-<pid>-<8 hex random>, new at each start."},
+    {"store.lease", CEB_CFG_DURATION, 0, "60s", MS(1), MS(86400), NULL,
+     "Shortest lease of a claimed delivery. A route's claims last its "
+     "timeout plus 30 s when that is longer, so an attempt never outlives "
+     "its lease; a delivery whose lease ended (its bridge stopped or "
+     "stalled) is claimed again, and the late outcome of the old attempt "
+     "is refused."},
     {"store.group_max", CEB_CFG_INT, 0, "512", 1, 100000, NULL,
      "Most events written per group commit (one fsync per group)."},
     {"store.group_wait", CEB_CFG_DURATION, 0, "0s", 0, 1000, NULL,
@@ -213,6 +224,8 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B("max_event_size", max_event_size),
     B("drain_timeout", drain_timeout_ms),
     B("workers", workers),
+    B("instance", instance),
+    B("store.lease", store.lease_ms),
     B("store.group_max", store.group_max),
     B("store.group_wait", store.group_wait_ms),
     B("store.synchronous", store.synchronous),

@@ -38,6 +38,7 @@ typedef struct ceb_store_cfg {
   const char *synchronous; /* full|normal */
   const char *check;       /* quick|full|off */
   int64_t poll_interval_ms;
+  int64_t lease_ms;        /* shortest lease of a claim */
 } ceb_store_cfg;
 
 typedef struct ceb_mapping_cfg {
@@ -54,7 +55,8 @@ typedef struct ceb_bridge_cfg {
   ceb_admin_cfg admin;
   ceb_log_cfg log;
   ceb_store_cfg store;
-  const char *profile; /* off|warn|enforce */
+  const char *instance; /* NULL: generated (ceb_store_default_instance) */
+  const char *profile;  /* off|warn|enforce */
   uint64_t max_event_size;
   int64_t drain_timeout_ms;
   int64_t workers;

@@ -96,7 +96,7 @@ typedef struct worker_arg {
 } worker_arg;
 
 int ceb_engine_start(ceb_engine *e) {
-  int n = ceb_store_recover(e->store);
+  int n = ceb_store_recover(e->store, cebe_now(e));
   if (n < 0) return n;
   if (n > 0)
     ceb_log_warn("engine: %d deliveries were in progress when the previous "
@@ -367,7 +367,12 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
   rt->inflight += (uint32_t)n; /* reserve the slots while unlocked */
   e->inflight_total += n;
   pthread_mutex_unlock(&e->lock);
-  int rc = ceb_store_claim(e->store, rt->cfg.name, now, n, &claims, &count);
+  /* the lease outlasts the attempt: the engine settles every attempt by
+   * its timeout at the latest (a timer), the margin covers the outcome's
+   * wait for the store; so a lease is never renewed */
+  int rc = ceb_store_claim(e->store, rt->cfg.name, now, n,
+                           rt->cfg.timeout_ms + CEBE_LEASE_MARGIN_MS, &claims,
+                           &count);
   if (rc != CEB_OK)
     ceb_log_error("engine: claiming on route %s failed: %s", rt->cfg.name,
                   ceb_strerror(rc));
@@ -386,6 +391,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
       c->route = r;
       c->sink = rt->cfg.sink;
       c->seq = cl->seq;
+      c->fence = cl->fence;
       c->received_at = cl->received_at;
       c->first_at = cl->first_at;
       c->started_at = now;
@@ -415,6 +421,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
                   .route = r,
                   .sink = rt->cfg.sink,
                   .seq = cl->seq,
+                  .fence = cl->fence,
                   .received_at = cl->received_at,
                   .first_at = cl->first_at,
                   .attempt = cl->attempt};

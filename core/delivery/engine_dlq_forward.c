@@ -382,7 +382,7 @@ int64_t cebe_fwd_pump_locked(ceb_engine *e, int64_t now) {
 }
 
 typedef struct fwd_mark {
-  ceb_dlq_forward f;
+  int64_t id;
   ceb_engine *e;
   size_t sink;
   uint32_t tries;
@@ -411,11 +411,11 @@ static void fwd_mark_done(ceb_engine *e, int64_t id, int status) {
 
 static void fwd_marked(void *arg, int status) {
   fwd_mark *m = arg;
-  fwd_mark_done(m->e, m->f.id, status);
+  fwd_mark_done(m->e, m->id, status);
   if (status == CEB_OK && m->tries)
     ceb_log_info("engine: dead letter %lld forwarded to sink %s after %u "
                  "failed tries",
-                 (long long)m->f.id, m->e->sinks[m->sink].cfg.name, m->tries);
+                 (long long)m->id, m->e->sinks[m->sink].cfg.name, m->tries);
   free(m);
 }
 
@@ -484,9 +484,8 @@ void cebe_fwd_settled(ceb_engine *e, const dctx *c,
   fwd_mark *m = malloc(sizeof *m);
   int rc = CEB_ENOMEM;
   if (m) {
-    *m = (fwd_mark){{c->dlq_id, now}, e, c->sink, tries};
-    rc = ceb_store_submit(e->store, ceb_store_dlq_forwarded_run, fwd_marked, m,
-                          0);
+    *m = (fwd_mark){c->dlq_id, e, c->sink, tries};
+    rc = ceb_store_dlq_forwarded_async(e->store, c->dlq_id, now, fwd_marked, m);
   }
   if (rc != CEB_OK) {
     free(m);

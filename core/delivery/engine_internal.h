@@ -41,6 +41,7 @@ typedef struct dctx {
   int kind;
   size_t route, sink;
   int64_t seq, received_at, first_at, started_at, dlq_id;
+  int64_t fence; /* the claim's fencing token (ceb_claim.fence) */
   uint32_t attempt;
   ceb_event *ev;
   char *json;          /* the journal's bytes of ev (d.encoded), owned; NULL for
@@ -90,6 +91,11 @@ typedef struct eng_fwd {
  * CEB_EBUSY): the delivery goes back to pending after a short backoff and
  * the attempt is given back. Never taken from a plugin's settle. */
 #define CEBE_DEFER ((ceb_outcome)0x7fff)
+/* A claim's lease is the route's attempt timeout plus this (and at least
+ * the store's [bridge] lease): the engine's timer settles an attempt by
+ * its timeout, and the outcome then waits its turn in the store's queue.
+ * With it no attempt outlives its lease, and leases are never renewed. */
+#define CEBE_LEASE_MARGIN_MS 30000
 #define CEBE_BUSY_MIN_MS 20
 #define CEBE_BUSY_MAX_MS 1000
 

@@ -88,9 +88,12 @@ static void outcome_done(void *arg, int status) {
       if (refused) cebe_refused(e, refused, st);
     }
   } else if (status == CEB_ECONFLICT) {
-    ceb_log_warn("engine: route %s: outcome of event seq %lld ignored: the "
-                 "delivery is no longer in progress",
-                 rt->cfg.name, (long long)op->r.seq);
+    /* the row is not in progress under our fence any more: our lease ended
+     * and another claim (this instance's or another's) took it over, or
+     * it was settled already; its new holder settles it */
+    ceb_log_warn("engine: route %s: late settle refused: lease lost (event "
+                 "seq %lld, fence %lld); the delivery's new holder settles it",
+                 rt->cfg.name, (long long)op->r.seq, (long long)op->r.fence);
   } else {
     ceb_log_error("engine: route %s: recording the outcome of seq %lld "
                   "failed (%s); it is retried after a restart",
@@ -117,6 +120,7 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   op->error = info->detail ? strndup(info->detail, CEB_DL_ERROR_MAX) : NULL;
   op->r = (ceb_attempt_result){.seq = c->seq,
                                .route = rt->cfg.name,
+                               .fence = c->fence,
                                .now = now,
                                .status_code = info->status_code,
                                .reason = op->reason,
@@ -173,8 +177,8 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                  : outcome_name(info->outcome));
     cebe_metric_add(e, "cebridge_delivery_attempts_total", labels, 1);
   }
-  int rc = ceb_store_submit(e->store, ceb_store_attempt_run, outcome_done, op,
-                            CEB_STORE_NOSYNC); /* lost: delivered again */
+  /* not synced: a lost outcome is delivered again */
+  int rc = ceb_store_settle(e->store, &op->r, outcome_done, op);
   if (rc != CEB_OK) {
     ceb_log_error("engine: route %s: cannot queue an outcome (%s); the "
                   "delivery is retried after a restart",

@@ -251,7 +251,9 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
   rt->idem_ttl_ms = b->idempotency_ttl_ms;
   rt->retention_ms = b->retention_ms;
   const char *sync = b->store.synchronous;
-  ceb_store_opts so = {.path = b->store.path,
+  ceb_store_opts so = {.spec = b->store.path,
+                       .instance = b->instance,
+                       .lease_ms = b->store.lease_ms,
                        .synchronous_full = !sync || strcmp(sync, "normal") != 0,
                        .group_max = (size_t)b->store.group_max,
                        .group_wait_ms = b->store.group_wait_ms,

@@ -1,18 +1,31 @@
-/* The durable store: one SQLite file in WAL mode holding the journal of
- * accepted events, per (event, route) delivery state, the DLQ, idempotency
- * records and the contract register.
+/* The durable store, as the rest of the host sees it: the journal of
+ * accepted events, per (event, route) delivery state with leases, the DLQ,
+ * idempotency records and the contract register, as operations that say
+ * what they mean. No engine type appears here: an engine (core/store/
+ * sqlite/, core/store/postgres/) implements the table of
+ * ceb_store_engine.h and ceb_store_open picks one from the store spec.
  *
- * Writes: a single committer thread owns the write connection. Every write
- * is an "op" queued to it; the committer runs up to group_max ops in one
- * transaction (one fsync) and then calls each op's done callback from the
- * committer thread. Ingest ops go through a bounded queue (CEB_EBUSY when
- * full); internal ops (claims, settles, admin actions) are not bounded by it.
- * Reads (status, listings) use separate read connections and never wait for
- * the committer.
+ * Two kinds of operations:
+ *  - async ones (ingest, settle, dlq_forwarded_async) take a done callback
+ *    that the engine calls exactly once when the op returned CEB_OK. done
+ *    runs on an engine thread, must not block and must not call blocking
+ *    store functions;
+ *  - blocking ones wait for their write (and, where the op says "synced",
+ *    for it to be durable) or their read. They must not be called from a
+ *    done callback or the ingest listener.
  *
- * Threading: every function here is thread-safe unless noted. Functions
- * marked "blocking" wait for a commit and must not be called from the
- * committer thread (i.e. not from a done callback). */
+ * Guarantees every engine keeps (tests/store/ is their definition):
+ *  - an ingest's done gets CEB_OK only after its rows are durable: the 202,
+ *    the offset commit and the PUBACK hang on it;
+ *  - dedupe on (client, source, id), within one batch too;
+ *  - FIFO per (route, order key): a delivery is claimable only when no
+ *    older unsettled delivery of its key exists, whoever holds it;
+ *  - a claim holds a lease (this store's instance id, an expiry, a fencing
+ *    token); a settle carrying a token that is not the row's current one
+ *    changes nothing (CEB_ECONFLICT); an expired lease is claimable again
+ *    by any instance.
+ *
+ * Threading: every function is thread-safe unless noted. */
 #ifndef CEB_STORE_H
 #define CEB_STORE_H
 
@@ -23,8 +36,8 @@
 
 typedef struct ceb_store ceb_store;
 
-/* Schema version this build writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 10
+/* Schema version the SQLite engine writes (PRAGMA user_version). */
+#define CEB_STORE_SCHEMA_VERSION 11
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -38,93 +51,96 @@ typedef enum ceb_dstate {
 /* "pending", "in-progress", "retrying", "done", "dead". */
 const char *ceb_dstate_name(int state);
 
-/* Integrity check at open (ceb_store_opts.check). */
+/* Integrity check at open (ceb_store_opts.check; engines without one
+ * ignore it). */
 enum {
-  CEB_STORE_CHECK_QUICK = 0, /* PRAGMA quick_check: every page, no index
-                                cross-check (the default) */
-  CEB_STORE_CHECK_FULL = 1,  /* PRAGMA integrity_check: also indexes */
+  CEB_STORE_CHECK_QUICK = 0, /* SQLite: PRAGMA quick_check (the default) */
+  CEB_STORE_CHECK_FULL = 1,  /* SQLite: PRAGMA integrity_check */
   CEB_STORE_CHECK_OFF = 2    /* none (huge stores; start time matters) */
 };
 
+/* Lease of a claim when neither the opts nor the claim say otherwise. */
+#define CEB_STORE_LEASE_DEFAULT_MS 60000
+/* Longest instance id kept (longer ones are cut). */
+#define CEB_STORE_INSTANCE_MAX 128
+
 typedef struct ceb_store_opts {
-  const char *path;      /* database file; created when missing */
-  int synchronous_full;  /* 1: PRAGMA synchronous=FULL, 0: NORMAL */
+  /* The store spec: a file path or "sqlite:PATH" (the SQLite engine,
+   * created when missing); "postgresql://…", "postgres://…" or a libpq
+   * key=value conninfo ("host=… dbname=…"): the PostgreSQL engine when
+   * this build has it. Anything else is refused with a clear error. */
+  const char *spec;
+  int synchronous_full;  /* 1: durable before done (SQLite: FULL) */
   size_t group_max;      /* most ops per transaction (>= 1) */
   int64_t group_wait_ms; /* wait this long (real time) to fill a group */
   size_t queue_max;      /* most queued ingest ops before CEB_EBUSY */
   int check;             /* CEB_STORE_CHECK_* */
-  size_t reserve;        /* bytes kept in "<path>.reserve", given up to
-                            open on a full disk (store_reserve.c); 0: none
-                            (tools other than the bridge) */
+  size_t reserve;        /* SQLite: bytes kept in "<path>.reserve", given
+                            up to open on a full disk; 0: none (tools other
+                            than the bridge) */
+  /* This process among the instances sharing the store: recorded as the
+   * owner of its claims. NULL or "": ceb_store_default_instance's. */
+  const char *instance;
+  /* Shortest lease of a claim (ms); 0: CEB_STORE_LEASE_DEFAULT_MS. A claim
+   * asks for more when its attempt may take longer (ceb_store_claim). */
+  int64_t lease_ms;
 } ceb_store_opts;
 
-/* Opens (creating and migrating) the store and starts the committer.
- * Control thread. On error returns < 0 with a one-line reason in err:
- * CEB_ECONFLICT when the file must not be used as it is (damaged, another
- * program's, or missing / empty / replaced while its marker "<path>.id"
- * says a store existed: store_ident.c), CEB_EINVAL for a path that cannot
- * be opened (a missing directory, permissions), CEB_EIO for I/O errors such
- * as a full disk (worth retrying), others for the rest. */
+/* Opens (creating and migrating) the store the spec names. Control thread.
+ * On error returns < 0 with a one-line reason in err: CEB_EUNSUPPORTED for
+ * a spec of an engine this build lacks or no engine at all, CEB_ECONFLICT
+ * when the store must not be used as it is (damaged, another program's,
+ * or missing / replaced while its marker says one existed), CEB_EINVAL for
+ * a location that cannot be opened (a missing directory, permissions),
+ * CEB_EIO for I/O errors such as a full disk or an unreachable server
+ * (worth retrying), others for the rest. */
 int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
                    size_t errlen);
-/* Runs every queued op, stops the committer and closes. Control thread;
- * no other call may be running or follow. NULL is ignored. */
+/* Runs every queued op (their done included), stops the engine's threads
+ * and closes. Control thread; no other call may be running or follow.
+ * NULL is ignored. */
 void ceb_store_close(ceb_store *st);
 
-/* ---- generic ops (the committer) ---- */
+/* The engine serving st: "sqlite", "postgresql". */
+const char *ceb_store_engine_name(const ceb_store *st);
+/* The instance id st claims under (opts.instance or the default). */
+const char *ceb_store_instance(const ceb_store *st);
+/* The file of a SQLite spec (a path, or what follows "sqlite:"); NULL for
+ * a spec of another engine. Lets tools check or resolve a file path
+ * without knowing the prefixes. Pure. */
+const char *ceb_store_sqlite_path(const char *spec);
+/* "<host>-<pid>-<8 hex random>", at most CEB_STORE_INSTANCE_MAX - 1
+ * bytes: the instance id when [bridge] instance is not set. Any thread. */
+void ceb_store_default_instance(char *buf, size_t size);
 
-struct sqlite3;
-/* Runs inside the batch transaction on the committer thread (in its own
- * savepoint: a failing op rolls back alone). Returns CEB_OK or < 0. */
-typedef int (*ceb_store_run_fn)(struct sqlite3 *db, void *arg);
-/* Called once after the batch committed and, with synchronous=full, is on
- * disk (fdatasync of the WAL, see store_sync.c), with the op's status
- * (CEB_EIO when the commit or the sync failed, CEB_ESHUTDOWN when the store
- * closed first). Runs on the committer thread or on the syncer thread
- * (CEB_STORE_NOSYNC ops: always the committer, right after the commit).
- * Must not block and must not call blocking store functions. Owns arg from
- * then on. */
+/* Called once per async op that was queued (see above), with its status:
+ * CEB_OK, CEB_ECONFLICT (a settle whose lease was lost), CEB_EIO when the
+ * write or its sync failed, CEB_ESHUTDOWN when the store closed first.
+ * Owns arg from then on. */
 typedef void (*ceb_store_done_fn)(void *arg, int status);
 
-/* Op flags. BOUNDED: ingest; CEB_EBUSY when the queue is full. NOSYNC: the
- * op's effect need not be on disk before done runs, because losing it in a
- * power cut is harmless (a claim or an attempt's outcome: the delivery is
- * made again, at least once); nothing acknowledged outside may hang on it.
- * Everything else waits for the sync. */
-#define CEB_STORE_BOUNDED 1
-#define CEB_STORE_NOSYNC 2
-
-/* Queues an op (flags: CEB_STORE_*). Returns CEB_OK (done will be called
- * exactly once), CEB_EBUSY, CEB_ESHUTDOWN or CEB_ENOMEM (done is never
- * called). */
-int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
-                     ceb_store_done_fn done, void *arg, int flags);
-/* Blocking: queues run and waits until its batch committed (and synced);
- * returns the op's status. */
-int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg);
-/* ceb_store_call with CEB_STORE_NOSYNC (see there). */
-int ceb_store_call_nosync(ceb_store *st, ceb_store_run_fn run, void *arg);
 /* 1 while writes succeed; 0 after a failed commit (a full disk, an I/O
- * error: until a write succeeds again, the committer probing each second
- * when idle), after damage met at run time or a failed WAL fsync (until a
- * restart). why (may be NULL) gets the reason. Any thread. */
+ * error, a lost database connection: until a write succeeds again, the
+ * engine probing by itself), or damage met at run time (until a restart).
+ * why (may be NULL) gets the reason. Any thread, never blocks. */
 int ceb_store_writable(ceb_store *st, char *why, size_t whylen);
-/* Number of bounded ops queued and not yet done. */
+
+/* Counters for metrics, tests and benches. Engines fill what they have and
+ * leave the rest 0. Any thread, never blocks. */
+typedef struct ceb_store_stats {
+  uint64_t batches;        /* write transactions committed */
+  uint64_t ops;            /* ops they held */
+  uint64_t syncs;          /* fsyncs done by the store itself */
+  uint64_t dedupe_entries; /* entries of an in-memory dedupe map */
+  uint64_t dedupe_bytes;   /* bytes it holds */
+  size_t queued;           /* ingest ops queued and not yet done */
+} ceb_store_stats;
+void ceb_store_get_stats(ceb_store *st, ceb_store_stats *out);
+/* Shorthands of ceb_store_get_stats. */
 size_t ceb_store_queued(ceb_store *st);
-/* Test and bench counters: transactions committed and ops they held. */
 void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
-/* WAL fdatasyncs the syncer completed (0 when SQLite syncs, or nothing). */
 uint64_t ceb_store_syncs(ceb_store *st);
-/* Entries of the in-memory dedupe map (one per journal row) and the
- * bytes its table holds. Any thread. */
 void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes);
-
-/* ---- reads ---- */
-
-/* Borrows a read connection (blocks while all are in use); give it back
- * with ceb_store_read_end. Thread-safe. */
-struct sqlite3 *ceb_store_read_begin(ceb_store *st);
-void ceb_store_read_end(ceb_store *st, struct sqlite3 *db);
 
 /* ---- journal ingest ---- */
 
@@ -146,29 +162,27 @@ typedef struct ceb_ingest_event {
   size_t json_len;
   const ceb_ingest_route *routes; /* none: journaled as unrouted */
   size_t nroutes;
-  /* out, set by the run: 1 new, 0 duplicate of (client, source, id) */
+  /* out, set by the store: 1 new, 0 duplicate of (client, source, id) */
   int inserted;
   int64_t seq;
 } ceb_ingest_event;
 
-/* Inserts a batch of events into the journal with their delivery rows,
- * deduping on (client, source, id). Runs on the committer (use as a
- * ceb_store_run_fn with a ceb_ingest_batch). */
+/* A batch of events to journal with their delivery rows, deduping on
+ * (client, source, id), a duplicate within the batch included. */
 typedef struct ceb_ingest_batch {
   ceb_ingest_event *events;
   size_t count;
   int64_t now;
 } ceb_ingest_batch;
-int ceb_store_ingest_run(struct sqlite3 *db, void *batch);
 
-/* The store tells the delivery engine of new deliveries itself: `fn` is
- * called on the committer right after each batch queued with
- * ceb_store_ingest committed (events' `inserted` set), before any later
- * transaction runs (a claim or an outcome may then count on them) and
- * before the batch's done. Must not block. Set it (or NULL) while no
- * ingest is queued: the engine does at ceb_engine_new and never clears it,
- * so the store is closed (its queued ingests run and call fn) before the
- * engine is freed (ceb_engine.h, ceb_runtime_close). */
+/* The store tells the delivery engine of new deliveries itself: fn is
+ * called on an engine thread right after each batch of ceb_store_ingest /
+ * ceb_store_ingest_wait committed (events' inserted and seq set), before
+ * any later write of this store runs (a claim or an outcome may then count
+ * on them) and before the batch's done. Must not block. Set it (or NULL)
+ * while no ingest is queued: the delivery engine does at ceb_engine_new
+ * and never clears it, so the store is closed (its queued ingests run and
+ * call fn) before the engine is freed (ceb_engine.h, ceb_runtime_close). */
 typedef void (*ceb_store_ingest_listener)(void *arg,
                                           const ceb_ingest_batch *batch);
 void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
@@ -181,18 +195,29 @@ void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
  * made up by the engine's poll (store.poll_interval). Called from the
  * engine's listener thread (or the caller of ceb_store_woken); must not
  * block. Set it (or NULL) as the ingest listener (the delivery engine does
- * at ceb_engine_new). */
+ * at ceb_engine_new). Kept by the dispatch (store_dispatch.c), the same
+ * for every engine. */
 typedef void (*ceb_store_wake_fn)(void *arg, const char *route);
 void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
                                  void *arg);
 /* Calls the wake listener (if any) with route: what an engine's listener
  * does for each notification it receives. Any thread. */
 void ceb_store_woken(ceb_store *st, const char *route);
-/* Queues batch (bounded, synced; see ceb_store_submit) to be journaled by
- * ceb_store_ingest_run. done gets batch as its arg: embed the batch first
+/* Async: queues batch to be journaled; done(arg, status) once its
+ * transaction is durable. Bounded: CEB_EBUSY when queue_max ingests wait.
+ * Returns CEB_OK (done will be called), CEB_EBUSY, CEB_EIO (the store
+ * cannot make anything durable now), CEB_ESHUTDOWN or CEB_ENOMEM (done
+ * is never called). batch must live until done. */
+int ceb_store_ingest_async(ceb_store *st, ceb_ingest_batch *batch,
+                           ceb_store_done_fn done, void *arg);
+/* ceb_store_ingest_async with batch as done's arg: embed the batch first
  * in the caller's own struct to find that again. */
 int ceb_store_ingest(ceb_store *st, ceb_ingest_batch *batch,
                      ceb_store_done_fn done);
+/* Blocking: journals batch, returns once durable (the ingest listener
+ * hears of it as of any ingest). Not bounded by queue_max: the caller
+ * waits its turn. */
+int ceb_store_ingest_wait(ceb_store *st, ceb_ingest_batch *batch);
 
 /* ---- deliveries ---- */
 
@@ -203,29 +228,44 @@ typedef struct ceb_claim {
   char *order_key;
   uint32_t attempt; /* the attempt being started (1-based) */
   int64_t received_at;
-  int64_t first_at; /* first attempt time */
-  uint32_t replays; /* times the dead letter was replayed: a new
-                       Idempotency-Key per replay (engine_core.c) */
+  int64_t first_at;    /* first attempt time */
+  uint32_t replays;    /* times the dead letter was replayed: a new
+                          Idempotency-Key per replay (engine_core.c) */
+  int64_t fence;       /* the claim's fencing token: greater than any token
+                          this delivery was claimed with before; the settle
+                          must carry it (ceb_attempt_result.fence) */
+  int64_t lease_until; /* the lease ends then (ms): settle before */
 } ceb_claim;
 void ceb_claim_free(ceb_claim *c);
-
-/* Blocking: marks up to max due deliveries of route in-progress (FIFO per
- * order key: a row is due only when no older row of its key is unsettled)
- * and returns them in *out (array freed by ceb_claims_free). */
-int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
-                    ceb_claim **out, size_t *count);
 void ceb_claims_free(ceb_claim *c, size_t count);
 
+/* Blocking: claims up to max due deliveries of route for this instance
+ * and returns them in *out (array freed by ceb_claims_free; NULL when
+ * none). Due: pending or retrying with next_at <= now and the head of its
+ * (route, order key) (no older unsettled row of the key, whoever holds
+ * it), or in progress under a lease that ended (lease_until <= now: its
+ * holder is taken to be gone; the claim counts an attempt). Each claimed
+ * row gets owner = this instance, lease_until = now + max(lease_ms,
+ * opts.lease_ms) and a new fence. The caller must settle within the lease:
+ * the delivery engine asks for its attempt timeout plus a margin
+ * (engine_core.c), so an attempt never outlives its lease and leases are
+ * not renewed. Not synced: a claim lost in a power cut only repeats an
+ * attempt. */
+int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
+                    int64_t lease_ms, ceb_claim **out, size_t *count);
+
 /* Earliest next_at later than after of a claimable row of route (pending
- * or retrying, and the head of its order key); INT64_MAX when none. A row
- * queued behind its key's head becomes claimable when the head settles,
- * which the engine learns from the outcome. Read connection. */
+ * or retrying head of its key, or the lease end of a row in progress);
+ * INT64_MAX when none. A row queued behind its key's head becomes
+ * claimable when the head settles, which the engine learns from the
+ * outcome. Blocking read. */
 int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
 
 /* The outcome of one attempt, as written. */
 typedef struct ceb_attempt_result {
   int64_t seq;
   const char *route;
+  int64_t fence;   /* the claim's token (ceb_claim.fence) */
   int state;       /* CEB_DS_DONE, CEB_DS_RETRYING, CEB_DS_DEAD, or
                       CEB_DS_PENDING for an attempt that did not happen */
   int64_t next_at; /* RETRYING, PENDING */
@@ -240,29 +280,41 @@ typedef struct ceb_attempt_result {
   const char *dead_json; /* the dead-letter event in JSON format */
   int64_t dlq_id;        /* out: id of the new DLQ row */
 } ceb_attempt_result;
-/* Records an attempt's outcome: updates the delivery row, settles the
- * journal row when every route is done or dead, and inserts the DLQ row.
- * Runs on the committer. */
-int ceb_store_attempt_run(struct sqlite3 *db, void *result);
+/* Async: records an attempt's outcome: updates the delivery row and
+ * releases its lease, settles the journal row when every route is done or
+ * dead, and inserts the DLQ row (r->dlq_id set before done). done's status
+ * is CEB_ECONFLICT, and nothing changed, when the row is not in progress
+ * under r->fence any more (its lease ended and another claim took it, or
+ * it was settled already). Not synced (a lost outcome repeats the
+ * attempt). r must live until done. Returns as ceb_store_ingest_async,
+ * without CEB_EBUSY. */
+int ceb_store_settle(ceb_store *st, ceb_attempt_result *r,
+                     ceb_store_done_fn done, void *arg);
+/* Blocking ceb_store_settle: returns done's status. */
+int ceb_store_settle_wait(ceb_store *st, ceb_attempt_result *r);
 
-/* Puts in-progress rows left by a crashed run back to pending (attempts
- * kept). Blocking; call before the engine starts. Returns the count or < 0. */
-int ceb_store_recover(ceb_store *st);
+/* Blocking, at start before the engine claims: releases the claims this
+ * store may own from an earlier run, back to pending (attempts kept), and
+ * returns their count or < 0. SQLite (one process per file): every row in
+ * progress. A shared store: only rows of this instance id, and rows whose
+ * lease ended before now; never a live claim of another instance. */
+int ceb_store_recover(ceb_store *st, int64_t now);
 
 /* Counts unsettled (pending, in-progress, retrying) deliveries, per route
- * when route is non-NULL. Read connection; < 0 on error. */
+ * when route is non-NULL. Blocking read; < 0 on error. */
 int64_t ceb_store_count_open(ceb_store *st, const char *route);
 /* received_at of the oldest unsettled delivery of route; 0 when none. */
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
 
 /* Status of an event: every (source, id) match (source NULL: any) with its
- * per-route delivery rows. Returns a new JSON array (caller decrefs), empty
- * when not found, NULL on error:
+ * per-route delivery rows, oldest first. Returns a new JSON array (caller
+ * decrefs), empty when not found, NULL on error:
  *   [{"seq","client","source","id","type","received_at","unrouted",
+ *     "settled_at",
  *     "routes":[{"route","state","attempts","next_attempt_at",
  *                "first_attempt_at","last_attempt_at","last_status",
  *                "last_reason","last_error","order_key","dlq_id"}]}]
- * Times are ms since the epoch. */
+ * Times are ms since the epoch. Blocking read. */
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source);
 
@@ -283,7 +335,7 @@ typedef struct ceb_dlq_filter {
  *   [{"id","seq","route","sink","reason","last_reason","status","attempts",
  *     "first_attempt_at","last_attempt_at","created_at","error","event_id",
  *     "source","type","replayed_at","replays","forwarded_at"}]
- * New reference, NULL on error. Read connection. */
+ * New reference, NULL on error. Blocking read. */
 json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
 /* The dead letters of journal row seq (every route, every time it died),
  * oldest first, same shape as the list. New reference, NULL on error. Read
@@ -292,34 +344,32 @@ json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq);
 /* One row with "event" (the dead-letter event as JSON); NULL when absent. */
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
 
-/* Blocking. Puts every matching dead (event, route) back to pending with
- * attempts reset, marks the DLQ rows replayed. dry_run: counts only.
+/* Blocking, synced. Puts every matching dead (event, route) back to pending
+ * with attempts reset, marks the DLQ rows replayed. dry_run: counts only.
  * *count gets the number of rows (dry run: that would be) replayed;
  * the seq and route of each replayed delivery are appended to *replayed
- * (a JSON array, may be NULL). Rows whose delivery is not dead any more
- * (already replayed and pending) are skipped. */
+ * (a JSON array, may be NULL) as {"seq","route"}. Rows whose delivery is
+ * not dead any more (already replayed and pending) are skipped. */
 int ceb_store_dlq_replay(ceb_store *st, const ceb_dlq_filter *f, int64_t now,
                          int dry_run, size_t *count, json_t *replayed);
-/* Blocking. Deletes matching DLQ rows (dry_run: counts). */
+/* Blocking, synced. Deletes matching DLQ rows (dry_run: counts). */
 int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
                         size_t *count);
-/* Blocking. Marks a DLQ row forwarded to its topic destination. */
+/* Blocking, synced. Marks a DLQ row forwarded to its topic destination. */
 int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now);
-/* The same as an op (arg: ceb_dlq_forward) for async use. */
-typedef struct ceb_dlq_forward {
-  int64_t id, now;
-} ceb_dlq_forward;
-int ceb_store_dlq_forwarded_run(struct sqlite3 *db, void *fwd);
+/* The same, async (done as ceb_store_ingest_async's, without CEB_EBUSY). */
+int ceb_store_dlq_forwarded_async(ceb_store *st, int64_t id, int64_t now,
+                                  ceb_store_done_fn done, void *arg);
 /* Ids of route's DLQ rows still to forward to a topic: not forwarded and
  * not replayed (a replay resolves the letter), id > after, ascending; at
  * most max into ids, *n the count (the engine pages through them at
- * start). Read connection; CEB_OK or < 0. */
+ * start). Blocking read; CEB_OK or < 0. */
 int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
                               size_t max, int64_t *ids, size_t *n);
 /* The dead-letter event (JSON, malloc'd, caller frees) of DLQ row id while
  * it is still to forward (as above); NULL with *status CEB_ENOTFOUND when
  * the row is gone (purged), forwarded or replayed, CEB_EIO / CEB_ENOMEM on
- * errors. Read connection. */
+ * errors. Blocking read. */
 char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status);
 
 /* ---- idempotency ---- */
@@ -335,31 +385,34 @@ typedef struct ceb_idem_result {
   size_t body_len;
 } ceb_idem_result;
 
-/* Blocking. Reserves (client, key) or reports its state. Expired records
- * count as absent. */
+/* Blocking, synced. Reserves (client, key) or reports its state. Expired
+ * records count as absent. Of two begins of one key at once (threads or
+ * instances), exactly one gets CEB_IDEM_NEW. */
 int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
                          const char *fingerprint, int64_t now,
                          ceb_idem_result *res);
-/* Blocking. Stores the response; the record expires at now + ttl_ms.
- * CEB_ENOTFOUND when no reservation is held. */
+/* Blocking, synced. Stores the response; the record expires at
+ * now + ttl_ms. CEB_ENOTFOUND when no reservation is held. */
 int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
                           int http_status, const char *content_type,
                           const char *body, size_t body_len, int64_t now,
                           int64_t ttl_ms);
 /* Blocking. Drops an in-flight reservation (done records stay). */
 int ceb_store_idem_abort(ceb_store *st, const char *client, const char *key);
-/* Blocking. Drops every in-flight reservation (left by a crashed run). */
+/* Blocking, at start. Drops the in-flight reservations an earlier run of
+ * this store left (SQLite: every one; a shared store: this instance's). */
 int ceb_store_idem_reset_inflight(ceb_store *st);
 
 /* ---- contract register ---- */
 
-/* Blocking. CEB_OK new, CEB_EDUPLICATE same sha256 held, CEB_ECONFLICT a
- * different document under a held version (flagged, not stored). */
+/* Blocking, synced. CEB_OK new, CEB_EDUPLICATE same sha256 held,
+ * CEB_ECONFLICT a different document under a held version (flagged, not
+ * stored). */
 int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
                            const char *document, size_t len,
                            const char *provenance, int64_t now);
 /* [{"name","version","sha256","provenance","fetched_at","conflict",
- *   "conflict_sha256","conflict_at"}] for name (NULL: all). */
+ *   "conflict_sha256","conflict_at"}] for name (NULL: all). Blocking. */
 json_t *ceb_store_contract_list(ceb_store *st, const char *name);
 /* The document of (name, version), malloc'd; NULL when absent. */
 char *ceb_store_contract_get(ceb_store *st, const char *name,

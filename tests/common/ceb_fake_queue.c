@@ -116,7 +116,7 @@ static int fq_lead_fn(ceb_instance *inst, const char *task) {
 }
 
 int ceb_fake_host_queue(ceb_fake_host *f, const char *store_path) {
-  ceb_store_opts o = {.path = store_path,
+  ceb_store_opts o = {.spec = store_path,
                       .synchronous_full = 1,
                       .group_max = 64,
                       .queue_max = 1024,

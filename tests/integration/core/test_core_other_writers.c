@@ -35,7 +35,7 @@ static void other_ingest(ceb_store *st, const char *id, int64_t now) {
                          .routes = &r,
                          .nroutes = 1};
   ceb_ingest_batch b = {.events = &ie, .count = 1, .now = now};
-  CHECK_INT(ceb_store_call(st, ceb_store_ingest_run, &b), CEB_OK);
+  CHECK_INT(ceb_store_ingest_wait(st, &b), CEB_OK);
   CHECK_INT(ie.inserted, 1);
 }
 
@@ -71,7 +71,7 @@ int main(void) {
   testsink *out = harness_sink(&h, "out");
   char path[4200];
   snprintf(path, sizeof path, "%s/store.db", h.dir);
-  ceb_store_opts so = {.path = path,
+  ceb_store_opts so = {.spec = path,
                        .synchronous_full = 0,
                        .group_max = 64,
                        .queue_max = 64,
@@ -130,7 +130,7 @@ int main(void) {
     return ceb_test_done("integration_core_other_writers");
   out = harness_sink(&h, "out");
   snprintf(path, sizeof path, "%s/store.db", h.dir);
-  so.path = path;
+  so.spec = path;
   other = NULL;
   CHECK_INT(ceb_store_open(&so, &other, err, sizeof err), CEB_OK);
   if (other) {

@@ -53,7 +53,7 @@ typedef struct fill_job {
 static char *g_json;
 
 static void fill(const char *path) {
-  ceb_store_opts o = {.path = path, .synchronous_full = 0, .group_max = 64};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 0, .group_max = 64};
   ceb_store *st = NULL;
   char err[512] = "";
   CHECK_MSG(ceb_store_open(&o, &st, err, sizeof err) == CEB_OK, "open: %s",
@@ -78,7 +78,7 @@ static void fill(const char *path) {
                                    .nroutes = 1};
     }
     j.batch = (ceb_ingest_batch){j.ev, 8, ceb_test_now_ms()};
-    CHECK_INT(ceb_store_call(st, ceb_store_ingest_run, &j), CEB_OK);
+    CHECK_INT(ceb_store_ingest_wait(st, &j.batch), CEB_OK);
   }
   free(g_json);
   ceb_store_close(st); /* checkpoints into the main file */

@@ -191,13 +191,14 @@ static void check_errors(void) {
   fx_write(dir, "pin.txt", "SECRETFILEVALUE\n");
   fx_write(dir, "10-a.conf",
            "[bridge]\n"
-           "workers = 100\n"                         /* 2: out of range */
-           "drain_timeout = soon\n"                  /* 3: invalid duration */
-           "log.level = debg\n"                      /* 4: enum, did you mean */
-           "store.synchronous = fulll\n"             /* 5: did you mean full */
-           "max_event_size = 1GiB\n"                 /* 6: size out of range */
-           "profile =\n"                             /* 7: empty enum */
-           "admin.token = ${CEB_TEST_UNSET_VAR}\n"); /* 8: unset env */
+           "workers = 100\n"                       /* 2: out of range */
+           "drain_timeout = soon\n"                /* 3: invalid duration */
+           "log.level = debg\n"                    /* 4: enum, did you mean */
+           "store.synchronous = fulll\n"           /* 5: did you mean full */
+           "max_event_size = 1GiB\n"               /* 6: size out of range */
+           "profile =\n"                           /* 7: empty enum */
+           "admin.token = ${CEB_TEST_UNSET_VAR}\n" /* 8: unset env */
+           "instance = node 1\n");                 /* 9: not a name */
   fx_write(dir, "20-b.conf",
            "[bridge]\n"
            "workers = 4\n" /* 2: duplicate of 10-a.conf:2 */
@@ -270,6 +271,9 @@ static void check_errors(void) {
          "environment variable CEB_TEST_UNSET_VAR is not set (export it in "
          "the service environment), for 'admin.token' in [bridge]",
          NULL);
+  expect(&errs, "10-a.conf", 9,
+         "'instance' in [bridge] must be 1 to 127 letters, digits or",
+         "e.g. instance = bridge-1");
   char first[PATH_MAX + 32];
   snprintf(first, sizeof first, "first set at %s/10-a.conf:2", dir);
   expect(&errs, "20-b.conf", 2, "duplicate key 'workers' in [bridge]", NULL);
@@ -342,7 +346,7 @@ static void check_errors(void) {
          NULL);
   expect(&errs, "30-r.conf", 16, "invalid dlq 's:'", NULL);
   expect(&errs, "30-r.conf", 17, "invalid contract pin '@^1'", NULL);
-  CHECK_INT(errs.count, 38);
+  CHECK_INT(errs.count, 39);
 
   /* Secret values never reach the printed errors. */
   char *out = fx_print(&errs);

@@ -82,7 +82,7 @@ int main(void) {
   char *dir = ceb_test_tmpdir("contracts-pins");
   char path[600];
   snprintf(path, sizeof path, "%s/store.db", dir);
-  ceb_store_opts so = {.path = path, .group_max = 8, .queue_max = 64};
+  ceb_store_opts so = {.spec = path, .group_max = 8, .queue_max = 64};
   ceb_store *st = NULL;
   char err[512] = "";
   CHECK_INT(ceb_store_open(&so, &st, err, sizeof err), CEB_OK);

@@ -8,17 +8,19 @@
 
 #include "ceb_test.h"
 #include "store/ceb_store.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
-static inline ceb_store *fixture_open(const char *tag, char **path_out) {
+static inline ceb_store *fixture_open_in(const char *tag, const char *instance,
+                                         char **path_out) {
   char *dir = ceb_test_tmpdir(tag);
   char *path = malloc(strlen(dir) + 16);
   sprintf(path, "%s/store.db", dir);
   free(dir);
-  ceb_store_opts o = {.path = path,
+  ceb_store_opts o = {.spec = path,
                       .synchronous_full = 0,
                       .group_max = 512,
-                      .queue_max = 100000};
+                      .queue_max = 100000,
+                      .instance = instance};
   char err[256] = "";
   ceb_store *st = NULL;
   int rc = ceb_store_open(&o, &st, err, sizeof err);
@@ -30,16 +32,26 @@ static inline ceb_store *fixture_open(const char *tag, char **path_out) {
   return st;
 }
 
+static inline ceb_store *fixture_open(const char *tag, char **path_out) {
+  return fixture_open_in(tag, NULL, path_out);
+}
+
+/* A fresh store claiming as instance. */
+static inline ceb_store *fixture_open_as(const char *tag,
+                                         const char *instance) {
+  return fixture_open_in(tag, instance, NULL);
+}
+
 /* Reads one integer with a raw SQL query on a read connection. */
 static inline long long fixture_int(ceb_store *st, const char *sql) {
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *s = NULL;
   long long v = -1;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK &&
       sqlite3_step(s) == SQLITE_ROW)
     v = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(cebs_of(st), db);
   return v;
 }
 
@@ -55,7 +67,7 @@ static inline ceb_store *fixture_open_old(const char *path, const char *suffix,
   CHECK_INT(cebs_migrate_to(db, version, err, sizeof err), 0);
   CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
-  ceb_store_opts o = {.path = old, .synchronous_full = 1, .group_max = 64};
+  ceb_store_opts o = {.spec = old, .synchronous_full = 1, .group_max = 64};
   ceb_store *st = NULL;
   int rc = ceb_store_open(&o, &st, err, sizeof err);
   CHECK_MSG(rc == 0, "upgrade from %d: %s", version, err);
@@ -103,7 +115,7 @@ static inline long long fixture_ingest(ceb_store *st, const char *source,
                         .routes = r,
                         .nroutes = n};
   ceb_ingest_batch b = {&e, 1, now};
-  int rc = ceb_store_call(st, ceb_store_ingest_run, &b);
+  int rc = ceb_store_ingest_wait(st, &b);
   CHECK_INT(rc, 0);
   return e.inserted ? e.seq : 0;
 }

@@ -6,7 +6,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 #define BATCHES 400
@@ -16,7 +16,7 @@ int main(void) {
   char *path = NULL;
   ceb_store *st = fixture_open("ckpt", &path);
   ceb_store_close(st);
-  ceb_store_opts o = {.path = path, .synchronous_full = 0, .group_max = 1};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 0, .group_max = 1};
   char err[256];
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   static char json[1024];
@@ -27,12 +27,16 @@ int main(void) {
   for (int b = 0; b < BATCHES; b++) {
     for (int i = 0; i < PER_BATCH; i++) {
       snprintf(ids[i], sizeof ids[i], "%d-%d", b, i);
-      ev[i] = (ceb_ingest_event){.source = "urn:s", .id = ids[i], .type = "t",
-                                 .json = json, .json_len = sizeof json - 1,
-                                 .routes = &r, .nroutes = 1};
+      ev[i] = (ceb_ingest_event){.source = "urn:s",
+                                 .id = ids[i],
+                                 .type = "t",
+                                 .json = json,
+                                 .json_len = sizeof json - 1,
+                                 .routes = &r,
+                                 .nroutes = 1};
     }
     ceb_ingest_batch batch = {ev, PER_BATCH, b};
-    CHECK_INT(ceb_store_call(st, ceb_store_ingest_run, &batch), CEB_OK);
+    CHECK_INT(ceb_store_ingest_wait(st, &batch), CEB_OK);
   }
   char wal[600];
   snprintf(wal, sizeof wal, "%s-wal", path);
@@ -44,7 +48,7 @@ int main(void) {
   /* ~40 MiB is ~10,000 frames: ten chunks of 1,000, plus at most one
    * timer pass a second; chasing each of the 400 commits made hundreds */
   uint64_t passes = 0, forced = 0;
-  cebs_checkpoint_stats(st, &passes, &forced);
+  cebs_checkpoint_stats(cebs_of(st), &passes, &forced);
   CHECK_MSG(passes >= 2 && passes <= 60,
             "%llu background checkpoint passes for %d commits",
             (unsigned long long)passes, BATCHES);

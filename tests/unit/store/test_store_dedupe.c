@@ -7,7 +7,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 static ceb_ingest_event ev(const char *client, const char *source,
@@ -22,7 +22,7 @@ static ceb_ingest_event ev(const char *client, const char *source,
 
 static int ingest(ceb_store *st, ceb_ingest_event *e, size_t n, int64_t now) {
   ceb_ingest_batch b = {e, n, now};
-  return ceb_store_call(st, ceb_store_ingest_run, &b);
+  return ceb_store_ingest_wait(st, &b);
 }
 
 /* 1 inserted, 0 duplicate, < 0 error: one unrouted event at time 7. */
@@ -57,7 +57,7 @@ int main(void) {
   CHECK_INT(one(st, NULL, "urn:a", "x"), 1); /* no client is "" */
   CHECK_INT(one(st, "", "urn:a", "x"), 0);
   CHECK_INT(one(st, "c", "urn:a", "y"), 1);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 5);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 5);
   CHECK_INT(status_rows(st, "x", NULL), 4);
   CHECK_INT(status_rows(st, "x", "urn:b"), 1);
   CHECK_INT(status_rows(st, "nope", NULL), 0);
@@ -73,10 +73,10 @@ int main(void) {
   ceb_ingest_event bad[2] = {ev("c", "urn:a", "w"), ev("c", NULL, "v")};
   CHECK_INT(ingest(st, bad, 2, 7), CEB_EINVAL);
   CHECK_INT(bad[0].inserted, 0);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 6);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 6);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 6);
   CHECK_INT(one(st, "c", "urn:a", "w"), 1);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 7);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 7);
 
   /* Many sources under one id: more candidates than the lookup's first
    * buffer holds. */
@@ -93,10 +93,10 @@ int main(void) {
   ceb_store_close(st);
 
   /* Reopen: the map is rebuilt from the journal, duplicates still found. */
-  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 64};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 1, .group_max = 64};
   char err[256] = "";
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 27);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 27);
   CHECK_INT(one(st, "c", "urn:a", "x"), 0);
   CHECK_INT(one(st, "c", "urn:many:19", "shared"), 0);
   CHECK_INT(status_rows(st, "x", NULL), 4);
@@ -104,7 +104,7 @@ int main(void) {
   /* Sweep (unrouted rows settle at once, at 7): the rows and their
    * entries go, and the same ids are new events again. */
   CHECK_INT(ceb_store_sweep(st, 7 + 1000, 1000, 1000), 27);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 0);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 0);
   CHECK_INT(status_rows(st, "x", NULL), 0);
   CHECK_INT(one(st, "c", "urn:a", "x"), 1);
   CHECK_INT(one(st, "c", "urn:a", "x"), 0);
@@ -126,7 +126,7 @@ int main(void) {
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'journal_seq_idh'"),
             1);
-  CHECK_INT((int)cebs_idmap_count(&st->ids), 1);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 1);
   CHECK_INT(one(st, "c", "urn:a", "x"), 0);
   CHECK_INT(one(st, "c", "urn:b", "x"), 1);
   ceb_store_close(st);

@@ -32,18 +32,70 @@ static void test_next_due_claimable_only(void) {
   CHECK(fixture_ingest(st, "urn:s", "q", "t", routes, ka, 500) > h);
   ceb_claim *c = NULL;
   size_t n = 0;
-  CHECK_INT(ceb_store_claim(st, "r", 100, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 100, 10, 0, &c, &n), 0);
   CHECK_INT(n, 1);
+  int64_t fence = c[0].fence;
   ceb_claims_free(c, n);
   ceb_attempt_result r = outcome(h, "r", CEB_DS_RETRYING, 200);
+  r.fence = fence;
   r.next_at = 2000;
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   CHECK_INT(ceb_store_next_due(st, "r", 300), 2000);
+  ceb_store_close(st);
+}
+
+/* A claim holds a lease: while it runs nobody else gets the row; once it
+ * ended the row is claimable again (an attempt more, a newer fence), the
+ * old holder's settle is refused and changes nothing, the new one's
+ * applies; the lease end is a wake-up time. */
+static void test_lease_and_fence(void) {
+  ceb_store *st = fixture_open_as("delivery-lease", "test-a");
+  const char *routes[] = {"r", NULL};
+  const char *ka[] = {"A"};
+  long long h = fixture_ingest(st, "urn:s", "h", "t", routes, ka, 100);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(st, "r", 100, 10, 5000, &c, &n), 0);
+  CHECK_INT(n, 1);
+  int64_t old = c[0].fence;
+  CHECK_INT(c[0].lease_until, 100 + CEB_STORE_LEASE_DEFAULT_MS);
+  ceb_claims_free(c, n);
+  CHECK_INT(fixture_int(st, "SELECT lease_owner = 'test-a' FROM delivery"), 1);
+  int64_t until = 100 + CEB_STORE_LEASE_DEFAULT_MS;
+  CHECK_INT(ceb_store_next_due(st, "r", 100), until);
+  CHECK_INT(ceb_store_claim(st, "r", until - 1, 10, 0, &c, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(ceb_store_claim(st, "r", until, 10, 0, &c, &n), 0);
+  CHECK_INT(n, 1);
+  CHECK_INT(c[0].seq, h);
+  CHECK_INT(c[0].attempt, 2);
+  CHECK(c[0].fence > old);
+  int64_t fresh = c[0].fence;
+  ceb_claims_free(c, n);
+  ceb_attempt_result late = outcome(h, "r", CEB_DS_DONE, until + 1);
+  late.fence = old;
+  CHECK_INT(ceb_store_settle_wait(st, &late), CEB_ECONFLICT);
+  CHECK_INT(fixture_int(st, "SELECT state FROM delivery"), CEB_DS_INFLIGHT);
+  CHECK_INT(fixture_int(st, "SELECT settled_at IS NULL FROM journal_settle"),
+            1);
+  ceb_attempt_result now = outcome(h, "r", CEB_DS_DONE, until + 2);
+  now.fence = fresh;
+  CHECK_INT(ceb_store_settle_wait(st, &now), CEB_OK);
+  CHECK_INT(fixture_int(st, "SELECT state FROM delivery"), CEB_DS_DONE);
+  CHECK_INT(fixture_int(st, "SELECT lease_owner IS NULL FROM delivery"), 1);
+  /* a claim asking for more than the store's shortest lease gets it */
+  long long u = fixture_ingest(st, "urn:s", "u", "t", routes, NULL, 100);
+  CHECK_INT(ceb_store_claim(st, "r", 200000, 10, 90000, &c, &n), 0);
+  CHECK_INT(n, 1);
+  CHECK_INT(c[0].seq, u);
+  CHECK_INT(c[0].lease_until, 290000);
+  ceb_claims_free(c, n);
   ceb_store_close(st);
 }
 
 int main(void) {
   test_next_due_claimable_only();
+  test_lease_and_fence();
   ceb_store *st = fixture_open("delivery", NULL);
   const char *routes[] = {"r", NULL};
   const char *ka[] = {"A"}, *kb[] = {"B"};
@@ -56,12 +108,12 @@ int main(void) {
   /* Nothing is due before its time. */
   ceb_claim *c = NULL;
   size_t n = 0;
-  CHECK_INT(ceb_store_claim(st, "r", 99, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 99, 10, 0, &c, &n), 0);
   CHECK_INT(n, 0);
   CHECK_INT(ceb_store_next_due(st, "r", 0), 100);
 
   /* At 100: a1 (head of A), b1 (head of B) and u1; a2 waits behind a1. */
-  CHECK_INT(ceb_store_claim(st, "r", 100, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 100, 10, 0, &c, &n), 0);
   CHECK_INT(n, 3);
   CHECK_INT(c[0].seq, a1);
   CHECK_INT(c[1].seq, b1);
@@ -69,6 +121,9 @@ int main(void) {
   CHECK_INT(c[0].attempt, 1);
   CHECK_STR(c[0].order_key, "A");
   CHECK(strstr(c[0].event_json, "\"a1\"") != NULL);
+  int64_t fa1 = c[0].fence, fb1 = c[1].fence;
+  CHECK(fa1 > 0 && fb1 > 0);
+  CHECK_INT(c[0].lease_until, 100 + CEB_STORE_LEASE_DEFAULT_MS);
   ceb_claims_free(c, n);
   CHECK_INT(ceb_store_count_open(st, "r"), 4);
   CHECK_INT(ceb_store_count_open(st, NULL), 4);
@@ -76,35 +131,40 @@ int main(void) {
 
   /* a1 fails and retries at 1200: a2 still waits (FIFO across retries). */
   ceb_attempt_result r = outcome(a1, "r", CEB_DS_RETRYING, 200);
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
-  CHECK_INT(ceb_store_claim(st, "r", 300, 10, &c, &n), 0);
+  r.fence = fa1;
+  CHECK_INT(ceb_store_settle_wait(st, &r), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 300, 10, 0, &c, &n), 0);
   CHECK_INT(n, 0);
   CHECK_INT(ceb_store_next_due(st, "r", 300), 1200);
   /* settling a row that is not in progress is refused */
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), CEB_ECONFLICT);
+  CHECK_INT(ceb_store_settle_wait(st, &r), CEB_ECONFLICT);
 
   /* At 1200 a1 comes back as attempt 2. */
-  CHECK_INT(ceb_store_claim(st, "r", 1200, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 1200, 10, 0, &c, &n), 0);
   CHECK_INT(n, 1);
   CHECK_INT(c[0].seq, a1);
   CHECK_INT(c[0].attempt, 2);
   CHECK_INT(c[0].first_at, 100);
+  CHECK(c[0].fence > fa1); /* a new claim, a new token */
+  fa1 = c[0].fence;
   ceb_claims_free(c, n);
   r = outcome(a1, "r", CEB_DS_DONE, 1300);
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  r.fence = fa1;
+  CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal_settle WHERE seq ="
                             " (SELECT seq FROM journal WHERE id='a1')"),
             1300);
 
   /* Now a2 is due. */
-  CHECK_INT(ceb_store_claim(st, "r", 1300, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 1300, 10, 0, &c, &n), 0);
   CHECK_INT(n, 1);
   CHECK_INT(c[0].seq, a2);
   ceb_claims_free(c, n);
 
   /* b1 dead: a DLQ row with the event's identity and the outcome. */
   r = outcome(b1, "r", CEB_DS_DEAD, 1400);
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  r.fence = fb1;
+  CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   CHECK(r.dlq_id > 0);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM dlq WHERE event_id='b1' AND"
                             " reason='rejected' AND status=503 AND"
@@ -125,7 +185,7 @@ int main(void) {
 
   /* Crash recovery: a2 and u1 are in progress; they go back to pending
    * with their attempt count kept. */
-  CHECK_INT(ceb_store_recover(st), 2);
+  CHECK_INT(ceb_store_recover(st, 0), 2);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE state=1"), 0);
   CHECK_INT(fixture_ready_mismatch(st), 0);
   CHECK_INT(fixture_int(st, "SELECT attempts FROM delivery WHERE seq="
@@ -152,8 +212,8 @@ int main(void) {
   CHECK_INT(ceb_store_sweep(st, 10000, 1000, 10), 0);
 
   /* Bad input. */
-  CHECK_INT(ceb_store_claim(st, NULL, 0, 1, &c, &n), CEB_EINVAL);
-  CHECK_INT(ceb_store_claim(st, "r", 0, 0, &c, &n), CEB_EINVAL);
+  CHECK_INT(ceb_store_claim(st, NULL, 0, 1, 0, &c, &n), CEB_EINVAL);
+  CHECK_INT(ceb_store_claim(st, "r", 0, 0, 0, &c, &n), CEB_EINVAL);
   ceb_store_close(st);
   return ceb_test_done("unit_store_delivery");
 }

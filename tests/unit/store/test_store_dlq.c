@@ -11,17 +11,20 @@ static long long kill_one(ceb_store *st, const char *id, const char *type,
   long long seq = fixture_ingest(st, "urn:s", id, type, routes, NULL, now);
   ceb_claim *c = NULL;
   size_t n = 0;
-  ceb_store_claim(st, "r", now, 100, &c, &n);
+  CHECK_INT(ceb_store_claim(st, "r", now, 100, 0, &c, &n), 0);
+  CHECK_INT(n, 1);
+  int64_t fence = n ? c[0].fence : 0;
   ceb_claims_free(c, n);
   ceb_attempt_result r = {.seq = seq,
                           .route = "r",
+                          .fence = fence,
                           .state = CEB_DS_DEAD,
                           .now = now,
                           .reason = "http.400",
                           .sink = "out",
                           .dead_reason = reason,
                           .dead_json = "{\"id\":\"dead\"}"};
-  CHECK_INT(ceb_store_call(st, ceb_store_attempt_run, &r), 0);
+  CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   return r.dlq_id;
 }
 
@@ -116,7 +119,7 @@ int main(void) {
   /* It is claimable as a fresh first attempt. */
   ceb_claim *c = NULL;
   size_t n = 0;
-  CHECK_INT(ceb_store_claim(st, "r", 5000, 10, &c, &n), 0);
+  CHECK_INT(ceb_store_claim(st, "r", 5000, 10, 0, &c, &n), 0);
   CHECK_INT(n, 1);
   CHECK_INT(c[0].attempt, 1);
   ceb_claims_free(c, n);

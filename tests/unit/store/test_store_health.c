@@ -19,14 +19,14 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
 #include "ceb_test_proc.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 static int open_at(const char *path, int check, ceb_store **st, char *err,
                    size_t errlen) {
   ceb_store_opts o = {
-      .path = path, .synchronous_full = 0, .group_max = 64, .check = check};
+      .spec = path, .synchronous_full = 0, .group_max = 64, .check = check};
   *st = NULL;
   err[0] = '\0';
   return ceb_store_open(&o, st, err, errlen);
@@ -151,7 +151,7 @@ static void damage_cases(void) {
                           .routes = &r,
                           .nroutes = 1};
     ceb_ingest_batch b = {&e, 1, 1};
-    CHECK_INT(ceb_store_call(st, ceb_store_ingest_run, &b), CEB_OK);
+    CHECK_INT(ceb_store_ingest_wait(st, &b), CEB_OK);
   }
   ceb_store_close(st);
   struct stat sb;
@@ -207,7 +207,7 @@ static int ingest_big(ceb_store *st, int i) {
                         .routes = &r,
                         .nroutes = 1};
   ceb_ingest_batch b = {&e, 1, 1};
-  return ceb_store_call(st, ceb_store_ingest_run, &b);
+  return ceb_store_ingest_wait(st, &b);
 }
 
 static void write_failure_cases(void) {
@@ -256,7 +256,7 @@ static void sync_failure_case(void) {
   char *dir = ceb_test_tmpdir("health-sync");
   char path[600], err[1024];
   path_in(path, sizeof path, dir, "store.db");
-  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 64};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 1, .group_max = 64};
   ceb_store *st = NULL;
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
   cebs_fdatasync = fail_sync;
@@ -264,7 +264,7 @@ static void sync_failure_case(void) {
   cebs_fdatasync = fdatasync;
   CHECK(!ceb_store_writable(st, NULL, 0));
   /* commits go on (NOSYNC ops) and the probe would pass: still final */
-  CHECK_INT(ceb_store_call_nosync(st, nop_run, NULL), CEB_OK);
+  CHECK_INT(cebs_call_nosync(cebs_of(st), nop_run, NULL), CEB_OK);
   CHECK(!ceb_store_writable(st, NULL, 0));
   ceb_store_close(st);
   ceb_test_rmtree(dir);

@@ -26,7 +26,7 @@ static int stale_run(sqlite3 *db, void *arg) {
  * one that is held still answers "in flight". */
 static void test_stale_reservation(ceb_store *st) {
   ceb_idem_result r;
-  CHECK_INT(ceb_store_call(st, stale_run, NULL), 0);
+  CHECK_INT(cebs_call(cebs_of(st), stale_run, NULL), 0);
   CHECK_INT(ceb_store_idem_begin(st, "c3", "k3", "fp", 5000, &r), 0);
   CHECK_INT(r.state, CEB_IDEM_NEW);
   CHECK_INT(ceb_store_idem_begin(st, "c3", "k3", "fp", 5001, &r), 0);

@@ -7,7 +7,7 @@
 #include <ceb/status.h>
 
 #include "ceb_test.h"
-#include "store/store_idmap.h"
+#include "store/sqlite/store_idmap.h"
 
 #define MODEL 4096
 

@@ -8,7 +8,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 #define THREADS 8
@@ -54,8 +54,8 @@ static void *producer(void *arg) {
                                .nroutes = 1};
     j->batch = (ceb_ingest_batch){&j->ev, 1, 1000};
     int rc;
-    while ((rc = ceb_store_submit(g_st, ceb_store_ingest_run, job_done, j,
-                                  1)) == CEB_EBUSY)
+    while ((rc = ceb_store_ingest_async(g_st, &j->batch, job_done, j)) ==
+           CEB_EBUSY)
       sched_yield();
     if (rc != CEB_OK) {
       atomic_fetch_add(&g_fail, 1);
@@ -129,14 +129,15 @@ static void sync_probe_run(int full, int flags, int want_synced) {
   char *path = NULL;
   ceb_store *st = fixture_open(full ? "syncfull" : "syncnormal", &path);
   ceb_store_close(st);
-  ceb_store_opts o = {.path = path, .synchronous_full = full};
+  ceb_store_opts o = {.spec = path, .synchronous_full = full};
   char err[256];
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   sync_count count = {0};
   sync_probe p[20];
   for (int i = 0; i < 20; i++) {
     p[i] = (sync_probe){st, ceb_store_syncs(st), &count};
-    CHECK_INT(ceb_store_submit(st, noop_run, probe_done, &p[i], flags), CEB_OK);
+    CHECK_INT(cebs_submit(cebs_of(st), noop_run, probe_done, &p[i], flags),
+              CEB_OK);
   }
   CHECK(ceb_test_wait(probes_done, &count, 10000));
   if (want_synced) CHECK_INT(atomic_load(&count.synced_first), 20);
@@ -168,18 +169,18 @@ static void test_sync_failure_sticky(void) {
   char *path = NULL;
   ceb_store *st = fixture_open("syncfail", &path);
   ceb_store_close(st);
-  ceb_store_opts o = {.path = path, .synchronous_full = 1};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 1};
   char err[256];
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   cebs_fdatasync = fail_sync;
-  CHECK_INT(ceb_store_submit(st, noop_run, eio_done, NULL, CEB_STORE_BOUNDED),
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, eio_done, NULL, CEBS_BOUNDED),
             CEB_OK);
   CHECK(ceb_test_wait(one_eio, NULL, 10000));
   cebs_fdatasync = fdatasync;
-  CHECK_INT(ceb_store_submit(st, noop_run, eio_done, NULL, CEB_STORE_BOUNDED),
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, eio_done, NULL, CEBS_BOUNDED),
             CEB_EIO);
-  CHECK_INT(ceb_store_call(st, noop_run, NULL), CEB_EIO);
-  CHECK_INT(ceb_store_call_nosync(st, noop_run, NULL), CEB_OK);
+  CHECK_INT(cebs_call(cebs_of(st), noop_run, NULL), CEB_EIO);
+  CHECK_INT(cebs_call_nosync(cebs_of(st), noop_run, NULL), CEB_OK);
   ceb_store_close(st);
   free(path);
 }
@@ -187,8 +188,8 @@ static void test_sync_failure_sticky(void) {
 static void test_sync_before_done(void) {
   test_sync_failure_sticky();
   sync_probe_run(1, 0, 1);
-  sync_probe_run(1, CEB_STORE_BOUNDED, 1);
-  sync_probe_run(1, CEB_STORE_NOSYNC, 0);
+  sync_probe_run(1, CEBS_BOUNDED, 1);
+  sync_probe_run(1, CEBS_NOSYNC, 0);
   sync_probe_run(0, 0, 0);
 }
 
@@ -197,7 +198,7 @@ int main(void) {
   char *gpath = NULL;
   g_st = fixture_open("ingest", &gpath);
   ceb_store_close(g_st);
-  ceb_store_opts go = {.path = gpath,
+  ceb_store_opts go = {.spec = gpath,
                        .synchronous_full = 1,
                        .group_max = 512,
                        .group_wait_ms = 5,
@@ -245,7 +246,7 @@ int main(void) {
                               .routes = &r,
                               .nroutes = 1}};
   ceb_ingest_batch b = {two, 2, 5};
-  CHECK_INT(ceb_store_call(g_st, ceb_store_ingest_run, &b), 0);
+  CHECK_INT(ceb_store_ingest_wait(g_st, &b), 0);
   CHECK_INT(two[0].inserted, 0);
   CHECK_INT(two[1].inserted, 1);
   CHECK_INT(fixture_int(g_st, "SELECT COUNT(*) FROM journal"), want + 1);
@@ -265,26 +266,26 @@ int main(void) {
   char *path = NULL;
   ceb_store *st = fixture_open("busy", &path);
   ceb_store_close(st);
-  ceb_store_opts o = {.path = path, .group_max = 1, .queue_max = 2};
+  ceb_store_opts o = {.spec = path, .group_max = 1, .queue_max = 2};
   char err[256];
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
-  CHECK_INT(ceb_store_submit(st, gate_run, NULL, NULL, 1), CEB_OK);
+  CHECK_INT(cebs_submit(cebs_of(st), gate_run, NULL, NULL, 1), CEB_OK);
   pthread_mutex_lock(&g_gate_lock);
   while (!g_gate_entered)
     pthread_cond_wait(&g_gate_cond, &g_gate_lock);
   pthread_mutex_unlock(&g_gate_lock);
-  CHECK_INT(ceb_store_submit(st, noop_run, noop_done, NULL, 1), CEB_OK);
-  CHECK_INT(ceb_store_submit(st, noop_run, noop_done, NULL, 1), CEB_EBUSY);
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, noop_done, NULL, 1), CEB_OK);
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, noop_done, NULL, 1), CEB_EBUSY);
   CHECK_INT(ceb_store_queued(st), 2);
   /* internal work is not refused */
-  CHECK_INT(ceb_store_submit(st, noop_run, noop_done, NULL, 0), CEB_OK);
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, noop_done, NULL, 0), CEB_OK);
   pthread_mutex_lock(&g_gate_lock);
   g_gate_open = 1;
   pthread_cond_broadcast(&g_gate_cond);
   pthread_mutex_unlock(&g_gate_lock);
   int two_ops = 2;
   CHECK(ceb_test_wait(noops_done, &two_ops, 10000));
-  CHECK_INT(ceb_store_submit(st, noop_run, noop_done, NULL, 1), CEB_OK);
+  CHECK_INT(cebs_submit(cebs_of(st), noop_run, noop_done, NULL, 1), CEB_OK);
   ceb_store_close(st);
   CHECK_INT(atomic_load(&g_noop_done), 3); /* close ran the queued op */
   free(path);

@@ -2,7 +2,8 @@
  * runs on the committer right after an ingest batch (ceb_store_ingest)
  * committed, with `inserted` set per event, before the batch's done; a
  * duplicate batch reaches it with nothing inserted; ops queued with
- * ceb_store_submit never reach it; a cleared listener hears nothing. */
+ * the SQLite engine's cebs_submit / cebs_call never reach it; a cleared
+ * listener hears nothing. */
 #include <ceb/status.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -96,10 +97,10 @@ int main(void) {
   CHECK_INT(atomic_load(&g_inserted), 2);
 
   /* other ops (and ingest runs not queued as ingest) are not heard */
-  CHECK_INT(ceb_store_call(st, noop_run, NULL), CEB_OK);
+  CHECK_INT(cebs_call(cebs_of(st), noop_run, NULL), CEB_OK);
   job other;
   fill(&other, "e3", "e4");
-  CHECK_INT(ceb_store_call(st, ceb_store_ingest_run, &other.batch), CEB_OK);
+  CHECK_INT(cebs_call(cebs_of(st), cebs_ingest_run, &other.batch), CEB_OK);
   CHECK_INT(atomic_load(&g_calls), 2);
 
   /* cleared: new batches are journaled, nobody is told */

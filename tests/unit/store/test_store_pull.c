@@ -136,7 +136,7 @@ int main(void) {
 
   /* kept across a reopen */
   ceb_store_close(st);
-  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 64};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 1, .group_max = 64};
   char err[256] = "";
   st = NULL;
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);

@@ -1,20 +1,20 @@
 /* Migrations from an empty database, reopening, upgrading an old one, and
  * refusing a newer one. */
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 /* 1 when SQLite's plan for sql names index. */
 static int plan_uses(ceb_store *st, const char *sql, const char *index) {
   char q[512];
   snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", sql);
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *s = NULL;
   int uses = 0;
   if (sqlite3_prepare_v2(db, q, -1, &s, NULL) == SQLITE_OK)
     while (sqlite3_step(s) == SQLITE_ROW)
       uses |= strstr((const char *)sqlite3_column_text(s, 3), index) != NULL;
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(cebs_of(st), db);
   return uses;
 }
 
@@ -27,19 +27,19 @@ int main(void) {
                             " 'table' AND name IN ('journal', 'delivery',"
                             " 'dlq', 'idempotency', 'contracts')"),
             5);
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *s = NULL;
   sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
   CHECK(sqlite3_step(s) == SQLITE_ROW);
   CHECK_STR((const char *)sqlite3_column_text(s, 0), "wal");
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(cebs_of(st), db);
   const char *routes[] = {"r1", NULL};
   CHECK(fixture_ingest(st, "urn:a", "1", "t", routes, NULL, 1000) > 0);
   ceb_store_close(st);
 
   /* Reopen: no migration re-run, data kept. */
-  ceb_store_opts o = {.path = path, .synchronous_full = 1, .group_max = 4};
+  ceb_store_opts o = {.spec = path, .synchronous_full = 1, .group_max = 4};
   char err[256] = "";
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), 0);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 1);
@@ -107,9 +107,9 @@ int main(void) {
   CHECK(strstr(err, "newer") != NULL);
 
   /* Bad input. */
-  ceb_store_opts bad = {.path = ""};
+  ceb_store_opts bad = {.spec = ""};
   CHECK(ceb_store_open(&bad, &st, err, sizeof err) < 0);
-  ceb_store_opts nodir = {.path = "/nonexistent-dir/x/store.db"};
+  ceb_store_opts nodir = {.spec = "/nonexistent-dir/x/store.db"};
   CHECK(ceb_store_open(&nodir, &st, err, sizeof err) < 0);
   CHECK(strstr(err, "cannot open") != NULL);
   free(path);

@@ -9,7 +9,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 #include "store_fixture.h"
 
 #define EVENT_SIZE 1024
@@ -56,7 +56,7 @@ static int ingest(ceb_store *st, int first, int count) {
                                .nroutes = 1};
   }
   ceb_ingest_batch batch = {ev, (size_t)count, 1000};
-  int rc = ceb_store_call(st, ceb_store_ingest_run, &batch);
+  int rc = ceb_store_ingest_wait(st, &batch);
   free(ev);
   free(ids);
   return rc;
@@ -96,18 +96,18 @@ int main(void) {
             n);
   ceb_store_close(st);
   /* reopened: every row came back from the database and the WAL files */
-  ceb_store_opts o = {.path = path, .group_max = 512};
+  ceb_store_opts o = {.spec = path, .group_max = 512};
   char err[256];
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), n);
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *q = NULL;
   CHECK(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) ==
             SQLITE_OK &&
         sqlite3_step(q) == SQLITE_ROW);
   CHECK_STR((const char *)sqlite3_column_text(q, 0), "ok");
   sqlite3_finalize(q);
-  ceb_store_read_end(st, db);
+  cebs_read_end(cebs_of(st), db);
   ceb_store_close(st);
   free(path);
   return ceb_test_done("unit_store_vfs");

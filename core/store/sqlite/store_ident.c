@@ -25,7 +25,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 static void marker_path(const char *path, char *buf, size_t size) {
   snprintf(buf, size, "%s.id", path);

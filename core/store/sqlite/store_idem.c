@@ -2,7 +2,7 @@
  * reserved (in flight) by begin, completed with the response by finish, or
  * dropped by abort. Reservations are durable so that two bridge threads
  * never both process one key; a crashed run's reservations are dropped at
- * start (ceb_store_idem_reset_inflight). The handle also remembers the
+ * start (cebs_idem_reset_inflight). The handle also remembers the
  * reservations it holds (st->idem_live): a reservation row it does not
  * hold is one whose abort or finish failed to write (a full disk rolled it
  * back), and is taken over by the next begin instead of answering "in
@@ -13,10 +13,10 @@
 #include <ceb/plugin.h>
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 typedef struct idem_args {
-  ceb_store *st;
+  cebs_store *st;
   const char *client, *key, *fingerprint;
   int64_t now, ttl_ms;
   int http_status;
@@ -120,9 +120,9 @@ static int begin_run(sqlite3 *db, void *arg) {
   return rc;
 }
 
-int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
-                         const char *fingerprint, int64_t now,
-                         ceb_idem_result *res) {
+int cebs_idem_begin(cebs_store *st, const char *client, const char *key,
+                    const char *fingerprint, int64_t now,
+                    ceb_idem_result *res) {
   if (!key || !*key || !fingerprint || !res) return CEB_EINVAL;
   memset(res, 0, sizeof *res);
   idem_args a = {.st = st,
@@ -131,7 +131,7 @@ int ceb_store_idem_begin(ceb_store *st, const char *client, const char *key,
                  .fingerprint = fingerprint,
                  .now = now,
                  .res = res};
-  int rc = ceb_store_call(st, begin_run, &a);
+  int rc = cebs_call(st, begin_run, &a);
   if (rc != CEB_OK) {
     /* not reserved (the caller will neither finish nor abort) */
     if (a.added) release(&a);
@@ -165,10 +165,10 @@ static int finish_run(sqlite3 *db, void *arg) {
   return sqlite3_changes(db) ? CEB_OK : CEB_ENOTFOUND;
 }
 
-int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
-                          int http_status, const char *content_type,
-                          const char *body, size_t body_len, int64_t now,
-                          int64_t ttl_ms) {
+int cebs_idem_finish(cebs_store *st, const char *client, const char *key,
+                     int http_status, const char *content_type,
+                     const char *body, size_t body_len, int64_t now,
+                     int64_t ttl_ms) {
   if (!key || (!body && body_len)) return CEB_EINVAL;
   idem_args a = {.st = st,
                  .client = client ? client : "",
@@ -179,7 +179,7 @@ int ceb_store_idem_finish(ceb_store *st, const char *client, const char *key,
                  .body_len = body_len,
                  .now = now,
                  .ttl_ms = ttl_ms};
-  return ceb_store_call(st, finish_run, &a);
+  return cebs_call(st, finish_run, &a);
 }
 
 static int abort_run(sqlite3 *db, void *arg) {
@@ -198,10 +198,10 @@ static int abort_run(sqlite3 *db, void *arg) {
   return rc == SQLITE_DONE ? CEB_OK : CEB_EIO;
 }
 
-int ceb_store_idem_abort(ceb_store *st, const char *client, const char *key) {
+int cebs_idem_abort(cebs_store *st, const char *client, const char *key) {
   if (!key) return CEB_EINVAL;
   idem_args a = {.st = st, .client = client ? client : "", .key = key};
-  return ceb_store_call(st, abort_run, &a);
+  return cebs_call(st, abort_run, &a);
 }
 
 static int reset_run(sqlite3 *db, void *arg) {
@@ -209,6 +209,6 @@ static int reset_run(sqlite3 *db, void *arg) {
   return cebs_exec(db, "DELETE FROM idempotency WHERE state = 0");
 }
 
-int ceb_store_idem_reset_inflight(ceb_store *st) {
-  return ceb_store_call(st, reset_run, NULL);
+int cebs_idem_reset_inflight(cebs_store *st) {
+  return cebs_call(st, reset_run, NULL);
 }

@@ -20,7 +20,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 static void reserve_path(const char *path, char *buf, size_t size) {
   snprintf(buf, size, "%s.reserve", path);

@@ -4,7 +4,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 typedef struct sweep_args {
   int64_t now, retention_ms;
@@ -79,11 +79,11 @@ static int sweep_run(sqlite3 *db, void *arg) {
   return rc;
 }
 
-int ceb_store_sweep(ceb_store *st, int64_t now, int64_t retention_ms,
-                    size_t chunk) {
+int cebs_sweep(cebs_store *st, int64_t now, int64_t retention_ms,
+               size_t chunk) {
   sweep_args a = {
       .now = now, .retention_ms = retention_ms, .chunk = chunk ? chunk : 500};
-  int rc = ceb_store_call(st, sweep_run, &a);
+  int rc = cebs_call(st, sweep_run, &a);
   /* only now: a delete rolled back keeps its rows, so keeps their entries */
   for (size_t i = 0; rc == CEB_OK && i < a.ngone; i++)
     cebs_idmap_remove(&st->ids, a.gone[i].idh, a.gone[i].seq);

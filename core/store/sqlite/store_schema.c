@@ -3,7 +3,7 @@
  * in its own transaction. */
 #include <stdio.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 #include <ceb/status.h>
 
@@ -255,6 +255,16 @@ static const char *const k_migrations[] = {
     " task TEXT PRIMARY KEY,"
     " instance TEXT NOT NULL,"
     " since INTEGER NOT NULL) WITHOUT ROWID;",
+    /* 11: claims hold a lease (ceb_store_claim): the instance that holds
+     * the row, until when, and a fencing token the settle must carry, one
+     * more at each claim of the row. The in-progress rows are few (the
+     * engine's max_inflight), so their index stays small; it finds leases
+     * that ended without reading the open rows. */
+    "ALTER TABLE delivery ADD COLUMN lease_owner TEXT;"
+    "ALTER TABLE delivery ADD COLUMN lease_until INTEGER;"
+    "ALTER TABLE delivery ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;"
+    "CREATE INDEX delivery_leased ON delivery(route, lease_until)"
+    " WHERE state = 1;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -10,7 +10,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 typedef struct contract_args {
   const char *name, *version, *doc, *provenance;
@@ -67,9 +67,9 @@ static int put_run(sqlite3 *db, void *arg) {
   return held ? 1 : CEB_OK;
 }
 
-int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
-                           const char *document, size_t len,
-                           const char *provenance, int64_t now) {
+int cebs_contract_put(cebs_store *st, const char *name, const char *version,
+                      const char *document, size_t len, const char *provenance,
+                      int64_t now) {
   if (!name || !*name || !version || !*version || !document) return CEB_EINVAL;
   contract_args a = {.name = name,
                      .version = version,
@@ -78,7 +78,7 @@ int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
                      .provenance = provenance,
                      .now = now};
   if (sha256_hex(document, len, a.sha) != CEB_OK) return CEB_EINTERNAL;
-  int rc = ceb_store_call(st, put_run, &a);
+  int rc = cebs_call(st, put_run, &a);
   if (rc == 1) {
     ceb_log_warn("contracts: %s@%s changed upstream (sha256 %s from %s); the "
                  "held document is kept and flagged",
@@ -88,8 +88,8 @@ int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
   return rc;
 }
 
-json_t *ceb_store_contract_list(ceb_store *st, const char *name) {
-  sqlite3 *db = ceb_store_read_begin(st);
+json_t *cebs_contract_list(cebs_store *st, const char *name) {
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
   if (sqlite3_prepare_v2(db,
@@ -111,13 +111,13 @@ json_t *ceb_store_contract_list(ceb_store *st, const char *name) {
     }
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return arr;
 }
 
-char *ceb_store_contract_get(ceb_store *st, const char *name,
-                             const char *version, size_t *len) {
-  sqlite3 *db = ceb_store_read_begin(st);
+char *cebs_contract_get(cebs_store *st, const char *name, const char *version,
+                        size_t *len) {
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   char *doc = NULL;
   if (sqlite3_prepare_v2(db,
@@ -137,6 +137,6 @@ char *ceb_store_contract_get(ceb_store *st, const char *name,
     }
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return doc;
 }

@@ -17,7 +17,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
                    char *err, size_t errlen);
@@ -28,7 +28,7 @@ int cebs_open_conn(const char *path, int readonly, int sync_full, sqlite3 **out,
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   (void)db;
   (void)name;
-  ceb_store *st = arg;                          /* committer thread */
+  cebs_store *st = arg;                         /* committer thread */
   if (pages < st->wal_pages) st->ckpt_next = 0; /* the WAL restarted */
   st->wal_pages = pages;
   if (pages >= st->ckpt_next + CKPT_CHUNK) {
@@ -41,7 +41,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages) {
   return SQLITE_OK;
 }
 
-void cebs_checkpoint_if_big(ceb_store *st) {
+void cebs_checkpoint_if_big(cebs_store *st) {
   if (st->wal_pages < CKPT_INLINE_PAGES) return;
   /* RESTART between transactions: backfills what the background left and
    * makes the next commit write the WAL from the top again. */
@@ -58,7 +58,7 @@ void cebs_checkpoint_if_big(ceb_store *st) {
   st->ckpt_next = 0;
 }
 
-void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced) {
+void cebs_checkpoint_stats(cebs_store *st, uint64_t *passes, uint64_t *forced) {
   pthread_mutex_lock(&st->ckpt_lock);
   *passes = st->ckpt_passes;
   *forced = st->ckpt_forced;
@@ -66,7 +66,7 @@ void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced) {
 }
 
 static void *checkpointer_main(void *arg) {
-  ceb_store *st = arg;
+  cebs_store *st = arg;
   pthread_mutex_lock(&st->ckpt_lock);
   while (!st->ckpt_stop) {
     if (!st->ckpt_pending) {
@@ -91,7 +91,7 @@ static void *checkpointer_main(void *arg) {
   return NULL;
 }
 
-int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
+int cebs_checkpointer_start(cebs_store *st, const char *path, int sync_full,
                             char *err, size_t errlen) {
   pthread_mutex_init(&st->ckpt_lock, NULL);
   pthread_cond_init(&st->ckpt_cond, NULL);
@@ -110,7 +110,7 @@ int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
   return CEB_OK;
 }
 
-void cebs_checkpointer_stop(ceb_store *st) {
+void cebs_checkpointer_stop(cebs_store *st) {
   if (st->ckpt_started) {
     pthread_mutex_lock(&st->ckpt_lock);
     st->ckpt_stop = 1;

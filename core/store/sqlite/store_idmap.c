@@ -6,7 +6,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_idmap.h"
+#include "store/sqlite/store_idmap.h"
 
 #define MIN_CAP 1024u
 

@@ -1,5 +1,6 @@
-/* Delivery rows: claiming due work (FIFO per order key), recording attempt
- * outcomes, crash recovery and the counts the engine and status need. */
+/* Delivery rows: claiming due work (FIFO per order key) under a lease,
+ * recording attempt outcomes (fenced), crash recovery and the counts the
+ * engine and status need. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,22 +8,9 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 #define ERROR_MAX 512
-
-void ceb_claim_free(ceb_claim *c) {
-  if (!c) return;
-  free(c->event_json);
-  free(c->order_key);
-  memset(c, 0, sizeof *c);
-}
-
-void ceb_claims_free(ceb_claim *c, size_t count) {
-  for (size_t i = 0; c && i < count; i++)
-    ceb_claim_free(&c[i]);
-  free(c);
-}
 
 /* A row is due when no older row of the same key on the route is unsettled:
  * that is what keeps FIFO per key across retries and restarts. Exactly
@@ -31,35 +19,41 @@ void ceb_claims_free(ceb_claim *c, size_t count) {
  * returns. */
 static const char SQL_CLAIM_SELECT[] =
     "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at, d.replays FROM delivery_ready r CROSS JOIN delivery d"
-    " CROSS JOIN journal j"
+    " d.first_at, d.replays, d.fence FROM delivery_ready r"
+    " CROSS JOIN delivery d CROSS JOIN journal j"
     " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
     " AND d.route = r.route AND j.seq = r.seq"
     " ORDER BY r.next_at, r.seq LIMIT ?3";
+/* Rows in progress whose lease ended: their holder is taken to be gone.
+ * Such a row was claimed as its key's head (or is unordered), so taking it
+ * over keeps FIFO; it is not in delivery_ready. */
+static const char SQL_CLAIM_EXPIRED[] =
+    "SELECT d.seq, d.attempts, d.order_key, j.event, j.received_at,"
+    " d.first_at, d.replays, d.fence FROM delivery d CROSS JOIN journal j"
+    " WHERE d.route = ?1 AND d.state = 1 AND d.lease_until <= ?2"
+    " AND j.seq = d.seq ORDER BY d.lease_until, d.seq LIMIT ?3";
 static const char SQL_CLAIM_UPDATE[] =
     "UPDATE delivery SET state = 1, attempts = attempts + 1, last_at = ?3,"
-    " first_at = COALESCE(first_at, ?3) WHERE seq = ?1 AND route = ?2";
+    " first_at = COALESCE(first_at, ?3), lease_owner = ?4,"
+    " lease_until = ?5, fence = fence + 1 WHERE seq = ?1 AND route = ?2";
 
 typedef struct claim_args {
   const char *route;
-  int64_t now;
+  const char *owner;
+  int64_t now, lease_until;
   size_t max;
   ceb_claim *out;
   size_t count;
+  size_t expired; /* out[0..expired) were taken over from ended leases */
 } claim_args;
 
-static int claim_run(sqlite3 *db, void *arg) {
-  claim_args *a = arg;
-  sqlite3_stmt *s = cebs_stmt(db, SQL_CLAIM_SELECT);
-  sqlite3_stmt *u = cebs_stmt(db, SQL_CLAIM_UPDATE);
-  if (!s || !u) return CEB_EIO;
-  a->out = calloc(a->max, sizeof *a->out);
-  if (!a->out) return CEB_ENOMEM;
+/* Reads the rows of s (bound to route, now, limit) into a->out. */
+static int claim_read(sqlite3 *db, sqlite3_stmt *s, claim_args *a) {
   sqlite3_bind_text(s, 1, a->route, -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 2, a->now);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)a->max);
-  int rc;
-  while ((rc = sqlite3_step(s)) == SQLITE_ROW && a->count < a->max) {
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)(a->max - a->count));
+  int rc = SQLITE_DONE;
+  while (a->count < a->max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
     ceb_claim *c = &a->out[a->count++];
     c->seq = sqlite3_column_int64(s, 0);
     c->attempt = (uint32_t)sqlite3_column_int64(s, 1) + 1;
@@ -70,25 +64,47 @@ static int claim_run(sqlite3 *db, void *arg) {
                       ? a->now
                       : sqlite3_column_int64(s, 5);
     c->replays = (uint32_t)sqlite3_column_int64(s, 6);
+    /* one writer (the committer): the update below makes it this */
+    c->fence = sqlite3_column_int64(s, 7) + 1;
+    c->lease_until = a->lease_until;
     if (!c->event_json) {
       sqlite3_reset(s);
       return CEB_ENOMEM;
     }
   }
+  if (a->count == a->max) rc = SQLITE_DONE;
   sqlite3_reset(s);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
     ceb_log_error("store: claim: %s", sqlite3_errmsg(db));
     return CEB_EIO;
   }
+  return CEB_OK;
+}
+
+static int claim_run(sqlite3 *db, void *arg) {
+  claim_args *a = arg;
+  sqlite3_stmt *x = cebs_stmt(db, SQL_CLAIM_EXPIRED);
+  sqlite3_stmt *s = cebs_stmt(db, SQL_CLAIM_SELECT);
+  sqlite3_stmt *u = cebs_stmt(db, SQL_CLAIM_UPDATE);
+  if (!x || !s || !u) return CEB_EIO;
+  a->out = calloc(a->max, sizeof *a->out);
+  if (!a->out) return CEB_ENOMEM;
+  int rc = claim_read(db, x, a);
+  a->expired = a->count;
+  if (rc == CEB_OK && a->count < a->max) rc = claim_read(db, s, a);
+  if (rc != CEB_OK) return rc;
   for (size_t i = 0; i < a->count; i++) {
     sqlite3_reset(u);
     sqlite3_bind_int64(u, 1, a->out[i].seq);
     sqlite3_bind_text(u, 2, a->route, -1, SQLITE_STATIC);
     sqlite3_bind_int64(u, 3, a->now);
+    sqlite3_bind_text(u, 4, a->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(u, 5, a->lease_until);
     if (sqlite3_step(u) != SQLITE_DONE) {
       ceb_log_error("store: claim update: %s", sqlite3_errmsg(db));
       return CEB_EIO;
     }
+    if (i < a->expired) continue; /* was in progress: not in the set */
     int rrc = cebs_ready_taken(db, a->route, a->out[i].seq);
     if (rrc != CEB_OK) return rrc;
   }
@@ -96,17 +112,26 @@ static int claim_run(sqlite3 *db, void *arg) {
   return CEB_OK;
 }
 
-int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
-                    ceb_claim **out, size_t *count) {
+int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,
+               int64_t lease_ms, ceb_claim **out, size_t *count) {
   *out = NULL;
   *count = 0;
   if (!route || max == 0) return CEB_EINVAL;
-  claim_args a = {.route = route, .now = now, .max = max};
-  int rc = ceb_store_call_nosync(st, claim_run, &a); /* see CEB_STORE_NOSYNC */
+  if (lease_ms < st->lease_ms) lease_ms = st->lease_ms;
+  claim_args a = {.route = route,
+                  .owner = st->instance,
+                  .now = now,
+                  .lease_until = now + lease_ms,
+                  .max = max};
+  int rc = cebs_call_nosync(st, claim_run, &a); /* see CEBS_NOSYNC */
   if (rc != CEB_OK) {
     ceb_claims_free(a.out, a.count);
     return rc;
   }
+  if (a.expired)
+    ceb_log_warn("store: route %s: took over %zu deliver%s whose lease had "
+                 "ended (the holder stopped or stalled): attempted again",
+                 route, a.expired, a.expired == 1 ? "y" : "ies");
   if (a.count == 0) {
     free(a.out);
     a.out = NULL;
@@ -116,9 +141,9 @@ int ceb_store_claim(ceb_store *st, const char *route, int64_t now, size_t max,
   return CEB_OK;
 }
 
-static int64_t read_int(ceb_store *st, const char *sql, const char *route,
+static int64_t read_int(cebs_store *st, const char *sql, const char *route,
                         int64_t arg, int64_t dflt) {
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   int64_t v = dflt;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
@@ -134,19 +159,22 @@ static int64_t read_int(ceb_store *st, const char *sql, const char *route,
     v = CEB_EIO;
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return v;
 }
 
-int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after) {
+int64_t cebs_next_due(cebs_store *st, const char *route, int64_t after) {
+  /* a lease that ends makes its row claimable too */
   int64_t v = read_int(st,
-                       "SELECT MIN(next_at) FROM delivery_ready WHERE"
-                       " route = ?1 AND next_at > ?2",
+                       "SELECT MIN(t) FROM (SELECT MIN(next_at) AS t FROM"
+                       " delivery_ready WHERE route = ?1 AND next_at > ?2"
+                       " UNION ALL SELECT MIN(lease_until) FROM delivery"
+                       " WHERE route = ?1 AND state = 1 AND lease_until > ?2)",
                        route, after, INT64_MAX);
   return v < 0 ? INT64_MAX : v;
 }
 
-int64_t ceb_store_count_open(ceb_store *st, const char *route) {
+int64_t cebs_count_open(cebs_store *st, const char *route) {
   if (route)
     return read_int(st,
                     "SELECT COUNT(*) FROM delivery WHERE route = ?1 AND"
@@ -156,7 +184,7 @@ int64_t ceb_store_count_open(ceb_store *st, const char *route) {
                   0);
 }
 
-int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
+int64_t cebs_oldest_open(cebs_store *st, const char *route) {
   /* seq grows with received_at: the oldest is the smallest open seq */
   return read_int(st,
                   "SELECT received_at FROM journal WHERE seq = (SELECT"
@@ -167,8 +195,11 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
 
 /* ---- attempt outcomes ---- */
 
+/* Applies only under the claim's fence (?9): a row taken over after its
+ * lease ended carries a newer one, and the late outcome changes nothing. */
 static const char SQL_ATTEMPT[] =
-    "UPDATE delivery SET state = ?3, next_at = ?4,"
+    "UPDATE delivery SET state = ?3, next_at = ?4, lease_owner = NULL,"
+    " lease_until = NULL,"
     /* a refund (?8 = 1) undoes the claim's attempt and leaves the record of
      * the last real attempt as it was */
     " last_status = CASE WHEN ?8 THEN last_status ELSE ?5 END,"
@@ -176,7 +207,7 @@ static const char SQL_ATTEMPT[] =
     " last_error = CASE WHEN ?8 THEN last_error ELSE ?7 END,"
     " first_at = CASE WHEN ?8 AND attempts = 1 THEN NULL ELSE first_at END,"
     " attempts = attempts - ?8"
-    " WHERE seq = ?1 AND route = ?2 AND state = 1";
+    " WHERE seq = ?1 AND route = ?2 AND state = 1 AND fence = ?9";
 static const char SQL_SETTLE_JOURNAL[] =
     "UPDATE journal_settle SET open_routes = open_routes - 1,"
     " settled_at = CASE WHEN open_routes - 1 <= 0 THEN ?2 END WHERE seq = ?1";
@@ -205,7 +236,7 @@ static void bind_error(sqlite3_stmt *s, int i, const char *err) {
   sqlite3_bind_text(s, i, err, (int)n, SQLITE_TRANSIENT);
 }
 
-int ceb_store_attempt_run(sqlite3 *db, void *arg) {
+int cebs_attempt_run(sqlite3 *db, void *arg) {
   ceb_attempt_result *r = arg;
   sqlite3_stmt *u = cebs_stmt(db, SQL_ATTEMPT);
   if (!u) return CEB_EIO;
@@ -218,6 +249,7 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
   cebs_bind_text(u, 6, r->reason);
   bind_error(u, 7, r->error);
   sqlite3_bind_int(u, 8, r->refund && r->state == CEB_DS_PENDING);
+  sqlite3_bind_int64(u, 9, r->fence);
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   if (rc != SQLITE_DONE) {
@@ -225,7 +257,7 @@ int ceb_store_attempt_run(sqlite3 *db, void *arg) {
     return CEB_EIO;
   }
   if (sqlite3_changes(db) == 0)
-    return CEB_ECONFLICT; /* not in progress: nothing to settle */
+    return CEB_ECONFLICT; /* not in progress under this fence: nothing */
   /* retrying: claimable again at next_at; settled: the key's next row is */
   rc = cebs_ready_changed(db, r->route, r->seq);
   if (rc != CEB_OK || again) return rc;
@@ -285,8 +317,8 @@ static int recover_run(sqlite3 *db, void *arg) {
                         (const char *)sqlite3_column_text(s, 1)));
   sqlite3_finalize(s);
   if (rc != SQLITE_DONE || !rows ||
-      cebs_exec(db, "UPDATE delivery SET state = 0 WHERE state = 1") !=
-          CEB_OK) {
+      cebs_exec(db, "UPDATE delivery SET state = 0, lease_owner = NULL,"
+                    " lease_until = NULL WHERE state = 1") != CEB_OK) {
     json_decref(rows);
     return CEB_EIO;
   }
@@ -303,9 +335,13 @@ static int recover_run(sqlite3 *db, void *arg) {
   return rc;
 }
 
-int ceb_store_recover(ceb_store *st) {
+/* A SQLite store serves one process at a time (it is a local file, never
+ * shared between hosts): every row in progress is a claim of an earlier
+ * run, whatever its lease says. */
+int cebs_recover(cebs_store *st, int64_t now) {
+  (void)now;
   int n = 0;
-  int rc = ceb_store_call(st, recover_run, &n);
+  int rc = cebs_call(st, recover_run, &n);
   return rc == CEB_OK ? n : rc;
 }
 
@@ -319,7 +355,7 @@ static int seq_cmp(const void *a, const void *b) {
 /* The journal rows that may carry id, ascending (malloc'd; *n of them),
  * from the dedupe map. NULL with *n = 0 when none; NULL with *n = 1 when
  * out of memory. */
-static int64_t *id_candidates(ceb_store *st, const char *id, size_t *n) {
+static int64_t *id_candidates(cebs_store *st, const char *id, size_t *n) {
   int64_t idh = cebs_id_hash(id);
   *n = cebs_idmap_find(&st->ids, idh, NULL, 0);
   if (*n == 0) return NULL;
@@ -381,13 +417,12 @@ static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
   return o;
 }
 
-json_t *ceb_store_event_status(ceb_store *st, const char *id,
-                               const char *source) {
+json_t *cebs_event_status(cebs_store *st, const char *id, const char *source) {
   if (!id) return NULL;
   size_t ncand = 0;
   int64_t *cand = id_candidates(st, id, &ncand);
   if (!cand && ncand) return NULL; /* out of memory */
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   json_t *arr = json_array();
   sqlite3_stmt *j = NULL, *d = NULL;
   int ok =
@@ -420,7 +455,7 @@ json_t *ceb_store_event_status(ceb_store *st, const char *id,
   }
   sqlite3_finalize(j);
   sqlite3_finalize(d);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   free(cand);
   return arr;
 }

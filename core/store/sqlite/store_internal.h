@@ -1,4 +1,14 @@
-/* Internals shared by the store's files. Not for other parts. */
+/* The SQLite engine (core/store/sqlite/): internals shared by its files.
+ * Not for other parts; the SQLite engine's own unit tests use them.
+ *
+ * One SQLite file in WAL mode. Writes: a single committer thread owns the
+ * write connection. Every write is an "op" queued to it; the committer
+ * runs up to group_max ops in one transaction and then calls each op's
+ * done (after the syncer's fdatasync of the WAL for synced ops). Ingest
+ * ops go through a bounded queue (CEB_EBUSY when full); internal ops
+ * (claims, settles, admin actions) are not bounded by it. Reads (status,
+ * listings) use separate read connections and never wait for the
+ * committer. */
 #ifndef CEB_STORE_INTERNAL_H
 #define CEB_STORE_INTERNAL_H
 
@@ -7,33 +17,82 @@
 #include <stdint.h>
 
 #include "store/ceb_store.h"
-#include "store/store_idmap.h"
+#include "store/ceb_store_engine.h"
+#include "store/sqlite/store_idmap.h"
 
 #define CEB_STORE_READERS 4
 /* Queued ops from which the committer overlaps a running sync. */
 #define CEBS_OVERLAP_MIN 32
-/* Op flag: a ceb_store_ingest batch (the ingest listener hears of it). */
+/* Op flag: a cebs_ingest batch (the ingest listener hears of it). */
 #define CEBS_OP_INGEST 0x100
+
+/* The engine's state is the ceb_store_impl the dispatch holds. */
+typedef struct ceb_store_impl cebs_store;
+
+/* ---- generic ops (the committer) ---- */
+
+/* Runs inside the batch transaction on the committer thread (in its own
+ * savepoint: a failing op rolls back alone). Returns CEB_OK or < 0. */
+typedef int (*cebs_run_fn)(sqlite3 *db, void *arg);
+
+/* Op flags. BOUNDED: ingest; CEB_EBUSY when the queue is full. NOSYNC: the
+ * op's effect need not be on disk before done runs, because losing it in a
+ * power cut is harmless (a claim or an attempt's outcome: the delivery is
+ * made again, at least once); nothing acknowledged outside may hang on it.
+ * Everything else waits for the sync. */
+#define CEBS_BOUNDED 1
+#define CEBS_NOSYNC 2
+
+/* Queues an op (flags: CEBS_*). Returns CEB_OK (done will be called
+ * exactly once, on the committer or the syncer thread), CEB_EBUSY,
+ * CEB_ESHUTDOWN, CEB_EIO (synced op after a failed sync) or CEB_ENOMEM
+ * (done is never called). */
+int cebs_submit(cebs_store *st, cebs_run_fn run, ceb_store_done_fn done,
+                void *arg, int flags);
+/* cebs_submit with run's own argument (done gets arg). */
+int cebs_submit_op(cebs_store *st, cebs_run_fn run, void *run_arg,
+                   ceb_store_done_fn done, void *arg, int flags);
+/* Blocking: queues run and waits until its batch committed (and synced);
+ * returns the op's status. */
+int cebs_call(cebs_store *st, cebs_run_fn run, void *arg);
+/* cebs_call with CEBS_NOSYNC (see there). */
+int cebs_call_nosync(cebs_store *st, cebs_run_fn run, void *arg);
+/* Borrows a read connection (blocks while all are in use); give it back
+ * with cebs_read_end. Thread-safe. */
+sqlite3 *cebs_read_begin(cebs_store *st);
+void cebs_read_end(cebs_store *st, sqlite3 *db);
+/* The SQLite engine's state of a store it serves; NULL for another
+ * engine's. For the engine's own tests. */
+cebs_store *cebs_of(ceb_store *st);
+
+/* Run functions of the ops (committer thread). */
+int cebs_ingest_run(sqlite3 *db, void *batch);    /* ceb_ingest_batch */
+int cebs_attempt_run(sqlite3 *db, void *result);  /* ceb_attempt_result */
+int cebs_dlq_forwarded_run(sqlite3 *db, void *f); /* cebs_dlq_forward */
+typedef struct cebs_dlq_forward {
+  int64_t id, now;
+} cebs_dlq_forward;
 
 typedef struct store_op {
   struct store_op *next;
-  ceb_store_run_fn run;
+  cebs_run_fn run;
+  void *run_arg; /* run's; for an ingest, its ceb_ingest_batch */
   ceb_store_done_fn done;
-  void *arg;
+  void *arg; /* done's */
   int flags; /* CEB_STORE_*, CEBS_OP_INGEST */
   int status;
 } store_op;
 
-struct ceb_store {
+struct ceb_store_impl {
   sqlite3 *wdb; /* the committer's */
   pthread_mutex_t lock;
   pthread_cond_t cond; /* committer: work queued / stop */
   store_op *head, *tail;
-  ceb_store_ingest_listener ingested; /* the engine (ceb_store_ingest) */
+  ceb_store_ingest_listener ingested; /* the engine (cebs_ingest) */
   void *ingested_arg;
-  ceb_store_wake_fn woken; /* the engine (ceb_store_woken) */
-  void *woken_arg;
-  size_t queued; /* ops in head..tail */
+  char instance[CEB_STORE_INSTANCE_MAX]; /* the owner of our claims */
+  int64_t lease_ms;                      /* shortest lease of a claim */
+  size_t queued;                         /* ops in head..tail */
   size_t queued_bounded;
   size_t queue_max;
   size_t group_max;
@@ -121,41 +180,41 @@ int cebs_write_error_of(sqlite3 *db);
 int cebs_reserve_take(const char *path, size_t bytes);
 int cebs_reserve_release(const char *path);
 /* Committer: records how a group ended (0: written) and logs changes. */
-void cebs_health_group(ceb_store *st, int code);
+void cebs_health_group(cebs_store *st, int code);
 /* Under lock: 1 while the committer should probe writes when idle. */
-int cebs_health_needs_probe(ceb_store *st);
+int cebs_health_needs_probe(cebs_store *st);
 /* Committer thread, without lock: one small write transaction. */
-void cebs_health_probe(ceb_store *st);
+void cebs_health_probe(cebs_store *st);
 
 /* The store whose committer runs on the calling thread, NULL on any other
  * thread: how a run function (given only the connection) reaches the
  * store's own state, such as its dedupe map. */
-ceb_store *cebs_committer_store(void);
+cebs_store *cebs_committer_store(void);
 
 /* Opens the WAL for fsyncs of our own and starts the syncer, so that the
  * committer's transactions run with synchronous=NORMAL and the next group
  * is written while the previous one is being synced. CEB_OK, or an error
  * after which the caller keeps SQLite's synchronous=FULL. */
-int cebs_syncer_start(ceb_store *st, const char *path, char *err,
+int cebs_syncer_start(cebs_store *st, const char *path, char *err,
                       size_t errlen);
 /* The syncer's fdatasync; tests swap it to inject failures. */
 extern int (*cebs_fdatasync)(int fd);
 /* Runs every queued op's done (after a last sync) and joins the thread. */
-void cebs_syncer_stop(ceb_store *st);
+void cebs_syncer_stop(cebs_store *st);
 /* Committer: hands committed ops (a list, in order) to the syncer. */
-void cebs_syncer_push(ceb_store *st, store_op *head, store_op *tail);
+void cebs_syncer_push(cebs_store *st, store_op *head, store_op *tail);
 /* Runs op's done and frees it. Returns 1 for a bounded op: the caller
  * takes it out of queued_bounded (under the lock, once per batch). */
 size_t cebs_op_finish(store_op *op);
 
 /* Starts / stops the background checkpointer (moves WAL checkpoints off
  * the committer so that a commit never waits for one). */
-int cebs_checkpointer_start(ceb_store *st, const char *path, int sync_full,
+int cebs_checkpointer_start(cebs_store *st, const char *path, int sync_full,
                             char *err, size_t errlen);
-void cebs_checkpointer_stop(ceb_store *st);
+void cebs_checkpointer_stop(cebs_store *st);
 /* Committer, between transactions: checkpoints inline when the background
  * checkpointer could not keep the WAL small. */
-void cebs_checkpoint_if_big(ceb_store *st);
+void cebs_checkpoint_if_big(cebs_store *st);
 
 /* The VFS for the committer's connection (store_vfs.c): WAL frames of a
  * transaction written with one pwrite. NULL when it cannot be registered
@@ -167,7 +226,7 @@ void cebs_sqlite_configure(void);
 const char *cebs_vfs_writer(void);
 /* Background checkpoint passes and WAL restarts forced by size so far.
  * Any thread. */
-void cebs_checkpoint_stats(ceb_store *st, uint64_t *passes, uint64_t *forced);
+void cebs_checkpoint_stats(cebs_store *st, uint64_t *passes, uint64_t *forced);
 
 /* The claimable set (store_ready.c), kept in the transaction that changes a
  * delivery; committer only. A delivery row was just inserted: */
@@ -213,5 +272,65 @@ int64_t cebs_id_hash(const char *id);
 sqlite3_stmt *cebs_stmt(sqlite3 *db, const char *sql);
 /* Finalizes every statement of db (before closing it). */
 void cebs_finalize_all(sqlite3 *db);
+
+/* ---- the engine's operations (store_engine.c puts them in its table;
+ * each as its ceb_store_* in ceb_store.h) ---- */
+int cebs_open(const ceb_store_opts *opts, const char *path, ceb_store *owner,
+              cebs_store **out, char *err, size_t errlen);
+void cebs_close(cebs_store *st);
+int cebs_writable(cebs_store *st, char *why, size_t whylen);
+void cebs_stats(cebs_store *st, ceb_store_stats *out);
+void cebs_set_ingest_listener(cebs_store *st, ceb_store_ingest_listener fn,
+                              void *arg);
+int cebs_ingest(cebs_store *st, ceb_ingest_batch *batch, int bounded,
+                ceb_store_done_fn done, void *arg);
+int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,
+               int64_t lease_ms, ceb_claim **out, size_t *count);
+int64_t cebs_next_due(cebs_store *st, const char *route, int64_t after);
+int cebs_settle(cebs_store *st, ceb_attempt_result *r, ceb_store_done_fn done,
+                void *arg);
+int cebs_recover(cebs_store *st, int64_t now);
+int64_t cebs_count_open(cebs_store *st, const char *route);
+int64_t cebs_oldest_open(cebs_store *st, const char *route);
+json_t *cebs_event_status(cebs_store *st, const char *id, const char *source);
+json_t *cebs_dlq_list(cebs_store *st, const ceb_dlq_filter *f);
+json_t *cebs_dlq_show(cebs_store *st, int64_t id);
+int cebs_dlq_replay(cebs_store *st, const ceb_dlq_filter *f, int64_t now,
+                    int dry_run, size_t *count, json_t *replayed);
+int cebs_dlq_purge(cebs_store *st, const ceb_dlq_filter *f, int dry_run,
+                   size_t *count);
+int cebs_dlq_forwarded(cebs_store *st, int64_t id, int64_t now,
+                       ceb_store_done_fn done, void *arg);
+int cebs_dlq_unforwarded(cebs_store *st, const char *route, int64_t after,
+                         size_t max, int64_t *ids, size_t *n);
+char *cebs_dlq_forward_event(cebs_store *st, int64_t id, int *status);
+int cebs_idem_begin(cebs_store *st, const char *client, const char *key,
+                    const char *fingerprint, int64_t now, ceb_idem_result *res);
+int cebs_idem_finish(cebs_store *st, const char *client, const char *key,
+                     int http_status, const char *content_type,
+                     const char *body, size_t body_len, int64_t now,
+                     int64_t ttl_ms);
+int cebs_idem_abort(cebs_store *st, const char *client, const char *key);
+int cebs_idem_reset_inflight(cebs_store *st);
+int cebs_contract_put(cebs_store *st, const char *name, const char *version,
+                      const char *document, size_t len, const char *provenance,
+                      int64_t now);
+json_t *cebs_contract_list(cebs_store *st, const char *name);
+char *cebs_contract_get(cebs_store *st, const char *name, const char *version,
+                        size_t *len);
+int cebs_sweep(cebs_store *st, int64_t now, int64_t retention_ms, size_t chunk);
+int cebs_pull_append(cebs_store *st, const char *queue, const char *key,
+                     const char *json, size_t len, size_t max,
+                     ceb_store_done_fn done, void *arg);
+int cebs_pull_fetch(cebs_store *st, const char *queue, int64_t after,
+                    size_t max, ceb_store_pull_visit visit, void *arg,
+                    int64_t *last);
+int cebs_pull_commit(cebs_store *st, const char *queue, int64_t cursor,
+                     int64_t *committed);
+int cebs_pull_stats(cebs_store *st, const char *queue, int64_t *depth,
+                    int64_t *last, int64_t *committed);
+int cebs_shared(cebs_store *st);
+int cebs_try_lead(cebs_store *st, const char *task, int64_t now);
+json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq);
 
 #endif

@@ -5,7 +5,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 /* The committer is the only writer, so check-then-insert is atomic. The
  * dedupe map (store_idmap.h) names the rows that may carry the id; a
@@ -67,9 +67,9 @@ static void forget(cebs_idmap *ids, ceb_ingest_batch *b) {
 
 static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b);
 
-int ceb_store_ingest_run(sqlite3 *db, void *arg) {
+int cebs_ingest_run(sqlite3 *db, void *arg) {
   ceb_ingest_batch *b = arg;
-  ceb_store *st = cebs_committer_store();
+  cebs_store *st = cebs_committer_store();
   if (!st) return CEB_EINVAL; /* not on a committer */
   for (size_t i = 0; i < b->count; i++)
     b->events[i].inserted = 0;

@@ -8,7 +8,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 /* Parameters ?1..?6 and ?8 are always bound (NULL when unused) so that one
  * SQL text serves every filter combination; ?7 is the callers' LIMIT. */
@@ -75,11 +75,11 @@ static json_t *dlq_row(sqlite3_stmt *s) {
   return o;
 }
 
-json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f) {
+json_t *cebs_dlq_list(cebs_store *st, const ceb_dlq_filter *f) {
   char sql[1024] = "SELECT " DLQ_COLS " FROM dlq";
   cebs_dlq_where(sql, sizeof sql, f);
   strncat(sql, " ORDER BY id DESC LIMIT ?7", sizeof sql - strlen(sql) - 1);
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK) {
@@ -92,12 +92,12 @@ json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f) {
     ceb_log_error("store: dlq list: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return arr;
 }
 
-json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq) {
-  sqlite3 *db = ceb_store_read_begin(st);
+json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq) {
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
   if (sqlite3_prepare_v2(db,
@@ -112,12 +112,12 @@ json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq) {
     ceb_log_error("store: dlq of seq: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return arr;
 }
 
-json_t *ceb_store_dlq_show(ceb_store *st, int64_t id) {
-  sqlite3 *db = ceb_store_read_begin(st);
+json_t *cebs_dlq_show(cebs_store *st, int64_t id) {
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *o = NULL;
   if (sqlite3_prepare_v2(db,
@@ -132,7 +132,7 @@ json_t *ceb_store_dlq_show(ceb_store *st, int64_t id) {
     }
   }
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return o;
 }
 
@@ -233,11 +233,11 @@ out:
   return rc;
 }
 
-int ceb_store_dlq_replay(ceb_store *st, const ceb_dlq_filter *f, int64_t now,
-                         int dry_run, size_t *count, json_t *replayed) {
+int cebs_dlq_replay(cebs_store *st, const ceb_dlq_filter *f, int64_t now,
+                    int dry_run, size_t *count, json_t *replayed) {
   replay_args a = {
       .f = f, .now = now, .dry_run = dry_run, .replayed = replayed};
-  int rc = ceb_store_call(st, replay_run, &a);
+  int rc = cebs_call(st, replay_run, &a);
   if (count) *count = rc == CEB_OK ? a.count : 0;
   return rc;
 }
@@ -271,16 +271,16 @@ static int purge_run(sqlite3 *db, void *arg) {
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? CEB_OK : CEB_EIO;
 }
 
-int ceb_store_dlq_purge(ceb_store *st, const ceb_dlq_filter *f, int dry_run,
-                        size_t *count) {
+int cebs_dlq_purge(cebs_store *st, const ceb_dlq_filter *f, int dry_run,
+                   size_t *count) {
   purge_args a = {.f = f, .dry_run = dry_run};
-  int rc = ceb_store_call(st, purge_run, &a);
+  int rc = cebs_call(st, purge_run, &a);
   if (count) *count = rc == CEB_OK ? a.count : 0;
   return rc;
 }
 
-int ceb_store_dlq_forwarded_run(sqlite3 *db, void *arg) {
-  ceb_dlq_forward *a = arg;
+int cebs_dlq_forwarded_run(sqlite3 *db, void *arg) {
+  cebs_dlq_forward *a = arg;
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db, "UPDATE dlq SET forwarded_at = ?2 WHERE id = ?1",
                          -1, &s, NULL) != SQLITE_OK)
@@ -293,18 +293,40 @@ int ceb_store_dlq_forwarded_run(sqlite3 *db, void *arg) {
   return sqlite3_changes(db) ? CEB_OK : CEB_ENOTFOUND;
 }
 
-int ceb_store_dlq_forwarded(ceb_store *st, int64_t id, int64_t now) {
-  ceb_dlq_forward a = {id, now};
-  return ceb_store_call(st, ceb_store_dlq_forwarded_run, &a);
+/* The op's own copy of (id, now), and the caller's done. */
+typedef struct forwarded_op {
+  cebs_dlq_forward f;
+  ceb_store_done_fn done;
+  void *arg;
+} forwarded_op;
+
+static int forwarded_run(sqlite3 *db, void *arg) {
+  return cebs_dlq_forwarded_run(db, &((forwarded_op *)arg)->f);
+}
+
+static void forwarded_done(void *arg, int status) {
+  forwarded_op *op = arg;
+  if (op->done) op->done(op->arg, status);
+  free(op);
+}
+
+int cebs_dlq_forwarded(cebs_store *st, int64_t id, int64_t now,
+                       ceb_store_done_fn done, void *arg) {
+  forwarded_op *op = malloc(sizeof *op);
+  if (!op) return CEB_ENOMEM;
+  *op = (forwarded_op){.f = {id, now}, .done = done, .arg = arg};
+  int rc = cebs_submit(st, forwarded_run, forwarded_done, op, 0);
+  if (rc != CEB_OK) free(op);
+  return rc;
 }
 
 /* ---- forwarding to topic DLQs ---- */
 
-int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
-                              size_t max, int64_t *ids, size_t *n) {
+int cebs_dlq_unforwarded(cebs_store *st, const char *route, int64_t after,
+                         size_t max, int64_t *ids, size_t *n) {
   *n = 0;
   if (!route || !ids || !max) return CEB_EINVAL;
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   int rc = CEB_EIO;
   if (sqlite3_prepare_v2(db,
@@ -323,12 +345,12 @@ int ceb_store_dlq_unforwarded(ceb_store *st, const char *route, int64_t after,
   if (rc != CEB_OK)
     ceb_log_error("store: dlq unforwarded: %s", sqlite3_errmsg(db));
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return rc;
 }
 
-char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status) {
-  sqlite3 *db = ceb_store_read_begin(st);
+char *cebs_dlq_forward_event(cebs_store *st, int64_t id, int *status) {
+  sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   char *out = NULL;
   *status = CEB_EIO;
@@ -350,6 +372,6 @@ char *ceb_store_dlq_forward_event(ceb_store *st, int64_t id, int *status) {
     ceb_log_error("store: dlq forward event %lld: %s", (long long)id,
                   sqlite3_errmsg(db));
   sqlite3_finalize(s);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return out;
 }

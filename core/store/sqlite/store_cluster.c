@@ -4,14 +4,14 @@
  * bridge leads every task. */
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
-int ceb_store_shared(ceb_store *st) {
+int cebs_shared(cebs_store *st) {
   (void)st;
   return 0;
 }
 
-int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now) {
+int cebs_try_lead(cebs_store *st, const char *task, int64_t now) {
   (void)now;
   if (!st || !task || !*task) return CEB_EINVAL;
   return 1;

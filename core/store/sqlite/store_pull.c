@@ -1,4 +1,4 @@
-/* Pull queues in the store (ceb_store.h, "pull queues"): table pull_event
+/* Pull queues in the store (cebs_store.h, "pull queues"): table pull_event
  * holds the events, pull_queue one row per queue with its last sequence,
  * committed cursor and depth, so an append finds its sequence and the
  * queue's fill in one row. Appends are ops of the committer: many appends
@@ -10,7 +10,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 typedef struct pull_append_op {
   char *queue, *key, *json;
@@ -78,9 +78,9 @@ static void append_done(void *arg, int status) {
   append_free(op);
 }
 
-int ceb_store_pull_append(ceb_store *st, const char *queue, const char *key,
-                          const char *json, size_t len, size_t max,
-                          ceb_store_done_fn done, void *arg) {
+int cebs_pull_append(cebs_store *st, const char *queue, const char *key,
+                     const char *json, size_t len, size_t max,
+                     ceb_store_done_fn done, void *arg) {
   if (!st || !queue || !key || !json || !done || max < 1) return CEB_EINVAL;
   pull_append_op *op = calloc(1, sizeof *op);
   if (!op) return CEB_ENOMEM;
@@ -101,7 +101,7 @@ int ceb_store_pull_append(ceb_store *st, const char *queue, const char *key,
   op->done = done;
   op->arg = arg;
   /* synced: the sink acknowledges the delivery on done */
-  int rc = ceb_store_submit(st, append_run, append_done, op, 0);
+  int rc = cebs_submit(st, append_run, append_done, op, 0);
   if (rc != CEB_OK) append_free(op);
   return rc;
 }
@@ -131,20 +131,20 @@ static int queue_row(sqlite3 *db, const char *queue, int64_t *depth,
   return CEB_OK;
 }
 
-int ceb_store_pull_stats(ceb_store *st, const char *queue, int64_t *depth,
-                         int64_t *last, int64_t *committed) {
+int cebs_pull_stats(cebs_store *st, const char *queue, int64_t *depth,
+                    int64_t *last, int64_t *committed) {
   if (!st || !queue) return CEB_EINVAL;
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   int rc = queue_row(db, queue, depth, last, committed);
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return rc;
 }
 
-int ceb_store_pull_fetch(ceb_store *st, const char *queue, int64_t after,
-                         size_t max, ceb_store_pull_visit visit, void *arg,
-                         int64_t *last) {
+int cebs_pull_fetch(cebs_store *st, const char *queue, int64_t after,
+                    size_t max, ceb_store_pull_visit visit, void *arg,
+                    int64_t *last) {
   if (!st || !queue || !visit || !last) return CEB_EINVAL;
-  sqlite3 *db = ceb_store_read_begin(st);
+  sqlite3 *db = cebs_read_begin(st);
   /* one read transaction: the cursor and the rows agree */
   int rc = cebs_exec(db, "BEGIN");
   int64_t committed = 0;
@@ -174,7 +174,7 @@ int ceb_store_pull_fetch(ceb_store *st, const char *queue, int64_t after,
   }
   sqlite3_finalize(s);
   cebs_exec(db, "COMMIT");
-  ceb_store_read_end(st, db);
+  cebs_read_end(st, db);
   return rc;
 }
 
@@ -221,11 +221,11 @@ static int commit_run(sqlite3 *db, void *arg) {
   return CEB_OK;
 }
 
-int ceb_store_pull_commit(ceb_store *st, const char *queue, int64_t cursor,
-                          int64_t *committed) {
+int cebs_pull_commit(cebs_store *st, const char *queue, int64_t cursor,
+                     int64_t *committed) {
   if (!st || !queue || cursor < 0) return CEB_EINVAL;
   pull_commit_args a = {.queue = queue, .cursor = cursor};
-  int rc = ceb_store_call(st, commit_run, &a);
+  int rc = cebs_call(st, commit_run, &a);
   if (rc == CEB_OK && committed) *committed = a.committed;
   return rc;
 }

@@ -11,7 +11,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 static const char SQL_OLDER_OPEN[] =
     "SELECT 1 FROM delivery WHERE route = ?1 AND order_key = ?2"

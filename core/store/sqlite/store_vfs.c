@@ -25,7 +25,7 @@
 
 #include <ceb/status.h>
 
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 #define WAL_BUF (2u << 20) /* a group of ~500 frames; larger runs go direct */
 #define FRAME_HDR 24

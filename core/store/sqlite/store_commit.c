@@ -9,66 +9,53 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
-static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
-                  void *arg, int flags);
+static int submit(cebs_store *st, cebs_run_fn run, void *run_arg,
+                  ceb_store_done_fn done, void *arg, int flags);
 
-int ceb_store_submit(ceb_store *st, ceb_store_run_fn run,
-                     ceb_store_done_fn done, void *arg, int flags) {
-  return submit(st, run, done, arg, flags & ~CEBS_OP_INGEST);
+int cebs_submit(cebs_store *st, cebs_run_fn run, ceb_store_done_fn done,
+                void *arg, int flags) {
+  return submit(st, run, arg, done, arg, flags & ~CEBS_OP_INGEST);
 }
 
-int ceb_store_ingest(ceb_store *st, ceb_ingest_batch *batch,
-                     ceb_store_done_fn done) {
-  return submit(st, ceb_store_ingest_run, done, batch,
-                CEB_STORE_BOUNDED | CEBS_OP_INGEST);
+int cebs_submit_op(cebs_store *st, cebs_run_fn run, void *run_arg,
+                   ceb_store_done_fn done, void *arg, int flags) {
+  return submit(st, run, run_arg, done, arg, flags & ~CEBS_OP_INGEST);
 }
 
-void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
-                                   void *arg) {
+int cebs_ingest(cebs_store *st, ceb_ingest_batch *batch, int bounded,
+                ceb_store_done_fn done, void *arg) {
+  return submit(st, cebs_ingest_run, batch, done, arg,
+                (bounded ? CEBS_BOUNDED : 0) | CEBS_OP_INGEST);
+}
+
+void cebs_set_ingest_listener(cebs_store *st, ceb_store_ingest_listener fn,
+                              void *arg) {
   pthread_mutex_lock(&st->lock);
   st->ingested = fn;
   st->ingested_arg = arg;
   pthread_mutex_unlock(&st->lock);
 }
 
-void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
-                                 void *arg) {
-  pthread_mutex_lock(&st->lock);
-  st->woken = fn;
-  st->woken_arg = arg;
-  pthread_mutex_unlock(&st->lock);
-}
-
-void ceb_store_woken(ceb_store *st, const char *route) {
-  if (!st) return;
-  pthread_mutex_lock(&st->lock);
-  ceb_store_wake_fn fn = st->woken;
-  void *arg = st->woken_arg;
-  pthread_mutex_unlock(&st->lock);
-  /* outside the lock: fn takes the engine's lock, which is held around
-   * store calls elsewhere */
-  if (fn) fn(arg, route);
-}
-
-static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
-                  void *arg, int flags) {
+static int submit(cebs_store *st, cebs_run_fn run, void *run_arg,
+                  ceb_store_done_fn done, void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;
   store_op *op = calloc(1, sizeof *op);
   if (!op) return CEB_ENOMEM;
   op->run = run;
+  op->run_arg = run_arg;
   op->done = done;
   op->arg = arg;
   op->flags = flags;
-  int bounded = flags & CEB_STORE_BOUNDED;
+  int bounded = flags & CEBS_BOUNDED;
   pthread_mutex_lock(&st->lock);
   if (st->stopping) {
     pthread_mutex_unlock(&st->lock);
     free(op);
     return CEB_ESHUTDOWN;
   }
-  if (st->sync_failed && !(flags & CEB_STORE_NOSYNC)) {
+  if (st->sync_failed && !(flags & CEBS_NOSYNC)) {
     pthread_mutex_unlock(&st->lock);
     free(op);
     return CEB_EIO; /* it could never be acknowledged */
@@ -95,24 +82,21 @@ static int submit(ceb_store *st, ceb_store_run_fn run, ceb_store_done_fn done,
   return CEB_OK;
 }
 
-size_t ceb_store_queued(ceb_store *st) {
+void cebs_stats(cebs_store *st, ceb_store_stats *out) {
   pthread_mutex_lock(&st->lock);
-  size_t n = st->queued_bounded;
+  out->queued = st->queued_bounded;
+  out->batches = st->batches;
+  out->ops = st->ops;
+  out->syncs = st->syncs;
   pthread_mutex_unlock(&st->lock);
-  return n;
-}
-
-void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops) {
-  pthread_mutex_lock(&st->lock);
-  if (batches) *batches = st->batches;
-  if (ops) *ops = st->ops;
-  pthread_mutex_unlock(&st->lock);
+  out->dedupe_entries = cebs_idmap_count(&st->ids);
+  out->dedupe_bytes = cebs_idmap_bytes(&st->ids);
 }
 
 /* ---- blocking call ---- */
 
 typedef struct sync_call {
-  ceb_store_run_fn run;
+  cebs_run_fn run;
   void *arg;
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -134,11 +118,11 @@ static void sync_done(void *arg, int status) {
   pthread_mutex_unlock(&c->lock);
 }
 
-static int call(ceb_store *st, ceb_store_run_fn run, void *arg, int flags) {
+static int call(cebs_store *st, cebs_run_fn run, void *arg, int flags) {
   sync_call c = {.run = run, .arg = arg};
   pthread_mutex_init(&c.lock, NULL);
   pthread_cond_init(&c.cond, NULL);
-  int rc = ceb_store_submit(st, sync_run, sync_done, &c, flags);
+  int rc = cebs_submit(st, sync_run, sync_done, &c, flags);
   if (rc == CEB_OK) {
     pthread_mutex_lock(&c.lock);
     while (!c.finished)
@@ -151,12 +135,12 @@ static int call(ceb_store *st, ceb_store_run_fn run, void *arg, int flags) {
   return rc;
 }
 
-int ceb_store_call(ceb_store *st, ceb_store_run_fn run, void *arg) {
+int cebs_call(cebs_store *st, cebs_run_fn run, void *arg) {
   return call(st, run, arg, 0);
 }
 
-int ceb_store_call_nosync(ceb_store *st, ceb_store_run_fn run, void *arg) {
-  return call(st, run, arg, CEB_STORE_NOSYNC);
+int cebs_call_nosync(cebs_store *st, cebs_run_fn run, void *arg) {
+  return call(st, run, arg, CEBS_NOSYNC);
 }
 
 /* ---- the committer thread ---- */
@@ -193,7 +177,7 @@ static int step_cached(sqlite3 *db, const char *sql) {
   return CEB_OK;
 }
 
-static void run_group(ceb_store *st, store_op *group) {
+static void run_group(cebs_store *st, store_op *group) {
   cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
   /* the first error meaning "not written" (full disk, I/O, damage); a
@@ -210,7 +194,7 @@ static void run_group(ceb_store *st, store_op *group) {
       op->status = CEB_EIO;
       continue;
     }
-    op->status = op->run(st->wdb, op->arg);
+    op->status = op->run(st->wdb, op->run_arg);
     if (op->status < 0) {
       if (!werr) werr = cebs_write_error_of(st->wdb);
       step_cached(st->wdb, SQL_ROLLBACK_TO);
@@ -244,11 +228,11 @@ static void run_group(ceb_store *st, store_op *group) {
    * listener is set while no ingest is queued */
   for (store_op *op = group; ok && ingested && op; op = op->next)
     if ((op->flags & CEBS_OP_INGEST) && op->status >= 0)
-      ingested(ingested_arg, op->arg);
+      ingested(ingested_arg, op->run_arg);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
     op->next = NULL;
-    if (st->syncer_started && ok && !(op->flags & CEB_STORE_NOSYNC)) {
+    if (st->syncer_started && ok && !(op->flags & CEBS_NOSYNC)) {
       if (wait_tail)
         wait_tail->next = op;
       else
@@ -266,14 +250,14 @@ static void run_group(ceb_store *st, store_op *group) {
   if (wait_head) cebs_syncer_push(st, wait_head, wait_tail);
 }
 
-static _Thread_local ceb_store *t_store;
+static _Thread_local cebs_store *t_store;
 
-ceb_store *cebs_committer_store(void) {
+cebs_store *cebs_committer_store(void) {
   return t_store;
 }
 
 void *cebs_committer_main(void *arg) {
-  ceb_store *st = arg;
+  cebs_store *st = arg;
   t_store = st;
   pthread_mutex_lock(&st->lock);
   for (;;) {

@@ -9,7 +9,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 void *cebs_committer_main(void *arg);
 
@@ -78,13 +78,13 @@ int cebs_open_conn_vfs(const char *path, int readonly, int sync_full,
   return CEB_OK;
 }
 
-static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
-                     size_t errlen) {
-  if (!opts || !opts->path || !*opts->path || !out) {
+static int open_once(const ceb_store_opts *opts, const char *path,
+                     cebs_store **out, char *err, size_t errlen) {
+  if (!opts || !path || !*path || !out) {
     snprintf(err, errlen, "store: no path given");
     return CEB_EINVAL;
   }
-  ceb_store *st = calloc(1, sizeof *st);
+  cebs_store *st = calloc(1, sizeof *st);
   if (!st) {
     snprintf(err, errlen, "store: out of memory");
     return CEB_ENOMEM;
@@ -97,37 +97,38 @@ static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
   st->group_wait_ms = opts->group_wait_ms;
   st->queue_max = opts->queue_max ? opts->queue_max : 65536;
   st->wal_fd = -1;
+  snprintf(st->instance, sizeof st->instance, "%s",
+           opts->instance ? opts->instance : "");
+  st->lease_ms =
+      opts->lease_ms > 0 ? opts->lease_ms : CEB_STORE_LEASE_DEFAULT_MS;
   cebs_idmap_init(&st->ids);
   cebs_idmap_init(&st->idem_live);
   cebs_ident ident;
-  st->path = strdup(opts->path);
-  int rc = st->path ? cebs_ident_precheck(opts->path, &ident, err, errlen)
-                    : CEB_ENOMEM;
+  st->path = strdup(path);
+  int rc =
+      st->path ? cebs_ident_precheck(path, &ident, err, errlen) : CEB_ENOMEM;
   if (rc == CEB_OK)
-    rc = cebs_open_conn_vfs(opts->path, 0, opts->synchronous_full,
-                            cebs_vfs_writer(), &st->wdb, err, errlen);
+    rc = cebs_open_conn_vfs(path, 0, opts->synchronous_full, cebs_vfs_writer(),
+                            &st->wdb, err, errlen);
+  if (rc == CEB_OK) rc = cebs_ident_foreign_check(st->wdb, path, err, errlen);
   if (rc == CEB_OK)
-    rc = cebs_ident_foreign_check(st->wdb, opts->path, err, errlen);
-  if (rc == CEB_OK)
-    rc = cebs_integrity_check(st->wdb, opts->path, opts->check, err, errlen);
+    rc = cebs_integrity_check(st->wdb, path, opts->check, err, errlen);
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
-  if (rc == CEB_OK)
-    rc = cebs_ident_settle(st->wdb, opts->path, &ident, err, errlen);
+  if (rc == CEB_OK) rc = cebs_ident_settle(st->wdb, path, &ident, err, errlen);
   if (rc == CEB_OK) rc = cebs_idmap_load(&st->ids, st->wdb, err, errlen);
   if (rc == CEB_OK && opts->synchronous_full) {
     /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
      * if it cannot start */
     char why[256];
-    if (cebs_syncer_start(st, opts->path, why, sizeof why) == CEB_OK)
+    if (cebs_syncer_start(st, path, why, sizeof why) == CEB_OK)
       rc = cebs_exec(st->wdb, "PRAGMA synchronous=NORMAL");
     else
       ceb_log_warn("%s; SQLite syncs each commit itself (slower)", why);
   }
   for (int i = 0; rc == CEB_OK && i < CEB_STORE_READERS; i++)
-    rc = cebs_open_conn(opts->path, 1, 0, &st->readers[i], err, errlen);
+    rc = cebs_open_conn(path, 1, 0, &st->readers[i], err, errlen);
   if (rc == CEB_OK)
-    rc = cebs_checkpointer_start(st, opts->path, opts->synchronous_full, err,
-                                 errlen);
+    rc = cebs_checkpointer_start(st, path, opts->synchronous_full, err, errlen);
   if (rc == CEB_OK &&
       pthread_create(&st->committer, NULL, cebs_committer_main, st) != 0) {
     snprintf(err, errlen, "store: cannot start the committer thread");
@@ -155,17 +156,18 @@ static int open_once(const ceb_store_opts *opts, ceb_store **out, char *err,
   return CEB_OK;
 }
 
-int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
-                   size_t errlen) {
-  int rc = open_once(opts, out, err, errlen);
-  if (rc == CEB_EIO && opts->reserve && cebs_reserve_release(opts->path) == 0) {
+int cebs_open(const ceb_store_opts *opts, const char *path, ceb_store *owner,
+              cebs_store **out, char *err, size_t errlen) {
+  (void)owner; /* one process per file: no other writer to hear of */
+  int rc = open_once(opts, path, out, err, errlen);
+  if (rc == CEB_EIO && opts->reserve && cebs_reserve_release(path) == 0) {
     ceb_log_error("ALERT store: cannot open %s (%s): gave up its reserve "
                   "(%s.reserve, %zu KiB) to start; nothing is accepted until "
                   "the disk has room again",
-                  opts->path, err, opts->path, opts->reserve / 1024);
-    rc = open_once(opts, out, err, errlen);
+                  path, err, path, opts->reserve / 1024);
+    rc = open_once(opts, path, out, err, errlen);
     if (rc == CEB_OK) {
-      ceb_store *st = *out;
+      cebs_store *st = *out;
       pthread_mutex_lock(&st->lock);
       st->reserve = opts->reserve;
       st->reserve_released = 1;
@@ -178,16 +180,16 @@ int ceb_store_open(const ceb_store_opts *opts, ceb_store **out, char *err,
   }
   if (rc == CEB_OK && opts->reserve) {
     (*out)->reserve = opts->reserve;
-    int r = cebs_reserve_take(opts->path, opts->reserve);
+    int r = cebs_reserve_take(path, opts->reserve);
     if (r != 0)
       ceb_log_warn("store: cannot keep a reserve of %zu KiB in %s.reserve "
                    "(%s): a start on a full disk will wait for room",
-                   opts->reserve / 1024, opts->path, strerror(-r));
+                   opts->reserve / 1024, path, strerror(-r));
   }
   return rc;
 }
 
-void ceb_store_close(ceb_store *st) {
+void cebs_close(cebs_store *st) {
   if (!st) return;
   pthread_mutex_lock(&st->lock);
   st->stopping = 1;
@@ -210,7 +212,7 @@ void ceb_store_close(ceb_store *st) {
   free(st);
 }
 
-sqlite3 *ceb_store_read_begin(ceb_store *st) {
+sqlite3 *cebs_read_begin(cebs_store *st) {
   pthread_mutex_lock(&st->rlock);
   for (;;) {
     for (int i = 0; i < CEB_STORE_READERS; i++) {
@@ -224,7 +226,7 @@ sqlite3 *ceb_store_read_begin(ceb_store *st) {
   }
 }
 
-void ceb_store_read_end(ceb_store *st, sqlite3 *db) {
+void cebs_read_end(cebs_store *st, sqlite3 *db) {
   pthread_mutex_lock(&st->rlock);
   for (int i = 0; i < CEB_STORE_READERS; i++)
     if (st->readers[i] == db) st->rbusy[i] = 0;
@@ -278,22 +280,6 @@ void cebs_json_col(json_t *o, const char *key, sqlite3_stmt *s, int i) {
   }
 }
 
-const char *ceb_dstate_name(int state) {
-  switch (state) {
-  case CEB_DS_PENDING:
-    return "pending";
-  case CEB_DS_INFLIGHT:
-    return "in-progress";
-  case CEB_DS_RETRYING:
-    return "retrying";
-  case CEB_DS_DONE:
-    return "done";
-  case CEB_DS_DEAD:
-    return "dead";
-  }
-  return "unknown";
-}
-
 /* The committer runs the same few statements for every op: keep them
  * prepared. Thread-local because only the committer thread writes. */
 #define STMT_CACHE 48
@@ -341,9 +327,4 @@ int64_t cebs_id_hash(const char *id) {
     h *= 0x100000001b3ULL;
   }
   return (int64_t)h;
-}
-
-void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes) {
-  if (entries) *entries = cebs_idmap_count(&st->ids);
-  if (bytes) *bytes = cebs_idmap_bytes(&st->ids);
 }

@@ -21,7 +21,7 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 int cebs_status_of(int sqlite_rc) {
   switch (sqlite_rc & 0xff) {
@@ -110,7 +110,7 @@ int cebs_write_error_of(sqlite3 *db) {
  * any commit made readiness flap on a full disk: small commits (a claim)
  * fitted into WAL space a failed commit had allocated, while the next
  * batch of events failed again. */
-static void health_set(ceb_store *st, int code, int probe) {
+static void health_set(cebs_store *st, int code, int probe) {
   pthread_mutex_lock(&st->lock);
   int was = st->write_failed;
   if (!code && !probe) {
@@ -135,15 +135,15 @@ static void health_set(ceb_store *st, int code, int probe) {
     ceb_log_info("store: writing %s succeeds again: accepting", st->path);
 }
 
-void cebs_health_group(ceb_store *st, int code) {
+void cebs_health_group(cebs_store *st, int code) {
   health_set(st, code, 0);
 }
 
-int cebs_health_needs_probe(ceb_store *st) {
+int cebs_health_needs_probe(cebs_store *st) {
   return st->write_failed && !st->corrupt && !st->sync_failed;
 }
 
-void cebs_health_probe(ceb_store *st) {
+void cebs_health_probe(cebs_store *st) {
   if (st->reserve_released) {
     /* room to start is not room to accept: first the reserve back */
     if (cebs_reserve_take(st->path, st->reserve) != 0) {
@@ -177,7 +177,7 @@ void cebs_health_probe(ceb_store *st) {
   health_set(st, code, 1);
 }
 
-int ceb_store_writable(ceb_store *st, char *why, size_t whylen) {
+int cebs_writable(cebs_store *st, char *why, size_t whylen) {
   if (!st) return 0;
   pthread_mutex_lock(&st->lock);
   int failed = st->write_failed, corrupt = st->corrupt, sync = st->sync_failed,

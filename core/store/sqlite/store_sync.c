@@ -16,7 +16,7 @@
  * not reach the disk, which can only lose commits nobody was told about.
  * In NORMAL mode every checkpoint syncs the WAL before copying it, and the
  * WAL is only rewritten from the top after a complete checkpoint, so a
- * frame is never overwritten before it was synced. CEB_STORE_NOSYNC ops
+ * frame is never overwritten before it was synced. CEBS_NOSYNC ops
  * (claims, outcomes) skip the wait: losing them redelivers, at least
  * once. */
 #include <errno.h>
@@ -29,25 +29,18 @@
 #include <ceb/status.h>
 
 #include "log/ceb_log.h"
-#include "store/store_internal.h"
+#include "store/sqlite/store_internal.h"
 
 int (*cebs_fdatasync)(int fd) = fdatasync;
 
 size_t cebs_op_finish(store_op *op) {
-  size_t bounded = (op->flags & CEB_STORE_BOUNDED) != 0;
+  size_t bounded = (op->flags & CEBS_BOUNDED) != 0;
   if (op->done) op->done(op->arg, op->status);
   free(op);
   return bounded;
 }
 
-uint64_t ceb_store_syncs(ceb_store *st) {
-  pthread_mutex_lock(&st->lock);
-  uint64_t n = st->syncs;
-  pthread_mutex_unlock(&st->lock);
-  return n;
-}
-
-void cebs_syncer_push(ceb_store *st, store_op *head, store_op *tail) {
+void cebs_syncer_push(cebs_store *st, store_op *head, store_op *tail) {
   pthread_mutex_lock(&st->lock);
   if (st->sync_tail)
     st->sync_tail->next = head;
@@ -59,7 +52,7 @@ void cebs_syncer_push(ceb_store *st, store_op *head, store_op *tail) {
 }
 
 static void *syncer_main(void *arg) {
-  ceb_store *st = arg;
+  cebs_store *st = arg;
   pthread_mutex_lock(&st->lock);
   for (;;) {
     while (!st->sync_head && !st->sync_stop)
@@ -103,7 +96,7 @@ static void *syncer_main(void *arg) {
   return NULL;
 }
 
-int cebs_syncer_start(ceb_store *st, const char *path, char *err,
+int cebs_syncer_start(cebs_store *st, const char *path, char *err,
                       size_t errlen) {
   char wal[4096];
   if ((size_t)snprintf(wal, sizeof wal, "%s-wal", path) >= sizeof wal) {
@@ -130,7 +123,7 @@ int cebs_syncer_start(ceb_store *st, const char *path, char *err,
   return CEB_OK;
 }
 
-void cebs_syncer_stop(ceb_store *st) {
+void cebs_syncer_stop(cebs_store *st) {
   if (!st->syncer_started) return;
   pthread_mutex_lock(&st->lock);
   st->sync_stop = 1;
