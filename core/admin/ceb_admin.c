@@ -117,6 +117,28 @@ static int guard(ceb_admin *a, struct MHD_Connection *c, const char *url,
   return -1;
 }
 
+/* MHD_OPTION_UNESCAPE_CALLBACK: libmicrohttpd's percent-decoding, except
+ * that a value decoding to a NUL becomes "\x01", refused below
+ * (libmicrohttpd keeps C strings: "/ui/app.js%00.html" was read as
+ * "/ui/app.js"). The intermediary has the same hook; core cannot include a
+ * plugin's code, hence this copy of four lines. MHD's threads. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s) {
+  (void)cls;
+  (void)c;
+  size_t n = MHD_http_unescape(s);
+  if (strlen(s) == n) return n;
+  s[0] = '\x01'; /* n >= 1: "%00" took 3 bytes */
+  s[1] = '\0';
+  return 1;
+}
+
+/* No control character (a decoded NUL included) in the request path. */
+static int target_ok(const char *url) {
+  for (const unsigned char *p = (const unsigned char *)url; *p; p++)
+    if (*p < 0x20 || *p == 0x7f) return 0;
+  return 1;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
@@ -134,6 +156,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     return MHD_YES;
   }
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  if (!target_ok(url))
+    return (enum MHD_Result)ceb_admin_problem(
+        c, 400, "url.invalid",
+        "the request path holds a control character or an encoded NUL");
   int refused = guard(a, c, url, get);
   if (refused >= 0) return (enum MHD_Result)refused;
   if (strcmp(url, "/healthz") == 0 && get)
@@ -215,6 +241,7 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   atomic_store(&a->ready, 1);
   a->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, handle, a, MHD_OPTION_SOCK_ADDR, sa,
+      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
       (unsigned)64, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!a->mhd) {

@@ -110,8 +110,6 @@ int ceb_admin_contract_get(const ceb_admin_view *view, struct MHD_Connection *c,
                              "contract name or version too long");
   snprintf(name, sizeof name, "%.*s", (int)(slash - sub), sub);
   snprintf(version, sizeof version, "%s", slash + 1);
-  MHD_http_unescape(name);
-  MHD_http_unescape(version);
   if (strcmp(version, "diff") == 0) return diff(view, c, st, name);
   return document(c, st, name, version);
 }

@@ -227,8 +227,9 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                                "use /v1/events/{id}/status or "
                                "/v1/events/{id}/timeline");
     char idbuf[512];
+    /* libmicrohttpd decoded the path once already: an id holding '%'
+     * stays as it is */
     snprintf(idbuf, sizeof idbuf, "%.*s", (int)(end - id), id);
-    MHD_http_unescape(idbuf);
     if (timeline)
       return ceb_admin_timeline(view, c, idbuf, ceb_admin_arg(c, "source"));
     json_t *s = ceb_store_event_status(st, idbuf, ceb_admin_arg(c, "source"));

@@ -12,6 +12,7 @@
 //     event and error; replaying it from the console reaches the receiver
 //     exactly once; purge shows the count, does nothing when cancelled and
 //     empties the list when confirmed;
+//   - an event id holding '/' and '%' is found as typed;
 //   - the contract register, a version's document and the diff of two
 //     versions (BREAKING called out);
 //   - a hidden tab stops the overview's polling;
@@ -356,6 +357,21 @@ async function main() {
     await waitFor(async () => (await page.$$('#dlq tbody tr[data-id]')).length === 0, 15000,
       'an empty list after the purge');
     check(/Purged 3/.test(await text(page, '#dlq-count')), 'the purge says how many');
+
+    // ---- an id with '/' and '%' is looked up as typed (decoded once) ----
+    const odd = 'ev-7/100%25 done';
+    await post(inPort, odd);
+    await page.goto(base + '/ui/#/events');
+    await page.waitForSelector('#view-events:not([hidden])');
+    await page.$eval('#ev-id', (e) => { e.value = ''; });
+    await page.type('#ev-id', odd);
+    await page.click('#event-form button[type=submit]');
+    await waitFor(async () => {
+      if (await page.$('#event-result li[data-what=delivered]')) return true;
+      await page.click('#event-form button[type=submit]'); // until delivered
+      await sleep(300);
+      return false;
+    }, 20000, `the timeline of "${odd}"`);
 
     // ---- contracts ----
     await page.goto(base + '/ui/#/contracts');

@@ -9,7 +9,11 @@
  *  - `cebridge admin` finds the token (file, or CEBRIDGE_ADMIN_TOKEN);
  *  - a token file others may read is refused at start;
  *  - admin.listen on a non-loopback address without admin.token is refused
- *    by `check` (file:line) and by `run`. */
+ *    by `check` (file:line) and by `run`;
+ *  - the operator console's files (/ui/) need no token but keep the Host and
+ *    Origin checks and the strict CSP, and nothing else is served there;
+ *    /v1/routes' last-minute figures, /v1/dlq's until, an event's timeline
+ *    and the contract document / diff endpoints answer as documented. */
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +33,9 @@ typedef struct reply {
   int status;
   char www_auth[256];
   char ctype[128];
+  char csp[512];
+  char nosniff[64];
+  char location[128];
   char *body;
 } reply;
 
@@ -42,6 +49,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg) {
     snprintf(r->www_auth, sizeof r->www_auth, "%.200s", line + 18);
   if (strncasecmp(line, "Content-Type: ", 14) == 0)
     snprintf(r->ctype, sizeof r->ctype, "%.100s", line + 14);
+  if (strncasecmp(line, "Content-Security-Policy: ", 25) == 0)
+    snprintf(r->csp, sizeof r->csp, "%.400s", line + 25);
+  if (strncasecmp(line, "X-Content-Type-Options: ", 24) == 0)
+    snprintf(r->nosniff, sizeof r->nosniff, "%.40s", line + 24);
+  if (strncasecmp(line, "Location: ", 10) == 0)
+    snprintf(r->location, sizeof r->location, "%.100s", line + 10);
   return len;
 }
 
@@ -59,7 +72,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
 /* One request to the admin API; h1/h2 extra headers (may be NULL). */
 static reply req(const char *method, const char *path, const char *h1,
                  const char *h2) {
-  reply r = {-1, "", "", NULL};
+  reply r = {-1, "", "", "", "", "", NULL};
   char url[512];
   snprintf(url, sizeof url, "http://127.0.0.1:%d%s", g_port, path);
   CURL *c = curl_easy_init();
@@ -220,6 +233,103 @@ static void guarded_api(void) {
   free(r.body);
 }
 
+/* The operator console's files: served without a token (they hold no
+ * data) with the strict CSP, Host and Origin still checked, nothing but
+ * the embedded names served; the /v1/ additions it is built on. */
+static void console_api(void) {
+  reply r = req("GET", "/ui/", NULL, NULL);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(r.ctype, "text/html; charset=utf-8");
+  CHECK_MSG(strstr(r.csp, "script-src 'self'") &&
+                strstr(r.csp, "default-src 'none'") &&
+                strstr(r.csp, "frame-ancestors 'none'") &&
+                !strstr(r.csp, "unsafe-inline"),
+            "CSP: %s", r.csp);
+  CHECK_STR(r.nosniff, "nosniff");
+  CHECK(r.body && strstr(r.body, "<script type=\"module\" src=\"app.js\">"));
+  CHECK(r.body && !strstr(r.body, "<script>") && !strstr(r.body, "style="));
+  free(r.body);
+  r = req("GET", "/ui/app.js", NULL, NULL);
+  CHECK_INT(r.status, 200);
+  CHECK_STR(r.ctype, "text/javascript; charset=utf-8");
+  free(r.body);
+  r = req("GET", "/ui", NULL, NULL);
+  CHECK_INT(r.status, 302);
+  CHECK_STR(r.location, "/ui/");
+  free(r.body);
+  char host[128];
+  snprintf(host, sizeof host, "Host: evil.example:%d", g_port);
+  refused(req("GET", "/ui/", host, NULL), 403, "foreign_host");
+  refused(req("GET", "/ui/app.js", "Origin: http://evil.example", NULL), 403,
+          "foreign_origin");
+  refused(req("GET", "/ui/nope.js", NULL, NULL), 404, "not_found");
+  refused(req("GET", "/ui/%2e%2e/%2e%2e/etc/passwd", NULL, NULL), 404,
+          "not_found");
+  refused(req("GET", "/ui/app.js%00.html", NULL, NULL), 400, "url.invalid");
+  refused(req("GET", "/ui/app.js%0A", NULL, NULL), 400, "url.invalid");
+  refused(req("POST", "/ui/", NULL, NULL), 401, "unauthorized");
+  /* the API's answers carry the policy too */
+  r = req("GET", "/v1/routes", g_bearer, NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(strstr(r.csp, "default-src 'none'") != NULL);
+  json_t *doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
+  json_t *route = json_array_get(doc, 0);
+  /* three attempts refused by the sink within the last minute */
+  CHECK_INT(json_integer_value(json_object_get(route, "failed_1m")), 3);
+  CHECK_INT(json_integer_value(json_object_get(route, "delivered_1m")), 0);
+  CHECK(json_real_value(json_object_get(route, "failure_rate")) == 1.0);
+  CHECK(json_is_real(json_object_get(route, "throughput_per_s")));
+  json_decref(doc);
+  free(r.body);
+
+  /* the time range of the dead-letter list */
+  r = req("GET", "/v1/dlq?route=r&until=2h", g_bearer, NULL);
+  CHECK(r.status == 200 && r.body && strcmp(r.body, "[]") == 0);
+  free(r.body);
+  r = req("GET", "/v1/dlq?route=r&since=1h&until=2999-01-01T00:00:00Z",
+          g_bearer, NULL);
+  doc = r.body ? json_loads(r.body, 0, NULL) : NULL;
+  CHECK_INT(json_array_size(doc), 3);
+  const char *id =
+      json_string_value(json_object_get(json_array_get(doc, 0), "event_id"));
+  char path[512];
+  snprintf(path, sizeof path, "/v1/events/%s/timeline", id ? id : "none");
+  free(r.body);
+  refused(req("GET", "/v1/dlq?until=yesterday", g_bearer, NULL), 400,
+          "'until'");
+
+  /* one dead event's timeline: received, its attempt, dead-lettered */
+  r = req("GET", path, g_bearer, NULL);
+  CHECK_INT(r.status, 200);
+  json_t *tl = NULL;
+  if (r.body) {
+    json_t *t = json_loads(r.body, 0, NULL);
+    tl = json_incref(json_object_get(
+        json_array_get(json_object_get(t, "events"), 0), "timeline"));
+    json_decref(t);
+  }
+  const char *want[] = {"received", "attempt", "dead_lettered", "settled"};
+  CHECK_INT(json_array_size(tl), 4);
+  for (size_t i = 0; i < 4 && i < json_array_size(tl); i++)
+    CHECK_STR(json_string_value(json_object_get(json_array_get(tl, i), "what")),
+              want[i]);
+  json_decref(tl);
+  json_decref(doc);
+  free(r.body);
+  refused(req("GET", "/v1/events/no-such-event/timeline", g_bearer, NULL), 404,
+          "unknown_event");
+
+  /* the register's version documents and diffs */
+  refused(req("GET", "/v1/contracts/none/1.0.0", g_bearer, NULL), 404,
+          "unknown_version");
+  refused(req("GET", "/v1/contracts/none/diff", g_bearer, NULL), 400,
+          "missing_parameter");
+  refused(
+      req("GET", "/v1/contracts/none/diff?from=1.0.0&to=2.0.0", g_bearer, NULL),
+      404, "unknown_version");
+  refused(req("GET", "/v1/contracts/none", g_bearer, NULL), 404, "not_found");
+}
+
 /* cebridge admin with the token from the file, then a wrong one from the
  * environment (which takes precedence). */
 static void cli_uses_token(void) {
@@ -282,6 +392,7 @@ int main(void) {
   if (g_port > 0) {
     token_file();
     guarded_api();
+    console_api();
     cli_uses_token();
   }
   CHECK_INT(ceb_proc_stop(&p1, SIGTERM, 30000), 0);
