@@ -126,6 +126,82 @@ static int fake_submit(ceb_instance *inst, ceb_event *const *events,
   return CEB_OK;
 }
 
+/* ABI 1.2: records the document, runs the test's map function, then
+ * continues as submit with what it made (nothing taken on a refusal). */
+static int fake_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
+                              const ceb_submit_opts *opts, ceb_submit_cb cb,
+                              void *cb_arg, char *err, size_t errlen) {
+  ceb_fake_host *f = fake_of(inst);
+  if (err && errlen)
+    err[0] = '\0';
+  if (!doc || !cb)
+    return CEB_EINVAL;
+  pthread_mutex_lock(&f->lock);
+  char *copy = malloc(len + 1);
+  if (copy && f->ndocs == f->capdocs) {
+    size_t cap = f->capdocs ? f->capdocs * 2 : 16;
+    char **d = realloc(f->docs, cap * sizeof *d);
+    if (d) {
+      f->docs = d;
+      f->capdocs = cap;
+    }
+  }
+  if (!copy || f->ndocs == f->capdocs) {
+    pthread_mutex_unlock(&f->lock);
+    free(copy);
+    return CEB_ENOMEM;
+  }
+  memcpy(copy, doc, len);
+  copy[len] = '\0';
+  f->docs[f->ndocs++] = copy;
+  ceb_fake_map_fn fn = f->map_fn;
+  void *arg = f->map_arg;
+  pthread_mutex_unlock(&f->lock);
+  if (!fn) {
+    if (err && errlen)
+      snprintf(err, errlen, "the section has no map");
+    return CEB_EINVAL;
+  }
+  ceb_event *evs[64];
+  size_t n = 0;
+  char why[512] = "";
+  int st = fn(arg, doc, len, evs, 64, &n, why, sizeof why);
+  if (st == CEB_OK && n == 0) {
+    st = CEB_EMAPPING;
+    snprintf(why, sizeof why, "the mapping output no event");
+  }
+  if (st == CEB_OK)
+    st = fake_submit(inst, evs, n, opts, cb, cb_arg);
+  if (st != CEB_OK) {
+    for (size_t i = 0; i < n; i++)
+      ceb_event_unref(evs[i]);
+    if (err && errlen)
+      snprintf(err, errlen, "%s", why);
+  }
+  return st;
+}
+
+void ceb_fake_set_map(ceb_fake_host *f, ceb_fake_map_fn fn, void *arg) {
+  pthread_mutex_lock(&f->lock);
+  f->map_fn = fn;
+  f->map_arg = arg;
+  pthread_mutex_unlock(&f->lock);
+}
+
+size_t ceb_fake_doc_count(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->ndocs;
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+char *ceb_fake_doc(ceb_fake_host *f, size_t i) {
+  pthread_mutex_lock(&f->lock);
+  char *d = i < f->ndocs ? strdup(f->docs[i]) : NULL;
+  pthread_mutex_unlock(&f->lock);
+  return d;
+}
+
 static int fake_accepting(ceb_instance *inst) {
   ceb_fake_host *f = fake_of(inst);
   pthread_mutex_lock(&f->lock);
@@ -317,6 +393,7 @@ ceb_fake_host *ceb_fake_host_new(const char *name, uint32_t role) {
       .idem_finish = fake_idem_finish,
       .idem_abort = fake_idem_abort,
       .contract_put = fake_contract_put,
+      .submit_mapped = fake_submit_mapped,
   };
   f->inst.name = strdup(name);
   f->inst.role = role;
@@ -378,6 +455,9 @@ void ceb_fake_host_free(ceb_fake_host *f) {
   free(f->events);
   free(f->clients);
   free(f->traces);
+  for (size_t i = 0; i < f->ndocs; i++)
+    free(f->docs[i]);
+  free(f->docs);
   free(f->settles);
   for (ceb_fake_idem *r = f->idem, *n; r; r = n) {
     n = r->next;

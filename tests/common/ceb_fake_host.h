@@ -32,6 +32,15 @@ typedef struct ceb_fake_settle {
   char detail[256];
 } ceb_fake_settle;
 
+/* The fake's stand-in for a source's jq program (submit_mapped, ABI 1.2):
+ * makes at most max events of the input document doc (into out[], *n of
+ * them, references the fake takes) and returns CEB_OK, or refuses with a
+ * status (CEB_EMAPPING: the program failed) and a one-line err. Called on
+ * the plugin's thread. ceb_fake_map.h has one. */
+typedef int (*ceb_fake_map_fn)(void *arg, const char *doc, size_t len,
+                               ceb_event **out, size_t max, size_t *n,
+                               char *err, size_t errlen);
+
 typedef struct ceb_fake_host {
   ceb_host host;             /* hand &fake->host to the plugin's init */
   struct ceb_instance inst;  /* hand &fake->inst as the instance */
@@ -57,6 +66,11 @@ typedef struct ceb_fake_host {
   /* idempotency records and contracts kept in memory */
   struct ceb_fake_idem *idem;
   struct ceb_fake_contract *contracts;
+  /* submit_mapped: the map function and every input document given */
+  ceb_fake_map_fn map_fn;
+  void *map_arg;
+  char **docs;
+  size_t ndocs, capdocs;
   pthread_t committer;
   int stop;
   struct ceb_fake_pending *queue_head, *queue_tail;
@@ -79,6 +93,14 @@ int ceb_fake_host_queue(ceb_fake_host *f, const char *store_path);
 
 /* Runs every held submission's callback with `status` (CEB_OK = durable). */
 void ceb_fake_commit(ceb_fake_host *f, int status);
+
+/* Sets the map function submit_mapped runs (NULL: submit_mapped refuses
+ * with CEB_EINVAL, as a host does for a section without `map`). */
+void ceb_fake_set_map(ceb_fake_host *f, ceb_fake_map_fn fn, void *arg);
+/* Input documents handed to submit_mapped, and a malloc'd copy of the
+ * i-th (NULL when absent). */
+size_t ceb_fake_doc_count(ceb_fake_host *f);
+char *ceb_fake_doc(ceb_fake_host *f, size_t i);
 
 /* Snapshot counters (locked reads). */
 size_t ceb_fake_event_count(ceb_fake_host *f);

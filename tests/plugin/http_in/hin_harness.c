@@ -75,10 +75,12 @@ static hin_env *env_new(const char *const *entries) {
   return e;
 }
 
+int hin_mapped;
+
 static int env_init(hin_env *e) {
   if (!e->plugin) return CEB_EABI;
   ceb_instance_info info = {sizeof info, "intermediary", CEB_ROLE_SOURCE,
-                            e->dir};
+                            e->dir, hin_mapped};
   return e->plugin->init(&e->fake->host, &e->fake->inst, &info, e->cfg,
                          &e->state);
 }

@@ -27,6 +27,11 @@ typedef struct hin_env {
   int destroyed;
 } hin_env;
 
+/* Set before hin_start: the instance is told its section has `map` (ABI
+ * 1.2, ceb_instance_info.mapped); set the fake's map function with
+ * ceb_fake_set_map on e->fake... before any request. */
+extern int hin_mapped;
+
 /* Starts an instance from "key=value" entries (NULL-terminated). listen and
  * port_file are added unless given. Returns NULL (and logs) on failure;
  * *init_status gets init's status when not NULL. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ceb_fake_host.h"
+#include "ceb_fake_map.h"
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "kafka_test_util.h"
@@ -22,6 +23,9 @@ typedef struct src_fixture {
   void *state;
 } src_fixture;
 
+/* The next src_open tells the instance its section has `map` (ABI 1.2). */
+static int g_mapped;
+
 static int src_open(src_fixture *sx, const ceb_plugin *p,
                     ceb_fake_submit_mode mode, const char *const *kv) {
   memset(sx, 0, sizeof *sx);
@@ -30,7 +34,9 @@ static int src_open(src_fixture *sx, const ceb_plugin *p,
   sx->f->mode = mode;
   ktest_validating_host(sx->f, &sx->host);
   sx->cfg = ktest_config(p, CEB_ROLE_SOURCE, kv);
-  ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp"};
+  ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp",
+                            g_mapped};
+  if (g_mapped) ceb_fake_set_map(sx->f, ceb_fake_map_payload, "value");
   int rc = p->init(&sx->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
@@ -179,6 +185,75 @@ static void test_binary_structured_dlq(const ceb_plugin *p, ktest_mock *m,
   committed_arg a1 = {m->bootstrap, "g-basic", "in", 1, 1};
   CHECK(ceb_test_wait(committed_is, &a0, 20000));
   CHECK(ceb_test_wait(committed_is, &a1, 20000));
+  int64_t now = sx.f->host.now_ms(&sx.f->inst);
+  CHECK_INT(p->drain(sx.state, now + 10000), CEB_OK);
+  src_close(&sx);
+}
+
+/* A mapped source (ABI 1.2): plain JSON records (no ce_ headers) go to
+ * submit_mapped as input documents (kafka_doc.h); the one the program
+ * refuses goes raw to dlq_topic with "mapping: <its error>", the others
+ * become events in order; the offsets are committed only once every
+ * record is durable or dead-lettered. The fake's C map function stands in
+ * for the jq program (ceb_fake_map.h). */
+static void test_mapped(const ceb_plugin *p, ktest_mock *m, rd_kafka_t *pr) {
+  ceb_headers h = {0};
+  ceb_headers_add(&h, "event-id", "h-1", 3);
+  CHECK_INT(
+      ktest_produce(pr, "map", 0, "s-42", "{\"id\":\"m-1\",\"n\":1}", 18, &h),
+      0);
+  ceb_headers_clear(&h);
+  CHECK_INT(
+      ktest_produce(pr, "map", 0, NULL, "{\"fail\":\"bad record\"}", 21, NULL),
+      0);
+  CHECK_INT(ktest_produce(pr, "map", 0, NULL, "{\"id\":\"m-2\"}", 12, NULL), 0);
+  const char *kv[] = {"brokers",   m->bootstrap, "group.id",
+                      "g-map",     "topics",     "map",
+                      "dlq_topic", "map.dlq",    "rdkafka.session.timeout.ms",
+                      "6000",      NULL};
+  src_fixture sx;
+  g_mapped = 1;
+  CHECK_INT(src_open(&sx, p, CEB_FAKE_COMMIT_HOLD, kv), CEB_OK);
+  g_mapped = 0;
+  if (!sx.state) return;
+  CHECK(ceb_fake_wait_events(sx.f, 2, 30000));
+  CHECK_INT(ceb_fake_event_count(sx.f), 2);
+  for (size_t i = 0; i < 2; i++) {
+    ceb_event *ev = ceb_fake_event(sx.f, i);
+    CHECK_STR(ev ? ceb_event_get(ev, "id") : NULL, i == 0 ? "m-1" : "m-2");
+    ceb_event_unref(ev);
+  }
+  CHECK_INT(ceb_fake_doc_count(sx.f), 3);
+  char *doc = ceb_fake_doc(sx.f, 0);
+  CHECK(doc && strstr(doc, "{\"topic\":\"map\",\"partition\":0,"
+                           "\"offset\":0,"));
+  CHECK(doc && strstr(doc, "\"key\":\"s-42\",\"key_encoding\":\"text\","
+                           "\"headers\":{\"event-id\":\"h-1\"}"));
+  CHECK(doc && strstr(doc, "\"value\":{\"id\":\"m-1\",\"n\":1},"
+                           "\"value_encoding\":\"json\"}"));
+  free(doc);
+
+  rd_kafka_t *r = ktest_reader(m->bootstrap, "map.dlq", 1);
+  rd_kafka_message_t *dl = NULL;
+  CHECK_INT(ktest_read(r, &dl, 1, 20000), 1);
+  if (dl) {
+    char *v = ktest_header(dl, "ceb_dlq_reason");
+    CHECK_STR(v, "mapping: jq: error (at <stdin>:0): bad record");
+    free(v);
+    v = ktest_header(dl, "ceb_dlq_offset");
+    CHECK_STR(v, "1");
+    free(v);
+    CHECK(dl->len == 21 &&
+          !memcmp(dl->payload, "{\"fail\":\"bad record\"}", 21));
+    rd_kafka_message_destroy(dl);
+  }
+  /* the events are not durable yet: nothing past them is committed */
+  CHECK(ktest_committed(m->bootstrap, "g-map", "map", 0) < 1);
+  ceb_fake_commit(sx.f, CEB_OK);
+  committed_arg a = {m->bootstrap, "g-map", "map", 0, 3};
+  CHECK(ceb_test_wait(committed_is, &a, 20000));
+  CHECK_INT(ktest_read(r, &dl, 1, 500), 0); /* exactly the failing one */
+  ktest_reader_close(r);
   int64_t now = sx.f->host.now_ms(&sx.f->inst);
   CHECK_INT(p->drain(sx.state, now + 10000), CEB_OK);
   src_close(&sx);
@@ -373,12 +448,14 @@ int main(void) {
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"in:2",     "in.dlq:1", "bp:1",   "rx.one:1",
-                          "rx.two:1", "other:1",  "fail:1", NULL};
+  const char *topics[] = {"in:2",      "in.dlq:1", "bp:1",   "rx.one:1",
+                          "rx.two:1",  "other:1",  "fail:1", "map:1",
+                          "map.dlq:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
   if (p && pr) {
     test_bad_config(p, &m);
+    test_mapped(p, &m, pr);
     test_binary_structured_dlq(p, &m, pr);
     test_backpressure(p, &m, pr);
     test_regex_and_skip(p, &m, pr);

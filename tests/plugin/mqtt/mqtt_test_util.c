@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ceb_fake_map.h"
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "config/ceb_core_spec.h"
+
+int mtest_mapped;
 
 int mtest_init(mtest_inst *t, uint32_t role, const char *const *kv) {
   memset(t, 0, sizeof *t);
@@ -30,7 +33,8 @@ int mtest_init(mtest_inst *t, uint32_t role, const char *const *kv) {
     cebi_config_set_spec(t->cfg, t->p->config_source, ceb_spec_source_common);
   else
     cebi_config_set_spec(t->cfg, t->p->config_sink, ceb_spec_sink_common);
-  ceb_instance_info info = {sizeof info, "test", role, "/tmp"};
+  ceb_instance_info info = {sizeof info, "test", role, "/tmp", mtest_mapped};
+  if (mtest_mapped) ceb_fake_set_map(t->fake, ceb_fake_map_payload, "payload");
   return t->p->init(&t->fake->host, &t->fake->inst, &info, t->cfg, &t->state);
 }
 

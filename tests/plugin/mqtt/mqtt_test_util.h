@@ -19,6 +19,10 @@ typedef struct mtest_inst {
   int started;
 } mtest_inst;
 
+/* Set before mtest_init: the instance is told its section has `map` (ABI
+ * 1.2) and the fake host maps with ceb_fake_map_payload on "payload". */
+extern int mtest_mapped;
+
 /* Loads mqtt.so, builds a config from key, value pairs (NULL-terminated)
  * with the plugin's and the host's common spec, and runs init. Returns the
  * init status; on success call mtest_start and finally mtest_free. */

@@ -2,6 +2,7 @@
  * CloudEvents: MQTT 5 binary and structured, MQTT 3.1.1 structured, through
  * wildcard subscriptions. A malformed message goes raw to dlq_topic with its
  * reason and the next message still flows. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,12 +170,91 @@ static void shared(ceb_mosq *b, int by_key) {
   mtest_free(&t);
 }
 
+/* A mapped source (ABI 1.2): plain payloads (no CloudEvent) go to
+ * submit_mapped as input documents (mqtt_doc.h); one the program refuses
+ * is dead-lettered raw with "mapping: <its error>"; the acknowledgement of
+ * a mapped event waits for the host (drain cannot finish while it is
+ * held). The fake's C map function stands in for the jq program. */
+static void mapped(ceb_mosq *b, int version) {
+  fprintf(stderr, "-- mapped source MQTT %d\n", version);
+  const char *kv[] = {"broker",
+                      b->addr,
+                      "mqtt_version",
+                      version == 5 ? "5" : "3.1.1",
+                      "client_id",
+                      version == 5 ? "map-v5" : "map-v4",
+                      "topics",
+                      "dev/#",
+                      "dlq_topic",
+                      "cebridge/map-dlq",
+                      NULL};
+  mtest_inst t;
+  mtest_mapped = 1;
+  CHECK_INT(mtest_init(&t, CEB_ROLE_SOURCE, kv), CEB_OK);
+  mtest_mapped = 0;
+  CHECK_INT(mtest_start(&t), CEB_OK);
+  CHECK(mtest_wait_subscribed(&t));
+  ceb_mqtt_client *pub = ceb_mqtt_client_new(b->url, "map-writer", version);
+  ceb_mqtt_client *dlq = ceb_mqtt_client_new(b->url, "map-dlq", version);
+  CHECK(pub && dlq);
+  if (!pub || !dlq) goto out;
+  CHECK_INT(ceb_mqtt_subscribe(dlq, "cebridge/map-dlq", 1), 0);
+  const char *props[] = {"device", "dev-9", NULL};
+  const char reading[] = "{\"id\":\"r-1\",\"temp\":21.5}";
+  CHECK_INT(ceb_mqtt_publish(pub, "dev/9/temp", reading, sizeof reading - 1, 1,
+                             version == 5 ? "application/json" : NULL,
+                             version == 5 ? props : NULL),
+            0);
+  CHECK(ceb_fake_wait_events(t.fake, 1, 10000));
+  mtest_check_id(&t, 0, "r-1");
+  char *doc = ceb_fake_doc(t.fake, 0);
+  CHECK(doc && strstr(doc, "{\"topic\":\"dev/9/temp\",\"qos\":1,"
+                           "\"retain\":false,"));
+  CHECK(doc && strstr(doc, "\"payload\":{\"id\":\"r-1\",\"temp\":21.5},"
+                           "\"payload_encoding\":\"json\"}"));
+  if (version == 5)
+    CHECK(doc && strstr(doc, "\"user_properties\":{\"device\":\"dev-9\"}"));
+  free(doc);
+
+  const char bad[] = "{\"fail\":\"no reading\"}";
+  CHECK_INT(
+      ceb_mqtt_publish(pub, "dev/9/temp", bad, sizeof bad - 1, 1, NULL, NULL),
+      0);
+  CHECK_INT(ceb_mqtt_wait(dlq, 1, 10000), 1);
+  const ceb_mqtt_msg *m = ceb_mqtt_get(dlq, 0);
+  if (m) {
+    CHECK_STR(m->payload, bad);
+    if (version == 5) {
+      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_reason"),
+                "mapping: jq: error (at <stdin>:0): no reading");
+      CHECK_STR(ceb_mqtt_msg_prop(m, "ceb_dlq_topic"), "dev/9/temp");
+    }
+  }
+  /* a text payload is the program's too; held by the host: not acked */
+  pthread_mutex_lock(&t.fake->lock);
+  t.fake->mode = CEB_FAKE_COMMIT_HOLD;
+  pthread_mutex_unlock(&t.fake->lock);
+  CHECK_INT(ceb_mqtt_publish(pub, "dev/9/state", "on", 2, 1, NULL, NULL), 0);
+  CHECK(ceb_fake_wait_events(t.fake, 2, 10000));
+  CHECK_INT(mtest_drain(&t, 300), CEB_ETIMEOUT);
+  ceb_fake_commit(t.fake, CEB_OK);
+  CHECK_INT(mtest_drain(&t, 5000), CEB_OK);
+  CHECK_INT(ceb_fake_event_count(t.fake), 2);
+  CHECK_INT(ceb_mqtt_count(dlq), 1);
+out:
+  ceb_mqtt_client_free(pub);
+  ceb_mqtt_client_free(dlq);
+  mtest_free(&t);
+}
+
 int main(void) {
   ceb_mosq *b = ceb_mosq_start(NULL);
   CHECK(b != NULL);
   if (!b) return ceb_test_done("test_mqtt_source");
   run(b, 5);
   run(b, 4);
+  mapped(b, 5);
+  mapped(b, 4);
   shared(b, 0);
   shared(b, 1);
 
