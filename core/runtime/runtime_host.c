@@ -129,6 +129,45 @@ static int host_contract_put(ceb_instance *inst, const char *name,
                                 provenance, cebr_now(rt));
 }
 
+static int host_contract_get(ceb_instance *inst, const char *name,
+                             const char *version, char **doc, size_t *len) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt || !name || !version || !doc || !len) return CEB_EINVAL;
+  *doc = ceb_store_contract_get(rt->store, name, version, len);
+  return *doc ? CEB_OK : CEB_ENOTFOUND;
+}
+
+/* The partner's view of the register: what the admin API's /v1/contracts
+ * shows an operator, less provenance and conflicts. */
+static int host_contract_list(ceb_instance *inst, const char *name, char **json,
+                              size_t *len) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt || !json || !len) return CEB_EINVAL;
+  *json = NULL;
+  json_t *all = ceb_store_contract_list(rt->store, name);
+  if (!all) return CEB_EIO;
+  json_t *out = json_array();
+  size_t i;
+  json_t *e;
+  json_array_foreach(all, i, e) {
+    json_t *o = json_pack(
+        "{s:O,s:O,s:O,s:O}", "name", json_object_get(e, "name"), "version",
+        json_object_get(e, "version"), "sha256", json_object_get(e, "sha256"),
+        "fetched_at", json_object_get(e, "fetched_at"));
+    if (!o || json_array_append_new(out, o) != 0) {
+      json_decref(out);
+      out = NULL;
+      break;
+    }
+  }
+  json_decref(all);
+  *json = out ? json_dumps(out, JSON_COMPACT) : NULL;
+  json_decref(out);
+  if (!*json) return CEB_ENOMEM;
+  *len = strlen(*json);
+  return CEB_OK;
+}
+
 static const ceb_host k_host = {
     .struct_size = sizeof(ceb_host),
     .abi_major = CEB_ABI_MAJOR,
@@ -150,6 +189,8 @@ static const ceb_host k_host = {
     .queue_wake = cebr_queue_wake,
     .lead = cebr_lead,
     .submit_mapped = cebr_submit_mapped,
+    .contract_get = host_contract_get,
+    .contract_list = host_contract_list,
 };
 
 const ceb_host *cebr_host_table(void) {

@@ -57,7 +57,9 @@ extern "C" {
  * result: ceb_mapped_out) and ceb_delivery_mapped().
  * 1.2 also: queues in the host's store (ceb_host.queue_append, queue_fetch,
  * queue_commit, queue_stats: the pull sink's queue, shared by every bridge
- * on one database) and ceb_host.lead (a task run by one bridge at a time). */
+ * on one database) and ceb_host.lead (a task run by one bridge at a time);
+ * ceb_host.contract_get and contract_list (the contract register,
+ * read-only, for any role). */
 #define CEB_ABI_MINOR 2
 
 #if defined(__GNUC__)
@@ -429,6 +431,29 @@ typedef struct ceb_host {
    * by the instance. A bridge alone on its store always leads. Blocks (a
    * store round trip). */
   int (*lead)(ceb_instance *inst, const char *task);
+
+  /* ABI 1.2: reading the contract register (what contracts plugins put),
+   * for any role: a source that publishes it to partners (the http
+   * intermediary's GET /v1/contracts). Check CEB_HOST_HAS(host,
+   * contract_get) / (host, contract_list) before calling. Blocking (a
+   * store read): call from a request thread, never from deliver. Any
+   * thread.
+   *
+   * contract_get: the document held under (name, version), as stored (one
+   * self-contained JSON text), into *doc (malloc'd, NUL-terminated, *len
+   * bytes without the NUL; the caller frees it with free()). CEB_OK,
+   * CEB_ENOTFOUND (no such name or version), CEB_EINVAL, CEB_ENOMEM.
+   *
+   * contract_list: the register's entries for name (NULL: every name) as
+   * a JSON array text into *json (malloc'd, NUL-terminated, caller frees):
+   * [{"name":..,"version":..,"sha256":..,"fetched_at":<ms since the
+   * epoch>}, ...], only what a partner may see (no provenance URL, no
+   * conflict record). CEB_OK (an empty register is "[]"), CEB_ENOMEM,
+   * CEB_EIO. */
+  int (*contract_get)(ceb_instance *inst, const char *name, const char *version,
+                      char **doc, size_t *len);
+  int (*contract_list)(ceb_instance *inst, const char *name, char **json,
+                       size_t *len);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

@@ -3,6 +3,7 @@
 
 #include "http_in_head.h"
 #include "http_in_listen.h"
+#include "http_in_publish.h"
 #include "http_in_util.h"
 #include "http_tls.h"
 
@@ -227,6 +228,7 @@ static int init_config(http_source *s) {
         RATELIMIT_MAX_CLIENTS);
     if (!s->ratelimit) return CEB_ENOMEM;
   }
+  if ((st = http_in_publish_init(s)) != CEB_OK) return st;
   return init_webhook(s);
 }
 
@@ -377,6 +379,7 @@ void http_source_destroy(void *state) {
   http_ratelimit_free(s->ratelimit);
   http_webhook_keys_free(s->wh_keys);
   http_replay_free(s->wh_replay);
+  http_in_publish_free(s);
   for (size_t i = 0; i < s->nclients; i++)
     free(s->clients[i].client);
   free(s->clients);

@@ -66,6 +66,9 @@ typedef struct http_source {
   int64_t wh_tolerance_ms;
   int mapped; /* the section has `map` (ABI 1.2): every request is handed
                  to the map program as its input document (http_in_doc.h) */
+  int serve_openapi, serve_contracts; /* http_in_publish.c */
+  char *openapi;                      /* this configuration's document */
+  size_t openapi_len;
 
   /* runtime */
   struct MHD_Daemon *daemons[HTTP_LISTEN_MAX]; /* http_in_listen.c */

@@ -38,6 +38,8 @@ typedef struct http_req {
   int64_t start_ns;
   req_phase phase;
   int is_options;
+  int route;     /* http_route_id: a published GET when not EVENTS */
+  char *get_url; /* a published GET's target, kept over a JWKS wait */
 
   /* names and values borrowed from libmicrohttpd, which keeps them until
    * the request completes; only the items array can be ours (heap when
@@ -86,6 +88,10 @@ void http_req_enlist(http_source *s, http_req *r);
 
 /* A 503 problem with Retry-After: retry_after_s. */
 void http_req_unavailable(http_req *r, const char *code, const char *detail);
+
+/* The per-client rate limit (rate_limit): 1 within it, 0 refused with
+ * 429 in r->reply. MHD thread. */
+int http_in_rate_ok(http_req *r);
 
 /* http_in_auth.c, MHD thread. */
 

@@ -19,6 +19,7 @@
 #include "http_in_req.h"
 
 #include "http_in_head.h"
+#include "http_in_publish.h"
 #include "http_in_util.h"
 
 #include <arpa/inet.h>
@@ -41,6 +42,7 @@ void http_req_unref(http_req *r) {
   if (r->headers.items != r->headers_inline) free(r->headers.items);
   free(r->body);
   free(r->ids);
+  free(r->get_url);
   http_reply_clear(&r->reply);
   pthread_mutex_destroy(&r->lock);
   free(r);
@@ -233,6 +235,38 @@ static int target_ok(const char *url) {
 
 static int after_auth(http_req *r);
 
+/* A published document (http_in_publish.h): the OpenAPI document to
+ * anyone; the contract register under the intermediary's own
+ * authentication (client certificate, bearer token) and rate limit.
+ * 0 with r->reply set, or 2 when suspended for the JWKS (keys_resumed
+ * serves it). */
+static int published(http_req *r, const char *url) {
+  http_source *s = r->src;
+  if (r->route == HTTP_ROUTE_OPENAPI) {
+    http_in_publish_serve(r, r->route, url);
+    return 0;
+  }
+  if (atomic_load(&s->draining)) {
+    http_req_unavailable(r, "draining", "the intermediary is shutting down");
+    return 0;
+  }
+  if (s->tls.client_ca && !http_tls_peer_verified(r->conn)) {
+    http_in_auth_failure(s, "client_certificate");
+    http_reply_problem(&r->reply, 403, "tls.client_certificate",
+                       "a valid client certificate is required");
+    return 0;
+  }
+  if (!(r->get_url = strdup(url))) {
+    http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return 0;
+  }
+  int auth = http_in_authenticate(r, 0);
+  if (auth == 2) return 2;
+  if (auth == 1 && http_in_rate_ok(r))
+    http_in_publish_serve(r, r->route, r->get_url);
+  return 0;
+}
+
 /* Returns 1 to go on reading the body, 0 when r->reply is set, 2 when the
  * connection is suspended for the JWKS (resumed into keys_resumed). */
 static int first_call(http_req *r, const char *url, const char *method) {
@@ -252,20 +286,26 @@ static int first_call(http_req *r, const char *url, const char *method) {
                        "percent-encoded NUL (%00)");
     return 0;
   }
-  if (strcmp(url, s->path) != 0) {
+  const char *allow = NULL;
+  r->route = http_in_route(s, method, url, &allow);
+  if (r->route == HTTP_ROUTE_NONE && !allow) {
     http_reply_problem(&r->reply, 404, "not_found", "no such endpoint");
     return 0;
   }
-  if (strcmp(method, "OPTIONS") == 0) {
+  if (r->route == HTTP_ROUTE_NONE) {
+    http_reply_problem(&r->reply, 405, "method_not_allowed",
+                       strcmp(allow, "GET") == 0
+                           ? "GET this document"
+                           : "POST CloudEvents here (OPTIONS for the "
+                             "handshake)");
+    http_reply_header(&r->reply, "Allow", allow);
+    return 0;
+  }
+  if (r->route == HTTP_ROUTE_HANDSHAKE) {
     r->is_options = 1;
     return 1; /* answered when complete */
   }
-  if (strcmp(method, "POST") != 0) {
-    http_reply_problem(&r->reply, 405, "method_not_allowed",
-                       "POST CloudEvents here (OPTIONS for the handshake)");
-    http_reply_header(&r->reply, "Allow", "POST, OPTIONS");
-    return 0;
-  }
+  if (r->route != HTTP_ROUTE_EVENTS) return published(r, url);
   if (atomic_load(&s->draining)) {
     http_req_unavailable(r, "draining", "the intermediary is shutting down");
     return 0;
@@ -298,6 +338,21 @@ static int first_call(http_req *r, const char *url, const char *method) {
   return after_auth(r);
 }
 
+int http_in_rate_ok(http_req *r) {
+  http_source *s = r->src;
+  if (!s->ratelimit) return 1;
+  char ip[64];
+  if (!r->has_client) remote_ip(r, ip, sizeof ip);
+  int64_t wait_ms = 0;
+  if (http_ratelimit_take(s->ratelimit, r->has_client ? r->client : ip,
+                          s->host->now_ms(s->inst), &wait_ms))
+    return 1;
+  http_reply_problem(&r->reply, 429, "rate_limited",
+                     "too many requests from this client");
+  http_reply_retry_after(&r->reply, (int)((wait_ms + 999) / 1000));
+  return 0;
+}
+
 /* The checks of the request head after authentication. 1 to go on reading
  * the body, 0 when r->reply is set. */
 static int after_auth(http_req *r) {
@@ -308,18 +363,7 @@ static int after_auth(http_req *r) {
                        "this client may not send events here");
     return 0;
   }
-  if (s->ratelimit) {
-    char ip[64];
-    if (!r->has_client) remote_ip(r, ip, sizeof ip);
-    int64_t wait_ms = 0;
-    if (!http_ratelimit_take(s->ratelimit, r->has_client ? r->client : ip,
-                             s->host->now_ms(s->inst), &wait_ms)) {
-      http_reply_problem(&r->reply, 429, "rate_limited",
-                         "too many requests from this client");
-      http_reply_retry_after(&r->reply, (int)((wait_ms + 999) / 1000));
-      return 0;
-    }
-  }
+  if (!http_in_rate_ok(r)) return 0;
   const char *ct = ceb_headers_get(&r->headers, "Content-Type");
   /* with a mapping any body is the program's to judge */
   if (!s->mapped && ceb_http_mode_of(ct) == CEB_MODE_BINARY &&
@@ -455,6 +499,11 @@ static enum MHD_Result keys_resumed(http_req *r) {
   http_guard_head_done(r->conn); /* the body's deadline starts now */
   if (!woken) {                  /* resumed by the daemon stopping */
     http_req_unavailable(r, "draining", "the intermediary is shutting down");
+    return queue_reply(r);
+  }
+  if (r->route != HTTP_ROUTE_EVENTS) { /* a published GET */
+    if (http_in_authenticate(r, 1) == 1 && http_in_rate_ok(r))
+      http_in_publish_serve(r, r->route, r->get_url);
     return queue_reply(r);
   }
   if (http_in_authenticate(r, 1) != 1 || !after_auth(r)) return queue_reply(r);

@@ -11,6 +11,13 @@ const ceb_config_spec http_source_spec[] = {
      "File the bound port is written to at start (useful with port 0)."},
     {"path", CEB_CFG_STRING, 0, "/events", 0, 0, NULL,
      "Request path events are POSTed to."},
+    {"serve.openapi", CEB_CFG_BOOL, 0, "true", 0, 0, NULL,
+     "Serve this endpoint's OpenAPI document at GET /openapi.json "
+     "(public: it describes the endpoint)."},
+    {"serve.contracts", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "Serve the contract register as AsyncAPI documents at GET "
+     "/v1/contracts[/{name}[/{version}]], under this endpoint's "
+     "authentication (auth, tls.client_ca) and rate_limit."},
     {"threads", CEB_CFG_INT, 0, "2", 1, 64, NULL,
      "Listener threads: one libmicrohttpd poll daemon each, on its own "
      "SO_REUSEPORT socket of the same address (the kernel spreads "

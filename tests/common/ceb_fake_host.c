@@ -8,6 +8,8 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <jansson.h>
+
 typedef struct ceb_fake_pending {
   struct ceb_fake_pending *next;
   ceb_submit_cb cb;
@@ -321,6 +323,47 @@ static int fake_idem_finish(ceb_instance *inst, const char *client,
   return st;
 }
 
+static int fake_contract_get(ceb_instance *inst, const char *name,
+                             const char *version, char **doc, size_t *len) {
+  ceb_fake_host *f = fake_of(inst);
+  int st = CEB_ENOTFOUND;
+  *doc = NULL;
+  pthread_mutex_lock(&f->lock);
+  for (ceb_fake_contract *c = f->contracts; c; c = c->next)
+    if (strcmp(c->name, name) == 0 && strcmp(c->version, version) == 0) {
+      *doc = malloc(c->len + 1);
+      if (*doc) {
+        memcpy(*doc, c->doc, c->len + 1);
+        *len = c->len;
+      }
+      st = *doc ? CEB_OK : CEB_ENOMEM;
+      break;
+    }
+  pthread_mutex_unlock(&f->lock);
+  return st;
+}
+
+/* The host's listing shape (name, version, sha256, fetched_at), oldest
+ * put first; sha256 is not computed here ("" ). */
+static int fake_contract_list(ceb_instance *inst, const char *name,
+                              char **json, size_t *len) {
+  ceb_fake_host *f = fake_of(inst);
+  json_t *a = json_array();
+  pthread_mutex_lock(&f->lock);
+  for (ceb_fake_contract *c = f->contracts; c; c = c->next)
+    if (!name || strcmp(c->name, name) == 0)
+      json_array_insert_new(a, 0,
+                            json_pack("{s:s,s:s,s:s,s:i}", "name", c->name,
+                                      "version", c->version, "sha256", "",
+                                      "fetched_at", 0));
+  pthread_mutex_unlock(&f->lock);
+  *json = json_dumps(a, JSON_COMPACT);
+  json_decref(a);
+  if (!*json) return CEB_ENOMEM;
+  *len = strlen(*json);
+  return CEB_OK;
+}
+
 static void idem_free(ceb_fake_idem *r) {
   free(r->client);
   free(r->key);
@@ -394,6 +437,8 @@ ceb_fake_host *ceb_fake_host_new(const char *name, uint32_t role) {
       .idem_abort = fake_idem_abort,
       .contract_put = fake_contract_put,
       .submit_mapped = fake_submit_mapped,
+      .contract_get = fake_contract_get,
+      .contract_list = fake_contract_list,
   };
   f->inst.name = strdup(name);
   f->inst.role = role;

@@ -78,6 +78,29 @@ int main(void) {
   CHECK_INT(
       json_integer_value(json_object_get(json_array_get(l, 0), "conflict")), 1);
   json_decref(l);
+  /* ABI 1.2: any role reads the register; the listing holds no provenance
+   * and no conflict record */
+  CHECK(CEB_HOST_HAS(host, contract_get) && CEB_HOST_HAS(host, contract_list));
+  char *doc = NULL, *list = NULL;
+  size_t doc_len = 0, list_len = 0;
+  CHECK_INT(host->contract_get(inst, "duo", "1.0.0", &doc, &doc_len), CEB_OK);
+  CHECK(doc && doc_len == 7 && strcmp(doc, "{\"a\":1}") == 0);
+  free(doc);
+  doc = NULL;
+  CHECK_INT(host->contract_get(inst, "duo", "2.0.0", &doc, &doc_len),
+            CEB_ENOTFOUND);
+  CHECK(doc == NULL);
+  CHECK_INT(host->contract_list(inst, NULL, &list, &list_len), CEB_OK);
+  CHECK(list && list_len == strlen(list));
+  CHECK_MSG(list && strstr(list, "\"name\":\"duo\"") &&
+                strstr(list, "\"version\":\"1.0.0\"") &&
+                strstr(list, "\"sha256\":") &&
+                !strstr(list, "registry.example") && !strstr(list, "conflict"),
+            "%s", list ? list : "(null)");
+  free(list);
+  CHECK_INT(host->contract_list(inst, "nothing", &list, &list_len), CEB_OK);
+  CHECK_STR(list, "[]");
+  free(list);
 
   /* metrics: prefixed, with the instance's labels */
   host->metric(inst, CEB_METRIC_COUNTER, "http_requests_total", "code=\"202\"",

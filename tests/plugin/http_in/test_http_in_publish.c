@@ -1,0 +1,276 @@
+/* What the intermediary publishes, through http.so on the fake host:
+ *  - GET /openapi.json: the repository's plugins/http/openapi.json as this
+ *    configuration serves it (the events path renamed, the security of
+ *    `auth`, the contract paths only when served), public;
+ *  - every operation the document lists answers (no 404/405), and the
+ *    document's operations are exactly the ones served: a method it does
+ *    not list on one of its paths is 405 with the Allow it implies;
+ *  - GET /v1/contracts[/{name}[/{version}]]: the register's entries with
+ *    hrefs, a document byte for byte as the host holds it, 404 for an
+ *    unknown version or a malformed segment, all 404 when serve.contracts
+ *    is off; under auth = oauth2 the register needs a token, the OpenAPI
+ *    document does not. */
+#include "hin_harness.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdlib.h>
+
+#define DOC_A                                                                  \
+  "{\"asyncapi\":\"2.6.0\",\"info\":{\"title\":\"A\",\"version\":\"1.0.0\"},"  \
+  "\"channels\":{}}"
+#define DOC_B                                                                  \
+  "{\"asyncapi\":\"2.6.0\",\"info\":{\"title\":\"A\",\"version\":\"1.1.0\"},"  \
+  "\"channels\":{}}"
+
+static char g_base[128];
+
+static hin_resp get(const char *path, const char *authz) {
+  char url[512];
+  snprintf(url, sizeof url, "%s%s", g_base, path);
+  const char *const hdrs[] = {authz, NULL};
+  return hin_request(url, "GET", authz ? hdrs : NULL, NULL, 0, 0);
+}
+
+static void set_base(hin_env *e) {
+  snprintf(g_base, sizeof g_base, "http://127.0.0.1:%d", e->port);
+}
+
+static json_t *repo_doc(void) {
+  json_error_t err;
+  json_t *doc =
+      json_load_file(CEB_SOURCE_DIR "/plugins/http/openapi.json", 0, &err);
+  CHECK_MSG(doc != NULL, "openapi.json: %s", err.text);
+  return doc;
+}
+
+/* The path a test request uses for a documented path template. */
+static void concrete(const char *tmpl, const char *events_path, char *out,
+                     size_t n) {
+  if (strcmp(tmpl, "/events") == 0)
+    snprintf(out, n, "%s", events_path);
+  else if (strcmp(tmpl, "/v1/contracts/{name}") == 0)
+    snprintf(out, n, "/v1/contracts/enrol");
+  else if (strcmp(tmpl, "/v1/contracts/{name}/{version}") == 0)
+    snprintf(out, n, "/v1/contracts/enrol/1.0.0");
+  else
+    snprintf(out, n, "%s", tmpl);
+}
+
+/* Every documented operation answers with a documented status; methods
+ * the document does not list on a path are 405 with its Allow. */
+static void operations_served(json_t *served, const char *path) {
+  const char *tmpl;
+  json_t *item;
+  size_t ops = 0;
+  json_object_foreach(json_object_get(served, "paths"), tmpl, item) {
+    char p[256], url[512];
+    concrete(tmpl, path, p, sizeof p);
+    snprintf(url, sizeof url, "%s%s", g_base, p);
+    static const char *const methods[] = {"GET", "POST",   "OPTIONS",
+                                          "PUT", "DELETE", NULL};
+    for (int i = 0; methods[i]; i++) {
+      char lower[16];
+      size_t k = 0;
+      for (; methods[i][k]; k++)
+        lower[k] = (char)(methods[i][k] | 0x20);
+      lower[k] = '\0';
+      json_t *op = json_object_get(item, lower);
+      const char *ev =
+          "{\"specversion\":\"1.0\",\"id\":\"p1\",\"source\":\"urn:t\","
+          "\"type\":\"nl.edu.t\"}";
+      const char *const ce[] = {"Content-Type: application/cloudevents+json",
+                                "WebHook-Request-Origin: partner.example",
+                                NULL};
+      int post = strcmp(methods[i], "POST") == 0;
+      hin_resp r = hin_request(url, methods[i], ce, post ? ev : NULL,
+                               post ? strlen(ev) : 0, 0);
+      char code[8];
+      snprintf(code, sizeof code, "%ld", r.status);
+      if (op) {
+        ops++;
+        CHECK_MSG(json_object_get(json_object_get(op, "responses"), code),
+                  "%s %s answered %ld, not a documented response", methods[i],
+                  p, r.status);
+        CHECK_MSG(r.status != 404 && r.status != 405, "%s %s: %ld", methods[i],
+                  p, r.status);
+      } else {
+        CHECK_MSG(r.status == 405, "%s %s (undocumented) answered %ld",
+                  methods[i], p, r.status);
+        char allow[64];
+        CHECK(hin_header(&r, "Allow", allow, sizeof allow) != NULL);
+      }
+      hin_resp_free(&r);
+    }
+  }
+  CHECK_MSG(ops >= 6, "only %zu documented operations", ops);
+}
+
+static void test_open(void) {
+  static const char *const cfg[] = {"auth=none", "serve.contracts=true",
+                                    "path=/in", NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  set_base(e);
+  e->fake->host.contract_put(&e->fake->inst, "enrol", "1.0.0", DOC_A,
+                             strlen(DOC_A), "test");
+  e->fake->host.contract_put(&e->fake->inst, "enrol", "1.1.0", DOC_B,
+                             strlen(DOC_B), "test");
+  e->fake->host.contract_put(&e->fake->inst, "other", "2.0.0", DOC_A,
+                             strlen(DOC_A), "test");
+
+  hin_resp r = get("/openapi.json", NULL);
+  CHECK_INT(r.status, 200);
+  char ct[64];
+  CHECK(hin_header(&r, "Content-Type", ct, sizeof ct) &&
+        strcmp(ct, "application/json") == 0);
+  json_t *served = json_loadb(r.body, r.len, 0, NULL);
+  hin_resp_free(&r);
+  json_t *doc = repo_doc();
+  CHECK(served && doc);
+  if (!served || !doc) return;
+  /* the repository's document, with the events path of this config and
+   * auth = none's (empty) security */
+  json_t *paths = json_object_get(doc, "paths");
+  json_t *events = json_incref(json_object_get(paths, "/events"));
+  json_object_del(paths, "/events");
+  json_object_set_new(paths, "/in", events);
+  const char *k;
+  json_t *item;
+  json_object_foreach(paths, k, item) {
+    const char *m;
+    json_t *op;
+    json_object_foreach(item, m, op) {
+      if (json_array_size(json_object_get(op, "security")))
+        json_object_set_new(op, "security", json_array());
+    }
+  }
+  CHECK_MSG(json_equal(served, doc), "GET /openapi.json differs from "
+                                     "plugins/http/openapi.json");
+  operations_served(served, "/in");
+
+  /* the register */
+  r = get("/v1/contracts", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(r.body && strstr(r.body, "\"href\":\"/v1/contracts/enrol/1.1.0\"") &&
+        strstr(r.body, "\"href\":\"/v1/contracts/other/2.0.0\""));
+  hin_resp_free(&r);
+  r = get("/v1/contracts/enrol", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(r.body && strstr(r.body, "enrol/1.0.0") && !strstr(r.body, "other"));
+  hin_resp_free(&r);
+  r = get("/v1/contracts/enrol/1.1.0", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(r.len == strlen(DOC_B) && memcmp(r.body, DOC_B, r.len) == 0);
+  hin_resp_free(&r);
+  r = get("/v1/contracts/enrol/9.9.9", NULL);
+  CHECK_INT(r.status, 404);
+  CHECK(hin_json_str(&r, "code", "not_found"));
+  hin_resp_free(&r);
+  r = get("/v1/contracts/enrol/1.0.0/extra", NULL);
+  CHECK_INT(r.status, 404);
+  hin_resp_free(&r);
+  r = get("/v1/contracts/en%20rol/1.0.0", NULL);
+  CHECK_INT(r.status, 404);
+  hin_resp_free(&r);
+  r = get("/v1/contracts/none", NULL); /* a name not held: an empty list */
+  CHECK_INT(r.status, 200);
+  CHECK(r.body && strstr(r.body, "\"contracts\":[]"));
+  hin_resp_free(&r);
+  json_decref(served);
+  json_decref(doc);
+  hin_stop(e);
+}
+
+static void test_off(void) {
+  static const char *const cfg[] = {"auth=none", NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  set_base(e);
+  hin_resp r = get("/v1/contracts", NULL);
+  CHECK_INT(r.status, 404);
+  hin_resp_free(&r);
+  r = get("/openapi.json", NULL);
+  CHECK_INT(r.status, 200);
+  json_t *d = json_loadb(r.body, r.len, 0, NULL);
+  json_t *paths = json_object_get(d, "paths");
+  CHECK(json_object_get(paths, "/events") &&
+        !json_object_get(paths, "/v1/contracts") &&
+        !json_object_get(paths, "/v1/contracts/{name}/{version}"));
+  json_decref(d);
+  hin_resp_free(&r);
+  hin_stop(e);
+  static const char *const none[] = {"auth=none", "serve.openapi=false", NULL};
+  e = hin_start(none, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  set_base(e);
+  r = get("/openapi.json", NULL);
+  CHECK_INT(r.status, 404);
+  hin_resp_free(&r);
+  hin_stop(e);
+  /* a path on a published route is a config error */
+  static const char *const clash[] = {"auth=none", "path=/openapi.json", NULL};
+  CHECK_INT(hin_init_status(clash), CEB_ECONFIG);
+}
+
+static void test_oauth(void) {
+  hin_issuer *issuer = hin_issuer_new();
+  char *dir = ceb_test_tmpdir("http_in_publish");
+  char jwks[512], jwks_entry[600];
+  snprintf(jwks, sizeof jwks, "%s/jwks.json", dir);
+  snprintf(jwks_entry, sizeof jwks_entry, "oauth2.jwks_file=%s", jwks);
+  CHECK_INT(hin_issuer_write_jwks(issuer, jwks, "RS256", 0), CEB_OK);
+  const char *const cfg[] = {jwks_entry, "oauth2.issuer=https://idp.test",
+                             "oauth2.audience=cebridge", "serve.contracts=true",
+                             NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (e) {
+    set_base(e);
+    e->fake->host.contract_put(&e->fake->inst, "enrol", "1.0.0", DOC_A,
+                               strlen(DOC_A), "test");
+    hin_resp r = get("/v1/contracts/enrol/1.0.0", NULL);
+    CHECK_INT(r.status, 401);
+    CHECK(hin_json_str(&r, "code", "auth.missing"));
+    hin_resp_free(&r);
+    char *claims = hin_claims("partner-a", 300, -10, NULL, NULL);
+    char *tok = hin_token(issuer, "RS256", "rsa1", claims);
+    char authz[8192];
+    snprintf(authz, sizeof authz, "Authorization: Bearer %s", tok);
+    r = get("/v1/contracts/enrol/1.0.0", authz);
+    CHECK_INT(r.status, 200);
+    CHECK(r.len == strlen(DOC_A));
+    hin_resp_free(&r);
+    r = get("/openapi.json", NULL); /* public */
+    CHECK_INT(r.status, 200);
+    json_t *d = json_loadb(r.body, r.len, 0, NULL);
+    json_t *sec = json_object_get(
+        json_object_get(
+            json_object_get(json_object_get(d, "paths"), "/v1/contracts"),
+            "get"),
+        "security");
+    CHECK_MSG(json_array_size(sec) == 1 &&
+                  json_object_get(json_array_get(sec, 0), "bearerAuth"),
+              "auth = oauth2: the register's operations need the token");
+    json_decref(d);
+    hin_resp_free(&r);
+    free(tok);
+    free(claims);
+    hin_stop(e);
+  }
+  hin_issuer_free(issuer);
+  ceb_test_rmtree(dir);
+  free(dir);
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  test_open();
+  test_off();
+  test_oauth();
+  curl_global_cleanup();
+  return ceb_test_done("test_http_in_publish");
+}
