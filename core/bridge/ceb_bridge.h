@@ -34,6 +34,7 @@ typedef struct ceb_bridge_opts {
   const char *plugin_dir;    /* NULL: [bridge] plugin_dir, else the default */
   ceb_bridge_clock_fn clock; /* NULL: wall clock (tests inject one) */
   void *clock_arg;
+  int dry_run; /* `run --dry-run`: every route as with dry_run = true */
 } ceb_bridge_opts;
 
 /* Loads and checks a configuration. CEB_OK with *out, or CEB_ECONFIG with

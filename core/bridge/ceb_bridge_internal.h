@@ -21,6 +21,7 @@ struct ceb_bridge {
   struct ceb_contracts *contracts; /* pins resolved at start (contracts) */
   ceb_bridge_clock_fn clock;
   void *clock_arg;
+  int dry_run; /* ceb_bridge_opts.dry_run */
   int started;
   int store_unavailable; /* the last start failed opening the store (I/O) */
 };

@@ -236,6 +236,7 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   if (!b) return CEB_ENOMEM;
   b->clock = opts->clock;
   b->clock_arg = opts->clock_arg;
+  b->dry_run = opts->dry_run;
   int st = ceb_conf_load(opts->config_dir, &b->conf, errs);
   if (st != CEB_OK) {
     ceb_bridge_free(b);

@@ -126,6 +126,7 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
       .metrics = b->metrics,
       .clock = b->clock,
       .clock_arg = b->clock_arg,
+      .dry_run = b->dry_run,
   };
   int st = ceb_runtime_open(&ro, &b->rt, err, errlen);
   b->store_unavailable = st == CEB_EIO; /* runtime open: only the store */

@@ -20,6 +20,9 @@ int ceb_cmd_admin(int argc, char **argv);
 /* event validate|convert: CloudEvents from a file (or stdin for "-"),
  * results on stdout, diagnostics on stderr. */
 int ceb_cmd_event(int argc, char **argv);
+/* event map [-c DIR] (--source|--sink|--route) NAME FILE|-: one mapping of
+ * the config on a sample (argv[0] is "map"). */
+int ceb_cmd_event_map(int argc, char **argv);
 
 /* schema validate [--draft 7|2020] [--formats] SCHEMA INSTANCE: SCHEMA and
  * INSTANCE are JSON files ("-" reads INSTANCE from stdin). Relative "$ref"s

@@ -1,6 +1,7 @@
-/* `cebridge event validate|convert`. Input detection: after blanks, '{' is a
- * JSON-format event, '[' a JSON batch, anything else a raw HTTP request dump
- * (see cmd_event/ceb_http_dump.h) decoded with the HTTP binding. */
+/* `cebridge event validate|convert` (and `map`: cmd_event_map.c). Input
+ * detection: after blanks, '{' is a JSON-format event, '[' a JSON batch,
+ * anything else a raw HTTP request dump (see cmd_event/ceb_http_dump.h) decoded
+ * with the HTTP binding. */
 #include "cli/cli.h"
 #include "cli/http_dump.h"
 
@@ -21,6 +22,8 @@ static const char k_usage[] =
     "usage: cebridge event validate [--profile cloudevents|nlgov|nlgov-warn]\n"
     "                               [--max-size BYTES] [--json] FILE|-\n"
     "       cebridge event convert --to FORMAT FILE|-\n"
+    "       cebridge event map [-c DIR] (--source|--sink|--route) NAME "
+    "FILE|-\n"
     "\n"
     "Input (FILE or '-' for stdin): a JSON-format event ({...}), a JSON batch\n"
     "([...]) or an HTTP request dump: optional request line, 'Name: value'\n"
@@ -390,6 +393,7 @@ int ceb_cmd_event(int argc, char **argv) {
   }
   if (!strcmp(argv[1], "validate")) return cmd_validate(argc, argv);
   if (!strcmp(argv[1], "convert")) return cmd_convert(argc, argv);
+  if (!strcmp(argv[1], "map")) return ceb_cmd_event_map(argc - 1, argv + 1);
   fprintf(stderr, "event: unknown subcommand '%s'\n%s", argv[1], k_usage);
   return EXIT_USAGE;
 }

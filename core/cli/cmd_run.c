@@ -24,9 +24,16 @@
 #include "log/ceb_log.h"
 
 static const char k_run_usage[] =
-    "usage: cebridge run [-c DIR] [--plugin-dir DIR]\n"
+    "usage: cebridge run [-c DIR] [--plugin-dir DIR] [--dry-run]\n"
     "Runs the bridge on a config directory (default bridge.d).\n"
-    "SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config.\n";
+    "SIGTERM/SIGINT drain and exit 0; SIGHUP reloads the config.\n"
+    "--dry-run: every route as with dry_run = true: sources accept, events\n"
+    "are validated, filtered, checked and mapped, and each delivery settles\n"
+    "done with reason dry-run and what would have been sent (status, log);\n"
+    "no sink sends anything.\n";
+
+/* `--dry-run`, taken out of argv before the common options are parsed. */
+static int g_dry_run;
 
 static void setup_logging(const ceb_bridge *b) {
   const ceb_bridge_cfg *cfg = ceb_conf_bridge_cfg(ceb_bridge_conf(b));
@@ -39,7 +46,8 @@ static void setup_logging(const ceb_bridge *b) {
 
 static int load(const ceb_cli_common *c, ceb_bridge **out) {
   ceb_bridge_opts o = {.config_dir = c->config_dir,
-                       .plugin_dir = c->plugin_dir};
+                       .plugin_dir = c->plugin_dir,
+                       .dry_run = g_dry_run};
   ceb_conf_errors errs;
   memset(&errs, 0, sizeof errs);
   int st = ceb_bridge_load(&o, out, &errs);
@@ -156,6 +164,14 @@ static int reload(const ceb_cli_common *c, ceb_bridge **bp, int state) {
 
 int ceb_cmd_run(int argc, char **argv) {
   ceb_cli_common c = {"bridge.d", NULL};
+  int kept = 0;
+  for (int k = 0; k < argc; k++) {
+    if (k > 0 && strcmp(argv[k], "--dry-run") == 0)
+      g_dry_run = 1;
+    else
+      argv[kept++] = argv[k];
+  }
+  argc = kept;
   int i = ceb_cli_parse_common(argc, argv, &c, k_run_usage);
   if (i < 0) return i == -2 ? 0 : 2;
   if (i < argc) {
@@ -176,6 +192,9 @@ int ceb_cmd_run(int argc, char **argv) {
   ceb_bridge *b;
   if (load(&c, &b) != CEB_OK) return 1;
   setup_logging(b);
+  if (g_dry_run)
+    ceb_log_warn("dry run: deliveries are evaluated and recorded (reason "
+                 "dry-run), nothing is sent to any sink");
   int state = start_or_wait(b, 0);
   if (state == RUN_DOWN) {
     ceb_bridge_free(b);

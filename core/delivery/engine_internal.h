@@ -34,7 +34,7 @@ enum { DCTX_ROUTE = 0, DCTX_FORWARD = 1, DCTX_RECEIPT = 2 };
 /* One attempt. d is first so that the plugin's ceb_delivery pointer is the
  * context. Lives from dispatch until the plugin settles (or the engine is
  * freed); `host_settled` marks an attempt the host already timed out. */
-typedef struct cebe_mapped cebe_mapped;
+struct ceb_egress_out; /* core/mapping/ceb_mapping_egress.h */
 
 typedef struct dctx {
   ceb_delivery d;
@@ -44,9 +44,10 @@ typedef struct dctx {
   int64_t fence; /* the claim's fencing token (ceb_claim.fence) */
   uint32_t attempt;
   ceb_event *ev;
-  char *json;          /* the journal's bytes of ev (d.encoded), owned; NULL for
-                          forwards and receipts */
-  cebe_mapped *mapped; /* the egress mapping's result (d.mapped), owned */
+  char *json; /* the journal's bytes of ev (d.encoded), owned; NULL for
+                 forwards and receipts */
+  struct ceb_egress_out *mapped; /* the egress mapping's result (d.mapped),
+                                   owned */
   int host_settled;
   char idem_key[65];
   char topic[256];
@@ -254,7 +255,7 @@ ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
  * Blocks the calling worker for at most about n x mapping.timeout. */
 size_t cebe_map_claimed(ceb_mapper *mapper, int program, dctx **cs, size_t n,
                         char (*why)[CEBE_MAP_WHY], int *retry);
-void cebe_mapped_free(cebe_mapped *m);
-const ceb_mapped_out *cebe_mapped_out(const cebe_mapped *m);
+/* Frees a context's mapped result (a ceb_egress_out). */
+void cebe_mapped_free(struct ceb_egress_out *m);
 
 #endif
