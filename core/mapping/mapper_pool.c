@@ -256,6 +256,8 @@ static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
     r->out_len = h[2];
     r->nout = h[1];
   } else {
+    for (char *p = buf; *p; p++) /* one line, whatever the worker said */
+      if ((unsigned char)*p < 0x20) *p = ' ';
     fail(m, r, CEB_EMAPPING, "%s", buf);
     free(buf);
   }

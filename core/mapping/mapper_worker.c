@@ -73,9 +73,15 @@ static int answer(uint32_t status, uint32_t nout, const char *text,
   return len ? write_all(text, len) : 0;
 }
 
+/* A reason is one line: jq's messages may quote the input (a parse error
+ * names the text "while parsing"), newlines and all. */
 static int answer_error(const char *reason) {
-  size_t len = strnlen(reason, CEBM_MAX_REASON);
-  return answer(CEBM_ST_ERROR, 0, reason, len);
+  char line[CEBM_MAX_REASON];
+  size_t len = strnlen(reason, CEBM_MAX_REASON - 1);
+  for (size_t i = 0; i < len; i++)
+    line[i] =
+        (unsigned char)reason[i] < 0x20 || reason[i] == 0x7f ? ' ' : reason[i];
+  return answer(CEBM_ST_ERROR, 0, line, len);
 }
 
 /* libjq's out-of-memory path (memory_exhausted) calls this, then aborts:

@@ -48,13 +48,29 @@ static void write_conf(const char *extra) {
            "[bridge]\nstore = %s/store.db\nadmin.listen = off\n"
            "[source hook]\nplugin = testsource\nmap = file:hook.jq\n"
            "[source gen]\nplugin = testsource\ncount = 3\n"
+           "record = %s/gen.txt\n"
            "[sink partner]\nplugin = testsink\nrecord = %s/partner.txt\n"
            "map = {body: {type: .type, timestamp: .time, data: .data}, "
            "headers: {\"X-Source\": .source}}\n"
            "[route r]\nfrom = hook, gen\nto = partner\n"
            "filter = .type | startswith(\"nl.\")\n%s",
-           g_dir, g_dir, extra);
+           g_dir, g_dir, g_dir, extra);
   ceb_test_write_file(g_conf, "bridge.conf", text);
+}
+
+/* the three generated events were acknowledged (the store is open and
+ * migrated: a status command reads it from here on) */
+static int gen_acked(void *arg) {
+  (void)arg;
+  char path[700];
+  snprintf(path, sizeof path, "%s/gen.txt", g_dir);
+  size_t len = 0;
+  char *t = ceb_test_read_file(path, &len);
+  int lines = 0;
+  for (size_t i = 0; t && i < len; i++)
+    lines += t[i] == '\n';
+  free(t);
+  return lines >= 3;
 }
 
 typedef struct st_arg {
@@ -187,6 +203,7 @@ int main(void) {
         "--dry-run", NULL};
     ceb_proc p;
     CHECK(ceb_proc_start(&p, argv, log) == 0);
+    CHECK(ceb_test_wait(gen_acked, NULL, 30000));
     st_arg a = {"gen-2"};
     CHECK(ceb_test_wait(settled_dry, &a, 30000));
     a.id = "gen-0";

@@ -168,6 +168,10 @@ static void test_outputs(void) {
   const char *why = run1(P_EVENT, 0, "{\"key\": tru", &st);
   CHECK_INT(st, CEB_EMAPPING);
   CHECK_MSG(strstr(why, "input is not JSON"), "%s", why);
+  /* jq quotes the input in its parse error: still one line */
+  why = run1(P_EVENT, 0, "{\"key\":\n\"a\"\n,", &st);
+  CHECK_INT(st, CEB_EMAPPING);
+  CHECK_MSG(strstr(why, "input is not JSON") && !strchr(why, '\n'), "%s", why);
   /* P_EVENT on a document lacking .kind: a jq error, with jq's words */
   why = run1(P_EVENT, 0, "{\"key\":\"k\",\"kind\":5}", &st);
   CHECK_INT(st, CEB_EMAPPING);
