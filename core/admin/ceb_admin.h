@@ -5,6 +5,8 @@
  *   GET  /metrics                   Prometheus text format
  *   GET  /v1/routes                 queue depth, oldest age, in flight,
  *                                   circuit, last minute's throughput
+ *   GET  /v1/cluster                bridges sharing the store, leaders,
+ *                                   claims per instance and route
  *   GET  /v1/events/{id}/status     per-route delivery status (?source=)
  *   GET  /v1/events/{id}/timeline   the same as a timeline (?source=)
  *   GET  /v1/dlq                    dead letters (?route&type&source&reason

@@ -275,8 +275,15 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
   }
   if (strncmp(path, "/contracts/", 11) == 0 && get)
     return ceb_admin_contract_get(view, c, path + 11);
+  if (strcmp(path, "/cluster") == 0 && get) {
+    /* the bridges sharing the store, what each leads and holds */
+    json_t *v = ceb_store_cluster(st, view->now_ms(view->clock_arg));
+    return v ? ceb_admin_reply_json(c, 200, v)
+             : ceb_admin_problem(c, 500, "store_error", "cluster query failed");
+  }
   if (strcmp(path, "/routes") == 0 || strcmp(path, "/dlq") == 0 ||
-      strcmp(path, "/contracts") == 0 || strncmp(path, "/dlq/", 5) == 0)
+      strcmp(path, "/contracts") == 0 || strcmp(path, "/cluster") == 0 ||
+      strncmp(path, "/dlq/", 5) == 0)
     return ceb_admin_problem(c, 405, "method_not_allowed",
                              "method not allowed on this endpoint");
   return ceb_admin_problem(c, 404, "not_found", "no such admin endpoint");

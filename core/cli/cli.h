@@ -39,8 +39,10 @@ int ceb_cmd_schema(int argc, char **argv);
  * machine-readable output.
  *   status EVENT-ID [--source S]
  *   dlq list|show|replay|purge ...
- *   contracts list|show|sync|diff|check ... */
+ *   contracts list|show|sync|diff|check ...
+ *   cluster: the bridges sharing the store (cmd_cluster.c) */
 int ceb_cmd_status(int argc, char **argv);
+int ceb_cmd_cluster(int argc, char **argv);
 int ceb_cmd_dlq(int argc, char **argv);
 int ceb_cmd_contracts(int argc, char **argv);
 

@@ -23,6 +23,8 @@ static const command k_commands[] = {
     {"status", ceb_cmd_status, "delivery status of an event per route"},
     {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
+    {"cluster", ceb_cmd_cluster,
+     "the bridges sharing the store, what each leads and holds"},
     {"health", ceb_cmd_health,
      "ask the running bridge whether it is ready (admin API /readyz)"},
     {"version", ceb_cmd_version, "print the version"},

@@ -94,6 +94,7 @@ static void outcome_done(void *arg, int status) {
     ceb_log_warn("engine: route %s: late settle refused: lease lost (event "
                  "seq %lld, fence %lld); the delivery's new holder settles it",
                  rt->cfg.name, (long long)op->r.seq, (long long)op->r.fence);
+    cebe_metric_add(e, "cebridge_delivery_settles_fenced_total", rt->labels, 1);
   } else {
     ceb_log_error("engine: route %s: recording the outcome of seq %lld "
                   "failed (%s); it is retried after a restart",

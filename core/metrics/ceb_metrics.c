@@ -32,19 +32,18 @@ typedef struct family {
 
 struct ceb_metrics {
   pthread_mutex_t lock;
-  family *families; /* kept sorted by name for stable output */
+  family *families;  /* kept sorted by name for stable output */
+  char *const_label; /* name="escaped value" (ceb_metrics_set_const_label) */
 };
 
 ceb_metrics *ceb_metrics_new(void) {
   ceb_metrics *m = calloc(1, sizeof *m);
-  if (m)
-    pthread_mutex_init(&m->lock, NULL);
+  if (m) pthread_mutex_init(&m->lock, NULL);
   return m;
 }
 
 void ceb_metrics_free(ceb_metrics *m) {
-  if (!m)
-    return;
+  if (!m) return;
   for (family *f = m->families, *fn; f; f = fn) {
     fn = f->next;
     for (series *s = f->series, *sn; s; s = sn) {
@@ -57,6 +56,7 @@ void ceb_metrics_free(ceb_metrics *m) {
     free(f->help);
     free(f);
   }
+  free(m->const_label);
   pthread_mutex_destroy(&m->lock);
   free(m);
 }
@@ -67,11 +67,9 @@ static family *family_get(ceb_metrics *m, const char *name,
   family **pp = &m->families;
   while (*pp && strcmp((*pp)->name, name) < 0)
     pp = &(*pp)->next;
-  if (*pp && strcmp((*pp)->name, name) == 0)
-    return *pp;
+  if (*pp && strcmp((*pp)->name, name) == 0) return *pp;
   family *f = calloc(1, sizeof *f);
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   f->name = strdup(name);
   if (!f->name) {
     free(f);
@@ -84,16 +82,13 @@ static family *family_get(ceb_metrics *m, const char *name,
 }
 
 static series *series_get(family *f, const char *labels) {
-  if (!labels)
-    labels = "";
+  if (!labels) labels = "";
   series **pp = &f->series;
   while (*pp && strcmp((*pp)->labels, labels) < 0)
     pp = &(*pp)->next;
-  if (*pp && strcmp((*pp)->labels, labels) == 0)
-    return *pp;
+  if (*pp && strcmp((*pp)->labels, labels) == 0) return *pp;
   series *s = calloc(1, sizeof *s);
-  if (!s)
-    return NULL;
+  if (!s) return NULL;
   s->labels = strdup(labels);
   if (f->type == CEB_MT_HISTOGRAM)
     s->buckets = calloc(NBUCKETS, sizeof *s->buckets);
@@ -108,8 +103,8 @@ static series *series_get(family *f, const char *labels) {
   return s;
 }
 
-void ceb_metrics_declare(ceb_metrics *m, const char *name,
-                         ceb_metric_type type, const char *help) {
+void ceb_metrics_declare(ceb_metrics *m, const char *name, ceb_metric_type type,
+                         const char *help) {
   pthread_mutex_lock(&m->lock);
   family *f = family_get(m, name, type);
   if (f && !f->declared) {
@@ -123,8 +118,7 @@ void ceb_metrics_declare(ceb_metrics *m, const char *name,
 
 static void update(ceb_metrics *m, const char *name, const char *labels,
                    ceb_metric_type type, double v, int absolute) {
-  if (!m || !name)
-    return;
+  if (!m || !name) return;
   pthread_mutex_lock(&m->lock);
   family *f = family_get(m, name, type);
   series *s = f ? series_get(f, labels) : NULL;
@@ -137,8 +131,7 @@ static void update(ceb_metrics *m, const char *name, const char *labels,
       s->value += v;
       s->count++;
       for (size_t i = 0; i < NBUCKETS; i++)
-        if (v <= k_buckets[i])
-          s->buckets[i]++;
+        if (v <= k_buckets[i]) s->buckets[i]++;
     }
   }
   pthread_mutex_unlock(&m->lock);
@@ -148,8 +141,8 @@ void ceb_metrics_add(ceb_metrics *m, const char *name, const char *labels,
                      double value) {
   update(m, name, labels, CEB_MT_COUNTER, value, 0);
 }
-void ceb_metrics_set_total(ceb_metrics *m, const char *name,
-                           const char *labels, double value) {
+void ceb_metrics_set_total(ceb_metrics *m, const char *name, const char *labels,
+                           double value) {
   update(m, name, labels, CEB_MT_COUNTER, value, 1);
 }
 void ceb_metrics_set(ceb_metrics *m, const char *name, const char *labels,
@@ -163,12 +156,10 @@ void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
 
 double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels) {
   double v = 0;
-  if (!labels)
-    labels = "";
+  if (!labels) labels = "";
   pthread_mutex_lock(&m->lock);
   for (family *f = m->families; f; f = f->next) {
-    if (strcmp(f->name, name) != 0)
-      continue;
+    if (strcmp(f->name, name) != 0) continue;
     for (series *s = f->series; s; s = s->next)
       if (strcmp(s->labels, labels) == 0)
         v = f->type == CEB_MT_HISTOGRAM ? (double)s->count : s->value;
@@ -186,8 +177,7 @@ typedef struct sbuf {
 static void sb_printf(sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->oom)
-    return;
+  if (b->oom) return;
   for (;;) {
     va_list ap;
     va_start(ap, fmt);
@@ -236,10 +226,41 @@ static void sb_help(sbuf *b, const char *name, const char *help) {
   sb_printf(b, "\n");
 }
 
+int ceb_metrics_set_const_label(ceb_metrics *m, const char *name,
+                                const char *value) {
+  if (!m || !name || !*name) return -1;
+  for (const char *p = name; *p; p++)
+    if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+          (p > name && *p >= '0' && *p <= '9')))
+      return -1;
+  char *l = NULL;
+  if (value) {
+    /* worst case every byte escaped */
+    l = malloc(strlen(name) + 2 * strlen(value) + 4);
+    if (!l) return -1;
+    char *o = l + sprintf(l, "%s=\"", name);
+    for (const char *p = value; *p; p++) {
+      if (*p == '\\' || *p == '"') *o++ = '\\';
+      if (*p == '\n') {
+        *o++ = '\\';
+        *o++ = 'n';
+        continue;
+      }
+      *o++ = *p;
+    }
+    *o++ = '"';
+    *o = '\0';
+  }
+  pthread_mutex_lock(&m->lock);
+  free(m->const_label);
+  m->const_label = l;
+  pthread_mutex_unlock(&m->lock);
+  return 0;
+}
+
 char *ceb_metrics_render(ceb_metrics *m) {
   sbuf b = {malloc(4096), 0, 4096, 0};
-  if (!b.p)
-    return NULL;
+  if (!b.p) return NULL;
   b.p[0] = '\0';
   pthread_mutex_lock(&m->lock);
   for (family *f = m->families; f; f = f->next) {
@@ -250,9 +271,21 @@ char *ceb_metrics_render(ceb_metrics *m) {
     sb_printf(&b, "# TYPE %s %s\n", f->name, type_name(f->type));
     for (series *s = f->series; s; s = s->next) {
       const char *l = s->labels;
+      char *joined = NULL; /* the constant label first, then the series' */
+      if (m->const_label) {
+        size_t n = strlen(m->const_label) + strlen(l) + 2;
+        joined = malloc(n);
+        if (!joined) {
+          b.oom = 1;
+          break;
+        }
+        snprintf(joined, n, "%s%s%s", m->const_label, *l ? "," : "", l);
+        l = joined;
+      }
       if (f->type != CEB_MT_HISTOGRAM) {
         sb_printf(&b, "%s%s%s%s %.17g\n", f->name, *l ? "{" : "", l,
                   *l ? "}" : "", s->value);
+        free(joined);
         continue;
       }
       for (size_t i = 0; i < NBUCKETS; i++)
@@ -264,6 +297,7 @@ char *ceb_metrics_render(ceb_metrics *m) {
                 *l ? "}" : "", s->value);
       sb_printf(&b, "%s_count%s%s%s %llu\n", f->name, *l ? "{" : "", l,
                 *l ? "}" : "", s->count);
+      free(joined);
     }
   }
   pthread_mutex_unlock(&m->lock);

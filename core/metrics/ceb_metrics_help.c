@@ -17,6 +17,9 @@ static const struct {
     {"cebridge_deliveries_deferred_total",
      "Deliveries a busy sink refused (backpressure), put back without "
      "counting an attempt."},
+    {"cebridge_delivery_settles_fenced_total",
+     "Attempt outcomes the store refused: the claim's lease had ended and "
+     "another claim took the delivery (or it was settled already)."},
     {"cebridge_route_queue_depth",
      "Undelivered events per route, counted in the store at scrape time."},
     {"cebridge_route_oldest_age_seconds",

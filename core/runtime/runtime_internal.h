@@ -50,6 +50,7 @@ struct ceb_runtime {
   atomic_int sweeper_stop;
   pthread_mutex_t sweep_lock;
   pthread_cond_t sweep_cond;
+  int64_t started_at; /* host clock at ceb_runtime_start */
   /* queue long polls (runtime_queue.c): queue_gen counts appends this
    * bridge made durable; waiting fetches watch it */
   pthread_mutex_t queue_lock;
@@ -71,6 +72,8 @@ int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
 void cebr_reject_metric(ceb_runtime *rt, ceb_instance *inst,
                         const char *reason);
 void *cebr_sweeper_main(void *arg);
+/* Records this bridge's heartbeat in the store (the sweeper, each round). */
+void cebr_heartbeat(ceb_runtime *rt);
 /* ceb_host.queue_* and ceb_host.lead (runtime_queue.c). */
 int cebr_queue_append(ceb_instance *inst, const char *key, const char *json,
                       size_t len, size_t max, void (*cb)(void *, int),

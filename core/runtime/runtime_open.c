@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ceb/ceb.h>
 
@@ -268,6 +269,11 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                                    "map")
             : -1;
   if (rc == CEB_OK) rc = ceb_store_open(&so, &rt->store, err, errlen);
+  /* bridges sharing a store tell their series apart by a constant label
+   * ("bridge", not "instance": plugin series use that for the section) */
+  if (rc == CEB_OK && rt->metrics && ceb_store_shared(rt->store))
+    ceb_metrics_set_const_label(rt->metrics, "bridge",
+                                ceb_store_instance(rt->store));
   ceb_engine_route *eroutes = NULL;
   ceb_engine_sink *esinks = NULL;
   if (rc == CEB_OK) rc = build_routes(rt, &eroutes, opts->dry_run, err, errlen);
@@ -331,6 +337,8 @@ int ceb_runtime_start(ceb_runtime *rt) {
     ceb_log_error("runtime: start failed: %s", ceb_strerror(rc));
     return rc;
   }
+  rt->started_at = cebr_now(rt);
+  cebr_heartbeat(rt); /* listed at once, before the first round */
   if (pthread_create(&rt->sweeper, NULL, cebr_sweeper_main, rt) == 0) {
     pthread_setname_np(rt->sweeper, "ceb-sweeper");
     rt->sweeper_running = 1;
@@ -366,6 +374,10 @@ void ceb_runtime_close(ceb_runtime *rt) {
     pthread_join(rt->sweeper, NULL);
   }
   if (rt->engine) ceb_engine_stop(rt->engine);
+  /* a clean stop leaves the cluster view (a crash stays, marked stale) */
+  if (rt->started && ceb_store_leave(rt->store) != CEB_OK)
+    ceb_log_warn("runtime: could not leave the store's list of bridges; "
+                 "it shows this one stale until an hour has passed");
   ceb_store_close(rt->store); /* runs queued outcomes first */
   ceb_engine_free(rt->engine);
   routes_free(rt);
@@ -394,6 +406,19 @@ int ceb_runtime_ready(ceb_runtime *rt) {
          ceb_engine_accepting(rt->engine);
 }
 
+/* This bridge in the store's list of instances (the cluster view). */
+void cebr_heartbeat(ceb_runtime *rt) {
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  ceb_store_member m = {.hostname = host,
+                        .pid = (long)getpid(),
+                        .version = CEB_VERSION,
+                        .started_at = rt->started_at};
+  int rc = ceb_store_heartbeat(rt->store, &m, cebr_now(rt));
+  if (rc != CEB_OK)
+    ceb_log_debug("runtime: heartbeat not recorded: %s", ceb_strerror(rc));
+}
+
 /* Expiry in small chunks, and the oldest-age gauges, every few seconds.
  * Of the bridges sharing a store, the leader of "sweeper" sweeps
  * (ceb_store_try_lead, asked each round: leadership moves when the leader
@@ -404,6 +429,7 @@ void *cebr_sweeper_main(void *arg) {
   pthread_mutex_lock(&rt->sweep_lock);
   while (!atomic_load(&rt->sweeper_stop)) {
     pthread_mutex_unlock(&rt->sweep_lock);
+    cebr_heartbeat(rt);
     int lead = ceb_store_try_lead(rt->store, "sweeper", cebr_now(rt)) == 1;
     if (lead != leader && leader >= 0)
       ceb_log_info(lead ? "runtime: this bridge sweeps the store now"

@@ -471,6 +471,38 @@ int ceb_store_shared(ceb_store *st);
  * 1. The leader is recorded for the cluster view. */
 int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now);
 
+/* An instance without a heartbeat for this long is "stale" in the view. */
+#define CEB_STORE_STALE_MS 30000
+
+/* This bridge, as the cluster view lists it. */
+typedef struct ceb_store_member {
+  const char *hostname;
+  long pid;
+  const char *version;
+  int64_t started_at;
+} ceb_store_member;
+/* Blocking: records (or refreshes) this store's instance with
+ * heartbeat_at = now, and drops instances silent for an hour. Call at
+ * start and then every few seconds (the runtime's sweeper does, every
+ * 5 s). Not synced: a lost heartbeat is the next one's. */
+int ceb_store_heartbeat(ceb_store *st, const ceb_store_member *m, int64_t now);
+/* Blocking: removes this store's instance and the tasks it is recorded
+ * to lead (a clean stop). */
+int ceb_store_leave(ceb_store *st);
+/* Blocking read: the cluster view, a new JSON object:
+ *   {"instance": this store's id,
+ *    "instances":[{"id","hostname","pid","version","started_at",
+ *                  "heartbeat_at","stale","leases":{"<route>":n},
+ *                  "leads":[task]}],
+ *    "leases_expired":{"<route>":n}}
+ * oldest start first. stale: no heartbeat for CEB_STORE_STALE_MS. leads:
+ * the tasks it was the last to take (ceb_store_try_lead). leases:
+ * deliveries in progress under an unexpired lease of the instance, per
+ * route (a holder that is not in the table is listed with its id only,
+ * stale); leases_expired: those whose lease ended (their holder is gone:
+ * any instance takes them over). Blocking read; NULL on error. */
+json_t *ceb_store_cluster(ceb_store *st, int64_t now);
+
 /* ---- sweeping ---- */
 
 /* Blocking. Deletes at most chunk expired rows of each kind: idempotency

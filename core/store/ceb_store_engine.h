@@ -135,6 +135,13 @@ typedef struct ceb_store_engine {
   int (*try_lead)(ceb_store_impl *self, const char *task, int64_t now);
 
   json_t *(*dlq_of_seq)(ceb_store_impl *self, int64_t seq);
+
+  /* The cluster view: this instance's heartbeat (which also drops rows
+   * silent for an hour), its leaving, and the view (ceb_store.h). */
+  int (*heartbeat)(ceb_store_impl *self, const ceb_store_member *m,
+                   int64_t now);
+  int (*leave)(ceb_store_impl *self);
+  json_t *(*cluster)(ceb_store_impl *self, int64_t now);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

@@ -360,3 +360,18 @@ int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now) {
   if (!st || !task || !*task) return CEB_EINVAL;
   return st->eng->try_lead(st->impl, task, now);
 }
+
+int ceb_store_heartbeat(ceb_store *st, const ceb_store_member *m, int64_t now) {
+  if (!st) return CEB_EINVAL;
+  return st->eng->heartbeat(st->impl, m, now);
+}
+
+int ceb_store_leave(ceb_store *st) {
+  if (!st) return CEB_EINVAL;
+  return st->eng->leave(st->impl);
+}
+
+json_t *ceb_store_cluster(ceb_store *st, int64_t now) {
+  if (!st) return NULL;
+  return st->eng->cluster(st->impl, now);
+}

@@ -171,6 +171,32 @@ int main(void) {
                           roles, sizeof roles),
             "source,sink,topics");
 
+  /* ABI 1.2 host services (queue_*, lead): CEB_HOST_HAS sees them in a
+   * 1.2 table and not in a table a 1.1 host built (it ends before
+   * submit_mapped), whatever lies behind it; they follow submit_mapped in
+   * declaration order, after every member a 1.1 plugin reads. */
+  {
+    ceb_host hh = {.struct_size = sizeof hh,
+                   .abi_major = CEB_ABI_MAJOR,
+                   .abi_minor = CEB_ABI_MINOR,
+                   .queue_append = (void *)1,
+                   .queue_fetch = (void *)1,
+                   .queue_commit = (void *)1,
+                   .queue_stats = (void *)1,
+                   .queue_wake = (void *)1,
+                   .lead = (void *)1};
+    ceb_host *h = &hh; /* CEB_HOST_HAS takes a pointer variable */
+    CHECK(CEB_HOST_HAS(h, queue_append) && CEB_HOST_HAS(h, lead));
+    h->struct_size = (uint32_t)offsetof(ceb_host, submit_mapped);
+    CHECK(!CEB_HOST_HAS(h, queue_append) && !CEB_HOST_HAS(h, queue_fetch));
+    CHECK(!CEB_HOST_HAS(h, queue_commit) && !CEB_HOST_HAS(h, lead));
+    CHECK(offsetof(ceb_host, queue_append) > offsetof(ceb_host, submit_mapped));
+    CHECK(offsetof(ceb_host, lead) > offsetof(ceb_host, queue_wake));
+    h->struct_size = sizeof hh;
+    h->lead = NULL;
+    CHECK(!CEB_HOST_HAS(h, lead)); /* present but unset */
+  }
+
   ceb_loader_free(l);
   return ceb_test_done("abi_loader");
 }

@@ -53,4 +53,7 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .shared = cebs_shared,
     .try_lead = cebs_try_lead,
     .dlq_of_seq = cebs_dlq_of_seq,
+    .heartbeat = cebs_heartbeat,
+    .leave = cebs_leave,
+    .cluster = cebs_cluster,
 };

@@ -331,6 +331,10 @@ int cebs_pull_stats(cebs_store *st, const char *queue, int64_t *depth,
                     int64_t *last, int64_t *committed);
 int cebs_shared(cebs_store *st);
 int cebs_try_lead(cebs_store *st, const char *task, int64_t now);
+/* store_cluster.c: the cluster view's tables (ceb_store.h). */
+int cebs_heartbeat(cebs_store *st, const ceb_store_member *m, int64_t now);
+int cebs_leave(cebs_store *st);
+json_t *cebs_cluster(cebs_store *st, int64_t now);
 json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq);
 
 #endif

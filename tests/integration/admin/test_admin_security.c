@@ -375,6 +375,26 @@ static void non_loopback(void) {
   CHECK_INT(cli("wide-token-check.out", check), 0);
 }
 
+/* /v1/cluster lists one bridge, the one running as p, leading the
+ * sweeper. */
+static int cluster_lists(void *arg) {
+  ceb_proc *p = arg;
+  reply r = req("GET", "/v1/cluster", g_bearer, NULL);
+  json_t *v = r.status == 200 && r.body ? json_loads(r.body, 0, NULL) : NULL;
+  free(r.body);
+  json_t *in = json_array_get(json_object_get(v, "instances"), 0);
+  json_t *leads = json_object_get(in, "leads");
+  int ok = json_array_size(json_object_get(v, "instances")) == 1 &&
+           json_integer_value(json_object_get(in, "pid")) == p->pid;
+  int sweeps = 0;
+  size_t i;
+  json_t *t;
+  json_array_foreach(leads, i, t) sweeps |=
+      strcmp(json_string_value(t), "sweeper") == 0;
+  json_decref(v);
+  return ok && sweeps;
+}
+
 int main(void) {
   char *d = ceb_test_tmpdir("admin-security");
   snprintf(g_dir, sizeof g_dir, "%s", d);
@@ -415,8 +435,26 @@ int main(void) {
     reply r = req("GET", "/v1/routes", g_bearer, NULL);
     CHECK_INT(r.status, 200);
     free(r.body);
+    /* the cluster view: token-protected like the rest of /v1/; this bridge
+     * listed with its pid, leading the sweeper once its first round ran */
+    r = req("GET", "/v1/cluster", NULL, NULL);
+    CHECK_INT(r.status, 401);
+    free(r.body);
+    CHECK(ceb_test_wait(cluster_lists, &p2, 30000));
+    /* `cebridge cluster` reads the same from the store beside it */
+    char *cl[] = {"cluster", "-c", g_conf, NULL};
+    CHECK_INT(cli("cluster.log", cl), 0);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %d ", (int)p2.pid);
+    CHECK(file_has("cluster.log", pid) && file_has("cluster.log", "sweeper"));
   }
   CHECK_INT(ceb_proc_stop(&p2, SIGTERM, 30000), 0);
+  /* a clean stop leaves the list */
+  {
+    char *cl[] = {"cluster", "-c", g_conf, NULL};
+    CHECK_INT(cli("cluster2.log", cl), 0);
+    CHECK(file_has("cluster2.log", "no bridge has registered"));
+  }
 
   /* a token file others can read is refused */
   CHECK_INT(chmod(g_token, 0644), 0);

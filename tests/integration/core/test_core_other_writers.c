@@ -7,7 +7,9 @@
  *  - a wake-up from the store (what a PostgreSQL notification turns into,
  *    ceb_store_woken) makes an idle route claim at once, with the poll
  *    (store.poll_interval) set to an hour so nothing else can explain it;
- *  - the poll alone picks work up when no wake-up comes. */
+ *  - the poll alone picks work up when no wake-up comes;
+ *  - a settle whose claim another writer took over after its lease ended
+ *    is refused (fencing token), counted and leaves the row alone. */
 #include "harness.h"
 
 #include "store/ceb_store.h"
@@ -61,6 +63,18 @@ static int other_done(void *arg) {
 static int wait_other_done(ceb_store *st, const char *id) {
   other_state o = {st, id};
   return ceb_test_wait(other_done, &o, 10000);
+}
+
+static int fenced_is(void *arg) {
+  void **a = arg;
+  harness *h = a[0];
+  return ceb_metrics_get(h->metrics, "cebridge_delivery_settles_fenced_total",
+                         "route=\"main\"") >= *(double *)a[1];
+}
+
+static int wait_fenced(harness *h, double n) {
+  void *a[2] = {h, &n};
+  return ceb_test_wait(fenced_is, a, 10000);
 }
 
 int main(void) {
@@ -120,6 +134,30 @@ int main(void) {
   ceb_store_woken(ceb_runtime_store(h.rt), NULL);
   CHECK(harness_wait_id(out, "o4", 1));
   CHECK(wait_other_done(other, "o4"));
+
+  /* 5. A late settle. The sink holds f1; another writer claims it after
+   * its lease ended (a bridge that took the work over); the sink's settle
+   * then carries a fencing token that is not the row's any more: refused,
+   * logged and counted, and the delivery stays the new holder's. */
+  testsink_hold(out, 1);
+  CHECK_INT(harness_submit(&h, "in", harness_event("f1", "nl.edu.t", NULL)),
+            CEB_OK);
+  CHECK(harness_wait_id(out, "f1", 1));
+  ceb_claim *cl = NULL;
+  size_t ncl = 0;
+  CHECK_INT(ceb_store_claim(other, "main", harness_now(&h) + 24 * 3600000LL, 4,
+                            60000, &cl, &ncl),
+            CEB_OK);
+  CHECK_INT(ncl, 1);
+  CHECK(ceb_metrics_get(h.metrics, "cebridge_delivery_settles_fenced_total",
+                        "route=\"main\"") == 0);
+  CHECK(testsink_settle_held(out, CEB_ACK, NULL));
+  testsink_hold(out, 0);
+  CHECK(wait_fenced(&h, 1));
+  char st_buf[32];
+  CHECK_STR(harness_state(&h, "f1", "main", st_buf, sizeof st_buf),
+            "in-progress");
+  ceb_claims_free(cl, ncl);
 
   ceb_store_close(other);
   harness_close(&h);

@@ -69,5 +69,27 @@ int main(void) {
   }
   free(t);
   ceb_metrics_free(m);
+
+  /* A constant label (the bridge's instance id) leads every series' labels,
+   * histograms' buckets, sums and counts included, escaped; NULL drops it;
+   * a bad label name is refused. */
+  m = ceb_metrics_new();
+  ceb_metrics_add(m, "c_total", NULL, 1);
+  ceb_metrics_set(m, "g", "route=\"r\"", 2);
+  ceb_metrics_observe(m, "h_seconds", NULL, 0.001);
+  CHECK_INT(ceb_metrics_set_const_label(m, "instance", "a\"b\\c\nd"), 0);
+  CHECK_INT(ceb_metrics_set_const_label(m, "1bad", "x"), -1);
+  CHECK_INT(ceb_metrics_set_const_label(m, "in-stance", "x"), -1);
+  t = ceb_metrics_render(m);
+  CHECK(t && strstr(t, "c_total{instance=\"a\\\"b\\\\c\\nd\"} 1\n"));
+  CHECK(t && strstr(t, "g{instance=\"a\\\"b\\\\c\\nd\",route=\"r\"} 2\n"));
+  CHECK(t && strstr(t, "h_seconds_bucket{instance=\"a\\\"b\\\\c\\nd\",le=\"+Inf\"} 1\n"));
+  CHECK(t && strstr(t, "h_seconds_count{instance=\"a\\\"b\\\\c\\nd\"} 1\n"));
+  free(t);
+  CHECK_INT(ceb_metrics_set_const_label(m, "instance", NULL), 0);
+  t = ceb_metrics_render(m);
+  CHECK(t && strstr(t, "c_total 1\n") && !strstr(t, "instance="));
+  free(t);
+  ceb_metrics_free(m);
   return ceb_test_done("unit_metrics_render");
 }
