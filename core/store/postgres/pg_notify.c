@@ -1,0 +1,250 @@
+/* LISTEN/NOTIFY between the bridges sharing a database (pg_cluster.h).
+ *
+ * One thread, one connection of its own: it LISTENs on "ceb_work", sends
+ * the notifications the engine queued (one statement per round for every
+ * route queued meanwhile, so a busy committer costs one round trip per
+ * round, not per group) and turns the other bridges' notifications into
+ * calls of the wake listener. Its own notifications come back to it too
+ * (a session hears what it sends on a channel it listens to): they are
+ * recognised by the backend pid and dropped. A notification is a hint:
+ * one lost with a connection is made up by a wake-up of every route after
+ * the reconnect, and by the engine's poll (store.poll_interval). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_cluster.h"
+#include "store/postgres/pg_internal.h"
+
+#define NOTIFY_CHANNEL "ceb_work"
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct cebpg_cluster {
+  ceb_store_impl *s;
+  pthread_t thread;
+  int started;
+  int pipe[2]; /* wakes the thread's poll: routes queued, or stop */
+  pthread_mutex_t lock;
+  int stop;
+  char **routes; /* to notify, distinct */
+  size_t nroutes, cap;
+  ceb_store_wake_fn wake;
+  void *wake_arg;
+};
+
+static void poke(cebpg_cluster *c) {
+  char b = 1;
+  ssize_t w = write(c->pipe[1], &b, 1); /* full: a poke is pending anyway */
+  (void)w;
+}
+
+void cebpg_notify_set_listener(cebpg_cluster *c, ceb_store_wake_fn fn,
+                               void *arg) {
+  if (!c) return;
+  pthread_mutex_lock(&c->lock);
+  c->wake = fn;
+  c->wake_arg = arg;
+  pthread_mutex_unlock(&c->lock);
+}
+
+void cebpg_notify_route(cebpg_cluster *c, const char *route) {
+  if (!c || !route) return;
+  pthread_mutex_lock(&c->lock);
+  for (size_t i = 0; i < c->nroutes; i++)
+    if (strcmp(c->routes[i], route) == 0) {
+      pthread_mutex_unlock(&c->lock);
+      return;
+    }
+  if (c->nroutes == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 16;
+    char **n = realloc(c->routes, cap * sizeof *n);
+    if (!n) { /* a lost hint: the others' poll finds the work */
+      pthread_mutex_unlock(&c->lock);
+      return;
+    }
+    c->routes = n;
+    c->cap = cap;
+  }
+  char *r = strdup(route);
+  if (r) c->routes[c->nroutes++] = r;
+  int first = c->nroutes == 1;
+  pthread_mutex_unlock(&c->lock);
+  if (first) poke(c);
+}
+
+static void wake(cebpg_cluster *c, const char *route) {
+  pthread_mutex_lock(&c->lock);
+  ceb_store_wake_fn fn = c->wake;
+  void *arg = c->wake_arg;
+  pthread_mutex_unlock(&c->lock);
+  if (fn) fn(arg, route);
+}
+
+/* Sends the queued notifications in one statement. 0, or -1 when the
+ * connection failed (the routes are dropped: hints). */
+static int send_queued(cebpg_cluster *c, PGconn *conn) {
+  pthread_mutex_lock(&c->lock);
+  char **routes = c->routes;
+  size_t n = c->nroutes;
+  c->routes = NULL;
+  c->nroutes = c->cap = 0;
+  pthread_mutex_unlock(&c->lock);
+  if (!n) return 0;
+  cebpg_buf arr = {0};
+  cebpg_buf_add(&arr, "{", 1);
+  for (size_t i = 0; i < n; i++)
+    cebpg_buf_elem(&arr, routes[i], strlen(routes[i]), i == 0);
+  cebpg_buf_add(&arr, "}", 2); /* with the NUL */
+  int rc = 0;
+  if (!arr.oom) {
+    const char *v[1] = {arr.p};
+    PGresult *r = PQexecParams(conn,
+                               "SELECT pg_notify('" NOTIFY_CHANNEL "', r)"
+                               " FROM unnest($1::text[]) AS r",
+                               1, NULL, v, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) rc = -1;
+    PQclear(r);
+  }
+  cebpg_buf_free(&arr);
+  for (size_t i = 0; i < n; i++)
+    free(routes[i]);
+  free(routes);
+  return rc;
+}
+
+/* Waits ms (or until poked), draining the pipe. */
+static void nap(cebpg_cluster *c, int ms) {
+  struct pollfd p = {.fd = c->pipe[0], .events = POLLIN};
+  if (poll(&p, 1, ms) > 0) {
+    char buf[64];
+    while (read(c->pipe[0], buf, sizeof buf) > 0)
+      ;
+  }
+}
+
+static int stopping(cebpg_cluster *c) {
+  pthread_mutex_lock(&c->lock);
+  int s = c->stop;
+  pthread_mutex_unlock(&c->lock);
+  return s;
+}
+
+static void *listener_main(void *arg) {
+  cebpg_cluster *c = arg;
+  PGconn *conn = NULL;
+  int mypid = 0, backoff = BACKOFF_MIN_MS, had = 0;
+  while (!stopping(c)) {
+    if (!conn) {
+      char err[400] = "";
+      conn = cebpg_pool_connect(c->s->pool, err, sizeof err);
+      PGresult *r = conn ? PQexec(conn, "LISTEN " NOTIFY_CHANNEL) : NULL;
+      int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+      PQclear(r);
+      if (!ok) {
+        if (conn) {
+          cebpg_scrub(NULL, PQerrorMessage(conn), err, sizeof err);
+          PQfinish(conn);
+          conn = NULL;
+        }
+        ceb_log_debug("store: notifications: %s", err);
+        nap(c, backoff);
+        backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+        continue;
+      }
+      backoff = BACKOFF_MIN_MS;
+      mypid = PQbackendPID(conn);
+      if (had) {
+        /* what the others sent while we were away is lost: look again */
+        ceb_log_info("store: listening for other bridges' work again");
+        wake(c, NULL);
+      }
+      had = 1;
+    }
+    if (send_queued(c, conn) != 0 || PQstatus(conn) != CONNECTION_OK) {
+      PQfinish(conn);
+      conn = NULL;
+      continue;
+    }
+    struct pollfd p[2] = {{.fd = PQsocket(conn), .events = POLLIN},
+                          {.fd = c->pipe[0], .events = POLLIN}};
+    if (poll(p, 2, 1000) < 0 && errno != EINTR) {
+      PQfinish(conn);
+      conn = NULL;
+      continue;
+    }
+    if (p[1].revents & POLLIN) {
+      char buf[64];
+      while (read(c->pipe[0], buf, sizeof buf) > 0)
+        ;
+    }
+    if (!PQconsumeInput(conn)) {
+      PQfinish(conn);
+      conn = NULL;
+      continue;
+    }
+    PGnotify *n;
+    while ((n = PQnotifies(conn)) != NULL) {
+      if (n->be_pid != mypid) wake(c, n->extra && *n->extra ? n->extra : NULL);
+      PQfreemem(n);
+    }
+  }
+  PQfinish(conn);
+  return NULL;
+}
+
+int cebpg_notify_start(ceb_store_impl *s, cebpg_cluster **out, char *err,
+                       size_t errlen) {
+  *out = NULL;
+  cebpg_cluster *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errlen, "store: out of memory");
+    return CEB_ENOMEM;
+  }
+  c->s = s;
+  if (pipe(c->pipe) != 0) {
+    snprintf(err, errlen, "store: cannot make a pipe: %s", strerror(errno));
+    free(c);
+    return CEB_EIO;
+  }
+  for (int i = 0; i < 2; i++)
+    fcntl(c->pipe[i], F_SETFL, fcntl(c->pipe[i], F_GETFL) | O_NONBLOCK);
+  pthread_mutex_init(&c->lock, NULL);
+  if (pthread_create(&c->thread, NULL, listener_main, c) != 0) {
+    snprintf(err, errlen, "store: cannot start the notification thread");
+    close(c->pipe[0]);
+    close(c->pipe[1]);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return CEB_EINTERNAL;
+  }
+  pthread_setname_np(c->thread, "store-notify");
+  c->started = 1;
+  *out = c;
+  return CEB_OK;
+}
+
+void cebpg_notify_stop(cebpg_cluster *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->lock);
+  c->stop = 1;
+  pthread_mutex_unlock(&c->lock);
+  poke(c);
+  if (c->started) pthread_join(c->thread, NULL);
+  for (size_t i = 0; i < c->nroutes; i++)
+    free(c->routes[i]);
+  free(c->routes);
+  close(c->pipe[0]);
+  close(c->pipe[1]);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
