@@ -92,19 +92,19 @@ static int settle(ceb_store *st, int64_t seq, int64_t fence) {
   return ceb_store_settle_wait(st, &r);
 }
 
-/* The claimable set the claim reads must equal its definition (open,
- * pending or retrying, no older open row of the key) after all the
- * claims and settles above. */
+/* The claimable set the claim reads must equal its definition (open:
+ * pending, retrying or in progress at its lease end; no older open row of
+ * the key) after all the claims and settles above. */
 static int check_ready(ceb_store *st) {
   static const char sql[] =
       "SELECT (SELECT COUNT(*) FROM (SELECT route, seq FROM delivery d"
-      " WHERE state IN (0, 2) AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
+      " WHERE state < 3 AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
       " FROM delivery p WHERE p.route = d.route AND p.order_key ="
       " d.order_key AND p.state < 3 AND p.seq < d.seq))"
       " EXCEPT SELECT route, seq FROM delivery_ready))"
       " + (SELECT COUNT(*) FROM delivery_ready r WHERE NOT EXISTS (SELECT 1"
       " FROM delivery d WHERE d.seq = r.seq AND d.route = r.route"
-      " AND d.next_at = r.next_at AND d.state IN (0, 2)))";
+      " AND d.next_at = r.next_at AND d.state < 3))";
   sqlite3 *db = cebs_read_begin(cebs_of(st));
   sqlite3_stmt *s = NULL;
   long long bad = -1;

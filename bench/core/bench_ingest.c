@@ -19,8 +19,8 @@
 
 #include <ceb/ceb.h>
 
-#include "instance/ceb_instance.h"
 #include "config/ceb_conf.h"
+#include "instance/ceb_instance.h"
 #include "runtime/ceb_runtime.h"
 
 static int64_t mono_us(void) {

@@ -14,37 +14,32 @@
 
 /* A row is due when no older row of the same key on the route is unsettled:
  * that is what keeps FIFO per key across retries and restarts. Exactly
- * those rows (pending or retrying heads, and unordered rows) are kept in
- * delivery_ready (store_ready.c), so the claim reads only the rows it
- * returns. */
+ * those rows (heads, and unordered rows) are kept in delivery_ready
+ * (store_ready.c) at the time they become claimable, so the claim reads
+ * only the rows it returns: pending or retrying ones that are due, and
+ * ones in progress whose lease ended (their holder is taken to be gone;
+ * a row in progress is its key's head, so taking it over keeps FIFO). */
 static const char SQL_CLAIM_SELECT[] =
     "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at, d.replays, d.fence FROM delivery_ready r"
+    " d.first_at, d.replays, d.fence, d.state FROM delivery_ready r"
     " CROSS JOIN delivery d CROSS JOIN journal j"
     " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
     " AND d.route = r.route AND j.seq = r.seq"
     " ORDER BY r.next_at, r.seq LIMIT ?3";
-/* Rows in progress whose lease ended: their holder is taken to be gone.
- * Such a row was claimed as its key's head (or is unordered), so taking it
- * over keeps FIFO; it is not in delivery_ready. */
-static const char SQL_CLAIM_EXPIRED[] =
-    "SELECT d.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at, d.replays, d.fence FROM delivery d CROSS JOIN journal j"
-    " WHERE d.route = ?1 AND d.state = 1 AND d.lease_until <= ?2"
-    " AND j.seq = d.seq ORDER BY d.lease_until, d.seq LIMIT ?3";
+/* In progress, next_at is the lease end (schema 12 says why). */
 static const char SQL_CLAIM_UPDATE[] =
     "UPDATE delivery SET state = 1, attempts = attempts + 1, last_at = ?3,"
-    " first_at = COALESCE(first_at, ?3), lease_owner = ?4,"
-    " lease_until = ?5, fence = fence + 1 WHERE seq = ?1 AND route = ?2";
+    " first_at = COALESCE(first_at, ?3), holder = ?4,"
+    " next_at = ?5, fence = fence + 1 WHERE seq = ?1 AND route = ?2";
 
 typedef struct claim_args {
   const char *route;
-  const char *owner;
+  int64_t owner; /* lease_owner.id of this handle's instance */
   int64_t now, lease_until;
   size_t max;
   ceb_claim *out;
   size_t count;
-  size_t expired; /* out[0..expired) were taken over from ended leases */
+  size_t expired; /* rows taken over from ended leases */
 } claim_args;
 
 /* Reads the rows of s (bound to route, now, limit) into a->out. */
@@ -66,6 +61,7 @@ static int claim_read(sqlite3 *db, sqlite3_stmt *s, claim_args *a) {
     c->replays = (uint32_t)sqlite3_column_int64(s, 6);
     /* one writer (the committer): the update below makes it this */
     c->fence = sqlite3_column_int64(s, 7) + 1;
+    if (sqlite3_column_int(s, 8) == CEB_DS_INFLIGHT) a->expired++;
     c->lease_until = a->lease_until;
     if (!c->event_json) {
       sqlite3_reset(s);
@@ -83,33 +79,57 @@ static int claim_read(sqlite3 *db, sqlite3_stmt *s, claim_args *a) {
 
 static int claim_run(sqlite3 *db, void *arg) {
   claim_args *a = arg;
-  sqlite3_stmt *x = cebs_stmt(db, SQL_CLAIM_EXPIRED);
   sqlite3_stmt *s = cebs_stmt(db, SQL_CLAIM_SELECT);
   sqlite3_stmt *u = cebs_stmt(db, SQL_CLAIM_UPDATE);
-  if (!x || !s || !u) return CEB_EIO;
+  if (!s || !u) return CEB_EIO;
   a->out = calloc(a->max, sizeof *a->out);
   if (!a->out) return CEB_ENOMEM;
-  int rc = claim_read(db, x, a);
-  a->expired = a->count;
-  if (rc == CEB_OK && a->count < a->max) rc = claim_read(db, s, a);
+  int rc = claim_read(db, s, a);
   if (rc != CEB_OK) return rc;
   for (size_t i = 0; i < a->count; i++) {
     sqlite3_reset(u);
     sqlite3_bind_int64(u, 1, a->out[i].seq);
     sqlite3_bind_text(u, 2, a->route, -1, SQLITE_STATIC);
     sqlite3_bind_int64(u, 3, a->now);
-    sqlite3_bind_text(u, 4, a->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(u, 4, a->owner);
     sqlite3_bind_int64(u, 5, a->lease_until);
     if (sqlite3_step(u) != SQLITE_DONE) {
       ceb_log_error("store: claim update: %s", sqlite3_errmsg(db));
       return CEB_EIO;
     }
-    if (i < a->expired) continue; /* was in progress: not in the set */
-    int rrc = cebs_ready_taken(db, a->route, a->out[i].seq);
+    int rrc = cebs_ready_leased(db, a->route, a->out[i].seq, a->lease_until);
     if (rrc != CEB_OK) return rrc;
   }
   sqlite3_reset(u);
   return CEB_OK;
+}
+
+int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id) {
+  /* owners no row in progress names any more go (one per start) */
+  /* (rows in progress are all in delivery_ready: no scan of delivery) */
+  if (cebs_exec(db, "DELETE FROM lease_owner WHERE id NOT IN (SELECT"
+                    " d.holder FROM delivery_ready r CROSS JOIN"
+                    " delivery d WHERE d.seq = r.seq AND d.route = r.route"
+                    " AND d.state = 1 AND d.holder IS NOT NULL)") != CEB_OK)
+    return CEB_EIO;
+  sqlite3_stmt *s = NULL;
+  int rc = CEB_EIO;
+  if (sqlite3_prepare_v2(db,
+                         "INSERT INTO lease_owner (instance) VALUES (?1)"
+                         " ON CONFLICT (instance) DO UPDATE SET"
+                         " instance = excluded.instance RETURNING id",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, instance, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      *id = sqlite3_column_int64(s, 0);
+      rc = CEB_OK;
+    }
+  }
+  if (rc != CEB_OK)
+    ceb_log_error("store: registering instance %s: %s", instance,
+                  sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  return rc;
 }
 
 int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,
@@ -119,7 +139,7 @@ int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,
   if (!route || max == 0) return CEB_EINVAL;
   if (lease_ms < st->lease_ms) lease_ms = st->lease_ms;
   claim_args a = {.route = route,
-                  .owner = st->instance,
+                  .owner = st->owner_id,
                   .now = now,
                   .lease_until = now + lease_ms,
                   .max = max};
@@ -164,12 +184,10 @@ static int64_t read_int(cebs_store *st, const char *sql, const char *route,
 }
 
 int64_t cebs_next_due(cebs_store *st, const char *route, int64_t after) {
-  /* a lease that ends makes its row claimable too */
+  /* a lease end too: the set holds rows in progress at it */
   int64_t v = read_int(st,
-                       "SELECT MIN(t) FROM (SELECT MIN(next_at) AS t FROM"
-                       " delivery_ready WHERE route = ?1 AND next_at > ?2"
-                       " UNION ALL SELECT MIN(lease_until) FROM delivery"
-                       " WHERE route = ?1 AND state = 1 AND lease_until > ?2)",
+                       "SELECT MIN(next_at) FROM delivery_ready WHERE"
+                       " route = ?1 AND next_at > ?2",
                        route, after, INT64_MAX);
   return v < 0 ? INT64_MAX : v;
 }
@@ -198,8 +216,7 @@ int64_t cebs_oldest_open(cebs_store *st, const char *route) {
 /* Applies only under the claim's fence (?9): a row taken over after its
  * lease ended carries a newer one, and the late outcome changes nothing. */
 static const char SQL_ATTEMPT[] =
-    "UPDATE delivery SET state = ?3, next_at = ?4, lease_owner = NULL,"
-    " lease_until = NULL,"
+    "UPDATE delivery SET state = ?3, next_at = ?4,"
     /* a refund (?8 = 1) undoes the claim's attempt and leaves the record of
      * the last real attempt as it was */
     " last_status = CASE WHEN ?8 THEN last_status ELSE ?5 END,"
@@ -298,9 +315,10 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
   return rc == SQLITE_DONE ? CEB_OK : CEB_EIO;
 }
 
-/* In-progress rows were claimed as heads (or unordered): back to pending
- * they are claimable again unless a replay queued an older row meanwhile,
- * which cebs_ready_changed works out per row. */
+/* In-progress rows were claimed as heads (or unordered): back to pending,
+ * due at their claim time (last_at: next_at held the lease end), they are
+ * claimable again unless a replay queued an older row meanwhile, which
+ * cebs_ready_changed works out per row. */
 static int recover_run(sqlite3 *db, void *arg) {
   int *n = arg;
   sqlite3_stmt *s = NULL;
@@ -317,8 +335,8 @@ static int recover_run(sqlite3 *db, void *arg) {
                         (const char *)sqlite3_column_text(s, 1)));
   sqlite3_finalize(s);
   if (rc != SQLITE_DONE || !rows ||
-      cebs_exec(db, "UPDATE delivery SET state = 0, lease_owner = NULL,"
-                    " lease_until = NULL WHERE state = 1") != CEB_OK) {
+      cebs_exec(db, "UPDATE delivery SET state = 0, next_at ="
+                    " COALESCE(last_at, next_at) WHERE state = 1") != CEB_OK) {
     json_decref(rows);
     return CEB_EIO;
   }

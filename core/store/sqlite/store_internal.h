@@ -91,8 +91,10 @@ struct ceb_store_impl {
   ceb_store_ingest_listener ingested; /* the engine (cebs_ingest) */
   void *ingested_arg;
   char instance[CEB_STORE_INSTANCE_MAX]; /* the owner of our claims */
-  int64_t lease_ms;                      /* shortest lease of a claim */
-  size_t queued;                         /* ops in head..tail */
+  int64_t owner_id; /* its lease_owner.id (cebs_owner_register): the
+                       delivery.holder of its claims */
+  int64_t lease_ms; /* shortest lease of a claim */
+  size_t queued;    /* ops in head..tail */
   size_t queued_bounded;
   size_t queue_max;
   size_t group_max;
@@ -232,11 +234,18 @@ void cebs_checkpoint_stats(cebs_store *st, uint64_t *passes, uint64_t *forced);
  * delivery; committer only. A delivery row was just inserted: */
 int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
                      int64_t next_at, const char *key);
-/* A claimable row was claimed (now in progress): */
+/* A row of the set was claimed: it stays, at its lease end. */
+int cebs_ready_leased(sqlite3 *db, const char *route, int64_t seq,
+                      int64_t lease_until);
+/* A row left the set (deleted): */
 int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq);
 /* Any other change of a row's state or next_at (outcome, replay,
  * recovery): recomputes the row and, for a keyed row, its key's head. */
 int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq);
+
+/* At open, after migrating: the lease_owner.id of instance (added when
+ * new; owners no claim names any more are dropped). CEB_OK or CEB_EIO. */
+int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);

@@ -1,7 +1,11 @@
 /* The claimable set (delivery_ready, schema 3): a delivery is in it iff it
- * is pending or retrying and, when it has an order key, no older delivery
- * of its (route, key) is unsettled. The claim reads only this set; the
- * writers below keep it in the transaction that changes a delivery.
+ * is unsettled (pending, retrying, or in progress: schema 12) and, when it
+ * has an order key, no older delivery of its (route, key) is unsettled; at
+ * its delivery.next_at, which is the due time, or the lease end while in
+ * progress. So one range read finds both what is due and the claims whose
+ * lease ended, and the earliest next_at is the next wake-up either way.
+ * The claim reads only this set; the writers below keep it in the
+ * transaction that changes a delivery.
  *
  * Kept by code, not triggers: a trigger that writes makes every INSERT and
  * UPDATE of delivery open a statement journal, which copied each touched
@@ -23,6 +27,8 @@ static const char SQL_ROW[] = "SELECT order_key, state, next_at FROM delivery"
                               " WHERE seq = ?1 AND route = ?2";
 static const char SQL_DEL_ROW[] =
     "DELETE FROM delivery_ready WHERE route = ?1 AND seq = ?2";
+static const char SQL_LEASE[] =
+    "UPDATE delivery_ready SET next_at = ?3 WHERE route = ?1 AND seq = ?2";
 static const char SQL_DEL_KEY[] =
     "DELETE FROM delivery_ready WHERE route = ?1 AND order_key = ?2";
 static const char SQL_HEAD[] =
@@ -70,6 +76,18 @@ int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
   return insert(db, route, seq, next_at, key);
 }
 
+int cebs_ready_leased(sqlite3 *db, const char *route, int64_t seq,
+                      int64_t lease_until) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_LEASE);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, seq);
+  sqlite3_bind_int64(s, 3, lease_until);
+  int rc = step_done(db, s, "lease");
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
 int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq) {
   sqlite3_stmt *s = cebs_stmt(db, SQL_DEL_ROW);
   if (!s) return CEB_EIO;
@@ -80,7 +98,7 @@ int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq) {
   return rc;
 }
 
-/* Recomputes a key's entry: its head, when pending or retrying. */
+/* Recomputes a key's entry: its head (any unsettled state). */
 static int refresh_key(sqlite3 *db, const char *route, const char *key) {
   sqlite3_stmt *d = cebs_stmt(db, SQL_DEL_KEY);
   sqlite3_stmt *h = cebs_stmt(db, SQL_HEAD);
@@ -106,7 +124,7 @@ static int refresh_key(sqlite3 *db, const char *route, const char *key) {
     ceb_log_error("store: ready head: %s", sqlite3_errmsg(db));
     return CEB_EIO;
   }
-  if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
+  if (state >= 0 && state < CEB_DS_DONE)
     return insert(db, route, seq, next_at, key);
   return CEB_OK;
 }
@@ -137,7 +155,7 @@ int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
     return rc;
   }
   rc = cebs_ready_taken(db, route, seq);
-  if (rc == CEB_OK && (state == CEB_DS_PENDING || state == CEB_DS_RETRYING))
+  if (rc == CEB_OK && state < CEB_DS_DONE)
     rc = insert(db, route, seq, next_at, NULL);
   return rc;
 }

@@ -257,14 +257,34 @@ static const char *const k_migrations[] = {
     " since INTEGER NOT NULL) WITHOUT ROWID;",
     /* 11: claims hold a lease (ceb_store_claim): the instance that holds
      * the row, until when, and a fencing token the settle must carry, one
-     * more at each claim of the row. The in-progress rows are few (the
-     * engine's max_inflight), so their index stays small; it finds leases
-     * that ended without reading the open rows. */
+     * more at each claim of the row. */
     "ALTER TABLE delivery ADD COLUMN lease_owner TEXT;"
     "ALTER TABLE delivery ADD COLUMN lease_until INTEGER;"
     "ALTER TABLE delivery ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;"
     "CREATE INDEX delivery_leased ON delivery(route, lease_until)"
     " WHERE state = 1;",
+    /* 12: a claim must not grow its row nor keep an index of its own. The
+     * holder's name in every claimed row grew it past its slot in pages
+     * packed full (each claim split pages), and the index of rows in
+     * progress cost WAL pages every group. Now the holder is a number
+     * (lease_owner), the lease end lives in next_at while the row is in
+     * progress (its due time is spent then; the settle writes the next
+     * one), and a row in progress stays in delivery_ready at its lease
+     * end (store_ready.c), where the claim finds leases that ended as it
+     * finds due work. The columns lease_owner and lease_until of 11 stay,
+     * unused: dropping a column rewrites the table. */
+    "DROP INDEX IF EXISTS delivery_leased;"
+    "CREATE TABLE lease_owner ("
+    " id INTEGER PRIMARY KEY,"
+    " instance TEXT NOT NULL UNIQUE);"
+    "ALTER TABLE delivery ADD COLUMN holder INTEGER;"
+    "UPDATE delivery SET next_at = COALESCE(lease_until, next_at)"
+    " WHERE state = 1;"
+    "INSERT OR IGNORE INTO delivery_ready (route, seq, next_at, order_key)"
+    " SELECT route, seq, next_at, order_key FROM delivery d WHERE state = 1"
+    " AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p"
+    " WHERE p.route = d.route AND p.order_key = d.order_key"
+    " AND p.state < 3 AND p.seq < d.seq));",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

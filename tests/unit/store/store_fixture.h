@@ -77,19 +77,19 @@ static inline ceb_store *fixture_open_old(const char *path, const char *suffix,
 }
 
 /* Rows by which the claimable set (delivery_ready) differs from its
- * definition: open (pending or retrying) deliveries with no older open row
- * of their (route, key), at their next_at. 0 when it is right. */
+ * definition: open (pending, retrying or in progress) deliveries with no
+ * older open row of their (route, key), at their next_at (the lease end
+ * while in progress). 0 when it is right. */
 static inline long long fixture_ready_mismatch(ceb_store *st) {
   return fixture_int(
-      st,
-      "SELECT (SELECT COUNT(*) FROM (SELECT route, seq FROM delivery d"
-      " WHERE state IN (0, 2) AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
-      " FROM delivery p WHERE p.route = d.route AND p.order_key ="
-      " d.order_key AND p.state < 3 AND p.seq < d.seq))"
-      " EXCEPT SELECT route, seq FROM delivery_ready))"
-      " + (SELECT COUNT(*) FROM delivery_ready r WHERE NOT EXISTS (SELECT 1"
-      " FROM delivery d WHERE d.seq = r.seq AND d.route = r.route"
-      " AND d.next_at = r.next_at AND d.state IN (0, 2)))");
+      st, "SELECT (SELECT COUNT(*) FROM (SELECT route, seq FROM delivery d"
+          " WHERE state < 3 AND (order_key IS NULL OR NOT EXISTS (SELECT 1"
+          " FROM delivery p WHERE p.route = d.route AND p.order_key ="
+          " d.order_key AND p.state < 3 AND p.seq < d.seq))"
+          " EXCEPT SELECT route, seq FROM delivery_ready))"
+          " + (SELECT COUNT(*) FROM delivery_ready r WHERE NOT EXISTS (SELECT 1"
+          " FROM delivery d WHERE d.seq = r.seq AND d.route = r.route"
+          " AND d.next_at = r.next_at AND d.state < 3))");
 }
 
 /* Ingests one event synchronously with the given routes (NULL-terminated

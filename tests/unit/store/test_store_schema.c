@@ -97,6 +97,37 @@ int main(void) {
   CHECK_INT(ceb_store_oldest_open(st, "r1"), 1000);
   ceb_store_close(st);
 
+  /* Upgrade from version 11 (leases named in the row, an index of rows in
+   * progress): a claim of route r1 holding until 9000 keeps its lease in
+   * next_at and sits in the claimable set at it, so another claimer takes
+   * it over at 9000, not before (12). */
+  snprintf(sql, sizeof sql,
+           "INSERT INTO journal (seq, source, id, type, received_at, event,"
+           " size, idh) VALUES (1, 'urn:a', 'v11', 't', 1000, '{}', 2, %lld);"
+           " INSERT INTO journal_settle (seq, open_routes) VALUES (1, 1);"
+           " INSERT INTO delivery (seq, route, state, next_at, attempts,"
+           " lease_owner, lease_until, fence) VALUES"
+           " (1, 'r1', 1, 1000, 1, 'old-host-1-a', 9000, 4)",
+           (long long)cebs_id_hash("v11"));
+  st = fixture_open_old(path, ".v11", 11, sql);
+  CHECK(st != NULL);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'delivery_leased'"),
+            0);
+  CHECK_INT(fixture_int(st, "SELECT next_at FROM delivery_ready WHERE"
+                            " seq = 1"),
+            9000);
+  CHECK_INT(fixture_ready_mismatch(st), 0);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(st, "r1", 8999, 10, 0, &c, &n), 0);
+  CHECK_INT(n, 0);
+  CHECK_INT(ceb_store_claim(st, "r1", 9000, 10, 0, &c, &n), 0);
+  CHECK_INT(n, 1);
+  if (n) CHECK_INT(c[0].fence, 5);
+  ceb_claims_free(c, n);
+  ceb_store_close(st);
+
   /* A database from a newer build is refused with a clear reason. */
   sqlite3_open(path, &db);
   sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
