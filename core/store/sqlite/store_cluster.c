@@ -167,9 +167,15 @@ json_t *cebs_cluster(cebs_store *st, int64_t now) {
   sqlite3_finalize(s);
   s = NULL;
   if (ok && sqlite3_prepare_v2(db,
-                               "SELECT coalesce(lease_owner, ''), route,"
-                               " coalesce(lease_until, 0) > ?1, count(*)"
-                               " FROM delivery WHERE state = 1"
+                               /* rows in progress sit in the claimable
+                                * set at their lease end (store_ready.c):
+                                * no scan of delivery */
+                               "SELECT coalesce(o.instance, ''), d.route,"
+                               " d.next_at > ?1, count(*)"
+                               " FROM delivery_ready r CROSS JOIN delivery d"
+                               " LEFT JOIN lease_owner o ON o.id = d.holder"
+                               " WHERE d.seq = r.seq AND d.route = r.route"
+                               " AND d.state = 1"
                                " GROUP BY 1, 2, 3 ORDER BY 2",
                                -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(s, 1, now);
