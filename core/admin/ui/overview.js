@@ -60,19 +60,38 @@ async function optional(path) {
   }
 }
 
+// GET /v1/cluster: {"instance", "instances":[{"id","hostname","pid",
+// "version","started_at","heartbeat_at","stale","leases":{route:n},
+// "leads":[task]}], "leases_expired":{route:n}}. Shown when the bridge
+// answers it; a store of one bridge lists just this one.
+function perRoute(o) {
+  const e = Object.entries(o || {});
+  return e.length ? e.map(([r, n]) => `${r} ${n}`).join(', ') : '—';
+}
+
 function instancesTable(cluster) {
   const block = $('#instances-block');
-  const list = cluster && (Array.isArray(cluster) ? cluster : cluster.instances);
+  const list = cluster && cluster.instances;
   if (!Array.isArray(list) || !list.length) {
     block.hidden = true;
     return;
   }
-  const keys = [...new Set(list.flatMap((i) => Object.keys(i)))];
+  const now = Date.now();
   $('#instances thead').replaceChildren(el('tr', {},
-    keys.map((k) => el('th', { scope: 'col' }, k.replace(/_/g, ' ')))));
-  $('#instances tbody').replaceChildren(...list.map((i) => el('tr', {},
-    keys.map((k) => el('td', {}, /_at$/.test(k) && typeof i[k] === 'number'
-      ? when(i[k]) : typeof i[k] === 'object' ? JSON.stringify(i[k]) : String(i[k] ?? '—'))))));
+    ['Instance', 'Host', 'PID', 'Version', 'Started', 'Last heartbeat', 'State',
+      'Leads', 'Claims per route'].map((h) => el('th', { scope: 'col' }, h))));
+  $('#instances tbody').replaceChildren(...list.map((i) => el('tr', { 'data-instance': i.id },
+    el('th', { scope: 'row' }, i.id, i.id === cluster.instance ? ' (this bridge)' : ''),
+    el('td', {}, i.hostname || '—'),
+    el('td', { class: 'num' }, i.pid === undefined || i.pid === null ? '—' : String(i.pid)),
+    el('td', {}, i.version || '—'),
+    el('td', {}, when(i.started_at)),
+    el('td', {}, i.heartbeat_at ? `${age(Math.max(0, now - i.heartbeat_at))} ago` : '—'),
+    el('td', {}, badge(i.stale ? 'stale' : 'live')),
+    el('td', {}, (i.leads || []).join(', ') || '—'),
+    el('td', {}, perRoute(i.leases)))));
+  $('#instances-expired').textContent =
+    `Claims whose lease expired (another bridge takes them over): ${perRoute(cluster.leases_expired)}`;
   block.hidden = false;
 }
 
