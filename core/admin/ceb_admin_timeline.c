@@ -2,14 +2,14 @@
  * time order, per (source, id) match:
  *   {"id", "events":[{"seq","source","type","received_at","settled_at",
  *     "timeline":[{"at","what","route"?, ...}]}]}
- * what: received; attempt (first and last of each run of attempts, with
- * "n", "status", "reason"); dead_lettered ("reason", "attempts", "dlq_id",
- * "error"); replayed ("dlq_id"); delivered; in_flight; next_attempt;
- * settled. Built from the journal, the delivery rows and the event's dead
- * letters (a replay resets a delivery's attempts; its dead letter keeps
- * the run that came before). The store keeps no row per attempt: runs of
- * more than two attempts show their first and last. MHD's threads; store
- * read connections only. */
+ * what: received; attempt ("n", "status", "reason", "outcome": retrying,
+ * dead or delivered; "started_at" and "duration_ms" when known);
+ * dead_lettered ("reason", "attempts", "dlq_id", "error"); replayed
+ * ("dlq_id"); delivered; in_flight; next_attempt; settled. Built from the
+ * journal, the store's history of failed attempts, the delivery rows (the
+ * successful attempt) and the event's dead letters. An engine without the
+ * history (ceb_store_attempts_of NULL) gives the first and last attempt of
+ * each run instead. MHD's threads; store read connections only. */
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,16 +78,40 @@ static json_t *sorted(json_t *tl) {
   return out;
 }
 
+/* Every failed attempt from the store's history: when it started, how
+ * long it took, its answer and whether it retried or dead-lettered. */
+static void failed_attempts(json_t *tl, json_t *hist) {
+  json_t *a;
+  size_t i;
+  json_array_foreach(hist, i, a) {
+    json_int_t started = num(a, "started_at"), at = num(a, "at");
+    json_t *x = json_pack("{s:I, s:O, s:O, s:O}", "n", num(a, "n"), "status",
+                          json_object_get(a, "status"), "reason",
+                          json_object_get(a, "reason"), "outcome",
+                          json_object_get(a, "outcome"));
+    if (started > 0 && at >= started) {
+      json_object_set_new(x, "started_at", json_integer(started));
+      json_object_set_new(x, "duration_ms", json_integer(at - started));
+    }
+    add(tl, at, "attempt", json_string_value(json_object_get(a, "route")), x);
+  }
+}
+
 static json_t *timeline_of(ceb_store *st, json_t *ev) {
   json_t *tl = json_array();
   add(tl, num(ev, "received_at"), "received", NULL, NULL);
+  /* NULL: the engine keeps no history; the delivery rows and dead
+   * letters then give the first and last attempt of each run */
+  json_t *hist = ceb_store_attempts_of(st, num(ev, "seq"));
+  failed_attempts(tl, hist);
   json_t *dead = ceb_store_dlq_of_seq(st, num(ev, "seq")), *d;
   size_t i;
   json_array_foreach(dead, i, d) {
     const char *route = json_string_value(json_object_get(d, "route"));
-    attempts(tl, route, num(d, "attempts"), num(d, "first_attempt_at"),
-             num(d, "last_attempt_at"), json_object_get(d, "status"),
-             json_object_get(d, "last_reason"));
+    if (!hist)
+      attempts(tl, route, num(d, "attempts"), num(d, "first_attempt_at"),
+               num(d, "last_attempt_at"), json_object_get(d, "status"),
+               json_object_get(d, "last_reason"));
     add(tl, num(d, "created_at"), "dead_lettered", route,
         json_pack("{s:O, s:I, s:I, s:O}", "reason",
                   json_object_get(d, "reason"), "attempts", num(d, "attempts"),
@@ -103,10 +127,17 @@ static json_t *timeline_of(ceb_store *st, json_t *ev) {
     const char *route = json_string_value(json_object_get(r, "route"));
     const char *state = json_string_value(json_object_get(r, "state"));
     if (!state || strcmp(state, "dead") == 0) continue; /* its dead letter */
-    attempts(tl, route, num(r, "attempts"), num(r, "first_attempt_at"),
-             num(r, "last_attempt_at"), json_object_get(r, "last_status"),
-             json_object_get(r, "last_reason"));
-    if (strcmp(state, "done") == 0)
+    int done = strcmp(state, "done") == 0;
+    if (!hist)
+      attempts(tl, route, num(r, "attempts"), num(r, "first_attempt_at"),
+               num(r, "last_attempt_at"), json_object_get(r, "last_status"),
+               json_object_get(r, "last_reason"));
+    else if (done) /* the history lists failures: this is the success */
+      add(tl, num(r, "last_attempt_at"), "attempt", route,
+          json_pack("{s:I, s:O, s:O, s:s}", "n", num(r, "attempts"), "status",
+                    json_object_get(r, "last_status"), "reason",
+                    json_object_get(r, "last_reason"), "outcome", "delivered"));
+    if (done)
       add(tl, num(r, "last_attempt_at"), "delivered", route, NULL);
     else if (strcmp(state, "in-progress") == 0)
       add(tl,
@@ -116,6 +147,7 @@ static json_t *timeline_of(ceb_store *st, json_t *ev) {
     else
       add(tl, num(r, "next_attempt_at"), "next_attempt", route, NULL);
   }
+  json_decref(hist);
   add(tl, num(ev, "settled_at"), "settled", NULL, NULL);
   return sorted(tl);
 }

@@ -126,7 +126,9 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                                .status_code = info->status_code,
                                .reason = op->reason,
                                .error = op->error,
-                               .sink = e->sinks[c->sink].cfg.name};
+                               .sink = e->sinks[c->sink].cfg.name,
+                               .attempt = c->attempt,
+                               .started_at = c->started_at};
   int64_t next_at = 0;
   if (info->outcome == CEBE_DEFER) {
     op->r.state = CEB_DS_PENDING;

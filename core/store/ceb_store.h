@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 12
+#define CEB_STORE_SCHEMA_VERSION 13
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -279,6 +279,11 @@ typedef struct ceb_attempt_result {
   const char *sink;
   const char *dead_json; /* the dead-letter event in JSON format */
   int64_t dlq_id;        /* out: id of the new DLQ row */
+  /* For the attempt history (ceb_store_attempts_of): the attempt's number
+   * (1 = first since ingest or replay) and when it started (ms; 0:
+   * unknown). */
+  uint32_t attempt;
+  int64_t started_at;
 } ceb_attempt_result;
 /* Async: records an attempt's outcome: updates the delivery row and
  * releases its lease, settles the journal row when every route is done or
@@ -341,6 +346,15 @@ json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
  * oldest first, same shape as the list. New reference, NULL on error. Read
  * connection. */
 json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq);
+/* The failed attempts of journal row seq, every route, oldest first:
+ *   [{"route","n","started_at","at","status","reason","outcome"}]
+ * outcome: "retrying" or "dead". An attempt that delivered is not listed:
+ * the delivery row holds it (a first attempt that succeeds, the usual
+ * case, writes nothing more). Rows go with their journal row at sweep.
+ * New reference; NULL on error or when the engine keeps no history (the
+ * caller then has the delivery rows' first and last attempt). Read
+ * connection. */
+json_t *ceb_store_attempts_of(ceb_store *st, int64_t seq);
 /* One row with "event" (the dead-letter event as JSON); NULL when absent. */
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
 

@@ -142,6 +142,8 @@ typedef struct ceb_store_engine {
                    int64_t now);
   int (*leave)(ceb_store_impl *self);
   json_t *(*cluster)(ceb_store_impl *self, int64_t now);
+  /* optional (NULL: the engine keeps no attempt history) */
+  json_t *(*attempts_of)(ceb_store_impl *self, int64_t seq);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

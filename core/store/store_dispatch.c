@@ -242,6 +242,10 @@ json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq) {
   return st->eng->dlq_of_seq(st->impl, seq);
 }
 
+json_t *ceb_store_attempts_of(ceb_store *st, int64_t seq) {
+  return st->eng->attempts_of ? st->eng->attempts_of(st->impl, seq) : NULL;
+}
+
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id) {
   return st->eng->dlq_show(st->impl, id);
 }

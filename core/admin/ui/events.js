@@ -16,12 +16,20 @@ const WHAT = {
   settled: 'Settled on every route',
 };
 
+const OUTCOME = {
+  retrying: 'failed, to be retried',
+  dead: 'failed, dead-lettered',
+  delivered: 'delivered',
+};
+
 function describe(t) {
   const parts = [WHAT[t.what] || t.what];
   if (t.what === 'attempt') {
     parts[0] = `Attempt ${t.n}`;
     const out = [t.status ? `HTTP ${t.status}` : null, t.reason].filter(Boolean).join(', ');
     if (out) parts.push(`(${out})`);
+    if (t.outcome) parts.push(`→ ${OUTCOME[t.outcome] || t.outcome}`);
+    if (typeof t.duration_ms === 'number') parts.push(`in ${t.duration_ms} ms`);
   }
   if (t.what === 'dead_lettered')
     parts.push(`(${t.reason} after ${t.attempts} attempts; dead letter ${t.dlq_id})`);
@@ -51,7 +59,7 @@ function card(ev) {
     el('div', { class: 'scroll' }, routes),
     el('h3', {}, 'Timeline'),
     el('ol', { class: 'timeline' }, ev.timeline.map((t) =>
-      el('li', { 'data-what': t.what }, when(t.at), describe(t)))));
+      el('li', { 'data-what': t.what, 'data-outcome': t.outcome }, when(t.at), describe(t)))));
 }
 
 export async function lookup(id, source) {

@@ -253,6 +253,60 @@ static void bind_error(sqlite3_stmt *s, int i, const char *err) {
   sqlite3_bind_text(s, i, err, (int)n, SQLITE_TRANSIENT);
 }
 
+static const char SQL_ATTEMPT_LOG[] =
+    "INSERT INTO attempt (seq, route, n, started_at, at, status, reason,"
+    " dead) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+
+/* A failed attempt into the history (ceb_store_attempts_of). */
+static int log_failed(sqlite3 *db, const ceb_attempt_result *r) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_ATTEMPT_LOG);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_int64(s, 1, r->seq);
+  sqlite3_bind_text(s, 2, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, r->attempt);
+  if (r->started_at > 0) sqlite3_bind_int64(s, 4, r->started_at);
+  sqlite3_bind_int64(s, 5, r->now);
+  if (r->status_code) sqlite3_bind_int(s, 6, r->status_code);
+  cebs_bind_text(s, 7, r->reason);
+  sqlite3_bind_int(s, 8, r->state == CEB_DS_DEAD);
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: attempt history: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  return CEB_OK;
+}
+
+json_t *cebs_attempts_of(cebs_store *st, int64_t seq) {
+  sqlite3 *db = cebs_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  json_t *arr = NULL;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT route, n, started_at, at, status, reason,"
+                         " dead FROM attempt WHERE seq = ?1 ORDER BY rowid",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_int64(s, 1, seq);
+    arr = json_array();
+    static const char *const cols[] = {"route",  "n",      "started_at", "at",
+                                       "status", "reason", NULL};
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      json_t *o = json_object();
+      for (int i = 0; cols[i]; i++)
+        cebs_json_col(o, cols[i], s, i);
+      json_object_set_new(
+          o, "outcome",
+          json_string(sqlite3_column_int(s, 6) ? "dead" : "retrying"));
+      json_array_append_new(arr, o);
+    }
+  } else {
+    ceb_log_error("store: attempts of seq: %s", sqlite3_errmsg(db));
+  }
+  sqlite3_finalize(s);
+  cebs_read_end(st, db);
+  return arr;
+}
+
 int cebs_attempt_run(sqlite3 *db, void *arg) {
   ceb_attempt_result *r = arg;
   sqlite3_stmt *u = cebs_stmt(db, SQL_ATTEMPT);
@@ -275,6 +329,10 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
   }
   if (sqlite3_changes(db) == 0)
     return CEB_ECONFLICT; /* not in progress under this fence: nothing */
+  if (r->state == CEB_DS_RETRYING || r->state == CEB_DS_DEAD) {
+    rc = log_failed(db, r);
+    if (rc != CEB_OK) return rc;
+  }
   /* retrying: claimable again at next_at; settled: the key's next row is */
   rc = cebs_ready_changed(db, r->route, r->seq);
   if (rc != CEB_OK || again) return rc;

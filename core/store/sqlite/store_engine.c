@@ -56,4 +56,5 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .heartbeat = cebs_heartbeat,
     .leave = cebs_leave,
     .cluster = cebs_cluster,
+    .attempts_of = cebs_attempts_of,
 };

@@ -345,5 +345,7 @@ int cebs_heartbeat(cebs_store *st, const ceb_store_member *m, int64_t now);
 int cebs_leave(cebs_store *st);
 json_t *cebs_cluster(cebs_store *st, int64_t now);
 json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq);
+/* ceb_store_attempts_of (store_delivery.c). */
+json_t *cebs_attempts_of(cebs_store *st, int64_t seq);
 
 #endif

@@ -285,6 +285,21 @@ static const char *const k_migrations[] = {
     " AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p"
     " WHERE p.route = d.route AND p.order_key = d.order_key"
     " AND p.state < 3 AND p.seq < d.seq));",
+    /* 13: the failed attempts of each delivery, for an event's timeline
+     * (GET /v1/events/{id}/timeline): the delivery row keeps only the
+     * first and last of a run. Only failures are written, so a first
+     * attempt that succeeds costs nothing more; at most max_attempts rows
+     * per delivery and run, swept with the journal row. */
+    "CREATE TABLE attempt ("
+    " seq INTEGER NOT NULL,"
+    " route TEXT NOT NULL,"
+    " n INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " at INTEGER NOT NULL,"
+    " status INTEGER,"
+    " reason TEXT,"
+    " dead INTEGER NOT NULL);"
+    "CREATE INDEX attempt_seq ON attempt(seq);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -61,6 +61,7 @@ static int sweep_run(sqlite3 *db, void *arg) {
       "DELETE FROM delivery WHERE seq IN (SELECT seq FROM sweep_seq)",
       "DELETE FROM journal WHERE seq IN (SELECT seq FROM sweep_seq)",
       "DELETE FROM journal_settle WHERE seq IN (SELECT seq FROM sweep_seq)",
+      "DELETE FROM attempt WHERE seq IN (SELECT seq FROM sweep_seq)",
   };
   for (size_t i = 0; i < sizeof sql / sizeof sql[0] && rc == CEB_OK; i++) {
     if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)

@@ -295,7 +295,6 @@ async function main() {
     await page.goto(base + '/ui/#/events/ev-1');
     await page.waitForSelector('#event-result li[data-what=delivered]');
     check(await page.$('#event-result li[data-what=settled]') !== null, 'the timeline ends settled');
-    await shot(page, 'console-event');
     await axe(page, 'event lookup');
 
     // ---- a failing receiver fills the dead letters ----
@@ -334,6 +333,16 @@ async function main() {
     await page.goto(base + '/ui/#/events/ev-4');
     await page.waitForSelector('#event-result li[data-what=replayed]');
     await page.waitForSelector('#event-result li[data-what=delivered]');
+    // every attempt with its outcome, in order: failed, dead-lettered,
+    // replayed, delivered
+    const steps = await page.$$eval('#event-result li', (li) =>
+      li.map((e) => e.dataset.what + (e.dataset.outcome ? ':' + e.dataset.outcome : '')));
+    check(JSON.stringify(steps) === JSON.stringify(['received', 'attempt:dead', 'dead_lettered',
+      'replayed', 'attempt:delivered', 'delivered', 'settled']),
+    'the replayed event\'s timeline: ' + steps.join(' '));
+    check(/HTTP 500.*failed, dead-lettered in \d+ ms/.test(await text(page, '#event-result li[data-outcome=dead]')),
+      'the failed attempt shows its answer, outcome and duration');
+    await shot(page, 'console-event');
     check(got.filter((g) => g.id === 'ev-4' && g.status < 300).length === 1,
       'the replayed event reached the receiver exactly once');
     check(got.filter((g) => g.id === 'ev-5' || g.id === 'ev-6').every((g) => g.status === 500),

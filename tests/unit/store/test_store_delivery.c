@@ -1,6 +1,7 @@
 /* Claiming is FIFO per order key (also across retries), keys run in
  * parallel, outcomes settle the journal, dead letters get a DLQ row, crash
- * recovery puts in-progress rows back, and the sweeper expires settled
+ * recovery puts in-progress rows back, failed attempts are kept as the
+ * event's history, and the sweeper expires settled
  * events but keeps what the DLQ needs. */
 #include <ceb/status.h>
 
@@ -133,12 +134,26 @@ int main(void) {
   /* a1 fails and retries at 1200: a2 still waits (FIFO across retries). */
   ceb_attempt_result r = outcome(a1, "r", CEB_DS_RETRYING, 200);
   r.fence = fa1;
+  r.attempt = 1;
+  r.started_at = 150;
   CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   CHECK_INT(ceb_store_claim(st, "r", 300, 10, 0, &c, &n), 0);
   CHECK_INT(n, 0);
   CHECK_INT(ceb_store_next_due(st, "r", 300), 1200);
   /* settling a row that is not in progress is refused */
   CHECK_INT(ceb_store_settle_wait(st, &r), CEB_ECONFLICT);
+  /* the failed attempt is in the history, once (the refused settle added
+   * nothing) */
+  json_t *h = ceb_store_attempts_of(st, a1);
+  CHECK_INT(json_array_size(h), 1);
+  json_t *h0 = json_array_get(h, 0);
+  CHECK_INT(json_integer_value(json_object_get(h0, "n")), 1);
+  CHECK_INT(json_integer_value(json_object_get(h0, "started_at")), 150);
+  CHECK_INT(json_integer_value(json_object_get(h0, "at")), 200);
+  CHECK_INT(json_integer_value(json_object_get(h0, "status")), 503);
+  CHECK_STR(json_string_value(json_object_get(h0, "reason")), "http.503");
+  CHECK_STR(json_string_value(json_object_get(h0, "outcome")), "retrying");
+  json_decref(h);
 
   /* At 1200 a1 comes back as attempt 2. */
   CHECK_INT(ceb_store_claim(st, "r", 1200, 10, 0, &c, &n), 0);
@@ -151,7 +166,10 @@ int main(void) {
   ceb_claims_free(c, n);
   r = outcome(a1, "r", CEB_DS_DONE, 1300);
   r.fence = fa1;
+  r.attempt = 2;
   CHECK_INT(ceb_store_settle_wait(st, &r), 0);
+  /* a delivered attempt adds nothing: the delivery row holds it */
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM attempt"), 1);
   CHECK_INT(fixture_int(st, "SELECT settled_at FROM journal_settle WHERE seq ="
                             " (SELECT seq FROM journal WHERE id='a1')"),
             1300);
@@ -167,6 +185,11 @@ int main(void) {
   r.fence = fb1;
   CHECK_INT(ceb_store_settle_wait(st, &r), 0);
   CHECK(r.dlq_id > 0);
+  h = ceb_store_attempts_of(st, b1);
+  CHECK_INT(json_array_size(h), 1);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(h, 0), "outcome")),
+            "dead");
+  json_decref(h);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM dlq WHERE event_id='b1' AND"
                             " reason='rejected' AND status=503 AND"
                             " attempts=1 AND sink='out'"),
@@ -199,6 +222,9 @@ int main(void) {
   CHECK_INT(ceb_store_sweep(st, 1300 + 1000, 1000, 100), 1);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 3);
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM delivery WHERE seq=1"), 0);
+  /* its attempt history went with it; b1's stays with its dead letter */
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM attempt WHERE seq=1"), 0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM attempt"), 1);
   CHECK_INT(ceb_store_sweep(st, 1000000, 1000, 100), 0);
 
   /* The sweeper works in chunks. */
