@@ -5,6 +5,7 @@
 //   - the CSP and the other security headers of the page; no request leaves
 //     loopback (request interception); no CSP violation happens;
 //   - a wrong token gets the sign-in again with a clear message;
+//   - the overview lists this bridge among the store's instances;
 //   - posted events show in the overview's queue depth (receiver holding
 //     the requests), the depth falls to 0 once it answers, and the event's
 //     timeline changes from "in flight" to "delivered" and "settled";
@@ -277,6 +278,10 @@ async function main() {
     await waitFor(async () => (await depthOf()) === '3', 20000, 'queue depth 3 in the overview');
     check(/^[1-9]\d* \/ \d+$/.test(await text(page, 'tr[data-route="to-partner"] td[data-col=inflight]')),
       'attempts in flight are shown');
+    // the bridges on the store (GET /v1/cluster): this one, live
+    await page.waitForSelector('#instances-block:not([hidden]) #instances tbody tr[data-instance]');
+    check(/\(this bridge\)/.test(await text(page, '#instances tbody tr')) &&
+      /live/.test(await text(page, '#instances tbody tr')), 'the instances table lists this bridge, live');
     await shot(page, 'console-overview');
     await axe(page, 'overview');
 
