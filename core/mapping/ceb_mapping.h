@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metrics/ceb_metrics.h"
+
 typedef struct ceb_mapper ceb_mapper;
 
 typedef struct ceb_mapper_opts {
@@ -32,6 +34,10 @@ typedef struct ceb_mapper_opts {
   int workers;         /* processes, >= 1 */
   int64_t timeout_ms;  /* per item, > 0 */
   uint64_t memory_max; /* bytes of address space per worker; 0: no limit */
+  /* Borrowed, may be NULL: cebridge_mapping_runs_total,
+   * cebridge_mapping_failures_total{reason}, cebridge_mapping_worker_
+   * starts_total (HELP in core/metrics/ceb_metrics_help.c). */
+  ceb_metrics *metrics;
 } ceb_mapper_opts;
 
 /* Request flags. */

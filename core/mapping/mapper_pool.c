@@ -104,8 +104,17 @@ int ceb_mapper_check(const ceb_mapper_opts *opts, const char *const *programs,
   return rc == CEB_ECONFIG ? CEB_OK : rc;
 }
 
+static void count(ceb_mapper *m, const char *name, const char *reason,
+                  double n) {
+  if (!m->opts.metrics) return;
+  char labels[64] = "";
+  if (reason) snprintf(labels, sizeof labels, "reason=\"%s\"", reason);
+  ceb_metrics_add(m->opts.metrics, name, labels, n);
+}
+
 static int spawn(ceb_mapper *m, slot *s, char *err, size_t errlen) {
   atomic_fetch_add(&m->spawns, 1);
+  count(m, "cebridge_mapping_worker_starts_total", NULL, 1);
   int rc =
       cebm_spawn(m->path, m->opts.memory_max, m->opts.timeout_ms,
                  (const char *const *)m->programs, m->lens, m->nprog,
@@ -191,11 +200,13 @@ static void release(ceb_mapper *m, slot *s) {
   pthread_mutex_unlock(&m->lock);
 }
 
-static void fail(ceb_mapper *m, ceb_map_req *r, int status, const char *fmt,
-                 ...) __attribute__((format(printf, 4, 5)));
-static void fail(ceb_mapper *m, ceb_map_req *r, int status, const char *fmt,
-                 ...) {
+/* reason: the failure's label (error, timeout, memory, crash, no_worker) */
+static void fail(ceb_mapper *m, ceb_map_req *r, int status, const char *reason,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void fail(ceb_mapper *m, ceb_map_req *r, int status, const char *reason,
+                 const char *fmt, ...) {
   atomic_fetch_add(&m->failed, 1);
+  count(m, "cebridge_mapping_failures_total", reason, 1);
   r->status = status;
   va_list ap;
   va_start(ap, fmt);
@@ -258,7 +269,7 @@ static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
   } else {
     for (char *p = buf; *p; p++) /* one line, whatever the worker said */
       if ((unsigned char)*p < 0x20) *p = ' ';
-    fail(m, r, CEB_EMAPPING, "%s", buf);
+    fail(m, r, CEB_EMAPPING, "error", "%s", buf);
     free(buf);
   }
   return CEB_OK;
@@ -276,6 +287,7 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
       return CEB_EINVAL;
   }
   atomic_fetch_add(&m->items, n);
+  count(m, "cebridge_mapping_runs_total", NULL, (double)n);
   slot *s = acquire(m);
   size_t i = 0;
   int resent = 0;
@@ -283,7 +295,7 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
     char err[256];
     if (s->proc.pid == 0 && spawn(m, s, err, sizeof err) != CEB_OK) {
       for (; i < n; i++)
-        fail(m, &reqs[i], CEB_EIO, "%s", err);
+        fail(m, &reqs[i], CEB_EIO, "no_worker", "%s", err);
       break;
     }
     /* the worker reads the whole batch before running any of it */
@@ -292,7 +304,7 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
         send_batch(s, reqs + i, n - i, cebm_now_ms() + (t > 1000 ? t : 1000));
     if (rc == CEB_ENOMEM) {
       for (; i < n; i++)
-        fail(m, &reqs[i], CEB_EIO, "mapping: out of memory");
+        fail(m, &reqs[i], CEB_EIO, "no_worker", "mapping: out of memory");
       break;
     }
     if (rc != CEB_OK && !resent) {
@@ -313,23 +325,23 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
     cebm_proc_kill(&s->proc, &st);
     if (rc == CEB_ETIMEOUT) {
       atomic_fetch_add(&m->timeouts, 1);
-      fail(m, &reqs[i], CEB_EMAPPING, "mapping timed out after %lld ms",
-           (long long)t);
+      fail(m, &reqs[i], CEB_EMAPPING, "timeout",
+           "mapping timed out after %lld ms", (long long)t);
     } else if (memory) {
       atomic_fetch_add(&m->memory, 1);
-      fail(m, &reqs[i], CEB_EMAPPING,
+      fail(m, &reqs[i], CEB_EMAPPING, "memory",
            "mapping exceeded its memory limit (mapping.memory_max, %llu MiB)",
            (unsigned long long)(m->opts.memory_max / (1024 * 1024)));
     } else if (rc == CEB_ENOMEM) {
-      fail(m, &reqs[i], CEB_EIO, "mapping: out of memory");
+      fail(m, &reqs[i], CEB_EIO, "no_worker", "mapping: out of memory");
     } else {
       atomic_fetch_add(&m->crashes, 1);
       if (st != -1 && WIFSIGNALED(st))
-        fail(m, &reqs[i], CEB_EMAPPING,
+        fail(m, &reqs[i], CEB_EMAPPING, "crash",
              "the mapping worker died running this item (signal %d, %s)",
              WTERMSIG(st), strsignal(WTERMSIG(st)));
       else
-        fail(m, &reqs[i], CEB_EMAPPING,
+        fail(m, &reqs[i], CEB_EMAPPING, "crash",
              "the mapping worker died running this item (exit status %d)",
              st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }

@@ -25,6 +25,15 @@ static const struct {
     {"cebridge_route_oldest_age_seconds",
      "Age of the oldest undelivered event per route, from the store at "
      "scrape time."},
+    /* core/mapping: the jq mapping workers */
+    {"cebridge_mapping_runs_total",
+     "jq mapping and filter runs (one per message, event or delivery)."},
+    {"cebridge_mapping_failures_total",
+     "jq mapping and filter runs that failed, by reason: error (the "
+     "program's), timeout, memory, crash, no_worker."},
+    {"cebridge_mapping_worker_starts_total",
+     "Mapping worker processes started (at start, and to replace one "
+     "killed after a timeout, the memory limit or a crash)."},
     /* http plugin: intermediary (source) */
     {"cebridge_http_requests_total", "Intermediary requests by status code."},
     {"cebridge_http_request_duration_seconds",

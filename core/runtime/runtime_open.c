@@ -117,6 +117,7 @@ static int open_mappings(ceb_runtime *rt, char *err, size_t errlen) {
   free(errs);
   if (!rt->maps->count) return CEB_OK;
   ceb_mapper_opts o = ceb_mapping_opts(ceb_conf_bridge_cfg(rt->conf));
+  o.metrics = rt->metrics;
   rt->mapper =
       ceb_mapper_new(&o, rt->maps->texts, rt->maps->count, err, errlen);
   return rt->mapper ? CEB_OK : CEB_EIO;

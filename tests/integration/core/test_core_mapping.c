@@ -145,6 +145,12 @@ int main(void) {
                        "plugin=\"testsource\",instance=\"in\",reason="
                        "\"mapping\"}"),
             2);
+  /* the pool's own counters: the timeout, and the worker that replaced
+   * the killed one (2 at start) */
+  CHECK_INT(metric(&h, "cebridge_mapping_failures_total{reason=\"timeout\"}"),
+            1);
+  CHECK(metric(&h, "\ncebridge_mapping_worker_starts_total ") >= 3);
+  CHECK(metric(&h, "\ncebridge_mapping_runs_total ") >= 10);
   harness_close(&h);
   return ceb_test_done("integration_core_mapping");
 }
