@@ -151,8 +151,9 @@ const ceb_config_spec ceb_spec_route[] = {
     {"filter", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "jq program run on each event (its JSON format) beside from and "
      "match.*: the route takes the event when the first output is neither "
-     "false nor null. A filter that fails refuses the event (HTTP 400, the "
-     "DLQ topic at Kafka/MQTT): nothing is half-accepted. Inline, or "
+     "false nor null. A filter that fails refuses the event like a failed "
+     "validation (HTTP 422, the DLQ topic at Kafka/MQTT): nothing is "
+     "half-accepted. Inline, or "
      "file:path.jq (relative to this file)."},
     {"map", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "Egress jq program for this route (overrides the sink's map): the "
