@@ -59,8 +59,10 @@ const char *ceb_mapper_default_path(char *buf, size_t cap) {
     char *slash = strrchr(exe, '/');
     if (slash) {
       *slash = '\0';
-      snprintf(buf, cap, "%s/../lib/cebridge/cebridge-mapper", exe);
-      if (access(buf, X_OK) == 0) return buf;
+      /* A path too long for buf is not the installed worker: skip it (and
+       * using the length keeps -O2's format-truncation check satisfied). */
+      int w = snprintf(buf, cap, "%s/../lib/cebridge/cebridge-mapper", exe);
+      if (w > 0 && (size_t)w < cap && access(buf, X_OK) == 0) return buf;
     }
   }
   snprintf(buf, cap, "%s", CEB_MAPPER_INSTALL_PATH);
