@@ -4,7 +4,8 @@
 // on 127.0.0.1 ephemeral ports.
 //   - the CSP and the other security headers of the page; no request leaves
 //     loopback (request interception); no CSP violation happens;
-//   - a wrong token gets the sign-in again with a clear message;
+//   - a wrong token gets the sign-in again with a clear message, and so
+//     does one that stops working (it is forgotten);
 //   - the overview lists this bridge among the store's instances;
 //   - posted events show in the overview's queue depth (receiver holding
 //     the requests), the depth falls to 0 once it answers, and the event's
@@ -423,6 +424,16 @@ async function main() {
     });
     await waitFor(() => requests.filter((u) => u.includes('/v1/routes')).length > n0, 10000,
       'polling again once visible');
+
+    // ---- a token that stops working (rotated) brings the sign-in back ----
+    await page.evaluate(() => sessionStorage.setItem('cebridge.admin.token', 'rotated-away'));
+    await page.goto(base + '/ui/#/dlq');
+    await page.waitForSelector('#view-login:not([hidden])');
+    await waitFor(async () => /refused the token \(401\)/.test(await text(page, '#login-msg')), 10000,
+      'the sign-in after a refused token');
+    check(await page.evaluate(() => sessionStorage.getItem('cebridge.admin.token')) === null,
+      'the refused token is forgotten');
+    check(await page.$eval('#view-dlq', (e) => e.hidden), 'no view stays open without a valid token');
 
     // ---- nothing left loopback, nothing broke the CSP ----
     const foreign = requests.filter((u) => !u.startsWith(base + '/') && !u.startsWith('data:'));
