@@ -361,9 +361,10 @@ json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
 /* Blocking, synced. Puts every matching dead (event, route) back to pending
  * with attempts reset, marks the DLQ rows replayed. dry_run: counts only.
  * *count gets the number of rows (dry run: that would be) replayed;
- * the seq and route of each replayed delivery are appended to *replayed
- * (a JSON array, may be NULL) as {"seq","route"}. Rows whose delivery is
- * not dead any more (already replayed and pending) are skipped. */
+ * {"dlq_id","seq","route"} of each row (dry run: that would be)
+ * replayed is appended to *replayed (a JSON array, may be NULL). Rows
+ * whose delivery is not dead any more (already replayed and pending) are
+ * skipped. */
 int ceb_store_dlq_replay(ceb_store *st, const ceb_dlq_filter *f, int64_t now,
                          int dry_run, size_t *count, json_t *replayed);
 /* Blocking, synced. Deletes matching DLQ rows (dry_run: counts). */
@@ -426,7 +427,9 @@ int ceb_store_contract_put(ceb_store *st, const char *name, const char *version,
                            const char *document, size_t len,
                            const char *provenance, int64_t now);
 /* [{"name","version","sha256","provenance","fetched_at","conflict",
- *   "conflict_sha256","conflict_at"}] for name (NULL: all). Blocking. */
+ *   "conflict_sha256","conflict_at"}] for name (NULL: all), by name and
+ * version; conflict is the integer 1 for a flagged version, else 0 (the
+ * conflict_* members null). Blocking. */
 json_t *ceb_store_contract_list(ceb_store *st, const char *name);
 /* The document of (name, version), malloc'd; NULL when absent. */
 char *ceb_store_contract_get(ceb_store *st, const char *name,

@@ -33,7 +33,14 @@
  *    any instance holds it.
  *  - recover releases only what this instance may own (see
  *    ceb_store_recover); idem_reset_inflight likewise.
+ *  - Time: due times, lease ends, expiries and the rows' timestamps come
+ *    from the now the caller passes (ms since the epoch), never from a
+ *    clock of the engine's own (nor the database server's): the delivery
+ *    engine runs on an injectable clock, and the contract suite depends
+ *    on it.
  *  - Strings and JSON returned are the caller's (malloc / new references).
+ *  - tests/store/ (store_contract.h) is the definition: an engine has a
+ *    runner there that passes the whole suite.
  *
  * Versioning: struct_size first; an engine built against an older table
  * (smaller struct_size) is refused at open, new ops are appended at the
