@@ -140,6 +140,25 @@ static void check_entry(sect_ctx *c, size_t i) {
                        c->label);
     return;
   }
+  if (strcmp(c->s->kind, "bridge") == 0 && strcmp(key, "store") == 0 &&
+      strncmp(value, "sqlite:", 7) == 0) {
+    /* the SQLite engine's spec prefix (core/store/store_select.c): the
+     * rest is the file, which the host reads as any path (a plain path is
+     * SQLite too) */
+    char *rest = strdup(value + 7);
+    int rc = rest ? cebi_config_replace_at(cfg, i, rest) : CEB_ENOMEM;
+    free(rest);
+    if (rc != CEB_OK) {
+      ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");
+      return;
+    }
+    cebi_config_entry(cfg, i, NULL, &value, NULL, NULL);
+    if (!*value) {
+      ceb_conf_error_add(c->errs, file, line, "e.g. store = sqlite:store.db",
+                         "'store' in %s names no file after sqlite:", c->label);
+      return;
+    }
+  }
   if (spec->type == CEB_CFG_PATH && value[0] != '/') {
     char *abs = path_join(c->base, value);
     if (!abs || cebi_config_replace_at(cfg, i, abs) != CEB_OK)

@@ -10,7 +10,8 @@
 const ceb_config_spec ceb_spec_bridge[] = {
     {"store", CEB_CFG_PATH, 0, "/var/lib/cebridge/store.db", 0, 0, NULL,
      "SQLite store file (journal, delivery state, DLQ, idempotency, "
-     "contracts); relative paths are relative to the file that sets them."},
+     "contracts), as a path or sqlite:PATH; relative paths are relative to "
+     "the file that sets them."},
     {"plugin_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "Directory (or dir1:dir2 search path) plugins are loaded from; default: "
      "<bindir>/../lib/cebridge/"

@@ -383,6 +383,32 @@ static void check_no_callback(void) {
   free(dir);
 }
 
+/* [bridge] store = sqlite:PATH is the SQLite engine's spec: the host reads
+ * the file after the prefix as any path (relative to the file that sets
+ * it); "sqlite:" alone names no file. */
+static void check_sqlite_spec(void) {
+  char *dir = ceb_test_tmpdir("conf-check-sqlite");
+  char *real = realpath(dir, NULL);
+  fx_write(dir, "a.conf", "[bridge]\nstore = sqlite:state/s.db\n");
+  ceb_conf *conf = NULL;
+  ceb_conf_errors errs;
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
+  CHECK_INT(ceb_conf_check(conf, NULL, NULL, &errs), CEB_OK);
+  char want[PATH_MAX + 32];
+  snprintf(want, sizeof want, "%s/state/s.db", real);
+  CHECK_STR(ceb_conf_bridge_cfg(conf)->store.path, want);
+  ceb_conf_free(conf);
+  fx_write(dir, "a.conf", "[bridge]\nstore = sqlite:\n");
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
+  CHECK_INT(ceb_conf_check(conf, NULL, NULL, &errs), CEB_ECONFIG);
+  expect(&errs, "a.conf", 2, "'store' in [bridge] names no file after sqlite:",
+         "e.g. store = sqlite:store.db");
+  ceb_conf_free(conf);
+  fx_rmdir(dir);
+  free(real);
+  free(dir);
+}
+
 /* Secret files that are not small regular text files are refused without
  * blocking (a FIFO would hang a blocking open) and without printing. */
 static void check_secret_files(void) {
@@ -496,5 +522,6 @@ int main(void) {
   check_ok();
   check_errors();
   check_no_callback();
+  check_sqlite_spec();
   return ceb_test_done("unit_conf_check");
 }
