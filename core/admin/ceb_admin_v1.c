@@ -281,9 +281,29 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     return v ? ceb_admin_reply_json(c, 200, v)
              : ceb_admin_problem(c, 500, "store_error", "cluster query failed");
   }
+  if (strcmp(path, "/sinks") == 0 && get)
+    return ceb_admin_reply_json(c, 200, ceb_runtime_sinks(rt));
+  const char *sk = "/sinks/", *en = "/enable";
+  size_t pl = strlen(path);
+  if (strncmp(path, sk, strlen(sk)) == 0 && pl > strlen(sk) + strlen(en) &&
+      strcmp(path + pl - strlen(en), en) == 0) {
+    if (!post)
+      return ceb_admin_problem(c, 405, "method_not_allowed",
+                               "POST /v1/sinks/{name}/enable");
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)(pl - strlen(sk) - strlen(en)),
+             path + strlen(sk));
+    int rc = ceb_runtime_sink_enable(rt, name);
+    if (rc == CEB_ENOTFOUND)
+      return ceb_admin_problem(c, 404, "not_found", "no such sink");
+    if (rc != CEB_OK)
+      return ceb_admin_problem(c, 500, "store_error", ceb_strerror(rc));
+    return ceb_admin_reply_json(
+        c, 200, json_pack("{s:s, s:b}", "sink", name, "disabled", 0));
+  }
   if (strcmp(path, "/routes") == 0 || strcmp(path, "/dlq") == 0 ||
       strcmp(path, "/contracts") == 0 || strcmp(path, "/cluster") == 0 ||
-      strncmp(path, "/dlq/", 5) == 0)
+      strcmp(path, "/sinks") == 0 || strncmp(path, "/dlq/", 5) == 0)
     return ceb_admin_problem(c, 405, "method_not_allowed",
                              "method not allowed on this endpoint");
   return ceb_admin_problem(c, 404, "not_found", "no such admin endpoint");

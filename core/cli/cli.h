@@ -40,10 +40,12 @@ int ceb_cmd_schema(int argc, char **argv);
  *   status EVENT-ID [--source S]
  *   dlq list|show|replay|purge ...
  *   contracts list|show|sync|diff|check ...
- *   cluster: the bridges sharing the store (cmd_cluster.c) */
+ *   cluster: the bridges sharing the store (cmd_cluster.c)
+ *   sink list|enable NAME */
 int ceb_cmd_status(int argc, char **argv);
 int ceb_cmd_cluster(int argc, char **argv);
 int ceb_cmd_dlq(int argc, char **argv);
+int ceb_cmd_sink(int argc, char **argv);
 int ceb_cmd_contracts(int argc, char **argv);
 
 /* health [-c DIR] [--live] [--timeout SECONDS]: asks the bridge running on

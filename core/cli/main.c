@@ -22,6 +22,7 @@ static const command k_commands[] = {
     {"schema", ceb_cmd_schema, "validate a JSON document against a schema"},
     {"status", ceb_cmd_status, "delivery status of an event per route"},
     {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
+    {"sink", ceb_cmd_sink, "list sinks' life cycle, enable a disabled sink"},
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
     {"cluster", ceb_cmd_cluster,
      "the bridges sharing the store, what each leads and holds"},

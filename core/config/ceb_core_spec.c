@@ -190,6 +190,13 @@ const ceb_config_spec ceb_spec_sink_common[] = {
      "Consecutive failed attempts that open the sink's circuit."},
     {"circuit.open_for", CEB_CFG_DURATION, 0, "30s", 1, DAYS(1), NULL,
      "How long an open circuit waits before a half-open probe."},
+    {"disable_after", CEB_CFG_DURATION, 0, "72h", 0, DAYS(365), NULL,
+     "Disable the sink after it failed this long without a single success "
+     "(the meemoo guide's 72 h); its events wait until `cebridge sink "
+     "enable`. 0: never."},
+    {"disable_on_gone", CEB_CFG_BOOL, 0, "true", 0, 0, NULL,
+     "Disable the sink at once when it reports its peer gone (HTTP 410); "
+     "false: open the circuit and dead-letter the event instead."},
     {"map", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "Egress jq program for every route to this sink without its own map: "
      "the event in, {\"body\": ..., \"headers\", \"key\", \"topic\", "
@@ -285,6 +292,8 @@ const ceb_config_binding ceb_bind_sink[] = {
     CEB_BIND("rate_limit.burst", ceb_sink_cfg, rate_limit_burst),
     CEB_BIND("circuit.failures", ceb_sink_cfg, circuit_failures),
     CEB_BIND("circuit.open_for", ceb_sink_cfg, circuit_open_for_ms),
+    CEB_BIND("disable_after", ceb_sink_cfg, disable_after_ms),
+    CEB_BIND("disable_on_gone", ceb_sink_cfg, disable_on_gone),
     CEB_BIND("map", ceb_sink_cfg, map),
     CEB_BIND_ORIGIN_OF("map", ceb_sink_cfg, map_origin),
     CEB_CONFIG_BINDING_END};

@@ -38,7 +38,7 @@ typedef struct ceb_store_cfg {
   const char *synchronous; /* full|normal */
   const char *check;       /* quick|full|off */
   int64_t poll_interval_ms;
-  int64_t lease_ms;        /* shortest lease of a claim */
+  int64_t lease_ms; /* shortest lease of a claim */
 } ceb_store_cfg;
 
 typedef struct ceb_mapping_cfg {
@@ -104,6 +104,8 @@ typedef struct ceb_sink_cfg {
   int64_t rate_limit_burst;
   int64_t circuit_failures;
   int64_t circuit_open_for_ms;
+  int64_t disable_after_ms; /* 0: never */
+  int disable_on_gone;
   const char *map, *map_origin; /* jq program text or file:path; NULL */
 } ceb_sink_cfg;
 

@@ -40,6 +40,11 @@ typedef struct ceb_engine_sink {
   double burst;       /* 0: one second's worth */
   uint32_t circuit_failures;
   int64_t circuit_open_for_ms;
+  /* life cycle (the meemoo guide): disabled after a 410 Gone when
+   * disable_on_gone, or after disable_after_ms (host clock) of failures
+   * without a success (0: never) */
+  int disable_on_gone;
+  int64_t disable_after_ms;
 } ceb_engine_sink;
 
 typedef struct ceb_engine_route {
@@ -114,6 +119,14 @@ int ceb_engine_accepting(ceb_engine *e);
 int64_t ceb_engine_open_count(ceb_engine *e);
 /* Attempts in flight, all routes. */
 size_t ceb_engine_inflight(ceb_engine *e);
+
+/* Enables sink `name` again (any thread; blocks on a store write): its
+ * waiting deliveries are claimed again, in order. CEB_OK (also when it was
+ * not disabled), CEB_ENOTFOUND (no such sink), or the store's error. */
+int ceb_engine_sink_enable(ceb_engine *e, const char *name);
+/* The sinks' life cycle, a new JSON array: [{"sink","disabled","reason",
+ * "disabled_at","failing_since","disable_after_ms"}]. */
+json_t *ceb_engine_sinks_json(ceb_engine *e);
 
 /* Routes for the admin API / CLI, a new JSON array:
  *   [{"route","sink","queued","inflight","oldest_age_ms","circuit",

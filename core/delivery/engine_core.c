@@ -117,6 +117,7 @@ int ceb_engine_start(ceb_engine *e) {
   }
   cebe_update_gauges_locked(e, 1);
   pthread_mutex_unlock(&e->lock);
+  cebe_sink_load(e);
   int rc = cebe_fwd_load(e);
   if (rc != CEB_OK) return rc;
   for (unsigned i = 0; i < e->nworkers; i++) {
@@ -526,6 +527,8 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
     rt->inflight--;
     e->inflight_total--;
     ceb_circuit_failure(&e->sinks[c->sink].circuit, now);
+    cebe_sink_result_locked(e, &e->sinks[c->sink], CEBE_SINK_FAILED, "timeout",
+                            now);
     pthread_cond_broadcast(&e->idle);
     dctx copy = *c;
     pthread_mutex_unlock(&e->lock);
@@ -590,9 +593,17 @@ void *cebe_worker_main(void *arg) {
   unsigned w = wa->index;
   free(wa);
   int64_t next_poll = mono_ms() + e->poll_ms; /* start counted already */
+  int64_t next_sinks = next_poll; /* worker 0: the sinks' life cycle */
   pthread_mutex_lock(&e->lock);
   while (!e->stopping) {
     uint64_t gen = e->gen;
+    if (w == 0 && (mono_ms() >= next_sinks || cebe_sink_dirty_locked(e))) {
+      next_sinks = mono_ms() + e->poll_ms;
+      pthread_mutex_unlock(&e->lock);
+      cebe_sink_sync(e);
+      pthread_mutex_lock(&e->lock);
+      if (e->stopping) break;
+    }
     resync_routes_locked(e, w, &next_poll);
     int64_t now = cebe_now(e);
     int64_t next = expire_locked(e, w, now);
@@ -605,6 +616,7 @@ void *cebe_worker_main(void *arg) {
       eng_route *rt = &e->routes[r];
       if (rt->worker != w || rt->open <= 0) continue;
       eng_sink *s = &e->sinks[rt->cfg.sink];
+      if (s->st.disabled) continue; /* its deliveries wait in the store */
       int free_slots = (int)rt->cfg.max_inflight - (int)rt->inflight;
       if (free_slots <= 0) continue;
       int n = free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX;

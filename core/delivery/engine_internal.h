@@ -11,6 +11,9 @@
  *   engine_send.c        handing attempts to sinks (a refusal is returned
  *                        to the caller above, which settles it) and the
  *                        host's side of every settle (cebe_settle_begin)
+ *   engine_sinkstate.c   the sinks' life cycle: disabled after 410 Gone or
+ *                        disable_after of failures, enabled by an operator;
+ *                        kept in the store
  *   engine_base.c, engine_deadletter.c, engine_ptrset.c   leaves
  *   engine_map.c         egress mappings (a leaf below the others: the
  *                        contexts' mapped results, freed by engine_base)
@@ -67,6 +70,11 @@ typedef struct eng_sink {
   uint32_t fwd_inflight;
   int64_t fwd_waiting;
   int64_t fwd_pause_ms, fwd_pause_until;
+  /* life cycle (engine_sinkstate.c), engine lock: the state, bumped
+   * st_gen at every change in memory, st_written the st_gen the store
+   * holds (they differ: worker 0 writes it) */
+  ceb_sink_state st;
+  uint64_t st_gen, st_written;
 } eng_sink;
 
 /* Dead-letter forwards (engine_deadletter.c). The work list is the store:
@@ -217,6 +225,22 @@ int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
  * forward, receipt) and free, or NULL when there is nothing to finish (an
  * unknown or double settle, or one after the host timed the attempt out). */
 dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *in);
+
+/* ---- engine_sinkstate.c ---- */
+/* Control thread, before the workers start: each sink's stored state. */
+void cebe_sink_load(ceb_engine *e);
+/* An attempt's result for s at now (lock held): a success ends a failing
+ * period; a failure starts one, and disables s once it has lasted
+ * disable_after; gone (410, when disable_on_gone) disables s at once.
+ * why: the settle's reason. Returns 1 when s is disabled after it. */
+int cebe_sink_result_locked(ceb_engine *e, eng_sink *s, int kind,
+                            const char *why, int64_t now);
+enum { CEBE_SINK_OK = 0, CEBE_SINK_FAILED = 1, CEBE_SINK_GONE = 2 };
+/* 1 when a state waits to be written (lock held). */
+int cebe_sink_dirty_locked(ceb_engine *e);
+/* Worker 0, lock not held: writes the changed states, then rereads the
+ * store's (an operator's enable, another bridge's disable). */
+void cebe_sink_sync(ceb_engine *e);
 
 /* ---- engine_base.c ---- */
 int64_t cebe_now(ceb_engine *e);

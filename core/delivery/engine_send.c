@@ -104,6 +104,18 @@ dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *inp) {
   int64_t now = cebe_now(e);
   int was = s->circuit.state;
   int busy_first = 0;
+  /* the sink's life cycle (engine_sinkstate.c): a result of the whole sink
+   * (not one destination of a templated one, not a forward) */
+  int gone_wait = 0;
+  if (c->kind == DCTX_ROUTE && in.outcome != CEBE_DEFER &&
+      !(in.flags & CEB_SETTLE_DESTINATION)) {
+    if ((in.flags & CEB_SETTLE_OPEN_CIRCUIT) && s->cfg.disable_on_gone)
+      gone_wait = cebe_sink_result_locked(e, s, CEBE_SINK_GONE, in.reason, now);
+    else
+      cebe_sink_result_locked(
+          e, s, in.outcome == CEB_RETRY ? CEBE_SINK_FAILED : CEBE_SINK_OK,
+          in.reason, now);
+  }
   if (in.outcome == CEBE_DEFER) {
     /* A busy sink is alive: no circuit failure, and a half-open probe that
      * did not happen is given back. The pause doubles once per pause that
@@ -118,6 +130,9 @@ dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *inp) {
       s->busy_until = now + ms;
     }
     in.retry_after_ms = s->busy_until - now;
+  } else if (gone_wait) {
+    /* disabled instead: the circuit stays as it was, so the first attempt
+     * after the operator's enable goes out at once */
   } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT) {
     ceb_circuit_trip(&s->circuit, now);
   } else if (in.flags & CEB_SETTLE_DESTINATION) {
@@ -144,7 +159,14 @@ dctx *cebe_settle_begin(ceb_engine *e, ceb_delivery *d, ceb_settle_info *inp) {
   cebe_kick_locked(e);
   int state = s->circuit.state;
   pthread_mutex_unlock(&e->lock);
-  if (in.flags & CEB_SETTLE_OPEN_CIRCUIT)
+  if (gone_wait) {
+    /* not dead-lettered: the delivery waits for the sink to be enabled,
+     * the attempt given back (the ALERT said it once, at the disabling) */
+    in.outcome = CEBE_DEFER;
+    in.retry_after_ms = 0;
+    in.reason = "sink.disabled";
+    in.detail = "the sink is disabled (410 Gone); waiting to be enabled";
+  } else if (in.flags & CEB_SETTLE_OPEN_CIRCUIT)
     ceb_log_error("ALERT engine: sink %s reports its peer gone (%s); circuit "
                   "opened",
                   s->cfg.name, in.reason ? in.reason : "no reason");

@@ -100,6 +100,10 @@ json_t *ceb_runtime_event_status(ceb_runtime *rt, const char *id,
 /* Routes with queue depth, in-flight attempts, oldest age and the sink's
  * circuit state: see ceb_engine_routes_json. */
 json_t *ceb_runtime_routes(ceb_runtime *rt);
+/* The sinks' life cycle (ceb_engine_sinks_json) and an operator's enable
+ * (ceb_engine_sink_enable: CEB_OK, CEB_ENOTFOUND, a store error). */
+json_t *ceb_runtime_sinks(ceb_runtime *rt);
+int ceb_runtime_sink_enable(ceb_runtime *rt, const char *name);
 
 /* DLQ: list (newest first), show one (with the dead-letter event), replay
  * (back into its route as a fresh delivery with the same event id; rows

@@ -73,6 +73,11 @@ static void declare_metrics(ceb_metrics *m) {
        "Age of the oldest undelivered event per route."},
       {"cebridge_circuit_state", CEB_MT_GAUGE,
        "Sink circuit: 0 closed, 1 open, 2 half-open."},
+      {"cebridge_sink_disabled", CEB_MT_GAUGE,
+       "1 while the sink is disabled (410 Gone or disable_after of failures; "
+       "`cebridge sink enable`)."},
+      {"cebridge_sink_disabled_total", CEB_MT_COUNTER,
+       "Times a sink was disabled, by reason (gone, failing)."},
       {"cebridge_ingest_latency_seconds", CEB_MT_HISTOGRAM,
        "Submit to durable."},
       {"cebridge_delivery_latency_seconds", CEB_MT_HISTOGRAM,
@@ -295,6 +300,8 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
     esinks[i].burst = (double)sc->rate_limit_burst;
     esinks[i].circuit_failures = (uint32_t)sc->circuit_failures;
     esinks[i].circuit_open_for_ms = sc->circuit_open_for_ms;
+    esinks[i].disable_after_ms = sc->disable_after_ms;
+    esinks[i].disable_on_gone = sc->disable_on_gone;
   }
   if (rc == CEB_OK) {
     ceb_engine_opts eo = {.store = rt->store,

@@ -29,6 +29,14 @@ json_t *ceb_runtime_routes(ceb_runtime *rt) {
   return ceb_engine_routes_json(rt->engine);
 }
 
+json_t *ceb_runtime_sinks(ceb_runtime *rt) {
+  return ceb_engine_sinks_json(rt->engine);
+}
+
+int ceb_runtime_sink_enable(ceb_runtime *rt, const char *name) {
+  return ceb_engine_sink_enable(rt->engine, name);
+}
+
 json_t *ceb_runtime_dlq_list(ceb_runtime *rt, const ceb_dlq_filter *f) {
   return ceb_store_dlq_list(rt->store, f);
 }

@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 13
+#define CEB_STORE_SCHEMA_VERSION 14
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -519,6 +519,31 @@ int ceb_store_leave(ceb_store *st);
  * stale); leases_expired: those whose lease ended (their holder is gone:
  * any instance takes them over). Blocking read; NULL on error. */
 json_t *ceb_store_cluster(ceb_store *st, int64_t now);
+/* ---- sink life cycle ---- */
+
+/* A sink's life-cycle state, shared by every bridge on the store: a sink
+ * disabled (410 Gone, or failing without a success for disable_after) is
+ * sent nothing until an operator enables it (`cebridge sink enable`, the
+ * admin API); failing_since survives restarts so that the period counts
+ * from the first failure after the last success. */
+#define CEB_SINK_REASON_MAX 256
+typedef struct ceb_sink_state {
+  int disabled;
+  char reason[CEB_SINK_REASON_MAX]; /* why it was disabled ("" enabled) */
+  int64_t disabled_at;              /* host ms; 0 when enabled */
+  int64_t failing_since; /* first failure after the last success; 0 none */
+} ceb_sink_state;
+
+/* Blocking read. CEB_OK with *out, CEB_ENOTFOUND when nothing was ever
+ * stored for sink (enabled, not failing), CEB_EIO. */
+int ceb_store_sink_state_get(ceb_store *st, const char *sink,
+                             ceb_sink_state *out);
+/* Blocking, synced. Stores sink's state (replacing it). CEB_OK or < 0. */
+int ceb_store_sink_state_put(ceb_store *st, const char *sink,
+                             const ceb_sink_state *state);
+/* [{"sink","disabled","reason","disabled_at","failing_since"}] of every
+ * sink with a stored state, by name; NULL on a read error. */
+json_t *ceb_store_sink_states(ceb_store *st);
 
 /* ---- sweeping ---- */
 

@@ -151,6 +151,13 @@ typedef struct ceb_store_engine {
   json_t *(*cluster)(ceb_store_impl *self, int64_t now);
   /* optional (NULL: the engine keeps no attempt history) */
   json_t *(*attempts_of)(ceb_store_impl *self, int64_t seq);
+  /* Sink life cycle (ceb_store_sink_state_*): one row per sink, shared by
+   * the instances on the store (PostgreSQL: a table like SQLite's). */
+  int (*sink_state_get)(ceb_store_impl *self, const char *sink,
+                        ceb_sink_state *out);
+  int (*sink_state_put)(ceb_store_impl *self, const char *sink,
+                        const ceb_sink_state *state);
+  json_t *(*sink_states)(ceb_store_impl *self);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

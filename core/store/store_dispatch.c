@@ -360,6 +360,22 @@ int ceb_store_shared(ceb_store *st) {
   return st->eng->shared(st->impl);
 }
 
+int ceb_store_sink_state_get(ceb_store *st, const char *sink,
+                             ceb_sink_state *out) {
+  if (!st || !sink || !out) return CEB_EINVAL;
+  return st->eng->sink_state_get(st->impl, sink, out);
+}
+
+int ceb_store_sink_state_put(ceb_store *st, const char *sink,
+                             const ceb_sink_state *state) {
+  if (!st || !sink || !*sink || !state) return CEB_EINVAL;
+  return st->eng->sink_state_put(st->impl, sink, state);
+}
+
+json_t *ceb_store_sink_states(ceb_store *st) {
+  return st ? st->eng->sink_states(st->impl) : NULL;
+}
+
 int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now) {
   if (!st || !task || !*task) return CEB_EINVAL;
   return st->eng->try_lead(st->impl, task, now);

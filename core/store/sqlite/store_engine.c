@@ -57,4 +57,7 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .leave = cebs_leave,
     .cluster = cebs_cluster,
     .attempts_of = cebs_attempts_of,
+    .sink_state_get = cebs_sink_state_get,
+    .sink_state_put = cebs_sink_state_put,
+    .sink_states = cebs_sink_states,
 };

@@ -347,5 +347,10 @@ json_t *cebs_cluster(cebs_store *st, int64_t now);
 json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq);
 /* ceb_store_attempts_of (store_delivery.c). */
 json_t *cebs_attempts_of(cebs_store *st, int64_t seq);
+/* store_sinks.c: the sink life-cycle rows */
+int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
+int cebs_sink_state_put(cebs_store *st, const char *sink,
+                        const ceb_sink_state *state);
+json_t *cebs_sink_states(cebs_store *st);
 
 #endif

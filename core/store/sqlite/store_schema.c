@@ -300,6 +300,14 @@ static const char *const k_migrations[] = {
     " reason TEXT,"
     " dead INTEGER NOT NULL);"
     "CREATE INDEX attempt_seq ON attempt(seq);",
+    /* 14: the sinks' life cycle (store_sinks.c): disabled after 410 Gone
+     * or a period of failures without a success, until enabled again */
+    "CREATE TABLE sink_state ("
+    " sink TEXT PRIMARY KEY,"
+    " disabled INTEGER NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " disabled_at INTEGER NOT NULL,"
+    " failing_since INTEGER NOT NULL) WITHOUT ROWID;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
