@@ -195,6 +195,14 @@ int main(void) {
     h->struct_size = sizeof hh;
     h->lead = NULL;
     CHECK(!CEB_HOST_HAS(h, lead)); /* present but unset */
+    /* the register's readers (contract_get, contract_list) come after
+     * lead: a table that ends at lead (an earlier 1.2 host) has neither */
+    h->contract_get = (void *)1;
+    h->contract_list = (void *)1;
+    CHECK(CEB_HOST_HAS(h, contract_get) && CEB_HOST_HAS(h, contract_list));
+    CHECK(offsetof(ceb_host, contract_get) > offsetof(ceb_host, lead));
+    h->struct_size = (uint32_t)(offsetof(ceb_host, lead) + sizeof(h->lead));
+    CHECK(!CEB_HOST_HAS(h, contract_get) && !CEB_HOST_HAS(h, contract_list));
   }
 
   ceb_loader_free(l);

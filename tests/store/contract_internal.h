@@ -24,6 +24,7 @@ void sc_idem(const ceb_store_contract_env *env);
 void sc_idem_race(const ceb_store_contract_env *env);
 void sc_contracts(const ceb_store_contract_env *env);
 void sc_sweep(const ceb_store_contract_env *env);
+void sc_sinks(const ceb_store_contract_env *env);
 
 /* A fresh store and a handle on it as instance "a"; NULL (and a failed
  * check) when the runner cannot make one. */
