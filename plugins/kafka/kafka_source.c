@@ -322,10 +322,9 @@ static void submit_one(kafka_source *s, src_entry *e) {
   pthread_mutex_lock(&s->lock);
   ko_drop_from(sp, m->offset);
   pthread_mutex_unlock(&s->lock);
-  if (rc == CEB_EMAPPING) { /* the program refused the record */
-    char reason[480];
-    snprintf(reason, sizeof reason, "mapping: %s", err[0] ? err : "failed");
-    kafka_dlq_send(s, sp, m, reason);
+  if (rc == CEB_EMAPPING) { /* the program refused the record: the host's
+                               reason reads "mapping: <why>" */
+    kafka_dlq_send(s, sp, m, err[0] ? err : "mapping: failed");
     return;
   }
   if (refused_for_content(rc)) {

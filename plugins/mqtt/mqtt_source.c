@@ -294,10 +294,9 @@ static int submit_one(mqtt_source *s, backlog_item *b) {
   }
   ack_drop(a);
   if (rc == CEB_EBUSY) return 1;
-  if (rc == CEB_EMAPPING) { /* the program refused the message */
-    char reason[480];
-    snprintf(reason, sizeof reason, "mapping: %s", err[0] ? err : "failed");
-    dead_letter(s, b, reason);
+  if (rc == CEB_EMAPPING) { /* the program refused the message: the host's
+                               reason reads "mapping: <why>" */
+    dead_letter(s, b, err[0] ? err : "mapping: failed");
   } else if (rc == CEB_ENOMEM && !b->ev) {
     mqtt_gate_reset(s->gate, "out of memory");
   } else if (rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE || rc == CEB_EINVAL) {

@@ -24,12 +24,12 @@ static ceb_event *event_of(const char *id, const char *data, size_t len,
 static int one(json_t *obj, ceb_event **out, char *err, size_t errlen) {
   const char *fail = json_string_value(json_object_get(obj, "fail"));
   if (fail) {
-    snprintf(err, errlen, "jq: error (at <stdin>:0): %s", fail);
+    snprintf(err, errlen, "mapping: %s", fail);
     return CEB_EMAPPING;
   }
   const char *id = json_string_value(json_object_get(obj, "id"));
   if (!id) {
-    snprintf(err, errlen, "jq: error (at <stdin>:0): no id");
+    snprintf(err, errlen, "mapping: no id");
     return CEB_EMAPPING;
   }
   char *data = json_dumps(obj, JSON_COMPACT);

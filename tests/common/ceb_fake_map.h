@@ -4,7 +4,7 @@
  * host's mapping runtime. It reads the document's payload member (its name
  * is the arg: "body", "value" or "payload") and:
  *   - an object with a string "fail": refuses, CEB_EMAPPING with
- *     "jq: error (at <stdin>:0): <fail>" (what a program's error() gives);
+ *     "mapping: <fail>" (the host's reason for a program's error(<fail>));
  *   - an object with a string "id": one event with that id, type
  *     nl.edu.mapped, data the object (JSON);
  *   - an array of such objects: one event each (a batch);
