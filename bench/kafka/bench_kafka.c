@@ -117,6 +117,11 @@ static int64_t now_us(void) {
 /* Extra "key = value" lines for the kafka sink's section (-x), to compare
  * producer settings (rdkafka.linger.ms = 20) without rebuilding. */
 static char sink_extra[2048];
+/* http2kafka -m PROGRAM: the intermediary's `map` (an ingress mapping on
+ * every request: the cost of a mapping on the same path, same run) */
+static const char *source_map;
+/* http2kafka -t N: the intermediary's listener threads (default 2) */
+static int source_threads = 2;
 
 static int sink_extra_add(const char *kv) {
   size_t used = strlen(sink_extra), n = strlen(kv);
@@ -258,11 +263,14 @@ static int http2kafka(long events, int conns, int size) {
            "log.format = text\nlog.level = warn\nprofile = warn\n"
            "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
            "port_file = %s/port\nauth = none\nidempotency = off\n"
+           "threads = %d\n%s%s%s"
            "\n[sink internal]\nplugin = kafka\nbrokers = %s\n"
            "topic = bench.out\nkey_attribute = subject\n%s"
            "\n[route in]\nfrom = intermediary\nto = internal\n"
            "order_by = subject\nmax_inflight = 4096\n",
-           dir, dir, m.bootstrap, sink_extra);
+           dir, dir, source_threads, source_map ? "map = " : "",
+           source_map ? source_map : "",
+           source_map ? "\n" : "", m.bootstrap, sink_extra);
   snprintf(path, sizeof path, "%s/conf", dir);
   ceb_test_write_file(path, "00.conf", text);
   double mock0 = bk_proc_cpu_s(m.pid);
@@ -599,7 +607,11 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: bench_kafka http2kafka [-n EVENTS] [-c CONNS] [-s BYTES]\n"
+          "usage: bench_kafka http2kafka [-n EVENTS] [-c CONNS] [-s BYTES] "
+          "[-m JQ] [-t THREADS]\n"
+          "       -t THREADS: the intermediary's listener threads (2)\n"
+          "       -m JQ: the intermediary maps every request with this "
+          "program (its input document: body = the posted event)\n"
           "       bench_kafka kafka2http|kafka2kafka|kafka2null [-n EVENTS] "
           "[-k KEYS] "
           "[-p PARTITIONS]\n"
@@ -616,8 +628,22 @@ int main(int argc, char **argv) {
   long events = 100000;
   int conns = 64, size = 900, keys = 1000, partitions = 8, opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:p:x:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:p:x:m:t:")) != -1) {
     switch (opt) {
+    case 't':
+      source_threads = atoi(optarg);
+      if (source_threads < 1 || source_threads > 64) {
+        usage();
+        return 2;
+      }
+      break;
+    case 'm':
+      if (strchr(optarg, '\n')) {
+        fprintf(stderr, "-m wants a one-line jq program\n");
+        return 2;
+      }
+      source_map = optarg;
+      break;
     case 'x':
       if (sink_extra_add(optarg)) {
         fprintf(stderr, "-x wants 'key = value' (one line)\n");

@@ -38,6 +38,20 @@ typedef struct slot {
   int busy; /* under the pool lock */
 } slot;
 
+/* One caller's batch waiting in the pool's queue (on the caller's stack).
+ * Under the pool lock. */
+typedef struct pending {
+  ceb_map_req *reqs;
+  size_t n;
+  int done;
+  pthread_cond_t cond;
+  struct pending *next;
+} pending;
+
+/* Most items a leader sends in one combined batch (a caller's own batch
+ * may be larger: it goes alone). */
+#define COMBINE_MAX 256
+
 struct ceb_mapper {
   char *path;
   ceb_mapper_opts opts;
@@ -45,7 +59,7 @@ struct ceb_mapper {
   uint32_t *lens;
   size_t nprog;
   pthread_mutex_t lock;
-  pthread_cond_t freed;
+  pending *head, *tail; /* callers waiting, FIFO */
   slot *slots;
   int nslots;
   atomic_uint_fast64_t items, failed, timeouts, memory, crashes, spawns;
@@ -135,7 +149,6 @@ void ceb_mapper_free(ceb_mapper *m) {
   free(m->slots);
   free(m->path);
   pthread_mutex_destroy(&m->lock);
-  pthread_cond_destroy(&m->freed);
   free(m);
 }
 
@@ -156,7 +169,6 @@ ceb_mapper *ceb_mapper_new(const ceb_mapper_opts *opts,
   m->lens = lengths(programs, n);
   m->slots = calloc((size_t)opts->workers, sizeof *m->slots);
   pthread_mutex_init(&m->lock, NULL);
-  pthread_cond_init(&m->freed, NULL);
   if (!m->path || !m->programs || !m->lens || !m->slots) {
     snprintf(err, errlen, "mapping: out of memory");
     ceb_mapper_free(m);
@@ -182,24 +194,10 @@ ceb_mapper *ceb_mapper_new(const ceb_mapper_opts *opts,
   return m;
 }
 
-static slot *acquire(ceb_mapper *m) {
-  pthread_mutex_lock(&m->lock);
-  for (;;) {
-    for (int i = 0; i < m->nslots; i++)
-      if (!m->slots[i].busy) {
-        m->slots[i].busy = 1;
-        pthread_mutex_unlock(&m->lock);
-        return &m->slots[i];
-      }
-    pthread_cond_wait(&m->freed, &m->lock);
-  }
-}
-
-static void release(ceb_mapper *m, slot *s) {
-  pthread_mutex_lock(&m->lock);
-  s->busy = 0;
-  pthread_cond_signal(&m->freed);
-  pthread_mutex_unlock(&m->lock);
+static slot *free_slot(ceb_mapper *m) {
+  for (int i = 0; i < m->nslots; i++)
+    if (!m->slots[i].busy) return &m->slots[i];
+  return NULL;
 }
 
 /* reason: the failure's label (error, timeout, memory, crash, no_worker) */
@@ -217,7 +215,7 @@ static void fail(ceb_mapper *m, ceb_map_req *r, int status, const char *reason,
 }
 
 /* Sends reqs[0..n) as one batch. */
-static int send_batch(slot *s, ceb_map_req *reqs, size_t n, int64_t deadline) {
+static int send_batch(slot *s, ceb_map_req **reqs, size_t n, int64_t deadline) {
   size_t niov = 1 + 2 * n;
   struct iovec *iov = malloc(niov * sizeof *iov);
   uint32_t *heads = malloc((n ? n : 1) * 3 * sizeof *heads);
@@ -229,11 +227,11 @@ static int send_batch(slot *s, ceb_map_req *reqs, size_t n, int64_t deadline) {
   uint32_t count = (uint32_t)n;
   iov[0] = (struct iovec){&count, sizeof count};
   for (size_t i = 0; i < n; i++) {
-    heads[3 * i] = reqs[i].program;
-    heads[3 * i + 1] = reqs[i].flags;
-    heads[3 * i + 2] = (uint32_t)reqs[i].input_len;
+    heads[3 * i] = reqs[i]->program;
+    heads[3 * i + 1] = reqs[i]->flags;
+    heads[3 * i + 2] = (uint32_t)reqs[i]->input_len;
     iov[1 + 2 * i] = (struct iovec){&heads[3 * i], 3 * sizeof *heads};
-    iov[2 + 2 * i] = (struct iovec){(void *)reqs[i].input, reqs[i].input_len};
+    iov[2 + 2 * i] = (struct iovec){(void *)reqs[i]->input, reqs[i]->input_len};
   }
   int rc = cebm_send(s->proc.fd, iov, niov, deadline);
   free(iov);
@@ -277,36 +275,24 @@ static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
   return CEB_OK;
 }
 
-int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
-  if (!m || (!reqs && n)) return CEB_EINVAL;
-  for (size_t i = 0; i < n; i++) {
-    reqs[i].status = CEB_EINTERNAL;
-    reqs[i].reason[0] = '\0';
-    reqs[i].out = NULL;
-    reqs[i].out_len = reqs[i].nout = 0;
-    if (reqs[i].program >= m->nprog || reqs[i].input_len > CEBM_MAX_TEXT ||
-        (!reqs[i].input && reqs[i].input_len))
-      return CEB_EINVAL;
-  }
-  atomic_fetch_add(&m->items, n);
-  count(m, "cebridge_mapping_runs_total", NULL, (double)n);
-  slot *s = acquire(m);
+/* Runs items[0..n) on slot s's worker, in order (see the file comment). */
+static void run_on_slot(ceb_mapper *m, slot *s, ceb_map_req **items, size_t n) {
   size_t i = 0;
   int resent = 0;
   while (i < n) {
     char err[256];
     if (s->proc.pid == 0 && spawn(m, s, err, sizeof err) != CEB_OK) {
       for (; i < n; i++)
-        fail(m, &reqs[i], CEB_EIO, "no_worker", "%s", err);
+        fail(m, items[i], CEB_EIO, "no_worker", "%s", err);
       break;
     }
     /* the worker reads the whole batch before running any of it */
     int64_t t = m->opts.timeout_ms;
     int rc =
-        send_batch(s, reqs + i, n - i, cebm_now_ms() + (t > 1000 ? t : 1000));
+        send_batch(s, items + i, n - i, cebm_now_ms() + (t > 1000 ? t : 1000));
     if (rc == CEB_ENOMEM) {
       for (; i < n; i++)
-        fail(m, &reqs[i], CEB_EIO, "no_worker", "mapping: out of memory");
+        fail(m, items[i], CEB_EIO, "no_worker", "mapping: out of memory");
       break;
     }
     if (rc != CEB_OK && !resent) {
@@ -319,7 +305,7 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
     resent = 1;
     int memory = 0;
     while (rc == CEB_OK && i < n) {
-      rc = read_answer(m, s, &reqs[i], cebm_now_ms() + t, &memory);
+      rc = read_answer(m, s, items[i], cebm_now_ms() + t, &memory);
       if (rc == CEB_OK) i++;
     }
     if (rc == CEB_OK) break;
@@ -327,29 +313,108 @@ int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
     cebm_proc_kill(&s->proc, &st);
     if (rc == CEB_ETIMEOUT) {
       atomic_fetch_add(&m->timeouts, 1);
-      fail(m, &reqs[i], CEB_EMAPPING, "timeout",
+      fail(m, items[i], CEB_EMAPPING, "timeout",
            "mapping timed out after %lld ms", (long long)t);
     } else if (memory) {
       atomic_fetch_add(&m->memory, 1);
-      fail(m, &reqs[i], CEB_EMAPPING, "memory",
+      fail(m, items[i], CEB_EMAPPING, "memory",
            "mapping exceeded its memory limit (mapping.memory_max, %llu MiB)",
            (unsigned long long)(m->opts.memory_max / (1024 * 1024)));
     } else if (rc == CEB_ENOMEM) {
-      fail(m, &reqs[i], CEB_EIO, "no_worker", "mapping: out of memory");
+      fail(m, items[i], CEB_EIO, "no_worker", "mapping: out of memory");
     } else {
       atomic_fetch_add(&m->crashes, 1);
       if (st != -1 && WIFSIGNALED(st))
-        fail(m, &reqs[i], CEB_EMAPPING, "crash",
+        fail(m, items[i], CEB_EMAPPING, "crash",
              "the mapping worker died running this item (signal %d, %s)",
              WTERMSIG(st), strsignal(WTERMSIG(st)));
       else
-        fail(m, &reqs[i], CEB_EMAPPING, "crash",
+        fail(m, items[i], CEB_EMAPPING, "crash",
              "the mapping worker died running this item (exit status %d)",
              st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
     i++; /* that item failed; the rest go to a new worker */
   }
-  release(m, s);
+}
+
+/* Leads: runs the queue's head batches (up to COMBINE_MAX items, at least
+ * the head's) on slot s as one batch. Called with the lock held, the head
+ * being the caller's; drops it while the worker runs. */
+static void lead(ceb_mapper *m, slot *s) {
+  pending *first = m->head, *last = first;
+  size_t total = first->n;
+  while (last->next && total + last->next->n <= COMBINE_MAX) {
+    last = last->next;
+    total += last->n;
+  }
+  m->head = last->next;
+  if (!m->head) m->tail = NULL;
+  last->next = NULL;
+  s->busy = 1;
+  /* another free worker: the new head leads there at once */
+  if (m->head && free_slot(m)) pthread_cond_signal(&m->head->cond);
+  pthread_mutex_unlock(&m->lock);
+  ceb_map_req *small[COMBINE_MAX];
+  ceb_map_req **items =
+      total <= COMBINE_MAX ? small : malloc(total * sizeof *items);
+  size_t k = 0;
+  for (pending *q = first; q && items; q = q->next)
+    for (size_t j = 0; j < q->n; j++)
+      items[k++] = &q->reqs[j];
+  if (items) {
+    run_on_slot(m, s, items, total);
+  } else {
+    for (pending *q = first; q; q = q->next)
+      for (size_t j = 0; j < q->n; j++)
+        fail(m, &q->reqs[j], CEB_EIO, "no_worker", "mapping: out of memory");
+  }
+  if (items != small) free(items);
+  pthread_mutex_lock(&m->lock);
+  s->busy = 0;
+  for (pending *q = first, *next; q; q = next) {
+    next = q->next; /* q may return (and vanish) once the lock is free */
+    q->done = 1;
+    pthread_cond_signal(&q->cond);
+  }
+  if (m->head) pthread_cond_signal(&m->head->cond); /* a worker is free */
+}
+
+/* Calls queue in FIFO order; the caller at the head takes a free worker
+ * and sends every queued batch behind it along with its own (up to
+ * COMBINE_MAX items), so that concurrent callers of one item each (HTTP
+ * requests, Kafka records) share one round trip to a worker instead of
+ * taking turns. Each item keeps its own deadline. */
+int ceb_mapper_run(ceb_mapper *m, ceb_map_req *reqs, size_t n) {
+  if (!m || (!reqs && n)) return CEB_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    reqs[i].status = CEB_EINTERNAL;
+    reqs[i].reason[0] = '\0';
+    reqs[i].out = NULL;
+    reqs[i].out_len = reqs[i].nout = 0;
+    if (reqs[i].program >= m->nprog || reqs[i].input_len > CEBM_MAX_TEXT ||
+        (!reqs[i].input && reqs[i].input_len))
+      return CEB_EINVAL;
+  }
+  if (!n) return CEB_OK;
+  atomic_fetch_add(&m->items, n);
+  count(m, "cebridge_mapping_runs_total", NULL, (double)n);
+  pending p = {.reqs = reqs, .n = n};
+  pthread_cond_init(&p.cond, NULL);
+  pthread_mutex_lock(&m->lock);
+  if (m->tail)
+    m->tail->next = &p;
+  else
+    m->head = &p;
+  m->tail = &p;
+  while (!p.done) {
+    slot *s = m->head == &p ? free_slot(m) : NULL;
+    if (s)
+      lead(m, s);
+    else
+      pthread_cond_wait(&p.cond, &m->lock);
+  }
+  pthread_mutex_unlock(&m->lock);
+  pthread_cond_destroy(&p.cond);
   return CEB_OK;
 }
 
