@@ -16,8 +16,11 @@
  * a program reads no file and no environment (see mapper_worker.c).
  *
  * Thread-safety: ceb_mapper_run may be called from any number of threads
- * at once; each call takes one worker for its batch (waiting for one when
- * all are busy). new / free: one thread, no run in progress at free. */
+ * at once. Calls queue in order; the one at the head takes a free worker
+ * and sends its batch together with the batches queued behind it (up to
+ * 256 items), so concurrent single-item callers share a round trip; each
+ * item keeps its own deadline. new / free: one thread, no run in progress
+ * at free. */
 #ifndef CEB_MAPPING_H
 #define CEB_MAPPING_H
 
