@@ -52,7 +52,8 @@ int cebpg_notify_start(ceb_store_impl *s, cebpg_cluster **out, char *err,
                        size_t errlen);
 /* Stops the thread and closes its connection. NULL ignored. */
 void cebpg_notify_stop(cebpg_cluster *c);
-/* The wake listener (the delivery engine). Any thread. */
+/* A wake listener of its own (tests); without one, notifications go to
+ * ceb_store_woken(owner): the delivery engine. Any thread. */
 void cebpg_notify_set_listener(cebpg_cluster *c, ceb_store_wake_fn fn,
                                void *arg);
 /* Queues a notification for route (coalesced: one per route per round of

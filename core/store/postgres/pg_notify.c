@@ -82,12 +82,17 @@ void cebpg_notify_route(cebpg_cluster *c, const char *route) {
   if (first) poke(c);
 }
 
+/* Another bridge's work: to the listener set here, else to the store
+ * handle's wake listener (the delivery engine, ceb_store_woken). */
 static void wake(cebpg_cluster *c, const char *route) {
   pthread_mutex_lock(&c->lock);
   ceb_store_wake_fn fn = c->wake;
   void *arg = c->wake_arg;
   pthread_mutex_unlock(&c->lock);
-  if (fn) fn(arg, route);
+  if (fn)
+    fn(arg, route);
+  else if (c->s->owner)
+    ceb_store_woken(c->s->owner, route);
 }
 
 /* Sends the queued notifications in one statement. 0, or -1 when the
@@ -104,7 +109,7 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   cebpg_buf_add(&arr, "{", 1);
   for (size_t i = 0; i < n; i++)
     cebpg_buf_elem(&arr, routes[i], strlen(routes[i]), i == 0);
-  cebpg_buf_add(&arr, "}", 2); /* with the NUL */
+  cebpg_buf_add(&arr, "}", 1);
   int rc = 0;
   if (!arr.oom) {
     const char *v[1] = {arr.p};
@@ -198,6 +203,8 @@ static void *listener_main(void *arg) {
       PQfreemem(n);
     }
   }
+  /* what was queued last (a CLI replay that exits now) still goes out */
+  if (conn && PQstatus(conn) == CONNECTION_OK) send_queued(c, conn);
   PQfinish(conn);
   return NULL;
 }
