@@ -117,6 +117,14 @@ void cebe_sink_sync(ceb_engine *e) {
     pthread_mutex_unlock(&e->lock);
     if (dirty) {
       int rc = ceb_store_sink_state_put(e->store, s->cfg.name, &st);
+      if (rc == CEB_EUNSUPPORTED) {
+        /* a store engine without the op: the state lives in memory only
+         * (lost at a restart); said once per change, not retried */
+        ceb_log_warn("engine: the store keeps no sink state; sink %s's "
+                     "life cycle is not kept across restarts",
+                     s->cfg.name);
+        rc = CEB_OK;
+      }
       if (rc != CEB_OK) {
         ceb_log_error("engine: storing sink %s's state failed (%s); retried",
                       s->cfg.name, ceb_strerror(rc));

@@ -535,7 +535,9 @@ typedef struct ceb_sink_state {
 } ceb_sink_state;
 
 /* Blocking read. CEB_OK with *out, CEB_ENOTFOUND when nothing was ever
- * stored for sink (enabled, not failing), CEB_EIO. */
+ * stored for sink (enabled, not failing), CEB_EIO; CEB_EUNSUPPORTED from an
+ * engine without the ops (the delivery engine then keeps the state in
+ * memory only). */
 int ceb_store_sink_state_get(ceb_store *st, const char *sink,
                              ceb_sink_state *out);
 /* Blocking, synced. Stores sink's state (replacing it). CEB_OK or < 0. */

@@ -363,17 +363,21 @@ int ceb_store_shared(ceb_store *st) {
 int ceb_store_sink_state_get(ceb_store *st, const char *sink,
                              ceb_sink_state *out) {
   if (!st || !sink || !out) return CEB_EINVAL;
+  /* an engine built before the op (NULL) keeps no life cycle: every sink
+   * reads as enabled, and the engine keeps the state in memory */
+  if (!st->eng->sink_state_get) return CEB_EUNSUPPORTED;
   return st->eng->sink_state_get(st->impl, sink, out);
 }
 
 int ceb_store_sink_state_put(ceb_store *st, const char *sink,
                              const ceb_sink_state *state) {
   if (!st || !sink || !*sink || !state) return CEB_EINVAL;
+  if (!st->eng->sink_state_put) return CEB_EUNSUPPORTED;
   return st->eng->sink_state_put(st->impl, sink, state);
 }
 
 json_t *ceb_store_sink_states(ceb_store *st) {
-  return st ? st->eng->sink_states(st->impl) : NULL;
+  return st && st->eng->sink_states ? st->eng->sink_states(st->impl) : NULL;
 }
 
 int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now) {
