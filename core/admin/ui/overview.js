@@ -3,7 +3,7 @@
 // bridge has one). Refreshed by polling every 2-30 s while the view is shown
 // and the tab is visible; a hidden tab makes no requests.
 import { api, ApiError } from './api.js';
-import { $, el, fillRows, badge, age, when, announce } from './dom.js';
+import { $, el, fillRows, badge, age, when, announce, confirmAction } from './dom.js';
 
 let timer = null;
 let active = false;
@@ -29,26 +29,60 @@ function routeRow(r) {
     el('td', {}, dl));
 }
 
-// A sink's state comes from the API when it reports one (enabled /
-// disabled); the circuit is the engine's.
+// A sink's life cycle comes from GET /v1/sinks when the bridge has it:
+// [{"sink","disabled","reason","disabled_at","failing_since",
+// "disable_after_ms"}]; the circuit is the engine's (per route). A
+// disabled sink gets an Enable button, confirmed with the number of events
+// waiting for it.
 function sinkRows(routes, sinks) {
   const by = new Map();
-  for (const s of sinks || []) by.set(s.name, { ...s, routes: [] });
+  for (const s of sinks || []) {
+    const name = s.sink || s.name;
+    if (name) by.set(name, { ...s, name, routes: [], waiting: 0 });
+  }
   for (const r of routes) {
-    if (!r.sink && !r.to) continue;
     const name = r.sink || r.to;
-    if (!by.has(name)) by.set(name, { name, routes: [] });
+    if (!name) continue;
+    if (!by.has(name)) by.set(name, { name, routes: [], waiting: 0 });
     const s = by.get(name);
     s.routes.push(r.name);
+    s.waiting += r.queue_depth || 0;
     if (!s.circuit && r.circuit) s.circuit = r.circuit;
-    if (s.enabled === undefined && typeof r.sink_enabled === 'boolean') s.enabled = r.sink_enabled;
   }
-  return [...by.values()].map((s) => el('tr', {},
-    el('th', { scope: 'row' }, s.name),
-    el('td', {}, s.state ? badge(s.state)
-      : typeof s.enabled === 'boolean' ? badge(s.enabled ? 'enabled' : 'disabled') : 'enabled'),
-    el('td', {}, s.circuit ? badge(s.circuit) : '—'),
-    el('td', {}, s.routes.join(', '))));
+  return [...by.values()].map((s) => {
+    const known = typeof s.disabled === 'boolean';
+    const state = el('td', { 'data-col': 'state' },
+      known ? badge(s.disabled ? 'disabled' : 'enabled') : 'enabled');
+    if (s.disabled) {
+      state.append(' ', s.reason ? `(${s.reason}` : '(',
+        s.disabled_at ? ', since ' : '', s.disabled_at ? when(s.disabled_at) : '', ') ',
+        el('button', {
+          type: 'button', class: 'secondary', 'aria-label': `Enable sink ${s.name}`,
+          onclick: () => enableSink(s.name, s.waiting),
+        }, 'Enable'));
+    }
+    return el('tr', { 'data-sink': s.name },
+      el('th', { scope: 'row' }, s.name), state,
+      el('td', {}, s.circuit ? badge(s.circuit) : '—'),
+      el('td', {}, s.routes.join(', ')));
+  });
+}
+
+async function enableSink(name, waiting) {
+  const ok = await confirmAction('Enable sink',
+    `Enable sink ${name}? Its ${waiting} waiting event${waiting === 1 ? '' : 's'} ` +
+    'will be sent to the endpoint again, in order.', 'Enable');
+  if (!ok) {
+    announce('Enable cancelled.');
+    return;
+  }
+  try {
+    await api('/sinks/' + encodeURIComponent(name) + '/enable', {}, 'POST');
+    announce(`Sink ${name} enabled.`);
+  } catch (e) {
+    $('#overview-updated').textContent = `Cannot enable ${name}: ${e.message}`;
+  }
+  await show();
 }
 
 async function optional(path) {

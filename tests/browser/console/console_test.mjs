@@ -15,6 +15,8 @@
 //     exactly once; purge shows the count, does nothing when cancelled and
 //     empties the list when confirmed;
 //   - an event id holding '/' and '%' is found as typed;
+//   - a receiver answering 410 disables the sink (shown with its reason);
+//     Enable, confirmed with the waiting count, lets the event through;
 //   - the contract register, a version's document and the diff of two
 //     versions (BREAKING called out);
 //   - a hidden tab stops the overview's polling;
@@ -77,7 +79,7 @@ const receiver = http.createServer((req, res) => {
       res.end(status >= 400 ? '{"error":"receiver told to fail"}' : '');
     };
     if (mode === 'hold') held.push(answer);
-    else answer(mode === 'ok' ? 204 : 500);
+    else answer(mode === 'ok' ? 204 : mode === 'gone' ? 410 : 500);
   });
 });
 function release() {
@@ -387,6 +389,23 @@ async function main() {
       await sleep(300);
       return false;
     }, 20000, `the timeline of "${odd}"`);
+
+    // ---- a receiver answering 410 Gone disables the sink; Enable ----
+    mode = 'gone';
+    await post(inPort, 'ev-8');
+    await page.goto(base + '/ui/#/overview');
+    const sinkState = () => text(page, 'tr[data-sink="partner"] td[data-col=state]');
+    await waitFor(async () => /disabled/.test(await sinkState()), 30000, 'the sink shown disabled');
+    check(/gone/.test(await sinkState()), 'the disabled sink shows why');
+    mode = 'ok';
+    await page.click('tr[data-sink="partner"] td[data-col=state] button');
+    await page.waitForSelector('#confirm[open]');
+    check(/Its 1 waiting event /.test(await text(page, '#confirm-text')),
+      'enabling shows the waiting events first');
+    await page.click('#confirm-ok');
+    await waitFor(() => got.some((g) => g.id === 'ev-8' && g.status < 300), 20000,
+      'the waiting event delivered after the enable');
+    await waitFor(async () => /enabled/.test(await sinkState()), 20000, 'the sink shown enabled');
 
     // ---- contracts ----
     await page.goto(base + '/ui/#/contracts');
