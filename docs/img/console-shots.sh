@@ -11,7 +11,7 @@ npm_dir=$build/tests/browser/console/npm
 shots=$(mktemp -d)
 trap 'rm -rf "$shots"' EXIT
 CEB_CONSOLE_SHOTS=$shots sh "$root/tests/browser/console/run.sh" "$npm_dir" "$build/bin/cebridge"
-for f in overview dlq event contracts purge-confirm; do
+for f in overview sink-disabled dlq event contracts purge-confirm; do
   cp "$shots/console-$f.png" "$root/docs/img/console-$f.png"
 done
 echo "screenshots updated in $root/docs/img"

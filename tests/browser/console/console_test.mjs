@@ -397,6 +397,7 @@ async function main() {
     const sinkState = () => text(page, 'tr[data-sink="partner"] td[data-col=state]');
     await waitFor(async () => /disabled/.test(await sinkState()), 30000, 'the sink shown disabled');
     check(/gone/.test(await sinkState()), 'the disabled sink shows why');
+    await shot(page, 'console-sink-disabled');
     mode = 'ok';
     await page.click('tr[data-sink="partner"] td[data-col=state] button');
     await page.waitForSelector('#confirm[open]');
