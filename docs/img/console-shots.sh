@@ -5,7 +5,7 @@
 # Needs a build (cmake --build build) and chromium, node and npm.
 set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${1:-$root/build}
+build=$(cd "${1:-$root/build}" && pwd)
 npm_dir=$build/tests/browser/console/npm
 [ -f "$npm_dir/console_test.mjs" ] || { echo "no $npm_dir: configure and build first" >&2; exit 2; }
 shots=$(mktemp -d)
