@@ -35,8 +35,16 @@
 
 typedef struct slot {
   cebm_proc proc;
-  int busy; /* under the pool lock */
+  int busy;                /* under the pool lock */
+  unsigned char *compiled; /* per program: this worker compiled it (the
+                              first item's deadline allows the compile) */
 } slot;
+
+/* The longest a worker may take to compile a program at its first use
+ * (jq 1.6: ~25 ms idle, far more on a loaded machine); the worker says
+ * CEBM_ST_COMPILED when done and the item's own time limit starts then: a
+ * replaced worker does not fail a good item for its compile. */
+#define COMPILE_ALLOW_MS 5000
 
 /* One caller's batch waiting in the pool's queue (on the caller's stack).
  * Under the pool lock. */
@@ -131,6 +139,7 @@ static void count(ceb_mapper *m, const char *name, const char *reason,
 static int spawn(ceb_mapper *m, slot *s, char *err, size_t errlen) {
   atomic_fetch_add(&m->spawns, 1);
   count(m, "cebridge_mapping_worker_starts_total", NULL, 1);
+  memset(s->compiled, 0, m->nprog ? m->nprog : 1);
   int rc =
       cebm_spawn(m->path, m->opts.memory_max, m->opts.timeout_ms,
                  (const char *const *)m->programs, m->lens, m->nprog,
@@ -146,6 +155,8 @@ void ceb_mapper_free(ceb_mapper *m) {
     free(m->programs[i]);
   free(m->programs);
   free(m->lens);
+  for (int i = 0; m->slots && i < m->nslots; i++)
+    free(m->slots[i].compiled);
   free(m->slots);
   free(m->path);
   pthread_mutex_destroy(&m->lock);
@@ -183,7 +194,15 @@ ceb_mapper *ceb_mapper_new(const ceb_mapper_opts *opts,
     }
   m->nslots = opts->workers;
   for (int i = 0; i < m->nslots; i++)
-    m->slots[i].proc = (cebm_proc){0, -1};
+    m->slots[i].proc = (cebm_proc){0, -1}; /* before any free */
+  for (int i = 0; i < m->nslots; i++) {
+    m->slots[i].compiled = calloc(n ? n : 1, 1);
+    if (!m->slots[i].compiled) {
+      snprintf(err, errlen, "mapping: out of memory");
+      ceb_mapper_free(m);
+      return NULL;
+    }
+  }
   /* every worker now: a worker that cannot start shows at start, not at
    * the first event (programs were compiled by ceb_mapper_check) */
   for (int i = 0; i < m->nslots; i++)
@@ -246,6 +265,10 @@ static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
                        int *memory) {
   uint32_t h[3];
   int rc = cebm_recv(s->proc.fd, h, sizeof h, deadline);
+  if (rc == CEB_OK && h[0] == CEBM_ST_COMPILED) {
+    /* compiled for this item: its time limit starts now */
+    rc = cebm_recv(s->proc.fd, h, sizeof h, cebm_now_ms() + m->opts.timeout_ms);
+  }
   if (rc != CEB_OK) return rc;
   if (h[0] == CEBM_ST_MEMORY) {
     *memory = 1;
@@ -286,6 +309,15 @@ static void run_on_slot(ceb_mapper *m, slot *s, ceb_map_req **items, size_t n) {
         fail(m, items[i], CEB_EIO, "no_worker", "%s", err);
       break;
     }
+    /* a worker that died while idle (killed from outside, the OOM
+     * killer): replaced before it is handed a batch, no item fails */
+    int st;
+    if (!resent && waitpid(s->proc.pid, &st, WNOHANG) == s->proc.pid) {
+      s->proc.pid = 0; /* reaped: only the socket is left to close */
+      cebm_proc_kill(&s->proc, NULL);
+      resent = 1;
+      continue;
+    }
     /* the worker reads the whole batch before running any of it */
     int64_t t = m->opts.timeout_ms;
     int rc =
@@ -305,11 +337,13 @@ static void run_on_slot(ceb_mapper *m, slot *s, ceb_map_req **items, size_t n) {
     resent = 1;
     int memory = 0;
     while (rc == CEB_OK && i < n) {
-      rc = read_answer(m, s, items[i], cebm_now_ms() + t, &memory);
+      unsigned char *done = &s->compiled[items[i]->program];
+      int64_t allow = *done ? 0 : COMPILE_ALLOW_MS;
+      rc = read_answer(m, s, items[i], cebm_now_ms() + t + allow, &memory);
+      *done = 1; /* compiled now (a worker killed here starts from zero) */
       if (rc == CEB_OK) i++;
     }
     if (rc == CEB_OK) break;
-    int st;
     cebm_proc_kill(&s->proc, &st);
     if (rc == CEB_ETIMEOUT) {
       atomic_fetch_add(&m->timeouts, 1);

@@ -24,7 +24,9 @@
  *      ST_OK: noutputs JSON texts, each followed by a NUL;
  *      ST_ERROR: the reason (one line, no NUL), noutputs 0.
  *    ST_MEMORY comes alone from the worker's out-of-memory handler, which
- *    then exits: the item in progress hit mapping.memory_max.
+ *    then exits: the item in progress hit mapping.memory_max. ST_COMPILED
+ *    (no payload) may precede an item's answer: the program was compiled
+ *    for it.
  * The host enforces the time limit: it kills a worker whose answer to an
  * item is late and sends the rest of the batch to a new one. */
 #ifndef CEB_MAPPER_PROTO_H
@@ -48,6 +50,10 @@
 #define CEBM_ST_OK 0u
 #define CEBM_ST_ERROR 1u
 #define CEBM_ST_MEMORY 2u
+/* Sent before an item's answer when the worker compiled the item's
+ * program for it (its first use in this worker): the host's deadline for
+ * the item starts again, so that the time limit covers the run only. */
+#define CEBM_ST_COMPILED 3u
 
 /* Bounds the worker applies to one item's answer. */
 #define CEBM_MAX_OUTPUTS 10000u

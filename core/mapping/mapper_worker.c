@@ -284,6 +284,8 @@ static int run_program(program *p, const item *it, outbuf *o) {
     p->jq = compile(p->text, &e);
     if (!p->jq) p->refused = strdup(e.text);
     if (!p->jq && !p->refused) on_nomem(NULL);
+    /* the host's clock for this item starts now */
+    if (answer(CEBM_ST_COMPILED, 0, NULL, 0) != 0) return -1;
   }
   if (p->refused) return answer_error(p->refused);
   alarm(g_alarm_s);

@@ -6,10 +6,14 @@
 #include "mapping/ceb_mapping.h"
 #include "mapping/mapping_text.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <ceb/status.h>
 
@@ -246,6 +250,72 @@ static void test_sandbox(void) {
   CHECK_STR(run1(P_SEARCH, 0, "{}", &st), "[]");
 }
 
+static pid_t g_killed[16];
+static int g_nkilled;
+
+/* Kills every worker process of this test (children named
+ * cebridge-mapper) from outside; returns how many. */
+static int kill_workers(void) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d))) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    int pid, ppid;
+    char comm[64], state;
+    if (sscanf(buf, "%d (%63[^)]) %c %d", &pid, comm, &state, &ppid) == 4 &&
+        ppid == getpid() && strcmp(comm, "cebridge-mapper") == 0 &&
+        state != 'Z' && kill(pid, SIGKILL) == 0 && n < 16)
+      g_killed[n++] = pid;
+  }
+  if (d) closedir(d);
+  g_nkilled = n;
+  return n;
+}
+
+/* Every process kill_workers killed is dead (a zombie: the pool has not
+ * reaped it yet). */
+static int killed_dead(void *arg) {
+  (void)arg;
+  for (int i = 0; i < g_nkilled; i++) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)g_killed[i]);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    const char *close = strrchr(buf, ')');
+    if (close && close[1] == ' ' && close[2] != 'Z') return 0;
+  }
+  return 1;
+}
+
+/* Workers killed from outside between batches (dead before the next
+ * batch): it goes to a new worker, and no item fails for it. */
+static void test_killed_between(void) {
+  ceb_mapper_stats before, after;
+  ceb_mapper_stats_get(g_m, &before);
+  CHECK(kill_workers() >= 1);
+  CHECK(ceb_test_wait(killed_dead, NULL, 10000));
+  ceb_map_req b[3] = {req(P_EVENT, 0, k_doc), req(P_EVENT, 0, k_doc),
+                      req(P_FILTER, CEB_MAP_TRUTH, k_doc)};
+  CHECK_INT(ceb_mapper_run(g_m, b, 3), CEB_OK);
+  for (int i = 0; i < 3; i++) {
+    CHECK_MSG(b[i].status == CEB_OK, "%d: %s", i, b[i].reason);
+    ceb_map_req_clear(&b[i]);
+  }
+  ceb_mapper_stats_get(g_m, &after);
+  CHECK(after.spawns > before.spawns);
+  CHECK_INT(after.failed, before.failed);
+}
+
 /* Concurrent callers: each thread runs batches of its own documents and
  * checks every answer is its own (no answer crosses to another caller). */
 #define THREADS 6
@@ -317,6 +387,8 @@ int main(void) {
     phase("runaway");
     test_sandbox();
     phase("sandbox");
+    test_killed_between();
+    phase("killed");
     test_concurrency();
     phase("concurrency");
     ceb_mapper_free(g_m);
