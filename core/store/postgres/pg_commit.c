@@ -1,0 +1,394 @@
+/* The committer of the PostgreSQL engine: one thread with its own
+ * connection runs the queued writes of the hot path (ingest, settle, claim,
+ * DLQ forwarded) in groups: one transaction per group, sent in libpq
+ * pipeline mode (BEGIN, one multi-row statement for every ingest of the
+ * group, one statement per other op, COMMIT: one round trip), and calls
+ * the ops' done only once COMMIT succeeded. Durability is the server's
+ * synchronous_commit: with "on" (PostgreSQL's default) COMMIT returns once
+ * the WAL is flushed; an operator who lowers it trades that (docs/
+ * operator-guide.md).
+ *
+ * A group whose statements fail for a reason of their own (not the
+ * connection) is run again op by op, so that one bad op fails alone. When
+ * the connection is lost, every op of the group fails with CEB_EIO (a
+ * COMMIT whose answer was lost may still have happened: the client's retry
+ * is deduped), the pool marks the database unreachable, and the committer
+ * reconnects with the pool's backoff while ingest answers CEB_EIO (503). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_internal.h"
+
+#define PROBE_TICK_MS 100
+
+static void deadline_in(struct timespec *ts, int64_t ms) {
+  clock_gettime(CLOCK_REALTIME, ts);
+  ts->tv_sec += ms / 1000;
+  ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts->tv_nsec >= 1000000000L) {
+    ts->tv_sec++;
+    ts->tv_nsec -= 1000000000L;
+  }
+}
+
+/* The committer's connection, (re)made with its prepared statements; NULL
+ * while the database is unreachable (the pool's backoff decides when the
+ * next attempt happens). */
+static PGconn *ensure_conn(ceb_store_impl *s) {
+  if (s->wconn) return s->wconn;
+  char err[400];
+  PGconn *c = cebpg_pool_get(s->pool, CEBPG_POOL_WAIT_MS, err, sizeof err);
+  if (!c) return NULL;
+  if (cebpg_prepare_all(s, c) != CEB_OK) {
+    cebpg_pool_put(s->pool, c);
+    return NULL;
+  }
+  s->wconn = c;
+  return c;
+}
+
+static void drop_conn(ceb_store_impl *s) {
+  cebpg_pool_put(s->pool, s->wconn); /* closed: it is broken */
+  s->wconn = NULL;
+}
+
+/* Reads the result of one statement of the pipeline and the NULL that
+ * ends it. NULL result: the connection is gone. */
+static PGresult *next_result(PGconn *c) {
+  PGresult *r = PQgetResult(c);
+  if (!r) return NULL;
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_PIPELINE_SYNC) return r;
+  PGresult *end;
+  while ((end = PQgetResult(c)) != NULL)
+    PQclear(end); /* nothing else comes before NULL; drain defensively */
+  return r;
+}
+
+enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3 };
+
+/* Runs ops[0..n) as one transaction in pipeline mode. Returns CEB_OK (each
+ * op's status set), CEB_EIO when the connection was lost (reported to the
+ * pool), or CEB_EINTERNAL when a statement failed (rolled back). */
+static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
+                        size_t n) {
+  cebpg_op **ing = malloc(n * sizeof *ing);
+  int *slots = malloc((n + 3) * sizeof *slots);
+  if (!ing || !slots) {
+    free(ing);
+    free(slots);
+    return CEB_ENOMEM;
+  }
+  size_t ni = 0, nslots = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ops[i]->kind == CEBPG_OP_INGEST) ing[ni++] = ops[i];
+  int sent_ok = PQenterPipelineMode(c) == 1;
+  if (sent_ok) {
+    sent_ok = PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
+    slots[nslots++] = SLOT_BEGIN;
+  }
+  if (sent_ok && ni) {
+    int k = cebpg_ingest_send(c, ing, ni);
+    sent_ok = k >= 0;
+    if (k > 0) slots[nslots++] = SLOT_INGEST;
+  }
+  for (size_t i = 0; sent_ok && i < n; i++) {
+    int k = 0;
+    switch (ops[i]->kind) {
+    case CEBPG_OP_SETTLE:
+      k = cebpg_settle_send(c, ops[i]);
+      break;
+    case CEBPG_OP_CLAIM:
+      k = cebpg_claim_send(s, c, ops[i]);
+      break;
+    case CEBPG_OP_FORWARDED:
+      k = cebpg_fwd_send(c, ops[i]);
+      break;
+    default:
+      continue;
+    }
+    sent_ok = k > 0;
+    if (sent_ok) slots[nslots++] = (int)i;
+  }
+  if (sent_ok) {
+    sent_ok = PQsendQueryParams(c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
+    slots[nslots++] = SLOT_COMMIT;
+  }
+  if (sent_ok) sent_ok = PQpipelineSync(c) == 1;
+  int rc = CEB_OK;
+  PGresult *bad = NULL;
+  for (size_t k = 0; sent_ok && k < nslots; k++) {
+    PGresult *r = next_result(c);
+    if (!r) {
+      sent_ok = 0;
+      break;
+    }
+    ExecStatusType st = PQresultStatus(r);
+    int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (ok && slots[k] == SLOT_INGEST)
+      ok = cebpg_ingest_recv(r, ing, ni) == CEB_OK;
+    else if (ok && slots[k] >= 0) {
+      cebpg_op *op = ops[slots[k]];
+      int orc = op->kind == CEBPG_OP_SETTLE  ? cebpg_settle_recv(r, op)
+                : op->kind == CEBPG_OP_CLAIM ? cebpg_claim_recv(r, op)
+                                             : cebpg_fwd_recv(r, op);
+      ok = orc == CEB_OK;
+    }
+    if (!ok && rc == CEB_OK) {
+      rc = CEB_EINTERNAL;
+      if (st != PGRES_PIPELINE_ABORTED && !bad) {
+        bad = r;
+        continue;
+      }
+    }
+    PQclear(r);
+  }
+  if (sent_ok) {
+    PGresult *r = PQgetResult(c); /* the sync */
+    if (!r || PQresultStatus(r) != PGRES_PIPELINE_SYNC) sent_ok = 0;
+    PQclear(r);
+  }
+  if (sent_ok) sent_ok = PQexitPipelineMode(c) == 1;
+  if (!sent_ok || cebpg_conn_lost(c, bad)) {
+    cebpg_pool_failed(s->pool, c, bad, "group commit");
+    rc = CEB_EIO;
+  } else if (rc != CEB_OK) {
+    char msg[400];
+    cebpg_scrub(s->pool, bad ? PQresultErrorMessage(bad) : "result not read",
+                msg, sizeof msg);
+    ceb_log_error("store: group commit of %zu ops failed: %s", n, msg);
+    if (PQtransactionStatus(c) != PQTRANS_IDLE) PQclear(PQexec(c, "ROLLBACK"));
+  } else {
+    cebpg_pool_ok(s->pool);
+  }
+  PQclear(bad);
+  free(ing);
+  free(slots);
+  return rc;
+}
+
+static void reset_outputs(cebpg_op **ops, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    cebpg_op *op = ops[i];
+    op->status = CEB_OK;
+    if (op->kind == CEBPG_OP_INGEST) {
+      ceb_ingest_batch *b = op->arg;
+      for (size_t e = 0; e < b->count; e++) {
+        b->events[e].inserted = 0;
+        b->events[e].seq = 0;
+      }
+    } else if (op->kind == CEBPG_OP_CLAIM) {
+      cebpg_claim_args *a = op->arg;
+      ceb_claims_free(a->out, a->count);
+      a->out = NULL;
+      a->count = 0;
+    }
+  }
+}
+
+static void fail_all(cebpg_op **ops, size_t n, int status) {
+  reset_outputs(ops, n);
+  for (size_t i = 0; i < n; i++)
+    ops[i]->status = status;
+}
+
+static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+  PGconn *c = ensure_conn(s);
+  if (!c) {
+    fail_all(ops, n, CEB_EIO);
+    return;
+  }
+  reset_outputs(ops, n);
+  int rc = run_pipeline(s, c, ops, n);
+  if (rc == CEB_OK) return;
+  if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
+    drop_conn(s);
+    fail_all(ops, n, CEB_EIO);
+    return;
+  }
+  if (n == 1) {
+    fail_all(ops, n, rc == CEB_ENOMEM ? CEB_ENOMEM : CEB_EIO);
+    return;
+  }
+  /* one op's own failure: each alone, so that the others still commit */
+  for (size_t i = 0; i < n; i++) {
+    c = ensure_conn(s);
+    if (!c) {
+      fail_all(&ops[i], 1, CEB_EIO);
+      continue;
+    }
+    reset_outputs(&ops[i], 1);
+    rc = run_pipeline(s, c, &ops[i], 1);
+    if (rc == CEB_EIO) drop_conn(s);
+    if (rc != CEB_OK) fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
+  }
+}
+
+/* After the group: the listener first (before any later write), then each
+ * op's done; frees the ops. Returns the count of bounded ops. */
+static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+  size_t bounded = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->status == CEB_OK &&
+        s->listener)
+      s->listener(s->listener_arg, ops[i]->arg);
+  for (size_t i = 0; i < n; i++) {
+    cebpg_op *op = ops[i];
+    bounded += op->bounded;
+    if (op->done) op->done(op->done_arg, op->status);
+    free(op);
+  }
+  return bounded;
+}
+
+static void *committer_main(void *arg) {
+  ceb_store_impl *s = arg;
+  cebpg_op **group = malloc(s->group_max * sizeof *group);
+  pthread_mutex_lock(&s->lock);
+  for (;;) {
+    while (!s->head && !s->stopping) {
+      if (cebpg_pool_healthy(s->pool, NULL, 0) && s->wconn) {
+        pthread_cond_wait(&s->cond, &s->lock);
+        continue;
+      }
+      /* unreachable (or never connected): probe by itself, with the
+       * pool's backoff, so that writable comes back without traffic */
+      if (cebpg_pool_probe_due(s->pool) || !s->wconn) {
+        pthread_mutex_unlock(&s->lock);
+        ensure_conn(s);
+        pthread_mutex_lock(&s->lock);
+        if (s->head || s->stopping) break;
+      }
+      struct timespec ts;
+      deadline_in(&ts, PROBE_TICK_MS);
+      pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
+    if (!s->head && s->stopping) break;
+    if (s->group_wait_ms > 0 && !s->stopping) {
+      struct timespec ts;
+      deadline_in(&ts, s->group_wait_ms);
+      size_t have = 0;
+      for (cebpg_op *o = s->head; o; o = o->next)
+        have++;
+      if (have < s->group_max) pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
+    size_t n = 0;
+    while (s->head && n < s->group_max && group) {
+      cebpg_op *op = s->head;
+      s->head = op->next;
+      if (!s->head) s->tail = NULL;
+      op->next = NULL;
+      group[n++] = op;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (!group) break;
+    run_group(s, group, n);
+    size_t bounded = finish_group(s, group, n);
+    pthread_mutex_lock(&s->lock);
+    s->batches++;
+    s->ops += n;
+    s->queued_bounded -= bounded;
+  }
+  /* out of memory for the group array: fail what is queued */
+  while (s->head) {
+    cebpg_op *op = s->head;
+    s->head = op->next;
+    s->queued_bounded -= (size_t)op->bounded;
+    pthread_mutex_unlock(&s->lock);
+    if (op->done) op->done(op->done_arg, CEB_ENOMEM);
+    free(op);
+    pthread_mutex_lock(&s->lock);
+  }
+  s->tail = NULL;
+  pthread_mutex_unlock(&s->lock);
+  free(group);
+  return NULL;
+}
+
+int cebpg_committer_start(ceb_store_impl *s, char *err, size_t errlen) {
+  if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
+    snprintf(err, errlen, "store: cannot start the committer thread");
+    return CEB_EINTERNAL;
+  }
+  s->started = 1;
+  return CEB_OK;
+}
+
+void cebpg_committer_stop(ceb_store_impl *s) {
+  if (!s->started) return;
+  pthread_mutex_lock(&s->lock);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+  pthread_join(s->committer, NULL);
+  s->started = 0;
+  if (s->wconn) {
+    cebpg_pool_put(s->pool, s->wconn);
+    s->wconn = NULL;
+  }
+}
+
+int cebpg_submit(ceb_store_impl *s, cebpg_op *op) {
+  pthread_mutex_lock(&s->lock);
+  int rc = CEB_OK;
+  if (s->stopping)
+    rc = CEB_ESHUTDOWN;
+  else if (op->bounded && s->queued_bounded >= s->queue_max)
+    rc = CEB_EBUSY;
+  if (rc == CEB_OK) {
+    op->next = NULL;
+    if (s->tail)
+      s->tail->next = op;
+    else
+      s->head = op;
+    s->tail = op;
+    s->queued_bounded += (size_t)op->bounded;
+    pthread_cond_signal(&s->cond);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
+typedef struct waiter {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int finished, status;
+} waiter;
+
+static void waiter_done(void *arg, int status) {
+  waiter *w = arg;
+  pthread_mutex_lock(&w->lock);
+  w->status = status;
+  w->finished = 1;
+  pthread_cond_signal(&w->cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+int cebpg_call(ceb_store_impl *s, int kind, void *arg) {
+  cebpg_op *op = calloc(1, sizeof *op);
+  if (!op) return CEB_ENOMEM;
+  waiter w = {.finished = 0};
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_cond_init(&w.cond, NULL);
+  op->kind = kind;
+  op->arg = arg;
+  op->done = waiter_done;
+  op->done_arg = &w;
+  int rc = cebpg_submit(s, op);
+  if (rc != CEB_OK) {
+    free(op);
+  } else {
+    pthread_mutex_lock(&w.lock);
+    while (!w.finished)
+      pthread_cond_wait(&w.cond, &w.lock);
+    rc = w.status;
+    pthread_mutex_unlock(&w.lock);
+  }
+  pthread_mutex_destroy(&w.lock);
+  pthread_cond_destroy(&w.cond);
+  return rc;
+}

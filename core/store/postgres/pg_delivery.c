@@ -1,0 +1,400 @@
+/* Deliveries on PostgreSQL: claims with leases and fencing tokens (FIFO per
+ * order key across instances), attempt outcomes checked against the token,
+ * recovery of this instance's claims, and the counts and status reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_internal.h"
+
+extern const char cebpg_sql_ingest[];
+
+/* Due rows of the route: in progress under a lease that ended (its holder
+ * is taken to be gone), then pending or retrying heads of their key. A row
+ * is a head when no older row of its (route, key) is unsettled, whoever
+ * holds it: a key whose head another instance holds stays blocked. FOR
+ * UPDATE SKIP LOCKED: instances claiming at once take different rows, and
+ * a row locked by another claim is skipped, which only blocks its key's
+ * later rows (they still see it unsettled). */
+static const char SQL_CLAIM[] =
+    "WITH e AS (SELECT seq FROM delivery WHERE route = $1 AND state = 1"
+    " AND lease_until <= $2 ORDER BY lease_until, seq LIMIT $3"
+    " FOR UPDATE SKIP LOCKED),"
+    " r AS (SELECT d.seq FROM delivery d WHERE d.route = $1"
+    " AND d.state IN (0, 2) AND d.next_at <= $2 AND (d.order_key IS NULL OR"
+    " NOT EXISTS (SELECT 1 FROM delivery p WHERE p.route = d.route AND"
+    " p.order_key = d.order_key AND p.state < 3 AND p.seq < d.seq))"
+    " ORDER BY d.next_at, d.seq LIMIT $3 FOR UPDATE SKIP LOCKED),"
+    " c AS (SELECT seq FROM (SELECT seq, 0 AS k FROM e UNION ALL"
+    " SELECT seq, 1 FROM r) u ORDER BY k LIMIT $3)"
+    " UPDATE delivery d SET state = 1, attempts = d.attempts + 1,"
+    " last_at = $2, first_at = COALESCE(d.first_at, $2), lease_owner = $4,"
+    " lease_until = $5, fence = d.fence + 1 FROM c, journal j"
+    " WHERE d.route = $1 AND d.seq = c.seq AND j.seq = d.seq"
+    " RETURNING d.seq, d.attempts, d.order_key, j.event, j.received_at,"
+    " d.first_at, d.replays, d.fence, d.lease_until, d.next_at";
+
+/* The outcome, only while the row is in progress under the claim's token;
+ * a refund ($8) gives the attempt back. A dead letter gets its DLQ id from
+ * the sequence in the same update, so that the DLQ row and the link are one
+ * statement. */
+static const char SQL_SETTLE[] =
+    "WITH u AS (UPDATE delivery SET state = $3::smallint, next_at = $4,"
+    " last_status = CASE WHEN $8::boolean THEN last_status ELSE $5::integer "
+    "END,"
+    " last_reason = CASE WHEN $8::boolean THEN last_reason ELSE $6::text END,"
+    " last_error = CASE WHEN $8::boolean THEN last_error ELSE $7::text END,"
+    " first_at = CASE WHEN $8::boolean AND attempts = 1 THEN NULL ELSE "
+    "first_at END,"
+    " attempts = attempts - CASE WHEN $8::boolean THEN 1 ELSE 0 END,"
+    " lease_owner = NULL, lease_until = NULL,"
+    " dlq_id = CASE WHEN $3::smallint = 4 THEN nextval('dlq_id_seq') ELSE "
+    "dlq_id END"
+    " WHERE seq = $1 AND route = $2 AND state = 1 AND fence = $9"
+    " RETURNING seq, route, attempts, first_at, last_at, dlq_id),"
+    " js AS (UPDATE journal_settle SET open_routes = open_routes - 1,"
+    " settled_at = CASE WHEN open_routes - 1 <= 0 THEN $10::bigint END"
+    " WHERE seq = $1 AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u)),"
+    " q AS (INSERT INTO dlq (id, seq, route, sink, reason, last_reason,"
+    " status, attempts, first_at, last_at, error, event, event_id, source,"
+    " type, created_at) SELECT u.dlq_id, u.seq, u.route, $11, $12, $6::text, "
+    "$5::integer,"
+    " u.attempts, u.first_at, u.last_at, $7::text, $13, j.id, j.source, j.type,"
+    " $10::bigint FROM u JOIN journal j ON j.seq = u.seq WHERE $3::smallint = "
+    "4)"
+    " SELECT (SELECT count(*) FROM u), (SELECT dlq_id FROM u WHERE "
+    "$3::smallint = 4)";
+
+static const char SQL_FORWARDED[] =
+    "UPDATE dlq SET forwarded_at = $2 WHERE id = $1";
+
+int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
+  static const struct {
+    const char *name, *sql;
+  } stmts[] = {{"ceb_ingest", cebpg_sql_ingest},
+               {"ceb_claim", SQL_CLAIM},
+               {"ceb_settle", SQL_SETTLE},
+               {"ceb_forwarded", SQL_FORWARDED}};
+  for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+    PGresult *r = PQprepare(c, stmts[i].name, stmts[i].sql, 0, NULL);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+      char msg[400];
+      cebpg_scrub(s->pool, PQresultErrorMessage(r), msg, sizeof msg);
+      if (!cebpg_pool_failed(s->pool, c, r, "preparing statements"))
+        ceb_log_error("store: preparing %s: %s", stmts[i].name, msg);
+      PQclear(r);
+      return CEB_EIO;
+    }
+    PQclear(r);
+  }
+  return CEB_OK;
+}
+
+/* ---- claim ---- */
+
+int cebpg_claim_send(ceb_store_impl *s, PGconn *c, cebpg_op *op) {
+  cebpg_claim_args *a = op->arg;
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, a->route);
+  cebpg_p_int(&p, a->now);
+  cebpg_p_int(&p, (int64_t)a->max);
+  cebpg_p_text(&p, s->instance);
+  cebpg_p_int(&p, a->lease_until);
+  return PQsendQueryPrepared(c, "ceb_claim", p.n, p.v, NULL, NULL, 0) == 1 ? 1
+                                                                           : -1;
+}
+
+static int claim_cmp(const void *x, const void *y) {
+  const ceb_claim *a = x, *b = y;
+  return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+int cebpg_claim_recv(PGresult *r, cebpg_op *op) {
+  cebpg_claim_args *a = op->arg;
+  int n = PQntuples(r);
+  a->count = 0;
+  a->out = n ? calloc((size_t)n, sizeof *a->out) : NULL;
+  if (n && !a->out) return CEB_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    ceb_claim *c = &a->out[a->count++];
+    c->seq = cebpg_int(r, i, 0);
+    c->attempt = (uint32_t)cebpg_int(r, i, 1);
+    c->order_key = cebpg_dup(r, i, 2);
+    c->event_json = cebpg_dup(r, i, 3);
+    c->received_at = cebpg_int(r, i, 4);
+    c->first_at = PQgetisnull(r, i, 5) ? a->now : cebpg_int(r, i, 5);
+    c->replays = (uint32_t)cebpg_int(r, i, 6);
+    c->fence = cebpg_int(r, i, 7);
+    c->lease_until = cebpg_int(r, i, 8);
+    if (!c->event_json) return CEB_ENOMEM;
+  }
+  /* UPDATE ... RETURNING has no order; oldest first, as the engine expects
+   * within a key (each key gives at most one row anyway) */
+  if (a->count > 1) qsort(a->out, a->count, sizeof *a->out, claim_cmp);
+  return CEB_OK;
+}
+
+int cebpg_claim(ceb_store_impl *s, const char *route, int64_t now, size_t max,
+                int64_t lease_ms, ceb_claim **out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  if (!route || max == 0) return CEB_EINVAL;
+  int64_t lease = lease_ms > s->lease_ms ? lease_ms : s->lease_ms;
+  cebpg_claim_args a = {
+      .route = route, .now = now, .lease_until = now + lease, .max = max};
+  int rc = cebpg_call(s, CEBPG_OP_CLAIM, &a);
+  if (rc != CEB_OK) {
+    ceb_claims_free(a.out, a.count);
+    return rc;
+  }
+  *out = a.out;
+  *count = a.count;
+  return CEB_OK;
+}
+
+/* ---- settle ---- */
+
+typedef struct settle_params {
+  cebpg_params p;
+  char err[CEBPG_ERROR_MAX + 1];
+} settle_params;
+
+int cebpg_settle_send(PGconn *c, cebpg_op *op) {
+  ceb_attempt_result *r = op->arg;
+  settle_params sp = {.p = {.n = 0}};
+  cebpg_params *p = &sp.p;
+  int again = r->state == CEB_DS_RETRYING || r->state == CEB_DS_PENDING;
+  int refund = r->refund && r->state == CEB_DS_PENDING;
+  cebpg_p_int(p, r->seq);
+  cebpg_p_text(p, r->route);
+  cebpg_p_int(p, r->state);
+  cebpg_p_int(p, again ? r->next_at : r->now);
+  if (r->status_code)
+    cebpg_p_int(p, r->status_code);
+  else
+    cebpg_p_text(p, NULL);
+  cebpg_p_text(p, r->reason);
+  cebpg_p_text(p, cebpg_cut_error(r->error, sp.err));
+  cebpg_p_text(p, refund ? "t" : "f");
+  cebpg_p_int(p, r->fence);
+  cebpg_p_int(p, r->now);
+  cebpg_p_text(p, r->sink ? r->sink : "");
+  cebpg_p_text(p, r->dead_reason ? r->dead_reason : "rejected");
+  cebpg_p_text(p, r->dead_json ? r->dead_json : "{}");
+  return PQsendQueryPrepared(c, "ceb_settle", p->n, p->v, NULL, NULL, 0) == 1
+             ? 1
+             : -1;
+}
+
+int cebpg_settle_recv(PGresult *res, cebpg_op *op) {
+  ceb_attempt_result *r = op->arg;
+  if (PQntuples(res) != 1) return CEB_EINTERNAL;
+  if (cebpg_int(res, 0, 0) == 0) {
+    op->status = CEB_ECONFLICT; /* not in progress under this token */
+    return CEB_OK;
+  }
+  if (r->state == CEB_DS_DEAD) r->dlq_id = cebpg_int(res, 0, 1);
+  op->status = CEB_OK;
+  return CEB_OK;
+}
+
+int cebpg_settle(ceb_store_impl *s, ceb_attempt_result *r,
+                 ceb_store_done_fn done, void *arg) {
+  cebpg_op *op = calloc(1, sizeof *op);
+  if (!op) return CEB_ENOMEM;
+  op->kind = CEBPG_OP_SETTLE;
+  op->arg = r;
+  op->done = done;
+  op->done_arg = arg;
+  int rc = cebpg_submit(s, op);
+  if (rc != CEB_OK) free(op);
+  return rc;
+}
+
+/* ---- DLQ forwarded (async, on the committer) ---- */
+
+int cebpg_fwd_send(PGconn *c, cebpg_op *op) {
+  cebpg_fwd_args *a = op->arg;
+  cebpg_params p = {.n = 0};
+  cebpg_p_int(&p, a->id);
+  cebpg_p_int(&p, a->now);
+  return PQsendQueryPrepared(c, "ceb_forwarded", p.n, p.v, NULL, NULL, 0) == 1
+             ? 1
+             : -1;
+}
+
+int cebpg_fwd_recv(PGresult *r, cebpg_op *op) {
+  op->status = atoi(PQcmdTuples(r)) > 0 ? CEB_OK : CEB_ENOTFOUND;
+  return CEB_OK;
+}
+
+/* The committer owns the op's arg only while it runs: the id and time are
+ * copied into a block freed by this done, which then calls the caller's. */
+typedef struct fwd_op {
+  cebpg_fwd_args a;
+  ceb_store_done_fn done;
+  void *arg;
+} fwd_op;
+
+static void fwd_done(void *arg, int status) {
+  fwd_op *f = arg;
+  if (f->done) f->done(f->arg, status);
+  free(f);
+}
+
+int cebpg_dlq_forwarded(ceb_store_impl *s, int64_t id, int64_t now,
+                        ceb_store_done_fn done, void *arg) {
+  fwd_op *f = calloc(1, sizeof *f);
+  cebpg_op *op = calloc(1, sizeof *op);
+  if (!f || !op) {
+    free(f);
+    free(op);
+    return CEB_ENOMEM;
+  }
+  f->a = (cebpg_fwd_args){id, now};
+  f->done = done;
+  f->arg = arg;
+  op->kind = CEBPG_OP_FORWARDED;
+  op->arg = &f->a;
+  op->done = fwd_done;
+  op->done_arg = f;
+  int rc = cebpg_submit(s, op);
+  if (rc != CEB_OK) {
+    free(f);
+    free(op);
+  }
+  return rc;
+}
+
+/* ---- recovery ---- */
+
+int cebpg_recover(ceb_store_impl *s, int64_t now) {
+  /* this instance's claims of an earlier run (same [bridge] instance), and
+   * any claim whose lease ended: never a live claim of another instance */
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, s->instance);
+  cebpg_p_int(&p, now);
+  PGresult *r = cebpg_query(
+      s, "recover",
+      "UPDATE delivery SET state = 0, lease_owner = NULL, lease_until = NULL"
+      " WHERE state = 1 AND (lease_owner = $1 OR lease_until <= $2)",
+      &p);
+  if (!r) return CEB_EIO;
+  int n = atoi(PQcmdTuples(r));
+  PQclear(r);
+  return n;
+}
+
+/* ---- reads ---- */
+
+static int64_t read_int(ceb_store_impl *s, const char *what, const char *sql,
+                        const cebpg_params *p, int64_t dflt) {
+  PGresult *r = cebpg_query(s, what, sql, p);
+  if (!r) return CEB_EIO;
+  int64_t v =
+      PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? cebpg_int(r, 0, 0) : dflt;
+  PQclear(r);
+  return v;
+}
+
+int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after) {
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, route);
+  cebpg_p_int(&p, after);
+  /* pending or retrying heads, and the end of a lease (a takeover) */
+  int64_t v = read_int(
+      s, "next due",
+      "SELECT LEAST((SELECT MIN(d.next_at) FROM delivery d WHERE"
+      " d.route = $1 AND d.state IN (0, 2) AND d.next_at > $2 AND"
+      " (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p WHERE"
+      " p.route = d.route AND p.order_key = d.order_key AND p.state < 3 AND"
+      " p.seq < d.seq))), (SELECT MIN(lease_until) FROM delivery WHERE"
+      " route = $1 AND state = 1 AND lease_until > $2))",
+      &p, INT64_MAX);
+  return v < 0 ? INT64_MAX : v;
+}
+
+int64_t cebpg_count_open(ceb_store_impl *s, const char *route) {
+  cebpg_params p = {.n = 0};
+  if (route) {
+    cebpg_p_text(&p, route);
+    return read_int(s, "count open",
+                    "SELECT count(*) FROM delivery WHERE route = $1 AND"
+                    " state < 3",
+                    &p, 0);
+  }
+  return read_int(s, "count open",
+                  "SELECT count(*) FROM delivery WHERE state < 3", NULL, 0);
+}
+
+int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, route);
+  return read_int(s, "oldest open",
+                  "SELECT received_at FROM journal WHERE seq = (SELECT"
+                  " min(seq) FROM delivery WHERE route = $1 AND state < 3)",
+                  &p, 0);
+}
+
+json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
+                           const char *source) {
+  if (!id) return NULL;
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, id);
+  cebpg_p_text(&p, source);
+  PGresult *r = cebpg_query(
+      s, "status",
+      "SELECT j.seq, j.client, j.source, j.id, j.type, j.received_at,"
+      " j.unrouted, s.settled_at, d.route, d.state, d.attempts, d.next_at,"
+      " d.first_at, d.last_at, d.last_status, d.last_reason, d.last_error,"
+      " d.order_key, d.dlq_id FROM journal j"
+      " LEFT JOIN journal_settle s ON s.seq = j.seq"
+      " LEFT JOIN delivery d ON d.seq = j.seq"
+      " WHERE j.id = $1 AND ($2::text IS NULL OR j.source = $2)"
+      " ORDER BY j.seq, d.route",
+      &p);
+  if (!r) return NULL;
+  json_t *arr = json_array();
+  json_t *cur = NULL, *routes = NULL;
+  int64_t cur_seq = -1;
+  static const char *const cols[] = {"seq", "client",    "source",
+                                     "id",  "type",      "received_at",
+                                     NULL,  "settled_at"};
+  for (int i = 0; i < PQntuples(r); i++) {
+    int64_t seq = cebpg_int(r, i, 0);
+    if (seq != cur_seq) {
+      cur = json_object();
+      for (int c = 0; c < 8; c++)
+        if (cols[c]) cebpg_json_col(cur, cols[c], r, i, c);
+      json_object_set_new(cur, "unrouted",
+                          json_boolean(PQgetvalue(r, i, 6)[0] == 't'));
+      routes = json_array();
+      json_object_set_new(cur, "routes", routes);
+      json_array_append_new(arr, cur);
+      cur_seq = seq;
+    }
+    if (PQgetisnull(r, i, 8)) continue; /* unrouted: no delivery rows */
+    json_t *o = json_object();
+    int state = (int)cebpg_int(r, i, 9);
+    cebpg_json_col(o, "route", r, i, 8);
+    json_object_set_new(o, "state", json_string(ceb_dstate_name(state)));
+    cebpg_json_col(o, "attempts", r, i, 10);
+    if (state == CEB_DS_PENDING || state == CEB_DS_RETRYING)
+      cebpg_json_col(o, "next_attempt_at", r, i, 11);
+    else
+      json_object_set_new(o, "next_attempt_at", json_null());
+    cebpg_json_col(o, "first_attempt_at", r, i, 12);
+    cebpg_json_col(o, "last_attempt_at", r, i, 13);
+    cebpg_json_col(o, "last_status", r, i, 14);
+    cebpg_json_col(o, "last_reason", r, i, 15);
+    cebpg_json_col(o, "last_error", r, i, 16);
+    cebpg_json_col(o, "order_key", r, i, 17);
+    cebpg_json_col(o, "dlq_id", r, i, 18);
+    json_array_append_new(routes, o);
+  }
+  PQclear(r);
+  return arr;
+}

@@ -1,0 +1,123 @@
+/* The PostgreSQL engine's table (ceb_store_engine.h): open (pool, schema
+ * migrations, committer), close, health, and the ops of the other files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_internal.h"
+
+/* Connections when store.pool is not set: the committer's, and the
+ * blocking reads and admin writes of the HTTP threads and the CLI. */
+#define POOL_DEFAULT 8
+
+static void pg_close(ceb_store_impl *s) {
+  if (!s) return;
+  cebpg_committer_stop(s);
+  cebpg_pool_free(s->pool);
+  cebpg_live_free(&s->live);
+  pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->cond);
+  free(s);
+}
+
+static int pg_open(const ceb_store_opts *opts, const char *location,
+                   ceb_store_impl **out, char *err, size_t errlen) {
+  *out = NULL;
+  ceb_store_impl *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, errlen, "store: out of memory");
+    return CEB_ENOMEM;
+  }
+  pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->cond, NULL);
+  cebpg_live_init(&s->live);
+  snprintf(s->instance, sizeof s->instance, "%s",
+           opts->instance ? opts->instance : "");
+  s->lease_ms =
+      opts->lease_ms > 0 ? opts->lease_ms : CEB_STORE_LEASE_DEFAULT_MS;
+  s->group_max = opts->group_max ? opts->group_max : 512;
+  s->group_wait_ms = opts->group_wait_ms;
+  s->queue_max = opts->queue_max ? opts->queue_max : 4096;
+  size_t pool = opts->pool_size ? opts->pool_size : POOL_DEFAULT;
+  cebpg_pool_opts po = {.conninfo = location,
+                        .password = opts->password,
+                        .size = pool < 2 ? 2 : pool,
+                        .application_name = "cebridge"};
+  int rc = cebpg_pool_new(&po, &s->pool, err, errlen);
+  if (rc == CEB_OK) {
+    rc = cebpg_migrate(s->pool, !opts->no_migrate, err, errlen);
+    if (rc == CEB_EIO && !strstr(err, "store:")) {
+      char why[400];
+      snprintf(why, sizeof why, "%s", err);
+      snprintf(err, errlen, "store: cannot open %s: %s",
+               cebpg_pool_display(s->pool), why);
+    }
+  }
+  if (rc == CEB_OK) rc = cebpg_committer_start(s, err, errlen);
+  if (rc != CEB_OK) {
+    pg_close(s);
+    return rc;
+  }
+  ceb_log_info("store: PostgreSQL %s (schema %d, pool %zu, instance %s)",
+               cebpg_pool_display(s->pool), CEBPG_SCHEMA_VERSION, po.size,
+               s->instance);
+  *out = s;
+  return CEB_OK;
+}
+
+static int pg_writable(ceb_store_impl *s, char *why, size_t whylen) {
+  return cebpg_pool_healthy(s->pool, why, whylen);
+}
+
+static void pg_stats(ceb_store_impl *s, ceb_store_stats *o) {
+  pthread_mutex_lock(&s->lock);
+  o->batches = s->batches;
+  o->ops = s->ops;
+  o->queued = s->queued_bounded;
+  pthread_mutex_unlock(&s->lock);
+}
+
+static void pg_set_listener(ceb_store_impl *s, ceb_store_ingest_listener fn,
+                            void *arg) {
+  pthread_mutex_lock(&s->lock);
+  s->listener = fn;
+  s->listener_arg = arg;
+  pthread_mutex_unlock(&s->lock);
+}
+
+const ceb_store_engine ceb_store_postgres_engine = {
+    .struct_size = sizeof(ceb_store_engine),
+    .version = CEB_STORE_ENGINE_VERSION,
+    .name = "postgresql",
+    .open = pg_open,
+    .close = pg_close,
+    .writable = pg_writable,
+    .stats = pg_stats,
+    .set_ingest_listener = pg_set_listener,
+    .ingest = cebpg_ingest,
+    .claim = cebpg_claim,
+    .next_due = cebpg_next_due,
+    .settle = cebpg_settle,
+    .recover = cebpg_recover,
+    .count_open = cebpg_count_open,
+    .oldest_open = cebpg_oldest_open,
+    .event_status = cebpg_event_status,
+    .dlq_list = cebpg_dlq_list,
+    .dlq_show = cebpg_dlq_show,
+    .dlq_replay = cebpg_dlq_replay,
+    .dlq_purge = cebpg_dlq_purge,
+    .dlq_forwarded = cebpg_dlq_forwarded,
+    .dlq_unforwarded = cebpg_dlq_unforwarded,
+    .dlq_forward_event = cebpg_dlq_forward_event,
+    .idem_begin = cebpg_idem_begin,
+    .idem_finish = cebpg_idem_finish,
+    .idem_abort = cebpg_idem_abort,
+    .idem_reset_inflight = cebpg_idem_reset_inflight,
+    .contract_put = cebpg_contract_put,
+    .contract_list = cebpg_contract_list,
+    .contract_get = cebpg_contract_get,
+    .sweep = cebpg_sweep,
+};

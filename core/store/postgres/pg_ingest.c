@@ -1,0 +1,152 @@
+/* Journal ingest on PostgreSQL: every ingest op of a committer group in
+ * ONE statement. The events go as arrays (unnest ... WITH ORDINALITY keeps
+ * their order); the journal insert dedupes on (id, source, client) with ON
+ * CONFLICT DO NOTHING, which also drops a later duplicate within the same
+ * statement (the first in order wins, as in the SQLite engine), and across
+ * instances the unique constraint decides which insert was first. The
+ * settle row and the delivery rows of the events actually inserted follow
+ * in the same statement; it returns (seq, ordinal) of each inserted event. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_internal.h"
+
+const char cebpg_sql_ingest[] =
+    "WITH src AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[],"
+    " $4::text[], $5::text[], $6::int[], $7::bigint[]) WITH ORDINALITY"
+    " AS s(client, source, id, type, event, nroutes, received_at, ord)),"
+    " ins AS (INSERT INTO journal (client, source, id, type, received_at,"
+    " event, size, unrouted) SELECT client, source, id, type, received_at,"
+    " event, octet_length(event), nroutes = 0 FROM src ORDER BY ord"
+    " ON CONFLICT (id, source, client) DO NOTHING"
+    " RETURNING seq, client, source, id),"
+    " m AS (SELECT ins.seq, min(src.ord) AS ord FROM ins JOIN src"
+    " ON src.id = ins.id AND src.source = ins.source"
+    " AND src.client = ins.client GROUP BY ins.seq),"
+    " st AS (INSERT INTO journal_settle (seq, open_routes, settled_at)"
+    " SELECT m.seq, src.nroutes, CASE WHEN src.nroutes = 0"
+    " THEN src.received_at END FROM m JOIN src ON src.ord = m.ord),"
+    " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key)"
+    " SELECT m.seq, r.route, 0, r.first_at, r.order_key FROM m JOIN"
+    " unnest($8::bigint[], $9::text[], $10::bigint[], $11::text[])"
+    " AS r(ord, route, first_at, order_key) ON r.ord = m.ord)"
+    " SELECT seq, ord FROM m";
+
+typedef struct arrays {
+  cebpg_buf a[11];
+} arrays;
+
+static void open_all(arrays *x) {
+  for (int i = 0; i < 11; i++)
+    cebpg_buf_add(&x->a[i], "{", 1);
+}
+
+static void num(cebpg_buf *b, int64_t v, int first) {
+  char t[32];
+  int n = snprintf(t, sizeof t, "%s%lld", first ? "" : ",", (long long)v);
+  cebpg_buf_add(b, t, (size_t)n);
+}
+
+static void text(cebpg_buf *b, const char *s, int first) {
+  cebpg_buf_elem(b, s, s ? strlen(s) : 0, first);
+}
+
+int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n) {
+  arrays x;
+  memset(&x, 0, sizeof x);
+  open_all(&x);
+  int64_t ord = 0, rord = 0;
+  for (size_t o = 0; o < n; o++) {
+    ceb_ingest_batch *b = ops[o]->arg;
+    for (size_t i = 0; i < b->count; i++) {
+      ceb_ingest_event *e = &b->events[i];
+      int first = ord == 0;
+      ord++;
+      text(&x.a[0], e->client ? e->client : "", first);
+      text(&x.a[1], e->source ? e->source : "", first);
+      text(&x.a[2], e->id ? e->id : "", first);
+      text(&x.a[3], e->type ? e->type : "", first);
+      cebpg_buf_elem(&x.a[4], e->json ? e->json : "{}",
+                     e->json ? e->json_len : 2, first);
+      num(&x.a[5], (int64_t)e->nroutes, first);
+      num(&x.a[6], b->now, first);
+      for (size_t r = 0; r < e->nroutes; r++) {
+        const ceb_ingest_route *rt = &e->routes[r];
+        int rfirst = rord == 0;
+        rord++;
+        num(&x.a[7], ord, rfirst);
+        text(&x.a[8], rt->route, rfirst);
+        num(&x.a[9], rt->first_at, rfirst);
+        text(&x.a[10], rt->order_key, rfirst);
+      }
+    }
+  }
+  const char *vals[11];
+  int oom = 0;
+  for (int i = 0; i < 11; i++) {
+    cebpg_buf_add(&x.a[i], "}", 1);
+    oom |= x.a[i].oom;
+    vals[i] = x.a[i].p;
+  }
+  int rc = -1;
+  if (ord == 0)
+    rc = 0; /* empty batches: nothing to send */
+  else if (!oom)
+    rc = PQsendQueryPrepared(c, "ceb_ingest", 11, vals, NULL, NULL, 0) == 1
+             ? 1
+             : -1;
+  for (int i = 0; i < 11; i++)
+    cebpg_buf_free(&x.a[i]);
+  return rc;
+}
+
+int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n) {
+  /* ordinal -> event: the ops' events in the order they were sent */
+  size_t total = 0;
+  for (size_t o = 0; o < n; o++)
+    total += ((ceb_ingest_batch *)ops[o]->arg)->count;
+  ceb_ingest_event **by = malloc((total ? total : 1) * sizeof *by);
+  if (!by) return CEB_ENOMEM;
+  size_t k = 0;
+  for (size_t o = 0; o < n; o++) {
+    ceb_ingest_batch *b = ops[o]->arg;
+    for (size_t i = 0; i < b->count; i++)
+      by[k++] = &b->events[i];
+  }
+  int rc = CEB_OK;
+  for (int row = 0; row < PQntuples(r); row++) {
+    int64_t seq = cebpg_int(r, row, 0), ord = cebpg_int(r, row, 1);
+    if (ord < 1 || (size_t)ord > total) {
+      rc = CEB_EINTERNAL;
+      break;
+    }
+    by[ord - 1]->inserted = 1;
+    by[ord - 1]->seq = seq;
+  }
+  free(by);
+  return rc;
+}
+
+int cebpg_ingest(ceb_store_impl *s, ceb_ingest_batch *b, int bounded,
+                 ceb_store_done_fn done, void *arg) {
+  for (size_t i = 0; i < b->count; i++) {
+    ceb_ingest_event *e = &b->events[i];
+    if (!e->source || !e->id || !e->json) return CEB_EINVAL;
+  }
+  /* nothing can be made durable now: say so at once (503), queue nothing */
+  if (!cebpg_pool_healthy(s->pool, NULL, 0)) return CEB_EIO;
+  cebpg_op *op = calloc(1, sizeof *op);
+  if (!op) return CEB_ENOMEM;
+  op->kind = CEBPG_OP_INGEST;
+  op->bounded = bounded ? 1 : 0;
+  op->arg = b;
+  op->done = done;
+  op->done_arg = arg;
+  int rc = cebpg_submit(s, op);
+  if (rc != CEB_OK) free(op);
+  return rc;
+}

@@ -1,0 +1,208 @@
+/* Internals shared by the PostgreSQL engine's files. Not for other parts
+ * (core/store/postgres/pg_conn.h is the part other files of this folder
+ * may use). */
+#ifndef CEB_STORE_PG_INTERNAL_H
+#define CEB_STORE_PG_INTERNAL_H
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "store/ceb_store_engine.h"
+#include "store/postgres/pg_conn.h"
+
+/* Schema version this build writes (table ceb_schema). */
+#define CEBPG_SCHEMA_VERSION 1
+/* How long a blocking op waits for a pool connection. */
+#define CEBPG_POOL_WAIT_MS 30000
+/* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
+#define CEBPG_ERROR_MAX 512
+
+/* Kinds of queued op (the committer's, pg_commit.c). */
+enum { CEBPG_OP_INGEST, CEBPG_OP_SETTLE, CEBPG_OP_FORWARDED, CEBPG_OP_CLAIM };
+
+typedef struct cebpg_claim_args {
+  const char *route;
+  int64_t now, lease_until;
+  size_t max;
+  ceb_claim *out; /* set by the committer */
+  size_t count;
+} cebpg_claim_args;
+
+typedef struct cebpg_fwd_args {
+  int64_t id, now;
+} cebpg_fwd_args;
+
+typedef struct cebpg_op {
+  struct cebpg_op *next;
+  int kind;
+  int bounded;
+  void *arg; /* ceb_ingest_batch, ceb_attempt_result, cebpg_fwd_args,
+                cebpg_claim_args */
+  ceb_store_done_fn done;
+  void *done_arg;
+  int status;
+  int nsent; /* statements this op sent in the running group */
+} cebpg_op;
+
+/* The in-flight idempotency reservations this process holds (hash of
+ * client NUL key); a reservation row of this instance not held here is
+ * one whose abort or finish failed to write, and is taken over. */
+typedef struct cebpg_live {
+  pthread_mutex_t lock;
+  uint64_t *h;
+  size_t n, cap;
+} cebpg_live;
+
+struct ceb_store_impl {
+  cebpg_pool *pool;
+  char instance[CEB_STORE_INSTANCE_MAX];
+  int64_t lease_ms;
+  size_t group_max;
+  int64_t group_wait_ms;
+  size_t queue_max;
+  /* the committer (pg_commit.c) */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  cebpg_op *head, *tail;
+  size_t queued_bounded;
+  int stopping;
+  int started;
+  pthread_t committer;
+  PGconn *wconn; /* the committer's own connection; NULL while lost */
+  ceb_store_ingest_listener listener;
+  void *listener_arg;
+  uint64_t batches, ops; /* under lock */
+  cebpg_live live;
+};
+
+/* ---- pg_schema.c ---- */
+/* Brings the database to CEBPG_SCHEMA_VERSION under an advisory lock
+ * (several bridges may start at once). migrate 0: only checks, and refuses
+ * an older schema with the command to run. A newer schema than this
+ * build's is refused. CEB_OK or < 0 with err. */
+int cebpg_migrate(cebpg_pool *pool, int migrate, char *err, size_t errlen);
+/* The schema version of the database (0: none yet), or < 0. */
+int cebpg_schema_version(cebpg_pool *pool, char *err, size_t errlen);
+
+/* ---- pg_commit.c ---- */
+int cebpg_committer_start(ceb_store_impl *s, char *err, size_t errlen);
+/* Runs what is queued (done included) and joins the thread. */
+void cebpg_committer_stop(ceb_store_impl *s);
+/* Queues op (malloc'd; the committer frees it). CEB_OK, or CEB_EBUSY /
+ * CEB_EIO (the database is unreachable) / CEB_ESHUTDOWN, op not taken. */
+int cebpg_submit(ceb_store_impl *s, cebpg_op *op);
+/* Queues a new op and waits for it: its status. */
+int cebpg_call(ceb_store_impl *s, int kind, void *arg);
+
+/* ---- pg_ingest.c, pg_delivery.c: the pipelined statements ---- */
+/* Prepares the committer's statements on a new connection. */
+int cebpg_prepare_all(ceb_store_impl *s, PGconn *c);
+/* Sends one statement for every ingest op of the group (all in one);
+ * returns the count sent (0 or 1) or < 0. */
+int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n);
+/* Reads that statement's result into the batches' events. */
+int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n);
+int cebpg_settle_send(PGconn *c, cebpg_op *op);
+int cebpg_settle_recv(PGresult *r, cebpg_op *op);
+int cebpg_claim_send(ceb_store_impl *s, PGconn *c, cebpg_op *op);
+int cebpg_claim_recv(PGresult *r, cebpg_op *op);
+int cebpg_fwd_send(PGconn *c, cebpg_op *op);
+int cebpg_fwd_recv(PGresult *r, cebpg_op *op);
+
+/* ---- pg_util.c ---- */
+/* A growable text buffer (array literals). */
+typedef struct cebpg_buf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} cebpg_buf;
+void cebpg_buf_add(cebpg_buf *b, const char *s, size_t n);
+/* Appends one element of a text[] literal: quoted and escaped, or NULL
+ * when s is NULL. first: no comma before it. */
+void cebpg_buf_elem(cebpg_buf *b, const char *s, size_t n, int first);
+void cebpg_buf_free(cebpg_buf *b);
+
+/* Parameters of one statement in text form. */
+#define CEBPG_MAX_PARAMS 16
+typedef struct cebpg_params {
+  const char *v[CEBPG_MAX_PARAMS];
+  int len[CEBPG_MAX_PARAMS];
+  int fmt[CEBPG_MAX_PARAMS];
+  char num[CEBPG_MAX_PARAMS][24];
+  int n;
+} cebpg_params;
+void cebpg_p_text(cebpg_params *p, const char *v); /* NULL: SQL NULL */
+void cebpg_p_int(cebpg_params *p, int64_t v);
+void cebpg_p_bytes(cebpg_params *p, const void *v, size_t n); /* bytea */
+/* The error text cut to CEBPG_ERROR_MAX bytes on a UTF-8 boundary, into
+ * buf (which must hold CEBPG_ERROR_MAX + 1); NULL stays NULL. */
+const char *cebpg_cut_error(const char *err, char *buf);
+
+/* Runs one statement on a pool connection (autocommit) and returns its
+ * result when it succeeded (PGRES_COMMAND_OK or TUPLES_OK; PQclear it),
+ * else NULL after logging "store: <what>: <scrubbed error>" and telling
+ * the pool. */
+PGresult *cebpg_query(ceb_store_impl *s, const char *what, const char *sql,
+                      const cebpg_params *p);
+/* The same on a connection the caller holds. */
+PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
+                         const char *sql, const cebpg_params *p);
+/* A text column: malloc'd copy, NULL when SQL NULL. */
+char *cebpg_dup(const PGresult *r, int row, int col);
+int64_t cebpg_int(const PGresult *r, int row, int col);
+/* Sets o[key] from a column: null, an integer (int2/4/8 columns) or a
+ * string. */
+void cebpg_json_col(json_t *o, const char *key, const PGresult *r, int row,
+                    int col);
+
+/* ---- pg_live.c ---- */
+void cebpg_live_init(cebpg_live *l);
+void cebpg_live_free(cebpg_live *l);
+int cebpg_live_add(cebpg_live *l, const char *client, const char *key);
+void cebpg_live_remove(cebpg_live *l, const char *client, const char *key);
+int cebpg_live_has(cebpg_live *l, const char *client, const char *key);
+
+/* ---- the engine's ops (pg_engine.c wires them into the table) ---- */
+int cebpg_ingest(ceb_store_impl *s, ceb_ingest_batch *b, int bounded,
+                 ceb_store_done_fn done, void *arg);
+int cebpg_claim(ceb_store_impl *s, const char *route, int64_t now, size_t max,
+                int64_t lease_ms, ceb_claim **out, size_t *count);
+int cebpg_settle(ceb_store_impl *s, ceb_attempt_result *r,
+                 ceb_store_done_fn done, void *arg);
+int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after);
+int cebpg_recover(ceb_store_impl *s, int64_t now);
+int64_t cebpg_count_open(ceb_store_impl *s, const char *route);
+int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route);
+json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
+                           const char *source);
+json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f);
+json_t *cebpg_dlq_show(ceb_store_impl *s, int64_t id);
+int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
+                     int dry_run, size_t *count, json_t *replayed);
+int cebpg_dlq_purge(ceb_store_impl *s, const ceb_dlq_filter *f, int dry_run,
+                    size_t *count);
+int cebpg_dlq_forwarded(ceb_store_impl *s, int64_t id, int64_t now,
+                        ceb_store_done_fn done, void *arg);
+int cebpg_dlq_unforwarded(ceb_store_impl *s, const char *route, int64_t after,
+                          size_t max, int64_t *ids, size_t *n);
+char *cebpg_dlq_forward_event(ceb_store_impl *s, int64_t id, int *status);
+int cebpg_idem_begin(ceb_store_impl *s, const char *client, const char *key,
+                     const char *fingerprint, int64_t now,
+                     ceb_idem_result *res);
+int cebpg_idem_finish(ceb_store_impl *s, const char *client, const char *key,
+                      int http_status, const char *content_type,
+                      const char *body, size_t body_len, int64_t now,
+                      int64_t ttl_ms);
+int cebpg_idem_abort(ceb_store_impl *s, const char *client, const char *key);
+int cebpg_idem_reset_inflight(ceb_store_impl *s);
+int cebpg_contract_put(ceb_store_impl *s, const char *name, const char *version,
+                       const char *document, size_t len, const char *provenance,
+                       int64_t now);
+json_t *cebpg_contract_list(ceb_store_impl *s, const char *name);
+char *cebpg_contract_get(ceb_store_impl *s, const char *name,
+                         const char *version, size_t *len);
+int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
+                size_t chunk);
+
+#endif

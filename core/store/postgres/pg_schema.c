@@ -1,0 +1,246 @@
+/* The PostgreSQL schema and its ordered migrations. A migration is
+ * appended, never edited: a database at version N runs N+1.. in order,
+ * each in its own transaction, all under one advisory lock so that bridges
+ * starting at once migrate once. The version lives in ceb_schema. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/status.h>
+
+#include "log/ceb_log.h"
+#include "store/postgres/pg_internal.h"
+
+/* pg_advisory_lock key of migrations: "cebmigr" as a number. */
+#define MIGRATE_LOCK "7162306276045431154"
+
+static const char *const k_migrations[] = {
+    /* 1: journal, deliveries with leases, DLQ, idempotency, contracts.
+     * Times are ms since the epoch (bigint), as in the SQLite engine. */
+    "CREATE TABLE journal ("
+    " seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+    " client text NOT NULL DEFAULT '',"
+    " source text NOT NULL,"
+    " id text NOT NULL,"
+    " type text NOT NULL,"
+    " received_at bigint NOT NULL,"
+    " event text NOT NULL,"
+    " size integer NOT NULL,"
+    " unrouted boolean NOT NULL DEFAULT false,"
+    /* dedupe across instances: the database says which insert was first;
+     * id leads so that status by id uses it too */
+    " CONSTRAINT journal_event UNIQUE (id, source, client));"
+    /* written once per route settle: narrow, so that the ~1 KiB journal
+     * row is never rewritten (an UPDATE writes a whole new tuple) */
+    "CREATE TABLE journal_settle ("
+    " seq bigint PRIMARY KEY,"
+    " open_routes integer NOT NULL,"
+    " settled_at bigint);"
+    "CREATE INDEX journal_settle_at ON journal_settle (settled_at)"
+    " WHERE settled_at IS NOT NULL;"
+    "CREATE TABLE delivery ("
+    " seq bigint NOT NULL,"
+    " route text NOT NULL,"
+    " state smallint NOT NULL,"
+    " attempts integer NOT NULL DEFAULT 0,"
+    " next_at bigint NOT NULL,"
+    " first_at bigint,"
+    " last_at bigint,"
+    " last_status integer,"
+    " last_reason text,"
+    " last_error text,"
+    " order_key text,"
+    " dlq_id bigint,"
+    " replays integer NOT NULL DEFAULT 0,"
+    /* the claim's lease: who holds it, until when, and the fencing token
+     * a settle must carry (incremented by every claim) */
+    " lease_owner text,"
+    " lease_until bigint,"
+    " fence bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (seq, route));"
+    "CREATE INDEX delivery_due ON delivery (route, next_at, seq)"
+    " WHERE state IN (0, 2);"
+    /* the head-of-key test: an older unsettled row of the (route, key) */
+    "CREATE INDEX delivery_open ON delivery (route, order_key, seq)"
+    " WHERE state < 3;"
+    "CREATE INDEX delivery_open_seq ON delivery (route, seq) WHERE state < 3;"
+    "CREATE INDEX delivery_leased ON delivery (route, lease_until)"
+    " WHERE state = 1;"
+    "CREATE TABLE dlq ("
+    " id bigserial PRIMARY KEY,"
+    " seq bigint NOT NULL,"
+    " route text NOT NULL,"
+    " sink text NOT NULL,"
+    " reason text NOT NULL,"
+    " last_reason text,"
+    " status integer,"
+    " attempts integer NOT NULL,"
+    " first_at bigint,"
+    " last_at bigint,"
+    " error text,"
+    " event text NOT NULL,"
+    " event_id text NOT NULL,"
+    " source text NOT NULL,"
+    " type text NOT NULL,"
+    " created_at bigint NOT NULL,"
+    " replayed_at bigint,"
+    " replays integer NOT NULL DEFAULT 0,"
+    " forwarded_at bigint);"
+    "CREATE INDEX dlq_seq ON dlq (seq);"
+    "CREATE INDEX dlq_route ON dlq (route, created_at);"
+    "CREATE INDEX dlq_unforwarded ON dlq (route, id)"
+    " WHERE forwarded_at IS NULL AND replayed_at IS NULL;"
+    "CREATE TABLE idempotency ("
+    " client text NOT NULL,"
+    " key text NOT NULL,"
+    " fingerprint text NOT NULL,"
+    " state smallint NOT NULL,"
+    " http_status integer,"
+    " content_type text,"
+    " body bytea,"
+    " created_at bigint NOT NULL,"
+    " expires_at bigint,"
+    " owner text," /* the instance holding an in-flight reservation */
+    " PRIMARY KEY (client, key));"
+    "CREATE INDEX idempotency_expiry ON idempotency (expires_at)"
+    " WHERE state = 1;"
+    "CREATE TABLE contracts ("
+    " name text NOT NULL,"
+    " version text NOT NULL,"
+    " sha256 text NOT NULL,"
+    " document text NOT NULL,"
+    " provenance text,"
+    " fetched_at bigint NOT NULL,"
+    " conflict integer NOT NULL DEFAULT 0,"
+    " conflict_sha256 text,"
+    " conflict_provenance text,"
+    " conflict_at bigint,"
+    " PRIMARY KEY (name, version));",
+};
+
+_Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
+                   CEBPG_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int exec_ok(PGconn *c, const char *sql, char *err, size_t errlen,
+                   cebpg_pool *pool, const char *what) {
+  PGresult *r = PQexec(c, sql);
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    PQclear(r);
+    return CEB_OK;
+  }
+  char msg[400];
+  cebpg_scrub(pool, PQresultErrorMessage(r), msg, sizeof msg);
+  snprintf(err, errlen, "store: %s on %s: %s", what, cebpg_pool_display(pool),
+           msg);
+  int lost = cebpg_pool_failed(pool, c, r, what);
+  PQclear(r);
+  return lost ? CEB_EIO : CEB_EINTERNAL;
+}
+
+/* The version row, or 0 without ceb_schema; refuses a database holding
+ * other tables and no ceb_schema (not ours). */
+static int read_version(PGconn *c, cebpg_pool *pool, char *err, size_t errlen) {
+  PGresult *r = PQexec(c, "SELECT max(version) FROM ceb_schema");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+    int v = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+  }
+  const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  int missing = st && strcmp(st, "42P01") == 0; /* undefined_table */
+  char msg[400];
+  cebpg_scrub(pool, PQresultErrorMessage(r), msg, sizeof msg);
+  int lost = cebpg_pool_failed(pool, c, r, "schema version");
+  PQclear(r);
+  if (missing) {
+    r = PQexec(c, "SELECT count(*) FROM pg_tables WHERE schemaname ="
+                  " current_schema() AND tablename IN ('journal', 'delivery',"
+                  " 'dlq', 'idempotency', 'contracts')");
+    int foreign =
+        PQresultStatus(r) == PGRES_TUPLES_OK && atoi(PQgetvalue(r, 0, 0)) > 0;
+    PQclear(r);
+    if (foreign) {
+      snprintf(err, errlen,
+               "store: %s has tables named like cebridge's (journal, "
+               "delivery, ...) but no ceb_schema: not a cebridge store; use "
+               "another database or schema (options=-csearch_path=...)",
+               cebpg_pool_display(pool));
+      return CEB_ECONFLICT;
+    }
+    return 0;
+  }
+  snprintf(err, errlen, "store: reading the schema version of %s: %s",
+           cebpg_pool_display(pool), msg);
+  return lost ? CEB_EIO : CEB_EINTERNAL;
+}
+
+int cebpg_schema_version(cebpg_pool *pool, char *err, size_t errlen) {
+  PGconn *c = cebpg_pool_get(pool, CEBPG_POOL_WAIT_MS, err, errlen);
+  if (!c) return CEB_EIO;
+  int v = read_version(c, pool, err, errlen);
+  cebpg_pool_put(pool, c);
+  return v;
+}
+
+static int migrate_locked(PGconn *c, cebpg_pool *pool, int migrate, char *err,
+                          size_t errlen) {
+  int v = read_version(c, pool, err, errlen);
+  if (v < 0) return v;
+  if (v > CEBPG_SCHEMA_VERSION) {
+    snprintf(err, errlen,
+             "store: %s has schema version %d, newer than this build's %d; "
+             "upgrade cebridge",
+             cebpg_pool_display(pool), v, CEBPG_SCHEMA_VERSION);
+    return CEB_EUNSUPPORTED;
+  }
+  if (v < CEBPG_SCHEMA_VERSION && !migrate) {
+    snprintf(err, errlen,
+             "store: %s has schema version %d, this build needs %d, and "
+             "store.migrate is off: run `cebridge store migrate -c DIR`",
+             cebpg_pool_display(pool), v, CEBPG_SCHEMA_VERSION);
+    return CEB_EUNSUPPORTED;
+  }
+  if (v == 0) {
+    int rc = exec_ok(c,
+                     "CREATE TABLE IF NOT EXISTS ceb_schema ("
+                     " version integer NOT NULL);"
+                     "INSERT INTO ceb_schema (version) SELECT 0 WHERE NOT"
+                     " EXISTS (SELECT 1 FROM ceb_schema)",
+                     err, errlen, pool, "creating ceb_schema");
+    if (rc != CEB_OK) return rc;
+  }
+  for (int to = v + 1; to <= CEBPG_SCHEMA_VERSION; to++) {
+    char bump[96];
+    snprintf(bump, sizeof bump, "UPDATE ceb_schema SET version = %d", to);
+    char what[64];
+    snprintf(what, sizeof what, "migration to schema version %d", to);
+    int rc = exec_ok(c, "BEGIN", err, errlen, pool, what);
+    if (rc == CEB_OK)
+      rc = exec_ok(c, k_migrations[to - 1], err, errlen, pool, what);
+    if (rc == CEB_OK) rc = exec_ok(c, bump, err, errlen, pool, what);
+    if (rc == CEB_OK) rc = exec_ok(c, "COMMIT", err, errlen, pool, what);
+    if (rc != CEB_OK) {
+      PQclear(PQexec(c, "ROLLBACK"));
+      return rc;
+    }
+    ceb_log_info("store: %s migrated to schema version %d",
+                 cebpg_pool_display(pool), to);
+  }
+  return CEB_OK;
+}
+
+int cebpg_migrate(cebpg_pool *pool, int migrate, char *err, size_t errlen) {
+  PGconn *c = cebpg_pool_get(pool, CEBPG_POOL_WAIT_MS, err, errlen);
+  if (!c) return CEB_EIO;
+  int rc = exec_ok(c, "SELECT pg_advisory_lock(" MIGRATE_LOCK ")", err, errlen,
+                   pool, "taking the migration lock");
+  if (rc == CEB_OK) {
+    rc = migrate_locked(c, pool, migrate, err, errlen);
+    /* a session lock: released here, or by the server with the session */
+    PQclear(PQexec(c, "SELECT pg_advisory_unlock(" MIGRATE_LOCK ")"));
+  }
+  cebpg_pool_put(pool, c);
+  return rc;
+}

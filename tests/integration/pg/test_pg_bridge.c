@@ -1,0 +1,341 @@
+/* The real `cebridge run` on a PostgreSQL store (store = postgresql://…,
+ * the password from store.password = file:…): HTTP intermediary -> 202 ->
+ * webhook sink -> a receiver in this test. Then PostgreSQL restarts under
+ * load (four clients posting): while it is down, clients get 503 with
+ * Retry-After and application/problem+json and /readyz says 503; the bridge
+ * recovers by itself; every event that got a 202 is delivered. The
+ * password never reaches the log. */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ceb_test.h"
+#include "ceb_test_pg.h"
+#include "ceb_test_proc.h"
+#include "hin_harness.h"
+
+#define SRC "urn:nld:oin:00000001234567890000:systeem:pg"
+#define CLIENTS 4
+#define PER_CLIENT_MAX 4000
+
+/* ---- receiver: the ids it got, any number ---- */
+
+typedef struct rx {
+  pthread_mutex_t lock;
+  char **ids;
+  size_t n, cap;
+} rx;
+
+typedef struct rx_req {
+  char *body;
+  size_t len;
+} rx_req;
+
+static enum MHD_Result rx_handle(void *cls, struct MHD_Connection *c,
+                                 const char *url, const char *method,
+                                 const char *version, const char *data,
+                                 size_t *size, void **ptr) {
+  (void)url;
+  (void)method;
+  (void)version;
+  rx *r = cls;
+  rx_req *q = *ptr;
+  if (!q) {
+    *ptr = calloc(1, sizeof *q);
+    return MHD_YES;
+  }
+  if (*size) {
+    q->body = realloc(q->body, q->len + *size + 1);
+    memcpy(q->body + q->len, data, *size);
+    q->len += *size;
+    q->body[q->len] = '\0';
+    *size = 0;
+    return MHD_YES;
+  }
+  json_t *j = q->body ? json_loadb(q->body, q->len, 0, NULL) : NULL;
+  const char *id = json_string_value(json_object_get(j, "id"));
+  pthread_mutex_lock(&r->lock);
+  if (id && r->n == r->cap) {
+    r->cap = r->cap ? r->cap * 2 : 1024;
+    r->ids = realloc(r->ids, r->cap * sizeof *r->ids);
+  }
+  if (id) r->ids[r->n++] = strdup(id);
+  pthread_mutex_unlock(&r->lock);
+  json_decref(j);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+  enum MHD_Result rc = MHD_queue_response(c, 204, resp);
+  MHD_destroy_response(resp);
+  return rc;
+}
+
+static void rx_done(void *cls, struct MHD_Connection *c, void **ptr,
+                    enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)c;
+  (void)toe;
+  rx_req *q = *ptr;
+  if (q) {
+    free(q->body);
+    free(q);
+  }
+  *ptr = NULL;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ---- clients ---- */
+
+typedef struct load {
+  char url[128];
+  atomic_int stop;
+  atomic_int accepted, unavailable, other, bad_503;
+  pthread_mutex_t lock;
+  char **ok_ids; /* every id that got a 202 */
+  size_t nok, capok;
+} load;
+
+typedef struct client {
+  load *l;
+  int no;
+} client;
+
+static long post_event(const char *url, const char *id, hin_resp *out) {
+  char h_id[96];
+  snprintf(h_id, sizeof h_id, "ce-id: %s", id);
+  const char *const hdrs[] = {"ce-specversion: 1.0",
+                              "ce-source: " SRC,
+                              "ce-type: nl.edu.test.created",
+                              h_id,
+                              "Content-Type: application/json",
+                              NULL};
+  *out = hin_request(url, "POST", hdrs, "{\"n\":1}", 7, 0);
+  return out->status;
+}
+
+static void *client_main(void *arg) {
+  client *c = arg;
+  load *l = c->l;
+  for (int i = 0; i < PER_CLIENT_MAX && !atomic_load(&l->stop); i++) {
+    char id[64];
+    snprintf(id, sizeof id, "c%d-%d", c->no, i);
+    hin_resp r;
+    long st = post_event(l->url, id, &r);
+    if (st == 202) {
+      pthread_mutex_lock(&l->lock);
+      if (l->nok == l->capok) {
+        l->capok = l->capok ? l->capok * 2 : 1024;
+        l->ok_ids = realloc(l->ok_ids, l->capok * sizeof *l->ok_ids);
+      }
+      l->ok_ids[l->nok++] = strdup(id);
+      pthread_mutex_unlock(&l->lock);
+      atomic_fetch_add(&l->accepted, 1);
+    } else if (st == 503) {
+      char ra[32], ct[64];
+      if (!hin_header(&r, "Retry-After", ra, sizeof ra) ||
+          !hin_header(&r, "Content-Type", ct, sizeof ct) ||
+          strstr(ct, "application/problem+json") == NULL)
+        atomic_fetch_add(&l->bad_503, 1);
+      atomic_fetch_add(&l->unavailable, 1);
+    } else {
+      atomic_fetch_add(&l->other, 1);
+    }
+    hin_resp_free(&r);
+  }
+  return NULL;
+}
+
+typedef struct at_least {
+  atomic_int *v;
+  int want;
+} at_least;
+
+static int reached(void *arg) {
+  at_least *a = arg;
+  return atomic_load(a->v) >= a->want;
+}
+
+typedef struct readyz {
+  char url[128];
+  long want;
+} readyz;
+
+static int readyz_is(void *arg) {
+  readyz *z = arg;
+  hin_resp r = hin_request(z->url, "GET", NULL, NULL, 0, 0);
+  long st = r.status;
+  hin_resp_free(&r);
+  return st == z->want;
+}
+
+typedef struct all_rx {
+  rx *r;
+  load *l;
+  size_t missing;
+} all_rx;
+
+/* 1 when every 202'd id is among the received ones. */
+static int all_delivered(void *arg) {
+  all_rx *a = arg;
+  pthread_mutex_lock(&a->r->lock);
+  size_t n = a->r->n;
+  char **got = malloc((n ? n : 1) * sizeof *got);
+  memcpy(got, a->r->ids, n * sizeof *got);
+  pthread_mutex_unlock(&a->r->lock);
+  qsort(got, n, sizeof *got, cmp_str);
+  a->missing = 0;
+  for (size_t i = 0; i < a->l->nok; i++)
+    if (!bsearch(&a->l->ok_ids[i], got, n, sizeof *got, cmp_str)) a->missing++;
+  free(got);
+  return a->missing == 0;
+}
+
+static void write_conf(const char *dir, const ceb_test_pg *pg, int rx_port) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/conf", dir);
+  mkdir(path, 0700);
+  snprintf(path, sizeof path, "%s/conf/pgpass", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "%s\n", pg->password);
+    fclose(f);
+  }
+  snprintf(path, sizeof path, "%s/conf/00-bridge.conf", dir);
+  f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f,
+          "[bridge]\n"
+          "store = postgresql://ceb@127.0.0.1:%d/ceb\n"
+          "store.password = file:%s/conf/pgpass\n"
+          "store.pool = 4\n"
+          "admin.listen = 127.0.0.1:0\n"
+          "admin.port_file = %s/aport\n"
+          "log.format = text\n"
+          "drain_timeout = 10s\n"
+          "\n[source intermediary]\n"
+          "plugin = http\n"
+          "listen = 127.0.0.1:0\n"
+          "port_file = %s/port\n"
+          "auth = none\n"
+          "\n[sink partner]\n"
+          "plugin = http\n"
+          "url = http://127.0.0.1:%d/hook\n"
+          "allow_insecure_http = true\n"
+          "mode = structured\n"
+          "\n[route partners]\n"
+          "from = intermediary\n"
+          "to = partner\n",
+          pg->port, dir, dir, dir, rx_port);
+  fclose(f);
+}
+
+int main(void) {
+  ceb_test_pg_require();
+  ceb_test_pg pg;
+  if (ceb_test_pg_start(&pg, "pg-bridge") != 0) {
+    CHECK(0);
+    return ceb_test_done("integration_pg_bridge");
+  }
+  char *dir = ceb_test_tmpdir("pg_bridge");
+  rx r = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+  struct sockaddr_in sa = {0};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct MHD_Daemon *d = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+      rx_handle, &r, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+      rx_done, NULL, MHD_OPTION_END);
+  CHECK(d != NULL);
+  if (!d) {
+    ceb_test_pg_cleanup(&pg);
+    return ceb_test_done("integration_pg_bridge");
+  }
+  write_conf(dir, &pg, MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+  char conf[600], logp[600], pf[600], apf[600];
+  snprintf(conf, sizeof conf, "%s/conf", dir);
+  snprintf(logp, sizeof logp, "%s/bridge.log", dir);
+  snprintf(pf, sizeof pf, "%s/port", dir);
+  snprintf(apf, sizeof apf, "%s/aport", dir);
+  pid_t pid = ceb_test_bridge_start(conf, logp);
+  int port = ceb_test_wait_port_file(pf, 30000);
+  int aport = ceb_test_wait_port_file(apf, 30000);
+  CHECK(port > 0 && aport > 0);
+
+  load l = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  snprintf(l.url, sizeof l.url, "http://127.0.0.1:%d/events", port);
+  readyz z;
+  snprintf(z.url, sizeof z.url, "http://127.0.0.1:%d/readyz", aport);
+
+  /* the basics: one event, 202, delivered */
+  hin_resp first;
+  CHECK_INT(post_event(l.url, "first", &first), 202);
+  hin_resp_free(&first);
+  pthread_mutex_lock(&l.lock);
+  l.ok_ids = malloc(1024 * sizeof *l.ok_ids);
+  l.capok = 1024;
+  l.ok_ids[l.nok++] = strdup("first");
+  pthread_mutex_unlock(&l.lock);
+  all_rx all = {&r, &l, 0};
+  CHECK(ceb_test_wait(all_delivered, &all, 30000));
+
+  /* load, and PostgreSQL restarts under it */
+  pthread_t th[CLIENTS];
+  client cl[CLIENTS];
+  for (int i = 0; i < CLIENTS; i++) {
+    cl[i] = (client){&l, i};
+    pthread_create(&th[i], NULL, client_main, &cl[i]);
+  }
+  at_least acc = {&l.accepted, 100};
+  CHECK(ceb_test_wait(reached, &acc, 60000));
+  CHECK_INT(ceb_test_pg_stop(&pg, CEB_TEST_PG_FAST), 0);
+  at_least down = {&l.unavailable, 20};
+  CHECK_MSG(ceb_test_wait(reached, &down, 60000), "503s while down: %d",
+            atomic_load(&l.unavailable));
+  z.want = 503;
+  CHECK(ceb_test_wait(readyz_is, &z, 30000));
+  CHECK_INT(ceb_test_pg_up(&pg), 0);
+  acc.want = atomic_load(&l.accepted) + 100;
+  CHECK_MSG(ceb_test_wait(reached, &acc, 60000),
+            "202s after PostgreSQL came back: %d of %d",
+            atomic_load(&l.accepted), acc.want);
+  z.want = 200;
+  CHECK(ceb_test_wait(readyz_is, &z, 30000));
+  atomic_store(&l.stop, 1);
+  for (int i = 0; i < CLIENTS; i++)
+    pthread_join(th[i], NULL);
+
+  CHECK_MSG(ceb_test_wait(all_delivered, &all, 120000),
+            "%zu of %zu accepted events never delivered", all.missing, l.nok);
+  CHECK_INT(atomic_load(&l.bad_503), 0);
+  fprintf(stderr,
+          "pg bridge: %d accepted, %d answered 503, %d other, %zu delivered\n",
+          atomic_load(&l.accepted) + 1, atomic_load(&l.unavailable),
+          atomic_load(&l.other), r.n);
+
+  CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 60000), 0);
+  char *log = ceb_test_read_file(logp, NULL);
+  CHECK(log != NULL);
+  CHECK_MSG(log && strstr(log, pg.password) == NULL,
+            "the password is in the bridge log");
+  CHECK(log && strstr(log, "unreachable") != NULL);
+  free(log);
+
+  MHD_stop_daemon(d);
+  for (size_t i = 0; i < r.n; i++)
+    free(r.ids[i]);
+  free(r.ids);
+  for (size_t i = 0; i < l.nok; i++)
+    free(l.ok_ids[i]);
+  free(l.ok_ids);
+  ceb_test_pg_cleanup(&pg);
+  return ceb_test_done("integration_pg_bridge");
+}

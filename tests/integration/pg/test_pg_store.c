@@ -1,0 +1,415 @@
+/* The PostgreSQL engine's own behaviours, on a real PostgreSQL the test
+ * starts (tests/common/ceb_test_pg.h), with two store handles on one
+ * database standing for two bridge instances: dedupe across instances,
+ * FIFO per key across instances, lease takeover and the stale fence,
+ * exactly one of two concurrent Idempotency-Key begins, recovery that
+ * never steals a live claim; group commit (done only once the rows are
+ * committed, many ops per transaction); the database going away (writable
+ * 0 with the reason, ingest refused, recovery by itself); schema versions
+ * (a newer database refused, store.migrate off); passwords never in an
+ * error. The generic contract of a store is tests/store/'s. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ceb/plugin.h>
+#include <ceb/status.h>
+
+#include "ceb_test.h"
+#include "ceb_test_pg.h"
+#include "store/ceb_store.h"
+
+static ceb_test_pg g_pg;
+
+static ceb_store *open_store(const char *spec, const char *instance,
+                             int64_t lease_ms) {
+  ceb_store_opts o = {.spec = spec,
+                      .synchronous_full = 1,
+                      .group_max = 512,
+                      .queue_max = 4096,
+                      .instance = instance,
+                      .lease_ms = lease_ms,
+                      .pool_size = 4};
+  ceb_store *st = NULL;
+  char err[512] = "";
+  int rc = ceb_store_open(&o, &st, err, sizeof err);
+  CHECK_MSG(rc == CEB_OK, "open %s: %s", instance, err);
+  return rc == CEB_OK ? st : NULL;
+}
+
+static int ingest1(ceb_store *st, const char *id, const char *route,
+                   const char *key, int64_t now, int64_t *seq) {
+  ceb_ingest_route r = {.route = route, .order_key = key, .first_at = now};
+  ceb_ingest_event e = {.source = "urn:test",
+                        .id = id,
+                        .type = "t.created",
+                        .json = "{\"specversion\":\"1.0\"}",
+                        .json_len = strlen("{\"specversion\":\"1.0\"}"),
+                        .routes = &r,
+                        .nroutes = route ? 1 : 0};
+  ceb_ingest_batch b = {.events = &e, .count = 1, .now = now};
+  int rc = ceb_store_ingest_wait(st, &b);
+  if (seq) *seq = e.seq;
+  return rc == CEB_OK ? e.inserted : rc;
+}
+
+static int settle(ceb_store *st, const ceb_claim *c, const char *route,
+                  int state, int64_t now) {
+  ceb_attempt_result r = {.seq = c->seq,
+                          .route = route,
+                          .fence = c->fence,
+                          .state = state,
+                          .next_at = now + 1000,
+                          .now = now,
+                          .status_code = 200,
+                          .reason = "ok"};
+  return ceb_store_settle_wait(st, &r);
+}
+
+/* ---- two instances ---- */
+
+static void test_dedupe_across(ceb_store *a, ceb_store *b) {
+  CHECK_INT(ingest1(a, "d-1", "r", NULL, 1000, NULL), 1);
+  CHECK_INT(ingest1(b, "d-1", "r", NULL, 1000, NULL), 0);
+  /* within one batch: the first wins */
+  ceb_ingest_event ev[2] = {{.source = "urn:test",
+                             .id = "d-2",
+                             .type = "t",
+                             .json = "{}",
+                             .json_len = 2},
+                            {.source = "urn:test",
+                             .id = "d-2",
+                             .type = "t",
+                             .json = "{}",
+                             .json_len = 2}};
+  ceb_ingest_batch bb = {.events = ev, .count = 2, .now = 1000};
+  CHECK_INT(ceb_store_ingest_wait(b, &bb), CEB_OK);
+  CHECK_INT(ev[0].inserted, 1);
+  CHECK_INT(ev[1].inserted, 0);
+  json_t *s = ceb_store_event_status(a, "d-1", NULL);
+  CHECK_INT(json_array_size(s), 1);
+  json_decref(s);
+}
+
+static void test_fifo_across(ceb_store *a, ceb_store *b) {
+  int64_t s1, s2;
+  CHECK_INT(ingest1(a, "f-1", "fifo", "k", 1000, &s1), 1);
+  CHECK_INT(ingest1(b, "f-2", "fifo", "k", 1000, &s2), 1);
+  ceb_claim *ca = NULL, *cb = NULL;
+  size_t na = 0, nb = 0;
+  CHECK_INT(ceb_store_claim(a, "fifo", 2000, 10, 0, &ca, &na), CEB_OK);
+  CHECK_INT(na, 1);
+  if (na == 1) CHECK_INT(ca[0].seq, s1);
+  /* the key's head is held by A: B gets nothing of the key */
+  CHECK_INT(ceb_store_claim(b, "fifo", 2000, 10, 0, &cb, &nb), CEB_OK);
+  CHECK_INT(nb, 0);
+  ceb_claims_free(cb, nb);
+  if (na == 1) CHECK_INT(settle(a, &ca[0], "fifo", CEB_DS_DONE, 2100), CEB_OK);
+  CHECK_INT(ceb_store_claim(b, "fifo", 2200, 10, 0, &cb, &nb), CEB_OK);
+  CHECK_INT(nb, 1);
+  if (nb == 1) {
+    CHECK_INT(cb[0].seq, s2);
+    CHECK_INT(settle(b, &cb[0], "fifo", CEB_DS_DONE, 2300), CEB_OK);
+  }
+  ceb_claims_free(ca, na);
+  ceb_claims_free(cb, nb);
+}
+
+static void test_lease_takeover(ceb_store *a, ceb_store *b) {
+  int64_t seq;
+  CHECK_INT(ingest1(a, "l-1", "lease", "k", 1000, &seq), 1);
+  ceb_claim *ca = NULL, *cb = NULL;
+  size_t na = 0, nb = 0;
+  /* A's lease: 1000 ms (the handles' lease) from 2000 */
+  CHECK_INT(ceb_store_claim(a, "lease", 2000, 1, 0, &ca, &na), CEB_OK);
+  CHECK_INT(na, 1);
+  if (na != 1) return;
+  CHECK_INT(ca[0].lease_until, 3000);
+  CHECK_INT(ceb_store_next_due(b, "lease", 2000), 3000);
+  /* live: B cannot take it; a recover of B leaves it */
+  CHECK_INT(ceb_store_claim(b, "lease", 2999, 1, 0, &cb, &nb), CEB_OK);
+  CHECK_INT(nb, 0);
+  CHECK_INT(ceb_store_recover(b, 2999), 0);
+  /* ended: B takes it over with a greater token */
+  CHECK_INT(ceb_store_claim(b, "lease", 3000, 1, 0, &cb, &nb), CEB_OK);
+  CHECK_INT(nb, 1);
+  if (nb == 1) {
+    CHECK(cb[0].fence > ca[0].fence);
+    CHECK_INT(cb[0].attempt, 2);
+    /* A's late settle changes nothing */
+    CHECK_INT(settle(a, &ca[0], "lease", CEB_DS_DONE, 3100), CEB_ECONFLICT);
+    json_t *s = ceb_store_event_status(b, "l-1", NULL);
+    json_t *r0 =
+        json_array_get(json_object_get(json_array_get(s, 0), "routes"), 0);
+    CHECK_STR(json_string_value(json_object_get(r0, "state")), "in-progress");
+    json_decref(s);
+    CHECK_INT(settle(b, &cb[0], "lease", CEB_DS_DONE, 3200), CEB_OK);
+    /* and settling twice is refused too */
+    CHECK_INT(settle(b, &cb[0], "lease", CEB_DS_DONE, 3300), CEB_ECONFLICT);
+  }
+  ceb_claims_free(ca, na);
+  ceb_claims_free(cb, nb);
+}
+
+static void test_recover_own(ceb_store *b) {
+  int64_t seq;
+  CHECK_INT(ingest1(b, "r-1", "rec", NULL, 1000, &seq), 1);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(b, "rec", 2000, 1, 600000, &c, &n), CEB_OK);
+  CHECK_INT(n, 1);
+  ceb_claims_free(c, n);
+  /* the same instance id restarted: its claims come back at once */
+  ceb_store *b2 = open_store(g_pg.uri, "b", 1000);
+  if (!b2) return;
+  CHECK_INT(ceb_store_recover(b2, 2001), 1);
+  CHECK_INT(ceb_store_claim(b2, "rec", 2002, 1, 0, &c, &n), CEB_OK);
+  CHECK_INT(n, 1);
+  ceb_claims_free(c, n);
+  ceb_store_close(b2);
+}
+
+typedef struct idem_race {
+  ceb_store *st;
+  const char *key;
+  pthread_barrier_t *go;
+  int state;
+  int rc;
+} idem_race;
+
+static void *idem_thread(void *arg) {
+  idem_race *r = arg;
+  ceb_idem_result res;
+  pthread_barrier_wait(r->go);
+  r->rc = ceb_store_idem_begin(r->st, "client", r->key, "fp", 1000, &res);
+  r->state = res.state;
+  free(res.body);
+  free(res.content_type);
+  return NULL;
+}
+
+static void test_idem_race(ceb_store *a, ceb_store *b) {
+  int exactly_one = 0;
+  for (int i = 0; i < 20; i++) {
+    char key[32];
+    snprintf(key, sizeof key, "race-%d", i);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    idem_race ra = {.st = a, .key = key, .go = &go};
+    idem_race rb = {.st = b, .key = key, .go = &go};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, idem_thread, &ra);
+    pthread_create(&tb, NULL, idem_thread, &rb);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&go);
+    CHECK_INT(ra.rc, CEB_OK);
+    CHECK_INT(rb.rc, CEB_OK);
+    int news = (ra.state == CEB_IDEM_NEW) + (rb.state == CEB_IDEM_NEW);
+    int inflight =
+        (ra.state == CEB_IDEM_IN_FLIGHT) + (rb.state == CEB_IDEM_IN_FLIGHT);
+    exactly_one += news == 1 && inflight == 1;
+  }
+  CHECK_INT(exactly_one, 20);
+  /* the holder finishes: the other instance gets the replay */
+  ceb_idem_result res;
+  CHECK_INT(ceb_store_idem_begin(a, "client", "once", "fp", 1000, &res),
+            CEB_OK);
+  CHECK_INT(res.state, CEB_IDEM_NEW);
+  CHECK_INT(ceb_store_idem_finish(a, "client", "once", 202, "application/json",
+                                  "{\"ok\":1}", 8, 1000, 60000),
+            CEB_OK);
+  CHECK_INT(ceb_store_idem_begin(b, "client", "once", "fp", 2000, &res),
+            CEB_OK);
+  CHECK_INT(res.state, CEB_IDEM_REPLAY);
+  CHECK_INT(res.http_status, 202);
+  CHECK_STR(res.body, "{\"ok\":1}");
+  free(res.body);
+  free(res.content_type);
+  /* B's restart drops B's reservations only */
+  CHECK_INT(ceb_store_idem_begin(a, "client", "held-a", "fp", 1000, &res),
+            CEB_OK);
+  CHECK_INT(ceb_store_idem_reset_inflight(b), CEB_OK);
+  CHECK_INT(ceb_store_idem_begin(b, "client", "held-a", "fp", 1000, &res),
+            CEB_OK);
+  CHECK_INT(res.state, CEB_IDEM_IN_FLIGHT);
+}
+
+/* ---- group commit ---- */
+
+typedef struct gc_op {
+  ceb_ingest_batch b; /* first: done's arg is the batch */
+  ceb_ingest_event e;
+  char id[32];
+  int status;
+  int committed; /* the row was visible to another connection in done */
+} gc_op;
+
+static PGconn *g_peek;
+static pthread_mutex_t g_gc_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_gc_done;
+
+static void gc_done(void *arg, int status) {
+  gc_op *op = arg;
+  op->status = status;
+  /* done runs after COMMIT: a connection of its own sees the row */
+  pthread_mutex_lock(&g_gc_lock);
+  const char *v[1] = {op->id};
+  PGresult *r =
+      PQexecParams(g_peek, "SELECT count(*) FROM journal WHERE id = $1", 1,
+                   NULL, v, NULL, NULL, 0);
+  op->committed = PQresultStatus(r) == PGRES_TUPLES_OK &&
+                  strcmp(PQgetvalue(r, 0, 0), "1") == 0;
+  PQclear(r);
+  g_gc_done++;
+  pthread_mutex_unlock(&g_gc_lock);
+}
+
+static int all_done(void *arg) {
+  int want = *(int *)arg;
+  pthread_mutex_lock(&g_gc_lock);
+  int d = g_gc_done >= want;
+  pthread_mutex_unlock(&g_gc_lock);
+  return d;
+}
+
+static void test_group_commit(ceb_store *a) {
+  g_peek = ceb_test_pg_connect(&g_pg);
+  enum { N = 400 };
+  gc_op *ops = calloc(N, sizeof *ops);
+  uint64_t b0, o0, b1, o1;
+  ceb_store_commit_stats(a, &b0, &o0);
+  for (int i = 0; i < N; i++) {
+    gc_op *op = &ops[i];
+    snprintf(op->id, sizeof op->id, "gc-%d", i);
+    op->e = (ceb_ingest_event){.source = "urn:test",
+                               .id = op->id,
+                               .type = "t",
+                               .json = "{}",
+                               .json_len = 2};
+    op->b = (ceb_ingest_batch){.events = &op->e, .count = 1, .now = 1000};
+    op->status = 1;
+    CHECK_INT(ceb_store_ingest(a, &op->b, gc_done), CEB_OK);
+  }
+  int want = N;
+  CHECK(ceb_test_wait(all_done, &want, 60000));
+  int ok = 0, committed = 0;
+  for (int i = 0; i < N; i++) {
+    ok += ops[i].status == CEB_OK && ops[i].e.inserted;
+    committed += ops[i].committed;
+  }
+  CHECK_INT(ok, N);
+  CHECK_INT(committed, N);
+  ceb_store_commit_stats(a, &b1, &o1);
+  CHECK(o1 - o0 >= N);
+  CHECK_MSG(b1 - b0 < N, "%llu transactions for %d ingests",
+            (unsigned long long)(b1 - b0), N);
+  free(ops);
+  PQfinish(g_peek);
+}
+
+/* ---- the database goes away ---- */
+
+static int is_writable(void *arg) {
+  return ceb_store_writable(arg, NULL, 0);
+}
+static int not_writable(void *arg) {
+  return !ceb_store_writable(arg, NULL, 0);
+}
+
+static void test_unreachable(ceb_store *a) {
+  CHECK(ceb_store_writable(a, NULL, 0));
+  CHECK_INT(ceb_test_pg_stop(&g_pg, CEB_TEST_PG_FAST), 0);
+  /* the first write learns it; later ones are refused at once */
+  int rc = ingest1(a, "down-1", "r", NULL, 1000, NULL);
+  CHECK_INT(rc, CEB_EIO);
+  CHECK(ceb_test_wait(not_writable, a, 30000));
+  char why[512] = "";
+  CHECK(!ceb_store_writable(a, why, sizeof why));
+  CHECK_MSG(strstr(why, "unreachable") != NULL, "why: %s", why);
+  CHECK_MSG(strstr(why, g_pg.password) == NULL, "why: %s", why);
+  ceb_ingest_event e = {.source = "urn:test",
+                        .id = "down-2",
+                        .type = "t",
+                        .json = "{}",
+                        .json_len = 2};
+  ceb_ingest_batch b = {.events = &e, .count = 1, .now = 1000};
+  CHECK_INT(ceb_store_ingest(a, &b, NULL), CEB_EIO);
+  /* back by itself, without a write to tell it */
+  CHECK_INT(ceb_test_pg_up(&g_pg), 0);
+  CHECK(ceb_test_wait(is_writable, a, 60000));
+  CHECK_INT(ingest1(a, "down-3", "r", NULL, 1000, NULL), 1);
+}
+
+/* ---- schema and errors ---- */
+
+static void test_schema_and_errors(void) {
+  char ci[1024];
+  CHECK_INT(ceb_test_pg_createdb(&g_pg, "nomigrate", ci, sizeof ci), 0);
+  ceb_store_opts o = {.spec = ci,
+                      .group_max = 8,
+                      .queue_max = 8,
+                      .instance = "x",
+                      .no_migrate = 1};
+  ceb_store *st = NULL;
+  char err[512] = "";
+  CHECK(ceb_store_open(&o, &st, err, sizeof err) != CEB_OK);
+  CHECK_MSG(strstr(err, "store migrate") != NULL, "%s", err);
+  o.no_migrate = 0;
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
+  ceb_store_close(st);
+  PGconn *c = PQconnectdb(ci);
+  PQclear(PQexec(c, "UPDATE ceb_schema SET version = 99"));
+  PQfinish(c);
+  st = NULL;
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_EUNSUPPORTED);
+  CHECK_MSG(strstr(err, "newer") != NULL, "%s", err);
+
+  /* a wrong password: refused, and the one given is never shown */
+  char bad[1024];
+  snprintf(bad, sizeof bad, "postgresql://ceb:Sup3rSecretPw@127.0.0.1:%d/ceb",
+           g_pg.port);
+  o.spec = bad;
+  err[0] = '\0';
+  CHECK(ceb_store_open(&o, &st, err, sizeof err) != CEB_OK);
+  CHECK_MSG(strstr(err, "Sup3rSecretPw") == NULL, "%s", err);
+  CHECK_MSG(strstr(err, "password authentication failed") != NULL, "%s", err);
+  snprintf(bad, sizeof bad,
+           "host=127.0.0.1 port=%d dbname=ceb user=ceb password=Sup3rSecretPw "
+           "bogus=1",
+           g_pg.port);
+  err[0] = '\0';
+  CHECK(ceb_store_open(&o, &st, err, sizeof err) != CEB_OK);
+  CHECK_MSG(strstr(err, "Sup3rSecretPw") == NULL, "%s", err);
+  /* the password given apart (store.password) */
+  snprintf(bad, sizeof bad, "postgresql://ceb@127.0.0.1:%d/ceb", g_pg.port);
+  o.password = g_pg.password;
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
+  ceb_store_close(st);
+}
+
+int main(void) {
+  ceb_test_pg_require();
+  if (ceb_test_pg_start(&g_pg, "pg-store") != 0) {
+    CHECK(0);
+    return ceb_test_done("integration_pg_store");
+  }
+  ceb_store *a = open_store(g_pg.uri, "a", 1000);
+  ceb_store *b = open_store(g_pg.uri, "b", 1000);
+  if (a && b) {
+    CHECK_STR(ceb_store_engine_name(a), "postgresql");
+    test_dedupe_across(a, b);
+    test_fifo_across(a, b);
+    test_lease_takeover(a, b);
+    test_recover_own(b);
+    test_idem_race(a, b);
+    test_group_commit(a);
+    test_unreachable(a);
+  }
+  ceb_store_close(a);
+  ceb_store_close(b);
+  test_schema_and_errors();
+  ceb_test_pg_cleanup(&g_pg);
+  return ceb_test_done("integration_pg_store");
+}
