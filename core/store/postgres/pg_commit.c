@@ -69,7 +69,7 @@ static PGresult *next_result(PGconn *c) {
   return r;
 }
 
-enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3 };
+enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3, SLOT_LOCK = -4 };
 
 /* Runs ops[0..n) as one transaction in pipeline mode. Returns CEB_OK (each
  * op's status set), CEB_EIO when the connection was lost (reported to the
@@ -77,7 +77,7 @@ enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3 };
 static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
                         size_t n) {
   cebpg_op **ing = malloc(n * sizeof *ing);
-  int *slots = malloc((n + 3) * sizeof *slots);
+  int *slots = malloc((n + 4) * sizeof *slots);
   if (!ing || !slots) {
     free(ing);
     free(slots);
@@ -90,6 +90,11 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
   if (sent_ok) {
     sent_ok = PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
     slots[nslots++] = SLOT_BEGIN;
+  }
+  if (sent_ok) {
+    int k = cebpg_keylock_send(c, ops, n);
+    sent_ok = k >= 0;
+    if (k > 0) slots[nslots++] = SLOT_LOCK;
   }
   if (sent_ok && ni) {
     int k = cebpg_ingest_send(c, ing, ni);

@@ -244,8 +244,10 @@ int cebpg_conn_lost(PGconn *c, const PGresult *res) {
   const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
   /* no SQLSTATE: libpq's own error (the connection went away) */
   if (!st) return s == PGRES_FATAL_ERROR;
-  return strncmp(st, "08", 2) == 0 || strncmp(st, "57P", 3) == 0 ||
-         strcmp(st, "53300") == 0; /* too many connections */
+  /* connection exceptions (not 08P01, a protocol violation: a statement's
+   * own), shutdowns, too many connections */
+  return (strncmp(st, "08", 2) == 0 && strcmp(st, "08P01") != 0) ||
+         strncmp(st, "57P", 3) == 0 || strcmp(st, "53300") == 0;
 }
 
 /* Closes every idle connection (they share a restarted server's fate).

@@ -11,23 +11,22 @@
 #include "store/postgres/pg_internal.h"
 
 extern const char cebpg_sql_ingest[];
+extern const char cebpg_sql_keylock[];
 
 /* Due rows of the route: in progress under a lease that ended (its holder
- * is taken to be gone), then pending or retrying heads of their key. A row
- * is a head when no older row of its (route, key) is unsettled, whoever
- * holds it: a key whose head another instance holds stays blocked. FOR
- * UPDATE SKIP LOCKED: instances claiming at once take different rows, and
- * a row locked by another claim is skipped, which only blocks its key's
- * later rows (they still see it unsettled). */
+ * is taken to be gone), then pending or retrying rows without a key or
+ * heads of their key (delivery.head: no older row of the (route, key) is
+ * unsettled, whoever holds it; a key whose head another instance holds
+ * has no head to claim). Only claimable rows are in delivery_due, so a
+ * claim never reads the rows queued behind heads. FOR UPDATE SKIP LOCKED:
+ * instances claiming at once take different rows. */
 static const char SQL_CLAIM[] =
     "WITH e AS (SELECT seq FROM delivery WHERE route = $1 AND state = 1"
     " AND lease_until <= $2 ORDER BY lease_until, seq LIMIT $3"
     " FOR UPDATE SKIP LOCKED),"
-    " r AS (SELECT d.seq FROM delivery d WHERE d.route = $1"
-    " AND d.state IN (0, 2) AND d.next_at <= $2 AND (d.order_key IS NULL OR"
-    " NOT EXISTS (SELECT 1 FROM delivery p WHERE p.route = d.route AND"
-    " p.order_key = d.order_key AND p.state < 3 AND p.seq < d.seq))"
-    " ORDER BY d.next_at, d.seq LIMIT $3 FOR UPDATE SKIP LOCKED),"
+    " r AS (SELECT seq FROM delivery WHERE route = $1"
+    " AND state IN (0, 2) AND (order_key IS NULL OR head) AND next_at <= $2"
+    " ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED),"
     " c AS (SELECT seq FROM (SELECT seq, 0 AS k FROM e UNION ALL"
     " SELECT seq, 1 FROM r) u ORDER BY k LIMIT $3)"
     " UPDATE delivery d SET state = 1, attempts = d.attempts + 1,"
@@ -40,7 +39,8 @@ static const char SQL_CLAIM[] =
 /* The outcome, only while the row is in progress under the claim's token;
  * a refund ($8) gives the attempt back. A dead letter gets its DLQ id from
  * the sequence in the same update, so that the DLQ row and the link are one
- * statement. */
+ * statement. A settled keyed row hands the head to its key's oldest other
+ * unsettled row (the key is locked: pg_keylock.c). */
 static const char SQL_SETTLE[] =
     "WITH u AS (UPDATE delivery SET state = $3::smallint, next_at = $4,"
     " last_status = CASE WHEN $8::boolean THEN last_status ELSE $5::integer "
@@ -54,7 +54,11 @@ static const char SQL_SETTLE[] =
     " dlq_id = CASE WHEN $3::smallint = 4 THEN nextval('dlq_id_seq') ELSE "
     "dlq_id END"
     " WHERE seq = $1 AND route = $2 AND state = 1 AND fence = $9"
-    " RETURNING seq, route, attempts, first_at, last_at, dlq_id),"
+    " RETURNING seq, route, attempts, first_at, last_at, dlq_id, order_key),"
+    " pr AS (UPDATE delivery SET head = true WHERE route = $2 AND seq ="
+    " (SELECT p.seq FROM delivery p, u WHERE p.route = $2 AND"
+    " p.order_key = u.order_key AND p.state < 3 AND p.seq <> $1"
+    " ORDER BY p.seq LIMIT 1) AND $3::smallint IN (3, 4)),"
     " js AS (UPDATE journal_settle SET open_routes = open_routes - 1,"
     " settled_at = CASE WHEN open_routes - 1 <= 0 THEN $10::bigint END"
     " WHERE seq = $1 AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u)),"
@@ -77,7 +81,8 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
   } stmts[] = {{"ceb_ingest", cebpg_sql_ingest},
                {"ceb_claim", SQL_CLAIM},
                {"ceb_settle", SQL_SETTLE},
-               {"ceb_forwarded", SQL_FORWARDED}};
+               {"ceb_forwarded", SQL_FORWARDED},
+               {"ceb_keylock", cebpg_sql_keylock}};
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     PGresult *r = PQprepare(c, stmts[i].name, stmts[i].sql, 0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -307,11 +312,9 @@ int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after) {
   /* pending or retrying heads, and the end of a lease (a takeover) */
   int64_t v = read_int(
       s, "next due",
-      "SELECT LEAST((SELECT MIN(d.next_at) FROM delivery d WHERE"
-      " d.route = $1 AND d.state IN (0, 2) AND d.next_at > $2 AND"
-      " (d.order_key IS NULL OR NOT EXISTS (SELECT 1 FROM delivery p WHERE"
-      " p.route = d.route AND p.order_key = d.order_key AND p.state < 3 AND"
-      " p.seq < d.seq))), (SELECT MIN(lease_until) FROM delivery WHERE"
+      "SELECT LEAST((SELECT MIN(next_at) FROM delivery WHERE route = $1"
+      " AND state IN (0, 2) AND (order_key IS NULL OR head) AND"
+      " next_at > $2), (SELECT MIN(lease_until) FROM delivery WHERE"
       " route = $1 AND state = 1 AND lease_until > $2))",
       &p, INT64_MAX);
   return v < 0 ? INT64_MAX : v;

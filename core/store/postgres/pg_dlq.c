@@ -119,6 +119,22 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
   bind_filter(&p, f);
   cebpg_p_int(&p, f && f->limit ? (int64_t)f->limit : INT64_MAX);
   PGresult *rows = NULL;
+  if (rc == CEB_OK && !dry_run) {
+    cebpg_params lp = {.n = 0};
+    bind_filter(&lp, f);
+    /* the keys first, in order, as every writer of the head flag does
+     * (pg_keylock.c); then the rows */
+    r = cebpg_query_on(
+        s, c, "dlq replay",
+        "SELECT count(pg_advisory_xact_lock(h)) FROM (SELECT DISTINCT"
+        " hashtextextended(d.route || chr(31) || d.order_key, 1128416) AS h"
+        " FROM dlq q JOIN delivery d ON d.seq = q.seq AND d.route = q.route"
+        " WHERE d.order_key IS NOT NULL AND q.id IN (SELECT id FROM"
+        " dlq" DLQ_WHERE ") ORDER BY 1) x",
+        &lp);
+    if (!r) rc = CEB_EIO;
+    PQclear(r);
+  }
   if (rc == CEB_OK) {
     rows = cebpg_query_on(
         s, c, "dlq replay",
@@ -146,10 +162,19 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
     cebpg_p_int(&u, id);
     r = cebpg_query_on(
         s, c, "dlq replay",
+        /* pending again: its key's head when no older row of the key is
+         * unsettled, and then the newer head waits behind it */
         "WITH d AS (UPDATE delivery SET state = 0, attempts = 0,"
         " next_at = $3, first_at = NULL, last_at = NULL,"
-        " replays = replays + 1, lease_owner = NULL, lease_until = NULL"
-        " WHERE seq = $1 AND route = $2 AND state = 4 RETURNING seq),"
+        " replays = replays + 1, lease_owner = NULL, lease_until = NULL,"
+        " head = order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM"
+        " delivery p WHERE p.route = $2 AND p.order_key = delivery.order_key"
+        " AND p.state < 3 AND p.seq < $1)"
+        " WHERE seq = $1 AND route = $2 AND state = 4"
+        " RETURNING order_key, head),"
+        " n AS (UPDATE delivery SET head = false WHERE route = $2 AND"
+        " order_key = (SELECT order_key FROM d WHERE head) AND seq > $1"
+        " AND head),"
         " j AS (UPDATE journal_settle SET open_routes = open_routes + 1,"
         " settled_at = NULL WHERE seq = $1)"
         " UPDATE dlq SET replayed_at = $3, replays = replays + 1"

@@ -30,10 +30,16 @@ const char cebpg_sql_ingest[] =
     " st AS (INSERT INTO journal_settle (seq, open_routes, settled_at)"
     " SELECT m.seq, src.nroutes, CASE WHEN src.nroutes = 0"
     " THEN src.received_at END FROM m JOIN src ON src.ord = m.ord),"
-    " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key)"
-    " SELECT m.seq, r.route, 0, r.first_at, r.order_key FROM m JOIN"
-    " unnest($8::bigint[], $9::text[], $10::bigint[], $11::text[])"
-    " AS r(ord, route, first_at, order_key) ON r.ord = m.ord)"
+    /* a keyed row is its key's head when it is the key's first row here
+     * and no older row of the key is unsettled (the key is locked) */
+    " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
+    " head) SELECT m.seq, r.route, 0, r.first_at, r.order_key,"
+    " r.order_key IS NOT NULL AND row_number() OVER (PARTITION BY r.route,"
+    " r.order_key ORDER BY m.seq) = 1 AND NOT EXISTS (SELECT 1 FROM delivery"
+    " p WHERE p.route = r.route AND p.order_key = r.order_key AND"
+    " p.state < 3) FROM m JOIN unnest($8::bigint[], $9::text[],"
+    " $10::bigint[], $11::text[]) AS r(ord, route, first_at, order_key)"
+    " ON r.ord = m.ord)"
     " SELECT seq, ord FROM m";
 
 typedef struct arrays {

@@ -103,6 +103,9 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c);
 int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n);
 /* Reads that statement's result into the batches' events. */
 int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n);
+/* Sends the key locks of the group's keyed ingests and settles
+ * (pg_keylock.c); 0 when there is nothing to lock, 1 sent, < 0 failed. */
+int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n);
 int cebpg_settle_send(PGconn *c, cebpg_op *op);
 int cebpg_settle_recv(PGresult *r, cebpg_op *op);
 int cebpg_claim_send(ceb_store_impl *s, PGconn *c, cebpg_op *op);

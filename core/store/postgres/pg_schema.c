@@ -57,9 +57,14 @@ static const char *const k_migrations[] = {
     " lease_owner text,"
     " lease_until bigint,"
     " fence bigint NOT NULL DEFAULT 0,"
+    /* a keyed row that is its key's head (no older unsettled row of its
+     * (route, key)): kept by ingest, settle and replay under the key's
+     * advisory lock (pg_keylock.c), so that a claim reads only claimable
+     * rows instead of testing every row queued behind a head */
+    " head boolean NOT NULL DEFAULT false,"
     " PRIMARY KEY (seq, route));"
     "CREATE INDEX delivery_due ON delivery (route, next_at, seq)"
-    " WHERE state IN (0, 2);"
+    " WHERE state IN (0, 2) AND (order_key IS NULL OR head);"
     /* the head-of-key test: an older unsettled row of the (route, key) */
     "CREATE INDEX delivery_open ON delivery (route, order_key, seq)"
     " WHERE state < 3;"

@@ -236,6 +236,132 @@ static void test_idem_race(ceb_store *a, ceb_store *b) {
   CHECK_INT(res.state, CEB_IDEM_IN_FLIGHT);
 }
 
+/* A replayed dead letter is its key's head again: a newer row waits. */
+static void test_replay_head(ceb_store *a, ceb_store *b) {
+  int64_t s1, s2, s3;
+  CHECK_INT(ingest1(a, "rh-1", "rh", "k", 1000, &s1), 1);
+  CHECK_INT(ingest1(a, "rh-2", "rh", "k", 1000, &s2), 1);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(a, "rh", 2000, 10, 0, &c, &n), CEB_OK);
+  CHECK_INT(n, 1);
+  if (n == 1) {
+    ceb_attempt_result r = {.seq = c[0].seq,
+                            .route = "rh",
+                            .fence = c[0].fence,
+                            .state = CEB_DS_DEAD,
+                            .now = 2000,
+                            .status_code = 400,
+                            .reason = "rejected",
+                            .dead_reason = "rejected",
+                            .sink = "s",
+                            .dead_json = "{}"};
+    CHECK_INT(ceb_store_settle_wait(a, &r), CEB_OK);
+    CHECK(r.dlq_id > 0);
+  }
+  ceb_claims_free(c, n);
+  /* rh-2 is the head now; replaying rh-1 (on B) puts it first again */
+  ceb_dlq_filter f = {.route = "rh"};
+  size_t count = 0;
+  CHECK_INT(ceb_store_dlq_replay(b, &f, 2100, 0, &count, NULL), CEB_OK);
+  CHECK_INT(count, 1);
+  CHECK_INT(ingest1(b, "rh-3", "rh", "k", 1000, &s3), 1);
+  int64_t want[3] = {s1, s2, s3};
+  for (int i = 0; i < 3; i++) {
+    CHECK_INT(ceb_store_claim(b, "rh", 3000 + i, 10, 0, &c, &n), CEB_OK);
+    CHECK_INT(n, 1);
+    if (n == 1) {
+      CHECK_INT(c[0].seq, want[i]);
+      CHECK_INT(settle(b, &c[0], "rh", CEB_DS_DONE, 3000 + i), CEB_OK);
+    }
+    ceb_claims_free(c, n);
+  }
+}
+
+/* Two instances ingesting into the same keys and delivering at once: a
+ * key never has two rows in progress and its rows settle in seq order. */
+enum { FK_KEYS = 5, FK_PER = 120 };
+
+typedef struct fifo_run {
+  ceb_store *st[2];
+  pthread_mutex_t lock;
+  int64_t inflight[FK_KEYS]; /* seq in progress per key, 0: none */
+  int64_t last[FK_KEYS];     /* seq settled last per key */
+  int delivered, violations;
+  int ingested_done;
+} fifo_run;
+
+typedef struct fifo_arg {
+  fifo_run *run;
+  int no;
+} fifo_arg;
+
+static void *fifo_ingester(void *arg) {
+  fifo_arg *fa = arg;
+  for (int i = 0; i < FK_PER; i++) {
+    char id[32], key[8];
+    snprintf(id, sizeof id, "fk-%d-%d", fa->no, i);
+    snprintf(key, sizeof key, "k%d", i % FK_KEYS);
+    ingest1(fa->run->st[fa->no], id, "fk", key, 1000, NULL);
+  }
+  pthread_mutex_lock(&fa->run->lock);
+  fa->run->ingested_done++;
+  pthread_mutex_unlock(&fa->run->lock);
+  return NULL;
+}
+
+static void *fifo_worker(void *arg) {
+  fifo_arg *fa = arg;
+  fifo_run *run = fa->run;
+  int64_t end = ceb_test_now_ms() + 120000;
+  for (int64_t now = 2000; ceb_test_now_ms() < end; now++) {
+    pthread_mutex_lock(&run->lock);
+    int finished = run->delivered >= 2 * FK_PER && run->ingested_done == 2;
+    pthread_mutex_unlock(&run->lock);
+    if (finished) break;
+    ceb_claim *c = NULL;
+    size_t n = 0;
+    if (ceb_store_claim(run->st[fa->no], "fk", now, 8, 600000, &c, &n) !=
+        CEB_OK)
+      break;
+    for (size_t i = 0; i < n; i++) {
+      int k = c[i].order_key ? atoi(c[i].order_key + 1) : 0;
+      pthread_mutex_lock(&run->lock);
+      if (run->inflight[k] || c[i].seq < run->last[k]) run->violations++;
+      run->inflight[k] = c[i].seq;
+      pthread_mutex_unlock(&run->lock);
+    }
+    for (size_t i = 0; i < n; i++) {
+      int k = c[i].order_key ? atoi(c[i].order_key + 1) : 0;
+      pthread_mutex_lock(&run->lock);
+      run->inflight[k] = 0;
+      run->last[k] = c[i].seq;
+      run->delivered++;
+      pthread_mutex_unlock(&run->lock);
+      settle(run->st[fa->no], &c[i], "fk", CEB_DS_DONE, now);
+    }
+    ceb_claims_free(c, n);
+  }
+  return NULL;
+}
+
+static void test_fifo_concurrent(ceb_store *a, ceb_store *b) {
+  fifo_run run = {.st = {a, b}, .lock = PTHREAD_MUTEX_INITIALIZER};
+  fifo_arg args[2] = {{&run, 0}, {&run, 1}};
+  pthread_t ti[2], tw[2];
+  for (int i = 0; i < 2; i++) {
+    pthread_create(&ti[i], NULL, fifo_ingester, &args[i]);
+    pthread_create(&tw[i], NULL, fifo_worker, &args[i]);
+  }
+  for (int i = 0; i < 2; i++) {
+    pthread_join(ti[i], NULL);
+    pthread_join(tw[i], NULL);
+  }
+  CHECK_INT(run.delivered, 2 * FK_PER);
+  CHECK_INT(run.violations, 0);
+  CHECK_INT(ceb_store_count_open(a, "fk"), 0);
+}
+
 /* ---- group commit ---- */
 
 typedef struct gc_op {
@@ -404,6 +530,8 @@ int main(void) {
     test_lease_takeover(a, b);
     test_recover_own(b);
     test_idem_race(a, b);
+    test_replay_head(a, b);
+    test_fifo_concurrent(a, b);
     test_group_commit(a);
     test_unreachable(a);
   }
