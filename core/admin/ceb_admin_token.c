@@ -15,12 +15,10 @@
 #include <unistd.h>
 
 int ceb_admin_token_path(const ceb_bridge_cfg *bridge, char *buf, size_t size) {
-  const char *store = bridge->store.path;
-  const char *slash = store ? strrchr(store, '/') : NULL;
-  int n = !store || !slash ? snprintf(buf, size, "admin.token")
-          : slash == store ? snprintf(buf, size, "/admin.token")
-                           : snprintf(buf, size, "%.*s/admin.token",
-                                      (int)(slash - store), store);
+  char dir[4096];
+  ceb_bridge_state_dir(bridge, dir, sizeof dir);
+  int n = strcmp(dir, "/") == 0 ? snprintf(buf, size, "/admin.token")
+                                : snprintf(buf, size, "%s/admin.token", dir);
   return n < 0 || (size_t)n >= size ? CEB_EINVAL : CEB_OK;
 }
 

@@ -26,18 +26,12 @@ static int mkdir_p(const char *path) {
   return mkdir(tmp, 0750) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* <dir of the store>/data/<kind>-<name>: a place each instance may keep
+/* <state_dir>/data/<kind>-<name>: a place each instance may keep
  * files in (e.g. a broker client's persistence). */
 static void instance_data_dir(ceb_bridge *b, const ceb_instance *inst,
                               char *buf, size_t size) {
-  const char *store = ceb_conf_bridge_cfg(b->conf)->store.path;
   char dir[PATH_MAX / 2];
-  snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  ceb_bridge_state_dir(ceb_conf_bridge_cfg(b->conf), dir, sizeof dir);
   const char *kind = inst->role == CEB_ROLE_SOURCE ? "source"
                      : inst->role == CEB_ROLE_SINK ? "sink"
                                                    : "contracts";
@@ -99,7 +93,9 @@ static int drain_role(ceb_bridge *b, uint32_t role, int64_t deadline_ms) {
   return rc;
 }
 
-static int64_t view_now_ms(void *b) { return ceb_bridge_now_ms(b); }
+static int64_t view_now_ms(void *b) {
+  return ceb_bridge_now_ms(b);
+}
 
 /* The admin API's narrow view of b: valid while the admin API runs (it
  * starts after, and stops before, what it points to). */

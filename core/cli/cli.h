@@ -47,6 +47,8 @@ int ceb_cmd_cluster(int argc, char **argv);
 int ceb_cmd_dlq(int argc, char **argv);
 int ceb_cmd_sink(int argc, char **argv);
 int ceb_cmd_contracts(int argc, char **argv);
+/* cebridge store migrate: the store's schema brought to the build's. */
+int ceb_cmd_store(int argc, char **argv);
 
 /* health [-c DIR] [--live] [--timeout SECONDS]: asks the bridge running on
  * config DIR, through its admin API ([bridge] admin.listen, admin.port_file

@@ -108,6 +108,8 @@ int ceb_ops_parse(int argc, char **argv, const char *usage, ceb_ops_args *a) {
 ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
   const char *path = a->store_path;
   ceb_conf *conf = NULL;
+  char *password = NULL; /* store.password, copied: conf goes first */
+  int no_migrate = 0;
   if (!path) {
     ceb_conf_errors errs;
     memset(&errs, 0, sizeof errs);
@@ -124,7 +126,10 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
       ceb_conf_free(conf);
       return NULL;
     }
+    password = b->store.password ? strdup(b->store.password) : NULL;
+    no_migrate = b->store.migrate && strcmp(b->store.migrate, "off") == 0;
   }
+  if (a->migrate) no_migrate = 0; /* cebridge store migrate */
   char resolved[4096];
   snprintf(resolved, sizeof resolved, "%s", path);
   /* a file (SQLite) is resolved and looked for here; another engine's
@@ -144,9 +149,10 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
   }
   int is_file = file != NULL; /* file pointed into conf */
   ceb_conf_free(conf);
-  if (is_file && access(resolved, R_OK | W_OK) != 0) {
+  if (is_file && access(resolved, R_OK | W_OK) != 0 && !a->migrate) {
     fprintf(stderr, "no store at %s (has the bridge run with this config?)\n",
             resolved);
+    free(password);
     return NULL;
   }
   ceb_store_opts o = {.spec = resolved,
@@ -154,11 +160,17 @@ ceb_store *ceb_ops_open_store(const ceb_ops_args *a) {
                       .group_max = 64,
                       .group_wait_ms = 0,
                       .queue_max = 1024,
-                      .check =
-                          CEB_STORE_CHECK_OFF}; /* the bridge checks at start */
+                      .check = CEB_STORE_CHECK_OFF, /* the bridge's */
+                      .password = password,
+                      /* a tool needs few: the committer's and one */
+                      .pool_size = 2,
+                      .no_migrate = no_migrate};
   ceb_store *st;
   char err[512];
-  if (ceb_store_open(&o, &st, err, sizeof err) != CEB_OK) {
+  int orc = ceb_store_open(&o, &st, err, sizeof err);
+  if (password) memset(password, 0, strlen(password));
+  free(password);
+  if (orc != CEB_OK) {
     /* a server's spec may hold a password: only a file is named */
     fprintf(stderr, "cannot open store %s: %s\n",
             is_file ? resolved : "(from [bridge] store)", err);

@@ -31,6 +31,10 @@ typedef struct ceb_ops_args {
   int json;               /* --json */
   int dry_run;            /* --dry-run */
   int yes;                /* --yes */
+  int migrate;            /* open to migrate (cebridge store migrate): a
+                             missing SQLite file is created, and the
+                             schema brought up to date whatever
+                             store.migrate says */
   const char *route, *type, *source, *reason, *since, *name;
   const char *positional[16];
   int npositional;

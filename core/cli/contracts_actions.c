@@ -13,18 +13,12 @@
 #include "contracts/ceb_contracts.h"
 #include "runtime/ceb_runtime.h"
 
-/* <dir of the store>/data/contracts-<name> (as core/bridge names it),
+/* <state_dir>/data/contracts-<name> (as core/bridge names it),
  * created; "" when it cannot be. */
 static void instance_dir(const ceb_conf *conf, const char *name, char *buf,
                          size_t size) {
-  const char *store = ceb_conf_bridge_cfg(conf)->store.path;
   char dir[PATH_MAX / 2];
-  snprintf(dir, sizeof dir, "%s", store ? store : "./store.db");
-  char *slash = strrchr(dir, '/');
-  if (slash)
-    *slash = '\0';
-  else
-    snprintf(dir, sizeof dir, ".");
+  ceb_bridge_state_dir(ceb_conf_bridge_cfg(conf), dir, sizeof dir);
   if (snprintf(buf, size, "%s/data/contracts-%s", dir, name) >= (int)size) {
     buf[0] = '\0';
     return;

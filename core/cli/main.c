@@ -26,6 +26,8 @@ static const command k_commands[] = {
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
     {"cluster", ceb_cmd_cluster,
      "the bridges sharing the store, what each leads and holds"},
+    {"store", ceb_cmd_store,
+     "store migrate: bring the store's schema up to date"},
     {"health", ceb_cmd_health,
      "ask the running bridge whether it is ready (admin API /readyz)"},
     {"version", ceb_cmd_version, "print the version"},

@@ -3,6 +3,7 @@
  * in place (cebi_config_replace_at), so plugins read final values. */
 #include "config/ceb_conf_internal.h"
 #include "config/ceb_core_spec.h"
+#include "config/ceb_host_cfg.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -159,7 +160,11 @@ static void check_entry(sect_ctx *c, size_t i) {
       return;
     }
   }
-  if (spec->type == CEB_CFG_PATH && value[0] != '/') {
+  /* a database server's store spec is no path (and may hold a password:
+   * never joined to a file name) */
+  int server = strcmp(c->s->kind, "bridge") == 0 && strcmp(key, "store") == 0 &&
+               !ceb_store_spec_is_file(value);
+  if (spec->type == CEB_CFG_PATH && value[0] != '/' && !server) {
     char *abs = path_join(c->base, value);
     if (!abs || cebi_config_replace_at(cfg, i, abs) != CEB_OK)
       ceb_conf_error_add(c->errs, file, line, NULL, "out of memory");

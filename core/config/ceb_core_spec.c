@@ -9,9 +9,32 @@
 
 const ceb_config_spec ceb_spec_bridge[] = {
     {"store", CEB_CFG_PATH, 0, "/var/lib/cebridge/store.db", 0, 0, NULL,
-     "SQLite store file (journal, delivery state, DLQ, idempotency, "
-     "contracts), as a path or sqlite:PATH; relative paths are relative to "
-     "the file that sets them."},
+     "The store (journal, delivery state, DLQ, idempotency, contracts): a "
+     "SQLite file (a path or sqlite:PATH; relative paths are relative to "
+     "the file that sets them), "
+     "or a PostgreSQL database several bridges may share: a libpq URI "
+     "(postgresql://user@host:5432/dbname?sslmode=verify-full) or key=value "
+     "conninfo (host=... dbname=...); give its password with store.password, "
+     "PGPASSWORD or a passfile, not in this value."},
+    {"store.password", CEB_CFG_STRING, CEB_CFG_SECRET, NULL, 0, 0, NULL,
+     "PostgreSQL store: the database user's password; ${ENV} or file:/path. "
+     "Never logged. Unset: the store value's own, PGPASSWORD or the libpq "
+     "passfile (~/.pgpass)."},
+    {"store.pool", CEB_CFG_INT, 0, "8", 2, 1000, NULL,
+     "PostgreSQL store: most connections this bridge opens (one is the "
+     "group committer's; the rest serve claims' reads, status, DLQ and "
+     "idempotency). Keep bridges x store.pool below the server's "
+     "max_connections."},
+    {"store.migrate", CEB_CFG_ENUM, 0, "on", 0, 0, "on|off",
+     "PostgreSQL store: on brings the database's schema to this build's at "
+     "start (under an advisory lock: bridges starting at once migrate "
+     "once); off refuses to start on an older schema (run `cebridge store "
+     "migrate -c DIR` first). A schema newer than the build is always "
+     "refused."},
+    {"state_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
+     "Directory for this bridge's local files (admin.token, the plugins' "
+     "data/ folders). Unset: the SQLite store file's directory, or "
+     "/var/lib/cebridge with a PostgreSQL store."},
     {"plugin_dir", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "Directory (or dir1:dir2 search path) plugins are loaded from; default: "
      "<bindir>/../lib/cebridge/"
@@ -239,6 +262,10 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B("store.group_wait", store.group_wait_ms),
     B("store.synchronous", store.synchronous),
     B("store.check", store.check),
+    B("store.password", store.password),
+    B("store.pool", store.pool),
+    B("store.migrate", store.migrate),
+    B("state_dir", state_dir),
     B("store.poll_interval", store.poll_interval_ms),
     B("idempotency.ttl", idempotency_ttl_ms),
     B("retention", retention_ms),

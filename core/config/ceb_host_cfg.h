@@ -10,6 +10,7 @@
 #ifndef CEB_HOST_CFG_H
 #define CEB_HOST_CFG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <ceb/config.h>
@@ -37,6 +38,9 @@ typedef struct ceb_store_cfg {
   int64_t group_wait_ms;
   const char *synchronous; /* full|normal */
   const char *check;       /* quick|full|off */
+  const char *password;    /* PostgreSQL: resolved secret, or NULL */
+  int64_t pool;            /* PostgreSQL: most connections */
+  const char *migrate;     /* PostgreSQL: on|off */
   int64_t poll_interval_ms;
   int64_t lease_ms; /* shortest lease of a claim */
 } ceb_store_cfg;
@@ -55,6 +59,7 @@ typedef struct ceb_bridge_cfg {
   ceb_admin_cfg admin;
   ceb_log_cfg log;
   ceb_store_cfg store;
+  const char *state_dir; /* NULL: ceb_bridge_state_dir's default */
   const char *instance; /* NULL: generated (ceb_store_default_instance) */
   const char *profile;  /* off|warn|enforce */
   uint64_t max_event_size;
@@ -65,6 +70,14 @@ typedef struct ceb_bridge_cfg {
   int64_t backpressure_max_queued;
   ceb_mapping_cfg mapping;
 } ceb_bridge_cfg;
+
+/* The directory of this bridge's local files (admin.token, the plugins'
+ * data/): state_dir, else the SQLite store file's directory, else (a
+ * database server's store) /var/lib/cebridge. Writes it into buf. Pure. */
+void ceb_bridge_state_dir(const ceb_bridge_cfg *b, char *buf, size_t size);
+/* 1 when a store spec names a file (the SQLite engine): not a URI
+ * (postgresql://...) nor a libpq key=value conninfo. Pure. */
+int ceb_store_spec_is_file(const char *spec);
 
 typedef struct ceb_route_cfg {
   /* The [route] section itself, for its match.<attr> family (a PREFIX

@@ -266,7 +266,11 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                        .group_wait_ms = b->store.group_wait_ms,
                        .queue_max = 4096,
                        .check = store_check_of(b->store.check),
-                       .reserve = 2u << 20};
+                       .reserve = 2u << 20,
+                       .pool_size = (size_t)b->store.pool,
+                       .password = b->store.password,
+                       .no_migrate = b->store.migrate &&
+                                     strcmp(b->store.migrate, "off") == 0};
   int rc = open_mappings(rt, err, errlen);
   for (size_t i = 0; rc == CEB_OK && i < rt->ninstances; i++)
     rt->idata[i].map_prog =

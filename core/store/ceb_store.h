@@ -84,6 +84,15 @@ typedef struct ceb_store_opts {
   /* Shortest lease of a claim (ms); 0: CEB_STORE_LEASE_DEFAULT_MS. A claim
    * asks for more when its attempt may take longer (ceb_store_claim). */
   int64_t lease_ms;
+  /* A database server's engine (PostgreSQL): most connections open at
+   * once (0: the engine's default, 8), the password when the spec holds
+   * none (a resolved secret; NULL: the spec's, PGPASSWORD or the libpq
+   * passfile), and no_migrate 1 to refuse a schema older than the build's
+   * instead of migrating it at open (store.migrate = off). SQLite ignores
+   * them. */
+  size_t pool_size;
+  const char *password;
+  int no_migrate;
 } ceb_store_opts;
 
 /* Opens (creating and migrating) the store the spec names. Control thread.

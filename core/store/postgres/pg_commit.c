@@ -35,6 +35,8 @@ static void deadline_in(struct timespec *ts, int64_t ms) {
   }
 }
 
+static int release_lost(ceb_store_impl *s, PGconn *c);
+
 /* The committer's connection, (re)made with its prepared statements; NULL
  * while the database is unreachable (the pool's backoff decides when the
  * next attempt happens). */
@@ -43,12 +45,59 @@ static PGconn *ensure_conn(ceb_store_impl *s) {
   char err[400];
   PGconn *c = cebpg_pool_get(s->pool, CEBPG_POOL_WAIT_MS, err, sizeof err);
   if (!c) return NULL;
-  if (cebpg_prepare_all(s, c) != CEB_OK) {
+  if (cebpg_prepare_all(s, c) != CEB_OK || release_lost(s, c) != CEB_OK) {
     cebpg_pool_put(s->pool, c);
     return NULL;
   }
   s->wconn = c;
   return c;
+}
+
+/* Gives back the rows of claims whose answer was lost (see
+ * cebpg_lost_claim): in progress under this instance, claimed at that
+ * claim's now with that lease, as a refund. Until it succeeds, the next
+ * connection tries again; the lease ends them anyway. */
+static int release_lost(ceb_store_impl *s, PGconn *c) {
+  while (s->lost) {
+    cebpg_lost_claim *l = s->lost;
+    cebpg_params p = {.n = 0};
+    cebpg_p_text(&p, l->route);
+    cebpg_p_text(&p, s->instance);
+    cebpg_p_int(&p, l->now);
+    cebpg_p_int(&p, l->lease_until);
+    PGresult *r = cebpg_query_on(
+        s, c, "releasing a lost claim",
+        "UPDATE delivery SET state = 0, attempts = attempts - 1,"
+        " first_at = CASE WHEN attempts = 1 THEN NULL ELSE first_at END,"
+        " lease_owner = NULL, lease_until = NULL WHERE route = $1 AND"
+        " state = 1 AND lease_owner = $2 AND last_at = $3 AND"
+        " lease_until = $4",
+        &p);
+    if (!r) return CEB_EIO;
+    if (atoi(PQcmdTuples(r)) > 0)
+      ceb_log_info("store: %s claim(s) on route %s whose answer the lost "
+                   "connection took are pending again",
+                   PQcmdTuples(r), l->route);
+    PQclear(r);
+    s->lost = l->next;
+    free(l);
+  }
+  return CEB_OK;
+}
+
+static void note_lost(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (ops[i]->kind != CEBPG_OP_CLAIM) continue;
+    cebpg_claim_args *a = ops[i]->arg;
+    size_t len = strlen(a->route) + 1;
+    cebpg_lost_claim *l = malloc(sizeof *l + len);
+    if (!l) continue; /* the lease ends it */
+    l->now = a->now;
+    l->lease_until = a->lease_until;
+    memcpy(l->route, a->route, len);
+    l->next = s->lost;
+    s->lost = l;
+  }
 }
 
 static void drop_conn(ceb_store_impl *s) {
@@ -212,6 +261,7 @@ static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
   if (rc == CEB_OK) return;
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
     drop_conn(s);
+    note_lost(s, ops, n);
     fail_all(ops, n, CEB_EIO);
     return;
   }
@@ -228,7 +278,10 @@ static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
     }
     reset_outputs(&ops[i], 1);
     rc = run_pipeline(s, c, &ops[i], 1);
-    if (rc == CEB_EIO) drop_conn(s);
+    if (rc == CEB_EIO) {
+      drop_conn(s);
+      note_lost(s, &ops[i], 1);
+    }
     if (rc != CEB_OK) fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
   }
 }
@@ -331,6 +384,11 @@ void cebpg_committer_stop(ceb_store_impl *s) {
   pthread_mutex_unlock(&s->lock);
   pthread_join(s->committer, NULL);
   s->started = 0;
+  while (s->lost) {
+    cebpg_lost_claim *l = s->lost;
+    s->lost = l->next;
+    free(l);
+  }
   if (s->wconn) {
     cebpg_pool_put(s->pool, s->wconn);
     s->wconn = NULL;

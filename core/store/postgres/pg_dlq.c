@@ -81,6 +81,20 @@ json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f) {
   return arr;
 }
 
+json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq) {
+  cebpg_params p = {.n = 0};
+  cebpg_p_int(&p, seq);
+  PGresult *r = cebpg_query(
+      s, "dlq of seq",
+      "SELECT " DLQ_COLS " FROM dlq WHERE seq = $1 ORDER BY id", &p);
+  if (!r) return NULL;
+  json_t *arr = json_array();
+  for (int i = 0; i < PQntuples(r); i++)
+    json_array_append_new(arr, dlq_row(r, i));
+  PQclear(r);
+  return arr;
+}
+
 json_t *cebpg_dlq_show(ceb_store_impl *s, int64_t id) {
   cebpg_params p = {.n = 0};
   cebpg_p_int(&p, id);

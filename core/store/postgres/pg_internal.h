@@ -54,8 +54,18 @@ typedef struct cebpg_live {
   size_t n, cap;
 } cebpg_live;
 
+/* A claim whose COMMIT's answer was lost with the connection: it may have
+ * happened, leaving rows in progress under this instance's lease that no
+ * caller knows of. Released (attempt given back) once reconnected. */
+typedef struct cebpg_lost_claim {
+  struct cebpg_lost_claim *next;
+  int64_t now, lease_until;
+  char route[];
+} cebpg_lost_claim;
+
 struct ceb_store_impl {
   cebpg_pool *pool;
+  ceb_store *owner; /* the handle served: ceb_store_woken(owner, route) */
   char instance[CEB_STORE_INSTANCE_MAX];
   int64_t lease_ms;
   size_t group_max;
@@ -74,6 +84,7 @@ struct ceb_store_impl {
   void *listener_arg;
   uint64_t batches, ops; /* under lock */
   cebpg_live live;
+  cebpg_lost_claim *lost; /* committer thread only */
 };
 
 /* ---- pg_schema.c ---- */
@@ -181,6 +192,7 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
                            const char *source);
 json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f);
 json_t *cebpg_dlq_show(ceb_store_impl *s, int64_t id);
+json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq);
 int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
                      int dry_run, size_t *count, json_t *replayed);
 int cebpg_dlq_purge(ceb_store_impl *s, const ceb_dlq_filter *f, int dry_run,

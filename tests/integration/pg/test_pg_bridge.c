@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ceb_test.h"
@@ -23,7 +24,9 @@
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:pg"
 #define CLIENTS 4
+/* 202s per client at most, and attempts at most: the loads are bounded */
 #define PER_CLIENT_MAX 4000
+#define PER_CLIENT_TRIES 100000
 
 /* ---- receiver: the ids it got, any number ---- */
 
@@ -115,6 +118,7 @@ static long post_event(const char *url, const char *id, hin_resp *out) {
   const char *const hdrs[] = {"ce-specversion: 1.0",
                               "ce-source: " SRC,
                               "ce-type: nl.edu.test.created",
+                              "ce-time: 2026-01-01T00:00:00Z",
                               h_id,
                               "Content-Type: application/json",
                               NULL};
@@ -125,7 +129,10 @@ static long post_event(const char *url, const char *id, hin_resp *out) {
 static void *client_main(void *arg) {
   client *c = arg;
   load *l = c->l;
-  for (int i = 0; i < PER_CLIENT_MAX && !atomic_load(&l->stop); i++) {
+  int ok = 0;
+  for (int i = 0;
+       ok < PER_CLIENT_MAX && i < PER_CLIENT_TRIES && !atomic_load(&l->stop);
+       i++) {
     char id[64];
     snprintf(id, sizeof id, "c%d-%d", c->no, i);
     hin_resp r;
@@ -139,6 +146,7 @@ static void *client_main(void *arg) {
       l->ok_ids[l->nok++] = strdup(id);
       pthread_mutex_unlock(&l->lock);
       atomic_fetch_add(&l->accepted, 1);
+      ok++;
     } else if (st == 503) {
       char ra[32], ct[64];
       if (!hin_header(&r, "Retry-After", ra, sizeof ra) ||
@@ -146,6 +154,9 @@ static void *client_main(void *arg) {
           strstr(ct, "application/problem+json") == NULL)
         atomic_fetch_add(&l->bad_503, 1);
       atomic_fetch_add(&l->unavailable, 1);
+      /* a client backs off before it tries again (as Retry-After asks) */
+      struct timespec ts = {0, 20 * 1000 * 1000};
+      nanosleep(&ts, NULL);
     } else {
       atomic_fetch_add(&l->other, 1);
     }
@@ -217,6 +228,7 @@ static void write_conf(const char *dir, const ceb_test_pg *pg, int rx_port) {
           "store = postgresql://ceb@127.0.0.1:%d/ceb\n"
           "store.password = file:%s/conf/pgpass\n"
           "store.pool = 4\n"
+          "state_dir = %s\n"
           "admin.listen = 127.0.0.1:0\n"
           "admin.port_file = %s/aport\n"
           "log.format = text\n"
@@ -234,7 +246,7 @@ static void write_conf(const char *dir, const ceb_test_pg *pg, int rx_port) {
           "\n[route partners]\n"
           "from = intermediary\n"
           "to = partner\n",
-          pg->port, dir, dir, dir, rx_port);
+          pg->port, dir, dir, dir, dir, rx_port);
   fclose(f);
 }
 
