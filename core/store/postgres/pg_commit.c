@@ -294,6 +294,23 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
     if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->status == CEB_OK &&
         s->listener)
       s->listener(s->listener_arg, ops[i]->arg);
+  /* the other bridges hear of work this group made claimable */
+  for (size_t i = 0; s->notify && i < n; i++) {
+    cebpg_op *op = ops[i];
+    if (op->status != CEB_OK) continue;
+    if (op->kind == CEBPG_OP_INGEST) {
+      ceb_ingest_batch *b = op->arg;
+      for (size_t e = 0; e < b->count; e++)
+        for (size_t r = 0; b->events[e].inserted && r < b->events[e].nroutes;
+             r++)
+          cebpg_notify_route(s->notify, b->events[e].routes[r].route);
+    } else if (op->kind == CEBPG_OP_SETTLE) {
+      ceb_attempt_result *r = op->arg;
+      if (r->state == CEB_DS_DONE || r->state == CEB_DS_DEAD ||
+          r->state == CEB_DS_PENDING)
+        cebpg_notify_route(s->notify, r->route);
+    }
+  }
   for (size_t i = 0; i < n; i++) {
     cebpg_op *op = ops[i];
     bounded += op->bounded;

@@ -309,6 +309,14 @@ static PGconn *connect_one(cebpg_pool *p, char *why, size_t whylen) {
   return NULL;
 }
 
+PGconn *cebpg_pool_connect(cebpg_pool *p, char *err, size_t errlen) {
+  char why[WHY_MAX];
+  PGconn *c = connect_one(p, why, sizeof why);
+  if (!c && err)
+    snprintf(err, errlen, "PostgreSQL %s unreachable: %s", p->display, why);
+  return c;
+}
+
 PGconn *cebpg_pool_get(cebpg_pool *p, int64_t wait_ms, char *err,
                        size_t errlen) {
   int64_t end = mono_ms() + wait_ms;

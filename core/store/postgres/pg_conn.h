@@ -50,6 +50,10 @@ const char *cebpg_pool_display(const cebpg_pool *p);
  * conninfo's connect_timeout, 10 s unless it says otherwise). */
 PGconn *cebpg_pool_get(cebpg_pool *p, int64_t wait_ms, char *err,
                        size_t errlen);
+/* A connection of the pool's conninfo outside its count (a session of
+ * its own: LISTEN, leader locks); the caller PQfinish-es it. NULL with the
+ * reason in err (scrubbed). Blocks while connecting. */
+PGconn *cebpg_pool_connect(cebpg_pool *p, char *err, size_t errlen);
 /* Gives c back. A connection that is broken or not idle (a transaction
  * left open) is closed instead of kept. */
 void cebpg_pool_put(cebpg_pool *p, PGconn *c);

@@ -197,11 +197,15 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
     if (!r) rc = CEB_EIO;
     PQclear(r);
   }
-  PQclear(rows);
   r = cebpg_query_on(s, c, "dlq replay",
                      rc == CEB_OK && !dry_run ? "COMMIT" : "ROLLBACK", NULL);
   if (!r && rc == CEB_OK) rc = CEB_EIO;
   PQclear(r);
+  /* pending again: the other bridges may claim them */
+  for (int i = 0; rc == CEB_OK && !dry_run && s->notify && i < PQntuples(rows);
+       i++)
+    cebpg_notify_route(s->notify, PQgetvalue(rows, i, 2));
+  PQclear(rows);
   cebpg_pool_put(s->pool, c);
   if (count && rc == CEB_OK) *count = n;
   return rc;

@@ -15,11 +15,16 @@
 
 static void pg_close(ceb_store_impl *s) {
   if (!s) return;
+  cebpg_pull_stop(s->pull);
+  cebpg_notify_stop(s->notify);
+  cebpg_lead_close(s);
   cebpg_committer_stop(s);
   cebpg_pool_free(s->pool);
   cebpg_live_free(&s->live);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
+  pthread_mutex_destroy(&s->lead_lock);
+  free(s->held);
   free(s);
 }
 
@@ -35,6 +40,7 @@ static int pg_open(const ceb_store_opts *opts, const char *location,
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
   cebpg_live_init(&s->live);
+  pthread_mutex_init(&s->lead_lock, NULL);
   s->owner = owner;
   snprintf(s->instance, sizeof s->instance, "%s",
            opts->instance ? opts->instance : "");
@@ -59,6 +65,8 @@ static int pg_open(const ceb_store_opts *opts, const char *location,
     }
   }
   if (rc == CEB_OK) rc = cebpg_committer_start(s, err, errlen);
+  if (rc == CEB_OK) rc = cebpg_notify_start(s, &s->notify, err, errlen);
+  if (rc == CEB_OK) rc = cebpg_pull_start(s, &s->pull, err, errlen);
   if (rc != CEB_OK) {
     pg_close(s);
     return rc;
@@ -96,56 +104,6 @@ static int pg_shared(ceb_store_impl *s) {
   return 1;
 }
 
-/* Pull queues and leaders on PostgreSQL are core/store/postgres/pg_pull.c
- * and pg_cluster.c (branch cluster); until they are in, a PostgreSQL store
- * has no pull queue (the pull sink fails its appends) and no leader (a
- * caller takes < 0 as "not the leader": the sweeper and DLQ forwarding do
- * not run), and says so once. */
-static int not_yet(const char *what) {
-  static int said;
-  if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-    ceb_log_warn("store: %s is not in this build's PostgreSQL engine yet",
-                 what);
-  return CEB_EUNSUPPORTED;
-}
-
-static int pg_pull_append(ceb_store_impl *s, const char *queue, const char *key,
-                          const char *json, size_t len, size_t max,
-                          ceb_store_done_fn done, void *arg) {
-  (void)s, (void)queue, (void)key, (void)json, (void)len, (void)max;
-  (void)done, (void)arg;
-  return not_yet("the pull queue");
-}
-
-static int pg_pull_fetch(ceb_store_impl *s, const char *queue, int64_t after,
-                         size_t max, ceb_store_pull_visit visit, void *arg,
-                         int64_t *last) {
-  (void)s, (void)queue, (void)after, (void)max, (void)visit, (void)arg;
-  if (last) *last = after;
-  return not_yet("the pull queue");
-}
-
-static int pg_pull_commit(ceb_store_impl *s, const char *queue, int64_t cursor,
-                          int64_t *committed) {
-  (void)s, (void)queue, (void)cursor;
-  if (committed) *committed = 0;
-  return not_yet("the pull queue");
-}
-
-static int pg_pull_stats(ceb_store_impl *s, const char *queue, int64_t *depth,
-                         int64_t *last, int64_t *committed) {
-  (void)s, (void)queue;
-  if (depth) *depth = 0;
-  if (last) *last = 0;
-  if (committed) *committed = 0;
-  return not_yet("the pull queue");
-}
-
-static int pg_try_lead(ceb_store_impl *s, const char *task, int64_t now) {
-  (void)s, (void)task, (void)now;
-  return not_yet("leadership of a task (sweeper, DLQ forwarding)");
-}
-
 const ceb_store_engine ceb_store_postgres_engine = {
     .struct_size = sizeof(ceb_store_engine),
     .version = CEB_STORE_ENGINE_VERSION,
@@ -178,11 +136,14 @@ const ceb_store_engine ceb_store_postgres_engine = {
     .contract_list = cebpg_contract_list,
     .contract_get = cebpg_contract_get,
     .sweep = cebpg_sweep,
-    .pull_append = pg_pull_append,
-    .pull_fetch = pg_pull_fetch,
-    .pull_commit = pg_pull_commit,
-    .pull_stats = pg_pull_stats,
+    .pull_append = cebpg_pull_append,
+    .pull_fetch = cebpg_pull_fetch,
+    .pull_commit = cebpg_pull_commit,
+    .pull_stats = cebpg_pull_stats,
     .shared = pg_shared,
-    .try_lead = pg_try_lead,
+    .try_lead = cebpg_try_lead,
     .dlq_of_seq = cebpg_dlq_of_seq,
+    .heartbeat = cebpg_heartbeat,
+    .leave = cebpg_leave,
+    .cluster = cebpg_cluster_view,
 };

@@ -9,10 +9,11 @@
 #include <stdint.h>
 
 #include "store/ceb_store_engine.h"
+#include "store/postgres/pg_cluster.h"
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 1
+#define CEBPG_SCHEMA_VERSION 2
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -85,6 +86,13 @@ struct ceb_store_impl {
   uint64_t batches, ops; /* under lock */
   cebpg_live live;
   cebpg_lost_claim *lost; /* committer thread only */
+  /* the cluster parts (pg_cluster.h) */
+  cebpg_cluster *notify;
+  cebpg_pull *pull;
+  pthread_mutex_t lead_lock;
+  PGconn *lead_conn;
+  char **held;
+  size_t nheld, capheld;
 };
 
 /* ---- pg_schema.c ---- */

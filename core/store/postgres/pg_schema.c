@@ -121,6 +121,32 @@ static const char *const k_migrations[] = {
     " conflict_provenance text,"
     " conflict_at bigint,"
     " PRIMARY KEY (name, version));",
+    /* 2: several bridges on one database (pg_cluster.h): pull queues,
+     * instances with heartbeats, task leaders */
+    "CREATE TABLE pull_event ("
+    " queue text NOT NULL,"
+    " seq bigint NOT NULL,"
+    " idem text NOT NULL,"
+    " event text NOT NULL,"
+    " enqueued_at bigint NOT NULL,"
+    " PRIMARY KEY (queue, seq));"
+    "CREATE UNIQUE INDEX pull_event_idem ON pull_event (queue, idem);"
+    "CREATE TABLE pull_queue ("
+    " name text PRIMARY KEY,"
+    " last_seq bigint NOT NULL,"
+    " committed bigint NOT NULL,"
+    " depth bigint NOT NULL);"
+    "CREATE TABLE instances ("
+    " id text PRIMARY KEY,"
+    " hostname text NOT NULL,"
+    " pid integer NOT NULL,"
+    " version text NOT NULL,"
+    " started_at bigint NOT NULL,"
+    " heartbeat_at bigint NOT NULL);"
+    "CREATE TABLE leaders ("
+    " task text PRIMARY KEY,"
+    " instance text NOT NULL,"
+    " since bigint NOT NULL);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -9,6 +9,7 @@
  * (a newer database refused, store.migrate off); passwords never in an
  * error. The generic contract of a store is tests/store/'s. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -362,6 +363,52 @@ static void test_fifo_concurrent(ceb_store *a, ceb_store *b) {
   CHECK_INT(ceb_store_count_open(a, "fk"), 0);
 }
 
+/* The cluster parts wired into the engine (pg_cluster.h): one leader per
+ * task, and a pull queue appended on one instance, read and committed on
+ * the other. */
+static int pull_visit(void *arg, int64_t seq, const char *json, size_t len) {
+  (void)seq;
+  (void)len;
+  CHECK_STR(json, "{\"q\":1}");
+  (*(int *)arg)++;
+  return 0;
+}
+
+static atomic_int g_appended = 0;
+static void appended(void *arg, int status) {
+  (void)arg;
+  atomic_store(&g_appended, status == CEB_OK ? 1 : -1);
+}
+static int append_done(void *arg) {
+  (void)arg;
+  return atomic_load(&g_appended) != 0;
+}
+
+static void test_cluster_parts(ceb_store *a, ceb_store *b) {
+  CHECK_INT(ceb_store_shared(a), 1);
+  CHECK_INT(ceb_store_try_lead(a, "sweeper", 1000), 1);
+  CHECK_INT(ceb_store_try_lead(b, "sweeper", 1000), 0);
+  CHECK_INT(ceb_store_try_lead(a, "sweeper", 1001), 1);
+  CHECK_INT(ceb_store_pull_append(a, "outbox", "k1", "{\"q\":1}", 7, 100,
+                                  appended, NULL),
+            CEB_OK);
+  CHECK(ceb_test_wait(append_done, NULL, 30000));
+  CHECK_INT(atomic_load(&g_appended), 1);
+  int64_t depth = 0, last = 0, committed = 0;
+  CHECK_INT(ceb_store_pull_stats(b, "outbox", &depth, &last, &committed),
+            CEB_OK);
+  CHECK_INT(depth, 1);
+  int seen = 0;
+  CHECK_INT(ceb_store_pull_fetch(b, "outbox", 0, 10, pull_visit, &seen, &last),
+            CEB_OK);
+  CHECK_INT(seen, 1);
+  CHECK_INT(ceb_store_pull_commit(b, "outbox", last, &committed), CEB_OK);
+  CHECK_INT(ceb_store_pull_stats(a, "outbox", &depth, NULL, &committed),
+            CEB_OK);
+  CHECK_INT(depth, 0);
+  CHECK_INT(committed, last);
+}
+
 /* ---- group commit ---- */
 
 typedef struct gc_op {
@@ -532,6 +579,7 @@ int main(void) {
     test_idem_race(a, b);
     test_replay_head(a, b);
     test_fifo_concurrent(a, b);
+    test_cluster_parts(a, b);
     test_group_commit(a);
     test_unreachable(a);
   }
