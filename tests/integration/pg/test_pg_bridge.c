@@ -200,12 +200,13 @@ static int all_delivered(void *arg) {
   pthread_mutex_lock(&a->r->lock);
   size_t n = a->r->n;
   char **got = malloc((n ? n : 1) * sizeof *got);
-  memcpy(got, a->r->ids, n * sizeof *got);
+  if (n) memcpy(got, a->r->ids, n * sizeof *got);
   pthread_mutex_unlock(&a->r->lock);
-  qsort(got, n, sizeof *got, cmp_str);
+  if (n) qsort(got, n, sizeof *got, cmp_str);
   a->missing = 0;
   for (size_t i = 0; i < a->l->nok; i++)
-    if (!bsearch(&a->l->ok_ids[i], got, n, sizeof *got, cmp_str)) a->missing++;
+    if (!n || !bsearch(&a->l->ok_ids[i], got, n, sizeof *got, cmp_str))
+      a->missing++;
   free(got);
   return a->missing == 0;
 }
@@ -268,6 +269,7 @@ int main(void) {
       rx_done, NULL, MHD_OPTION_END);
   CHECK(d != NULL);
   if (!d) {
+    free(dir);
     ceb_test_pg_cleanup(&pg);
     return ceb_test_done("integration_pg_bridge");
   }
@@ -349,5 +351,6 @@ int main(void) {
     free(l.ok_ids[i]);
   free(l.ok_ids);
   ceb_test_pg_cleanup(&pg);
+  free(dir);
   return ceb_test_done("integration_pg_bridge");
 }
