@@ -9,8 +9,8 @@
 #include "log/ceb_log.h"
 #include "store/postgres/pg_internal.h"
 
-/* $1..$6 always bound (NULL when unused): one SQL text per statement. A
- * type ending in '*' is a prefix. */
+/* $1..$7 always bound (NULL when unused): one SQL text per statement; $8
+ * is a LIMIT. A type ending in '*' is a prefix. */
 #define DLQ_WHERE                                                              \
   " WHERE ($1::text IS NULL OR route = $1)"                                    \
   " AND ($2::text IS NULL OR type = $2 OR (right($2, 1) = '*' AND"             \
@@ -18,7 +18,8 @@
   " AND ($3::text IS NULL OR source = $3)"                                     \
   " AND ($4::text IS NULL OR reason = $4)"                                     \
   " AND ($5::bigint IS NULL OR created_at >= $5)"                              \
-  " AND ($6::bigint IS NULL OR id = $6)"
+  " AND ($6::bigint IS NULL OR id = $6)"                                       \
+  " AND ($7::bigint IS NULL OR created_at < $7)"
 
 #define DLQ_COLS                                                               \
   "id, seq, route, sink, reason, last_reason, status, attempts, first_at,"     \
@@ -36,6 +37,10 @@ static void bind_filter(cebpg_params *p, const ceb_dlq_filter *f) {
     cebpg_p_text(p, NULL);
   if (f && f->id > 0)
     cebpg_p_int(p, f->id);
+  else
+    cebpg_p_text(p, NULL);
+  if (f && f->until > 0)
+    cebpg_p_int(p, f->until);
   else
     cebpg_p_text(p, NULL);
 }
@@ -71,7 +76,7 @@ json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f) {
   cebpg_p_int(&p, f && f->limit ? (int64_t)f->limit : 100);
   PGresult *r = cebpg_query(s, "dlq list",
                             "SELECT " DLQ_COLS " FROM dlq" DLQ_WHERE
-                            " ORDER BY id DESC LIMIT $7",
+                            " ORDER BY id DESC LIMIT $8",
                             &p);
   if (!r) return NULL;
   json_t *arr = json_array();
@@ -155,7 +160,7 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
         "SELECT q.id, q.seq, q.route FROM dlq q JOIN delivery d ON"
         " d.seq = q.seq AND d.route = q.route AND d.state = 4 AND"
         " d.dlq_id = q.id WHERE q.id IN (SELECT id FROM dlq" DLQ_WHERE ")"
-        " ORDER BY q.id LIMIT $7 FOR UPDATE OF q, d",
+        " ORDER BY q.id LIMIT $8 FOR UPDATE OF q, d",
         &p);
     if (!rows) rc = CEB_EIO;
   }

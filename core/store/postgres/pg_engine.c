@@ -146,4 +146,8 @@ const ceb_store_engine ceb_store_postgres_engine = {
     .heartbeat = cebpg_heartbeat,
     .leave = cebpg_leave,
     .cluster = cebpg_cluster_view,
+    .attempts_of = NULL, /* no attempt history on PostgreSQL yet */
+    .sink_state_get = cebpg_sink_state_get,
+    .sink_state_put = cebpg_sink_state_put,
+    .sink_states = cebpg_sink_states,
 };

@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 2
+#define CEBPG_SCHEMA_VERSION 3
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -227,5 +227,10 @@ char *cebpg_contract_get(ceb_store_impl *s, const char *name,
                          const char *version, size_t *len);
 int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
                 size_t chunk);
+int cebpg_sink_state_get(ceb_store_impl *s, const char *sink,
+                         ceb_sink_state *out);
+int cebpg_sink_state_put(ceb_store_impl *s, const char *sink,
+                         const ceb_sink_state *state);
+json_t *cebpg_sink_states(ceb_store_impl *s);
 
 #endif

@@ -147,6 +147,14 @@ static const char *const k_migrations[] = {
     " task text PRIMARY KEY,"
     " instance text NOT NULL,"
     " since bigint NOT NULL);",
+    /* 3: the sinks' life cycle (an endpoint disabled after 410 Gone or a
+     * long failure), shared by the bridges */
+    "CREATE TABLE sink_state ("
+    " sink text PRIMARY KEY,"
+    " disabled boolean NOT NULL,"
+    " reason text NOT NULL,"
+    " disabled_at bigint NOT NULL,"
+    " failing_since bigint NOT NULL);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
