@@ -428,7 +428,14 @@ int main(void) {
   lead_wait w2 = {.ask = alive, .not_id = first};
   CHECK(ceb_test_wait(other_leads, &w2, 60000));
 
-  ceb_test_pid_stop(alive->pid, SIGTERM, 60000);
+  /* the survivor stops cleanly (under the sanitizers: nothing leaked) */
+  CHECK_INT(ceb_test_pid_stop(alive->pid, SIGTERM, 60000), 0);
+  for (int k = 0; k < 2; k++) {
+    char *text = ceb_test_read_file(k ? b.log : a.log, NULL);
+    CHECK(text && !strstr(text, "runtime error") &&
+          !strstr(text, "AddressSanitizer"));
+    free(text);
+  }
   if (rxd) MHD_stop_daemon(rxd);
   ceb_test_pg_cleanup(&pg);
   int rc = ceb_test_done("integration_cluster_pg");
