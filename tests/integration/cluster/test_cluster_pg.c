@@ -7,7 +7,8 @@
  *     wall time: the receiver answers the first delivery once it has the
  *     second, and fails the test past a deadline far below the poll;
  *  2. the cluster view: /v1/cluster (admin token) and `cebridge cluster
- *     --json` list both bridges with fresh heartbeats;
+ *     --json` list both bridges with fresh heartbeats; /metrics series
+ *     carry bridge="<instance id>";
  *  3. a leader task ("sweeper") runs on exactly one bridge, and moves to
  *     the other when the leader is killed (-9);
  *  4. a pull consumer alternating between the bridges (fetch on one,
@@ -344,6 +345,25 @@ int main(void) {
     CHECK(!json_is_true(json_object_get(in, "stale")));
     CHECK(json_integer_value(json_object_get(in, "pid")) == a.pid ||
           json_integer_value(json_object_get(in, "pid")) == b.pid);
+  }
+  /* /metrics of a bridge on a shared store: every series carries
+   * bridge="<its instance id>" */
+  {
+    char aid[160] = "";
+    json_array_foreach(json_object_get(v, "instances"), i, in) {
+      if (json_integer_value(json_object_get(in, "pid")) == a.pid)
+        snprintf(aid, sizeof aid, "%s",
+                 json_string_value(json_object_get(in, "id")));
+    }
+    char url[128], want[200], *text = NULL;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", a.admin_port);
+    CHECK_INT(ceb_test_http("GET", url, NULL, NULL, 0, &text), 200);
+    snprintf(want, sizeof want, "cebridge_events_accepted_total{bridge=\"%s\",",
+             aid);
+    CHECK_MSG(aid[0] && text && strstr(text, want), "no %s in /metrics", want);
+    snprintf(want, sizeof want, "process_open_fds{bridge=\"%s\"}", aid);
+    CHECK_MSG(text && strstr(text, want), "no %s in /metrics", want);
+    free(text);
   }
   json_decref(v);
   {
