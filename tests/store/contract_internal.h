@@ -25,6 +25,9 @@ void sc_idem_race(const ceb_store_contract_env *env);
 void sc_contracts(const ceb_store_contract_env *env);
 void sc_sweep(const ceb_store_contract_env *env);
 void sc_sinks(const ceb_store_contract_env *env);
+void sc_pull(const ceb_store_contract_env *env);
+void sc_lead(const ceb_store_contract_env *env);
+void sc_cluster(const ceb_store_contract_env *env);
 
 /* A fresh store and a handle on it as instance "a"; NULL (and a failed
  * check) when the runner cannot make one. */

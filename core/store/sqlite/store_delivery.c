@@ -26,6 +26,8 @@ static const char SQL_CLAIM_SELECT[] =
     " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
     " AND d.route = r.route AND j.seq = r.seq"
     " ORDER BY r.next_at, r.seq LIMIT ?3";
+static const char SQL_OWNER_KEEP[] =
+    "INSERT OR IGNORE INTO lease_owner (id, instance) VALUES (?1, ?2)";
 /* In progress, next_at is the lease end (schema 12 says why). */
 static const char SQL_CLAIM_UPDATE[] =
     "UPDATE delivery SET state = 1, attempts = attempts + 1, last_at = ?3,"
@@ -33,6 +35,7 @@ static const char SQL_CLAIM_UPDATE[] =
     " next_at = ?5, fence = fence + 1 WHERE seq = ?1 AND route = ?2";
 
 typedef struct claim_args {
+  cebs_store *st;
   const char *route;
   int64_t owner; /* lease_owner.id of this handle's instance */
   int64_t now, lease_until;
@@ -86,6 +89,22 @@ static int claim_run(sqlite3 *db, void *arg) {
   if (!a->out) return CEB_ENOMEM;
   int rc = claim_read(db, s, a);
   if (rc != CEB_OK) return rc;
+  /* the holder's number: registered at this handle's first claim (a tool
+   * that never claims registers nothing), and put back when another
+   * handle's registration dropped it meanwhile */
+  if (a->count && !a->st->owner_id) {
+    rc = cebs_owner_register(db, a->st->instance, &a->st->owner_id);
+    if (rc != CEB_OK) return rc;
+  } else if (a->count) {
+    sqlite3_stmt *o = cebs_stmt(db, SQL_OWNER_KEEP);
+    if (!o) return CEB_EIO;
+    sqlite3_bind_int64(o, 1, a->st->owner_id);
+    sqlite3_bind_text(o, 2, a->st->instance, -1, SQLITE_STATIC);
+    int orc = sqlite3_step(o);
+    sqlite3_reset(o);
+    if (orc != SQLITE_DONE) return CEB_EIO;
+  }
+  a->owner = a->st->owner_id;
   for (size_t i = 0; i < a->count; i++) {
     sqlite3_reset(u);
     sqlite3_bind_int64(u, 1, a->out[i].seq);
@@ -105,7 +124,8 @@ static int claim_run(sqlite3 *db, void *arg) {
 }
 
 int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id) {
-  /* owners no row in progress names any more go (one per start) */
+  /* owners no row in progress names any more go (one per bridge start);
+   * a handle whose row went puts it back at its next claim (claim_run) */
   /* (rows in progress are all in delivery_ready: no scan of delivery) */
   if (cebs_exec(db, "DELETE FROM lease_owner WHERE id NOT IN (SELECT"
                     " d.holder FROM delivery_ready r CROSS JOIN"
@@ -138,8 +158,8 @@ int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,
   *count = 0;
   if (!route || max == 0) return CEB_EINVAL;
   if (lease_ms < st->lease_ms) lease_ms = st->lease_ms;
-  claim_args a = {.route = route,
-                  .owner = st->owner_id,
+  claim_args a = {.st = st,
+                  .route = route,
                   .now = now,
                   .lease_until = now + lease_ms,
                   .max = max};

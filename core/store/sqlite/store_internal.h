@@ -91,8 +91,9 @@ struct ceb_store_impl {
   ceb_store_ingest_listener ingested; /* the engine (cebs_ingest) */
   void *ingested_arg;
   char instance[CEB_STORE_INSTANCE_MAX]; /* the owner of our claims */
-  int64_t owner_id; /* its lease_owner.id (cebs_owner_register): the
-                       delivery.holder of its claims */
+  int64_t owner_id; /* committer: its lease_owner.id, the delivery.holder
+                       of its claims; 0 until its first claim
+                       (cebs_owner_register) */
   int64_t lease_ms; /* shortest lease of a claim */
   size_t queued;    /* ops in head..tail */
   size_t queued_bounded;
@@ -243,8 +244,9 @@ int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq);
  * recovery): recomputes the row and, for a keyed row, its key's head. */
 int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq);
 
-/* At open, after migrating: the lease_owner.id of instance (added when
- * new; owners no claim names any more are dropped). CEB_OK or CEB_EIO. */
+/* Committer, at a handle's first claim: the lease_owner.id of instance
+ * (added when new; owners no claim names any more are dropped). CEB_OK or
+ * CEB_EIO. */
 int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */

@@ -116,10 +116,6 @@ static int open_once(const ceb_store_opts *opts, const char *path,
   if (rc == CEB_OK) rc = cebs_migrate(st->wdb, err, errlen);
   if (rc == CEB_OK) rc = cebs_ident_settle(st->wdb, path, &ident, err, errlen);
   if (rc == CEB_OK) rc = cebs_idmap_load(&st->ids, st->wdb, err, errlen);
-  if (rc == CEB_OK && (rc = cebs_owner_register(st->wdb, st->instance,
-                                                &st->owner_id)) != CEB_OK)
-    snprintf(err, errlen, "store: %s: cannot record this instance (%s)", path,
-             sqlite3_errmsg(st->wdb));
   if (rc == CEB_OK && opts->synchronous_full) {
     /* durability by the syncer (store_sync.c); SQLite's own FULL stays on
      * if it cannot start */

@@ -308,6 +308,18 @@ static const char *const k_migrations[] = {
     " reason TEXT NOT NULL,"
     " disabled_at INTEGER NOT NULL,"
     " failing_since INTEGER NOT NULL) WITHOUT ROWID;",
+    /* 15: a holder's number is never given to another instance
+     * (AUTOINCREMENT): numbers are registered at a handle's first claim
+     * and those no claim names are dropped, so a number could come back
+     * under another name while a handle that registered it still claims
+     * (a second handle on the file, as `cebridge cluster` is) */
+    "CREATE TABLE lease_owner_new ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " instance TEXT NOT NULL UNIQUE);"
+    "INSERT INTO lease_owner_new (id, instance)"
+    " SELECT id, instance FROM lease_owner;"
+    "DROP TABLE lease_owner;"
+    "ALTER TABLE lease_owner_new RENAME TO lease_owner;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
