@@ -10,6 +10,9 @@ in the table) and checks every `#include "..."` line of core/ against it:
   - a row that names a folder above itself fails (the table would not be a
     layering);
   - "../" in a core/ include fails (it would bypass the check);
+  - the store's engines stay behind its interface: outside core/store/
+    only store/ceb_store.h, the dispatch in core/store/ includes no
+    engine's folder, an engine none of another (check_store_engines);
   - `__has_include` anywhere in core/, sdk/, plugins/ or include/ fails:
     parts are switched by CMake options, never by a header's presence.
 Includes that resolve outside core/ (<ceb/...>, sdk/ headers) are not part
@@ -36,6 +39,49 @@ def read_layers(doc):
                 allowed = set(re.findall(r"`core/([a-z_]+)/`", m.group(2)))
                 rows.append((m.group(1), allowed))
     return rows
+
+
+STORE_API = ("store/ceb_store.h", "store/ceb_store_engine.h")
+
+
+def check_store_engines(root):
+    """The store's engines stay behind its interface (docs/architecture.md,
+    "The house": core/store/):
+      - a file outside core/store/ includes only store/ceb_store.h;
+      - a file of core/store/ itself (the dispatch) includes no engine's
+        folder: it knows engines through ceb_store_engine.h alone;
+      - a file of an engine's folder core/store/<engine>/ includes no other
+        engine's folder."""
+    errors = []
+    core = os.path.join(root, "core")
+    for dp, _, fs in os.walk(core):
+        for f in sorted(fs):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(dp, f)
+            rel = os.path.relpath(path, root)
+            parts = os.path.relpath(path, core).split(os.sep)
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    m = INCLUDE.match(line)
+                    if not m or not m.group(1).startswith("store/"):
+                        continue
+                    inc = m.group(1)
+                    sub = inc.split("/")
+                    if parts[0] != "store":
+                        if inc != STORE_API[0]:
+                            errors.append(f"{rel}:{n}: \"{inc}\": outside "
+                                          f"core/store/ only store/ceb_store.h")
+                    elif len(parts) == 2:
+                        if len(sub) > 2:
+                            errors.append(f"{rel}:{n}: \"{inc}\": the store's "
+                                          f"dispatch reaches engines only "
+                                          f"through store/ceb_store_engine.h")
+                    elif len(sub) > 2 and sub[1] != parts[1]:
+                        errors.append(f"{rel}:{n}: \"{inc}\": engine "
+                                      f"core/store/{parts[1]}/ includes "
+                                      f"another engine's folder")
+    return errors
 
 
 def main():
@@ -90,6 +136,8 @@ def main():
                         errors.append(f"{rel}:{n}: core/{name}/ includes "
                                       f"\"{inc}\": core/{top}/ is {where} in "
                                       f"the Layers table")
+
+    errors += check_store_engines(root)
 
     for tree in ("core", "sdk", "plugins", "include"):
         base = os.path.join(root, tree)
