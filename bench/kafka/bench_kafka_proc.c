@@ -24,6 +24,36 @@ static double stat_cpu_s(const char *path) {
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The parent pid in a /proc/PID/stat file; -1 if unreadable. */
+static long stat_ppid(const char *path) {
+  char buf[1024];
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')');
+  long ppid;
+  return p && sscanf(p + 2, "%*c %ld", &ppid) == 1 ? ppid : -1;
+}
+
+double bk_children_cpu_s(pid_t pid) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  double sum = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%.16s/stat", e->d_name);
+    if (stat_ppid(path) != (long)pid) continue;
+    double s = stat_cpu_s(path);
+    if (s > 0) sum += s;
+  }
+  closedir(d);
+  return sum;
+}
+
 static void proc_dir(char *buf, size_t n, pid_t pid) {
   if (pid > 0)
     snprintf(buf, n, "/proc/%d", (int)pid);

@@ -13,6 +13,10 @@ double bk_proc_cpu_s(pid_t pid);
  * prefix (the kafka plugin names its poll threads "kafka-source" and
  * "kafka-sink", librdkafka its own "rdk:..."). */
 double bk_threads_cpu_s(pid_t pid, const char *prefix);
+/* CPU seconds the live child processes of pid have used so far (the
+ * bridge's mapping workers, cebridge-mapper: separate processes whose CPU
+ * the bridge's own /proc/PID/stat does not count); 0 when none. */
+double bk_children_cpu_s(pid_t pid);
 /* This process's CPU seconds from getrusage. */
 double bk_self_cpu_s(void);
 /* The 1-minute load average (-1 if unknown): other work on the cores skews
