@@ -93,6 +93,13 @@ ceb_mode ceb_http_mode_of(const char *content_type);
 /* 1 when the media type is JSON: application/json, text/json, or any
  * "+json" suffix. NULL counts as JSON (the spec's default). */
 int ceb_media_type_is_json(const char *content_type);
+/* 1 when text (len bytes) is one JSON value (RFC 8259, any type) that
+ * jansson reads with JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, checked
+ * without building a tree; 0 means "not sure" (also for rare valid texts:
+ * \u0000, very long integers, deep nesting): parse it then. Reentrant.
+ * (Appended in ABI 1.2: the sources' mapping input documents carry a JSON
+ * payload as it is when this says 1.) */
+int ceb_json_valid(const char *text, size_t len);
 
 /* Decodes one event from request headers and body: binary mode maps ce-*
  * headers (percent-decoded) and Content-Type -> datacontenttype; structured

@@ -54,7 +54,8 @@ extern "C" {
 /* 1.2: mappings (jq programs, docs/integration-guide.md "Mappings"):
  * ceb_instance_info.mapped and ceb_instance_mapped(); ceb_host.submit_mapped
  * and CEB_EMAPPING (status.h); ceb_delivery.mapped (an egress mapping's
- * result: ceb_mapped_out) and ceb_delivery_mapped().
+ * result: ceb_mapped_out) and ceb_delivery_mapped(); ceb_json_valid
+ * (codec.h), which the sources' input documents use.
  * 1.2 also: queues in the host's store (ceb_host.queue_append, queue_fetch,
  * queue_commit, queue_stats: the pull sink's queue, shared by every bridge
  * on one database) and ceb_host.lead (a task run by one bridge at a time);

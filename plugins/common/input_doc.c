@@ -93,16 +93,44 @@ int idoc_set_str(json_t *doc, const char *field, const char *str) {
 }
 
 int idoc_dump(const json_t *doc, char **out, size_t *len) {
-  size_t need = json_dumpb(doc, NULL, 0, JSON_COMPACT);
-  if (need == 0) return CEB_ENOMEM;
-  char *buf = malloc(need + 1);
+  /* one pass (json_dumpb would need a second one to size the buffer);
+   * jansson allocates with malloc */
+  char *buf = json_dumps(doc, JSON_COMPACT);
   if (!buf) return CEB_ENOMEM;
-  if (json_dumpb(doc, buf, need, JSON_COMPACT) != need) {
-    free(buf);
+  *out = buf;
+  *len = strlen(buf);
+  return CEB_OK;
+}
+
+int idoc_dump_payload(json_t *doc, const char *field, const void *bytes,
+                      size_t len, const char *content_type, char **out,
+                      size_t *out_len) {
+  if (!bytes || !ceb_media_type_is_json(content_type) ||
+      !ceb_json_valid(bytes, len)) {
+    int rc = idoc_set_payload(doc, field, bytes, len, content_type);
+    return rc == CEB_OK ? idoc_dump(doc, out, out_len) : rc;
+  }
+  char *head = NULL;
+  size_t hl = 0;
+  int rc = idoc_dump(doc, &head, &hl);
+  if (rc != CEB_OK) return rc;
+  /* head is "{...}": drop its '}' and append the two members */
+  size_t fl = strlen(field);
+  size_t n = hl - 1 + 1 + fl + 3 + len + 2 + fl + 20 + 1;
+  char *buf = malloc(n + 1);
+  if (!buf) {
+    free(head);
     return CEB_ENOMEM;
   }
-  buf[need] = '\0';
+  size_t at = hl - 1;
+  memcpy(buf, head, at);
+  free(head);
+  if (at > 1) buf[at++] = ',';
+  at += (size_t)sprintf(buf + at, "\"%s\":", field);
+  memcpy(buf + at, bytes, len);
+  at += len;
+  at += (size_t)sprintf(buf + at, ",\"%s_encoding\":\"json\"}", field);
   *out = buf;
-  *len = need;
+  *out_len = at;
   return CEB_OK;
 }

@@ -56,4 +56,13 @@ int idoc_set_str(json_t *doc, const char *field, const char *str);
  * CEB_ENOMEM. doc is not consumed. */
 int idoc_dump(const json_t *doc, char **out, size_t *len);
 
+/* idoc_set_payload then idoc_dump, with the payload last; a JSON payload
+ * that ceb_json_valid accepts is written as it came (its bytes, spacing
+ * and number spelling kept) instead of being parsed into doc and written
+ * again: a 1 KiB body cost about 30 us that way, most of a mapped
+ * request's own work. Same results and ownership as the two calls. */
+int idoc_dump_payload(json_t *doc, const char *field, const void *bytes,
+                      size_t len, const char *content_type, char **out,
+                      size_t *out_len);
+
 #endif

@@ -127,10 +127,10 @@ int http_in_doc_build(const http_in_doc_req *r, char **out, size_t *out_len) {
   if (rc == CEB_OK) rc = add_headers(doc, r->headers);
   if (rc == CEB_OK) rc = idoc_set_str(doc, "client", r->client);
   if (rc == CEB_OK)
-    rc = idoc_set_payload(
+    rc = idoc_dump_payload(
         doc, "body", r->body ? r->body : "", r->len,
-        r->headers ? ceb_headers_get(r->headers, "Content-Type") : NULL);
-  if (rc == CEB_OK) rc = idoc_dump(doc, out, out_len);
+        r->headers ? ceb_headers_get(r->headers, "Content-Type") : NULL, out,
+        out_len);
   json_decref(doc);
   return rc;
 }

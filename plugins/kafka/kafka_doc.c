@@ -94,8 +94,8 @@ int kafka_doc_build(const kafka_doc_rec *r, char **out, size_t *out_len) {
   /* A content-type header that is not a usable string is a type we do not
    * know (""): not JSON, so the value is given as text or base64. */
   if (rc == CEB_OK)
-    rc = idoc_set_payload(doc, "value", r->value, r->len, has_ct ? ct : NULL);
-  if (rc == CEB_OK) rc = idoc_dump(doc, out, out_len);
+    rc = idoc_dump_payload(doc, "value", r->value, r->len, has_ct ? ct : NULL,
+                           out, out_len);
   json_decref(doc);
   return rc;
 }

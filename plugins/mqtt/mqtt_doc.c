@@ -89,9 +89,8 @@ int mqtt_doc_build(const mqtt_doc_msg *m, char **out, size_t *out_len) {
   if (rc == CEB_OK) rc = add_correlation(doc, m->props);
   if (rc == CEB_OK) rc = add_user_props(doc, m->props);
   if (rc == CEB_OK)
-    rc = idoc_set_payload(doc, "payload", m->payload ? m->payload : "", m->len,
-                          ct);
-  if (rc == CEB_OK) rc = idoc_dump(doc, out, out_len);
+    rc = idoc_dump_payload(doc, "payload", m->payload ? m->payload : "", m->len,
+                           ct, out, out_len);
   free(ct);
   json_decref(doc);
   return rc;

@@ -237,3 +237,7 @@ int cebi_json_valid(const void *text, size_t len) {
   skip_ws(&p);
   return p.i == p.n;
 }
+
+int ceb_json_valid(const char *text, size_t len) {
+  return text || len == 0 ? cebi_json_valid(text ? text : "", len) : 0;
+}

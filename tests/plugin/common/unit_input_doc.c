@@ -98,7 +98,59 @@ static void test_pairs(void) {
   json_decref(doc);
 }
 
+/* The payload written last, as it came when it is JSON (spacing and number
+ * spelling kept: no parse and second write); parsed when only jansson can
+ * tell (duplicate names); as text when the type is not JSON. */
+static void dump_case(const char *bytes, const char *ct, const char *want,
+                      int line) {
+  json_t *doc = json_object();
+  json_object_set_new(doc, "topic", json_string("t"));
+  char *out = NULL;
+  size_t len = 0;
+  CHECK_INT(idoc_dump_payload(doc, "value", bytes, bytes ? strlen(bytes) : 0,
+                              ct, &out, &len),
+            CEB_OK);
+  CHECK_MSG(out && strcmp(out, want) == 0 && len == strlen(want),
+            "line %d: got %s, want %s", line, out ? out : "(null)", want);
+  json_t *back = out ? json_loads(out, 0, NULL) : NULL;
+  CHECK_MSG(back != NULL, "line %d: not JSON", line);
+  json_decref(back);
+  free(out);
+  json_decref(doc);
+}
+
+static void test_dump_payload(void) {
+  dump_case("{ \"a\" : 1.50 }", NULL,
+            "{\"topic\":\"t\",\"value\":{ \"a\" : 1.50 },"
+            "\"value_encoding\":\"json\"}",
+            __LINE__);
+  dump_case("[1, 2]\n", "application/json",
+            "{\"topic\":\"t\",\"value\":[1, 2]\n,"
+            "\"value_encoding\":\"json\"}",
+            __LINE__);
+  dump_case("{\"a\":1,\"a\":2}", NULL,
+            "{\"topic\":\"t\",\"value\":{\"a\":2},"
+            "\"value_encoding\":\"json\"}",
+            __LINE__);
+  dump_case("{\"a\":1}", "text/plain",
+            "{\"topic\":\"t\",\"value\":\"{\\\"a\\\":1}\","
+            "\"value_encoding\":\"text\"}",
+            __LINE__);
+  dump_case(NULL, NULL,
+            "{\"topic\":\"t\",\"value\":null,\"value_encoding\":null}",
+            __LINE__);
+  /* an empty document gets no leading comma */
+  json_t *doc = json_object();
+  char *out = NULL;
+  size_t len = 0;
+  CHECK_INT(idoc_dump_payload(doc, "body", "7", 1, NULL, &out, &len), CEB_OK);
+  CHECK_STR(out, "{\"body\":7,\"body_encoding\":\"json\"}");
+  free(out);
+  json_decref(doc);
+}
+
 int main(void) {
+  test_dump_payload();
   test_payloads();
   test_pairs();
   return ceb_test_done("unit_input_doc");

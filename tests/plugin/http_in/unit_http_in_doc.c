@@ -40,20 +40,20 @@ static void test_webhook(void) {
       "\"pid\": \"kdleipkyuj\"}}";
   http_in_doc_req r = {"POST", "/events", &q, &h, NULL, body, strlen(body)};
   char *doc = build(&r);
-  CHECK_STR(doc,
-            "{\"method\":\"POST\",\"path\":\"/events\",\"query\":{},"
-            "\"headers\":{\"host\":\"127.0.0.1:8080\","
-            "\"content-type\":\"application/json\","
-            "\"webhook-id\":\"msg_333a3NGSYKk1vyFtMgj9Qy8gm3y\","
-            "\"webhook-timestamp\":\"1758548009\","
-            "\"webhook-signature\":"
-            "\"v1,cVueLJYV5JY6qXHw3+MIHbZCPHHnX7N7jjaebaI2+5o=\"},"
-            "\"client\":null,"
-            "\"body\":{\"type\":\"meemoo.sip.archived\","
-            "\"timestamp\":\"2025-09-03T20:26:10.344522Z\","
-            "\"data\":{\"correlation_id\":\"843e9ba457593d0edf69a24baa0babf3\","
-            "\"outcome\":\"success\",\"pid\":\"kdleipkyuj\"}},"
-            "\"body_encoding\":\"json\"}");
+  CHECK_STR(doc, "{\"method\":\"POST\",\"path\":\"/events\",\"query\":{},"
+                 "\"headers\":{\"host\":\"127.0.0.1:8080\","
+                 "\"content-type\":\"application/json\","
+                 "\"webhook-id\":\"msg_333a3NGSYKk1vyFtMgj9Qy8gm3y\","
+                 "\"webhook-timestamp\":\"1758548009\","
+                 "\"webhook-signature\":"
+                 "\"v1,cVueLJYV5JY6qXHw3+MIHbZCPHHnX7N7jjaebaI2+5o=\"},"
+                 "\"client\":null,"
+                 "\"body\":{\"type\": \"meemoo.sip.archived\", "
+                 "\"timestamp\": \"2025-09-03T20:26:10.344522Z\", "
+                 "\"data\": {\"correlation_id\": "
+                 "\"843e9ba457593d0edf69a24baa0babf3\", "
+                 "\"outcome\": \"success\", \"pid\": \"kdleipkyuj\"}},"
+                 "\"body_encoding\":\"json\"}");
   CHECK(doc && !strstr(doc, "secret-token"));
   free(doc);
   ceb_headers_clear(&h);

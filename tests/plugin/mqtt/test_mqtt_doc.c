@@ -57,7 +57,7 @@ static void test_v5(void) {
             "\"user_property_list\":[{\"name\":\"device\",\"value\":\"dev-9\"},"
             "{\"name\":\"unit\",\"value\":\"C\"},"
             "{\"name\":\"unit\",\"value\":\"K\"}],"
-            "\"payload\":{\"temp\":21.5,\"seq\":7},"
+            "\"payload\":{\"temp\": 21.5, \"seq\": 7},"
             "\"payload_encoding\":\"json\"}");
   free(doc);
   mosquitto_property_free_all(&p);
