@@ -346,7 +346,8 @@ void sc_settle(const ceb_store_contract_env *env) {
 /* ---- recovery ---- */
 
 /* recover at start puts this store's claims back to pending, attempts
- * kept, claimable at once. */
+ * kept, claimable at once. On a shared store it leaves another bridge's
+ * live claims alone. */
 void sc_recover(const ceb_store_contract_env *env) {
   ceb_store *st = sc_fresh(env, "recover");
   if (!st) return;
@@ -370,6 +371,16 @@ void sc_recover(const ceb_store_contract_env *env) {
   for (int i = 0; i < 2; i++) {
     CHECK_INT(c[i].attempt, 2);
     ceb_claim_free(&c[i]);
+  }
+  /* a's claims are live (until 2000 + the lease); on a shared store a
+   * bridge b starting now must not take them: only its own and ended
+   * ones */
+  ceb_store *b = ceb_store_shared(st) ? env->open(env->ctx, "b") : NULL;
+  if (b) {
+    CHECK_INT(ceb_store_recover(b, 3000), 0);
+    CHECK_INT(sc_claim(b, "r", 3000, 10, c, 4), 0);
+    CHECK_INT(ceb_store_recover(b, 2000 + SC_LEASE_MS), 2); /* ended */
+    ceb_store_close(b);
   }
   ceb_store_close(st);
 }
