@@ -1,5 +1,5 @@
-/* The committer of the PostgreSQL engine: one thread with its own
- * connection runs the queued writes of the hot path (ingest, settle, claim,
+/* The committers of the PostgreSQL engine: a few threads, each with its
+ * own connection, run the queued writes of the hot path (ingest, settle, claim,
  * DLQ forwarded) in groups: one transaction per group, sent in libpq
  * pipeline mode (BEGIN, one multi-row statement for every ingest of the
  * group, one statement per other op, COMMIT: one round trip), and calls
@@ -35,21 +35,30 @@ static void deadline_in(struct timespec *ts, int64_t ms) {
   }
 }
 
-static int release_lost(ceb_store_impl *s, PGconn *c);
+static int release_lost(cebpg_committer *w, PGconn *c);
 
 /* The committer's connection, (re)made with its prepared statements; NULL
  * while the database is unreachable (the pool's backoff decides when the
  * next attempt happens). */
-static PGconn *ensure_conn(ceb_store_impl *s) {
-  if (s->wconn) return s->wconn;
+static PGconn *ensure_conn(cebpg_committer *w) {
+  ceb_store_impl *s = w->s;
+  uint64_t gen = cebpg_pool_generation(s->pool);
+  if (w->conn && w->gen == gen) return w->conn;
+  if (w->conn) {
+    /* made before a connection failure: the server may have restarted
+     * under it; a new one rather than a failed group to find out */
+    cebpg_pool_discard(s->pool, w->conn);
+    w->conn = NULL;
+  }
   char err[400];
   PGconn *c = cebpg_pool_get(s->pool, CEBPG_POOL_WAIT_MS, err, sizeof err);
   if (!c) return NULL;
-  if (cebpg_prepare_all(s, c) != CEB_OK || release_lost(s, c) != CEB_OK) {
+  if (cebpg_prepare_all(s, c) != CEB_OK || release_lost(w, c) != CEB_OK) {
     cebpg_pool_put(s->pool, c);
     return NULL;
   }
-  s->wconn = c;
+  w->conn = c;
+  w->gen = gen;
   return c;
 }
 
@@ -57,9 +66,10 @@ static PGconn *ensure_conn(ceb_store_impl *s) {
  * cebpg_lost_claim): in progress under this instance, claimed at that
  * claim's now with that lease, as a refund. Until it succeeds, the next
  * connection tries again; the lease ends them anyway. */
-static int release_lost(ceb_store_impl *s, PGconn *c) {
-  while (s->lost) {
-    cebpg_lost_claim *l = s->lost;
+static int release_lost(cebpg_committer *w, PGconn *c) {
+  ceb_store_impl *s = w->s;
+  while (w->lost) {
+    cebpg_lost_claim *l = w->lost;
     cebpg_params p = {.n = 0};
     cebpg_p_text(&p, l->route);
     cebpg_p_text(&p, s->instance);
@@ -79,13 +89,13 @@ static int release_lost(ceb_store_impl *s, PGconn *c) {
                    "connection took are pending again",
                    PQcmdTuples(r), l->route);
     PQclear(r);
-    s->lost = l->next;
+    w->lost = l->next;
     free(l);
   }
   return CEB_OK;
 }
 
-static void note_lost(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+static void note_lost(cebpg_committer *w, cebpg_op **ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (ops[i]->kind != CEBPG_OP_CLAIM) continue;
     cebpg_claim_args *a = ops[i]->arg;
@@ -95,14 +105,14 @@ static void note_lost(ceb_store_impl *s, cebpg_op **ops, size_t n) {
     l->now = a->now;
     l->lease_until = a->lease_until;
     memcpy(l->route, a->route, len);
-    l->next = s->lost;
-    s->lost = l;
+    l->next = w->lost;
+    w->lost = l;
   }
 }
 
-static void drop_conn(ceb_store_impl *s) {
-  cebpg_pool_put(s->pool, s->wconn); /* closed: it is broken */
-  s->wconn = NULL;
+static void drop_conn(cebpg_committer *w) {
+  cebpg_pool_put(w->s->pool, w->conn); /* closed: it is broken */
+  w->conn = NULL;
 }
 
 /* Reads the result of one statement of the pipeline and the NULL that
@@ -250,8 +260,9 @@ static void fail_all(cebpg_op **ops, size_t n, int status) {
     ops[i]->status = status;
 }
 
-static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
-  PGconn *c = ensure_conn(s);
+static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
+  ceb_store_impl *s = w->s;
+  PGconn *c = ensure_conn(w);
   if (!c) {
     fail_all(ops, n, CEB_EIO);
     return;
@@ -260,8 +271,8 @@ static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
   int rc = run_pipeline(s, c, ops, n);
   if (rc == CEB_OK) return;
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
-    drop_conn(s);
-    note_lost(s, ops, n);
+    drop_conn(w);
+    note_lost(w, ops, n);
     fail_all(ops, n, CEB_EIO);
     return;
   }
@@ -271,7 +282,7 @@ static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
   }
   /* one op's own failure: each alone, so that the others still commit */
   for (size_t i = 0; i < n; i++) {
-    c = ensure_conn(s);
+    c = ensure_conn(w);
     if (!c) {
       fail_all(&ops[i], 1, CEB_EIO);
       continue;
@@ -279,8 +290,8 @@ static void run_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
     reset_outputs(&ops[i], 1);
     rc = run_pipeline(s, c, &ops[i], 1);
     if (rc == CEB_EIO) {
-      drop_conn(s);
-      note_lost(s, &ops[i], 1);
+      drop_conn(w);
+      note_lost(w, &ops[i], 1);
     }
     if (rc != CEB_OK) fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
   }
@@ -321,20 +332,21 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
 }
 
 static void *committer_main(void *arg) {
-  ceb_store_impl *s = arg;
+  cebpg_committer *w = arg;
+  ceb_store_impl *s = w->s;
   cebpg_op **group = malloc(s->group_max * sizeof *group);
   pthread_mutex_lock(&s->lock);
   for (;;) {
     while (!s->head && !s->stopping) {
-      if (cebpg_pool_healthy(s->pool, NULL, 0) && s->wconn) {
+      if (cebpg_pool_healthy(s->pool, NULL, 0) && w->conn) {
         pthread_cond_wait(&s->cond, &s->lock);
         continue;
       }
       /* unreachable (or never connected): probe by itself, with the
        * pool's backoff, so that writable comes back without traffic */
-      if (cebpg_pool_probe_due(s->pool) || !s->wconn) {
+      if (cebpg_pool_probe_due(s->pool) || !w->conn) {
         pthread_mutex_unlock(&s->lock);
-        ensure_conn(s);
+        ensure_conn(w);
         pthread_mutex_lock(&s->lock);
         if (s->head || s->stopping) break;
       }
@@ -361,7 +373,7 @@ static void *committer_main(void *arg) {
     }
     pthread_mutex_unlock(&s->lock);
     if (!group) break;
-    run_group(s, group, n);
+    run_group(w, group, n);
     size_t bounded = finish_group(s, group, n);
     pthread_mutex_lock(&s->lock);
     s->batches++;
@@ -384,32 +396,42 @@ static void *committer_main(void *arg) {
   return NULL;
 }
 
-int cebpg_committer_start(ceb_store_impl *s, char *err, size_t errlen) {
-  if (pthread_create(&s->committer, NULL, committer_main, s) != 0) {
-    snprintf(err, errlen, "store: cannot start the committer thread");
-    return CEB_EINTERNAL;
+int cebpg_committer_start(ceb_store_impl *s, size_t n, char *err,
+                          size_t errlen) {
+  if (n < 1) n = 1;
+  if (n > CEBPG_COMMITTERS_MAX) n = CEBPG_COMMITTERS_MAX;
+  for (size_t i = 0; i < n; i++) {
+    cebpg_committer *w = &s->committers[i];
+    w->s = s;
+    if (pthread_create(&w->thread, NULL, committer_main, w) != 0) {
+      snprintf(err, errlen, "store: cannot start a committer thread");
+      return CEB_EINTERNAL;
+    }
+    s->ncommitters = i + 1;
   }
-  s->started = 1;
   return CEB_OK;
 }
 
 void cebpg_committer_stop(ceb_store_impl *s) {
-  if (!s->started) return;
+  if (!s->ncommitters) return;
   pthread_mutex_lock(&s->lock);
   s->stopping = 1;
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
-  pthread_join(s->committer, NULL);
-  s->started = 0;
-  while (s->lost) {
-    cebpg_lost_claim *l = s->lost;
-    s->lost = l->next;
-    free(l);
+  for (size_t i = 0; i < s->ncommitters; i++) {
+    cebpg_committer *w = &s->committers[i];
+    pthread_join(w->thread, NULL);
+    while (w->lost) {
+      cebpg_lost_claim *l = w->lost;
+      w->lost = l->next;
+      free(l);
+    }
+    if (w->conn) {
+      cebpg_pool_put(s->pool, w->conn);
+      w->conn = NULL;
+    }
   }
-  if (s->wconn) {
-    cebpg_pool_put(s->pool, s->wconn);
-    s->wconn = NULL;
-  }
+  s->ncommitters = 0;
 }
 
 int cebpg_submit(ceb_store_impl *s, cebpg_op *op) {

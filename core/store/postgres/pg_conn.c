@@ -30,7 +30,8 @@ struct cebpg_pool {
   int healthy;
   char why[WHY_MAX];
   int64_t backoff_ms;
-  int64_t next_try; /* monotonic ms: no new connection before, when sick */
+  int64_t next_try;    /* monotonic ms: no new connection before, when sick */
+  uint64_t generation; /* connection failures so far */
 };
 
 static int64_t mono_ms(void) {
@@ -227,6 +228,13 @@ int cebpg_pool_healthy(cebpg_pool *p, char *why, size_t whylen) {
   return ok;
 }
 
+uint64_t cebpg_pool_generation(cebpg_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  uint64_t g = p->generation;
+  pthread_mutex_unlock(&p->lock);
+  return g;
+}
+
 int cebpg_pool_probe_due(cebpg_pool *p) {
   pthread_mutex_lock(&p->lock);
   int due = !p->healthy && mono_ms() >= p->next_try;
@@ -273,6 +281,7 @@ int cebpg_pool_failed(cebpg_pool *p, PGconn *c, const PGresult *res,
   size_t n = 0;
   pthread_mutex_lock(&p->lock);
   mark_sick(p, msg);
+  p->generation++;
   if (drop) n = take_idle(p, drop);
   pthread_cond_broadcast(&p->cond);
   pthread_mutex_unlock(&p->lock);
@@ -374,6 +383,15 @@ PGconn *cebpg_pool_get(cebpg_pool *p, int64_t wait_ms, char *err,
     }
     pthread_cond_timedwait(&p->cond, &p->lock, &ts);
   }
+}
+
+void cebpg_pool_discard(cebpg_pool *p, PGconn *c) {
+  if (!c) return;
+  pthread_mutex_lock(&p->lock);
+  p->open--;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  PQfinish(c);
 }
 
 void cebpg_pool_put(cebpg_pool *p, PGconn *c) {

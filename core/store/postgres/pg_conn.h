@@ -58,6 +58,9 @@ PGconn *cebpg_pool_connect(cebpg_pool *p, char *err, size_t errlen);
  * left open) is closed instead of kept. */
 void cebpg_pool_put(cebpg_pool *p, PGconn *c);
 
+/* Closes c, taken from the pool, instead of giving it back. */
+void cebpg_pool_discard(cebpg_pool *p, PGconn *c);
+
 /* Tells the pool that a statement on c failed. When the failure is the
  * connection's (it broke, the server shuts down: SQLSTATE class 08, 57P),
  * the database counts as unreachable (cebpg_pool_healthy says 0 with the
@@ -66,6 +69,10 @@ void cebpg_pool_put(cebpg_pool *p, PGconn *c);
  * own error: the connection stays usable). res may be NULL. */
 int cebpg_pool_failed(cebpg_pool *p, PGconn *c, const PGresult *res,
                       const char *what);
+/* Counts the connection failures the pool was told of: a connection a
+ * caller keeps (a committer's) made before the last one shares that
+ * server's fate and is remade. Never blocks. */
+uint64_t cebpg_pool_generation(cebpg_pool *p);
 /* Tells the pool that a statement succeeded (the database is reachable
  * again). */
 void cebpg_pool_ok(cebpg_pool *p);

@@ -64,7 +64,10 @@ static int pg_open(const ceb_store_opts *opts, const char *location,
                cebpg_pool_display(s->pool), why);
     }
   }
-  if (rc == CEB_OK) rc = cebpg_committer_start(s, err, errlen);
+  /* committers keep a pool connection each: leave the rest of the pool
+   * at least one (reads, admin writes) */
+  size_t committers = po.size - 1 < 3 ? po.size - 1 : 3;
+  if (rc == CEB_OK) rc = cebpg_committer_start(s, committers, err, errlen);
   if (rc == CEB_OK) rc = cebpg_notify_start(s, &s->notify, err, errlen);
   if (rc == CEB_OK) rc = cebpg_pull_start(s, &s->pull, err, errlen);
   if (rc != CEB_OK) {

@@ -64,6 +64,19 @@ typedef struct cebpg_lost_claim {
   char route[];
 } cebpg_lost_claim;
 
+/* One committer thread (pg_commit.c). Several run at once, each with its
+ * own connection, so that one group is written while another's COMMIT
+ * waits for the WAL flush (PostgreSQL flushes concurrent commits
+ * together): one committer would wait for every flush in turn. */
+#define CEBPG_COMMITTERS_MAX 4
+typedef struct cebpg_committer {
+  ceb_store_impl *s;
+  pthread_t thread;
+  PGconn *conn;           /* its own; NULL while lost */
+  uint64_t gen;           /* the pool's generation when conn was made */
+  cebpg_lost_claim *lost; /* its claims whose answer was lost */
+} cebpg_committer;
+
 struct ceb_store_impl {
   cebpg_pool *pool;
   ceb_store *owner; /* the handle served: ceb_store_woken(owner, route) */
@@ -78,14 +91,12 @@ struct ceb_store_impl {
   cebpg_op *head, *tail;
   size_t queued_bounded;
   int stopping;
-  int started;
-  pthread_t committer;
-  PGconn *wconn; /* the committer's own connection; NULL while lost */
+  cebpg_committer committers[CEBPG_COMMITTERS_MAX];
+  size_t ncommitters;
   ceb_store_ingest_listener listener;
   void *listener_arg;
   uint64_t batches, ops; /* under lock */
   cebpg_live live;
-  cebpg_lost_claim *lost; /* committer thread only */
   /* the cluster parts (pg_cluster.h) */
   cebpg_cluster *notify;
   cebpg_pull *pull;
@@ -105,7 +116,9 @@ int cebpg_migrate(cebpg_pool *pool, int migrate, char *err, size_t errlen);
 int cebpg_schema_version(cebpg_pool *pool, char *err, size_t errlen);
 
 /* ---- pg_commit.c ---- */
-int cebpg_committer_start(ceb_store_impl *s, char *err, size_t errlen);
+/* Starts n committers (1 .. CEBPG_COMMITTERS_MAX). */
+int cebpg_committer_start(ceb_store_impl *s, size_t n, char *err,
+                          size_t errlen);
 /* Runs what is queued (done included) and joins the thread. */
 void cebpg_committer_stop(ceb_store_impl *s);
 /* Queues op (malloc'd; the committer frees it). CEB_OK, or CEB_EBUSY /
