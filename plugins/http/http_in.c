@@ -253,9 +253,13 @@ int http_source_init(const ceb_host *host, ceb_instance *inst,
   if (st == CEB_OK && s->mapped && s->nclients > 0) {
     /* the program makes the events inside the host: their types are not
      * known here to check against each client's list */
+    char key[300];
+    snprintf(key, sizeof key, "clients.%s.types", s->clients[0].client);
     LOG(s, CEB_LOG_ERROR,
-        "map: clients.<client>.types cannot be checked on a source with a "
-        "mapping; restrict types with the route's match.type instead");
+        "%s (%s): per-client types cannot be checked on a source with map "
+        "(the program makes the events); restrict types with the route's "
+        "match.type instead",
+        key, ceb_config_origin(s->cfg, key));
     st = CEB_ECONFIG;
   }
   if (st != CEB_OK) {
