@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include <ceb/codec.h>
 #include <ceb/status.h>
 
 #include "ceb_test.h"
@@ -149,7 +150,83 @@ static void test_dump_payload(void) {
   json_decref(doc);
 }
 
+/* Hostile bytes: 3000 payloads (a fixed seed, so a failure repeats) of
+ * random bytes, of JSON-looking text with random bytes spliced in, and of
+ * valid JSON, each under a JSON, a text and no content type. Every
+ * document must be one valid JSON object (jansson reads it), and its
+ * payload must give back exactly the bytes: the JSON value equal to what
+ * jansson makes of them, the text equal, the base64 decoding equal. */
+static void test_hostile(void) {
+  static const char *const seeds[] = {
+      "{\"a\":[1,2,{\"b\":\"c\"}],\"n\":-1.5e3}",
+      "\"str\\u00e9\"",
+      "[true,false,null]",
+      "12345678901234567890123",
+      "{\"k\":\"\\ud800\"}",
+      "  {\"x\" : \"\\\"\"}  "};
+  static const char *const types[] = {"application/json", "text/plain", NULL};
+  unsigned state = 12345;
+  int bad = 0;
+  for (int i = 0; i < 3000 && bad < 5; i++) {
+    unsigned char buf[96];
+    size_t len;
+    state = state * 1103515245u + 12345u;
+    int kind = (int)((state >> 16) % 3);
+    if (kind == 0) { /* random bytes */
+      len = (state >> 8) % sizeof buf;
+      for (size_t k = 0; k < len; k++) {
+        state = state * 1103515245u + 12345u;
+        buf[k] = (unsigned char)(state >> 16);
+      }
+    } else { /* a JSON text, maybe with one byte changed */
+      const char *sd = seeds[(state >> 8) % 6];
+      len = strlen(sd);
+      memcpy(buf, sd, len);
+      if (kind == 2 && len) {
+        state = state * 1103515245u + 12345u;
+        buf[(state >> 8) % len] = (unsigned char)(state >> 16);
+      }
+    }
+    for (size_t t = 0; t < 3; t++) {
+      json_t *doc = json_object();
+      char *out = NULL;
+      size_t olen = 0;
+      CHECK_INT(idoc_dump_payload(doc, "p", buf, len, types[t], &out, &olen),
+                CEB_OK);
+      json_t *back = out ? json_loadb(out, olen, JSON_ALLOW_NUL, NULL) : NULL;
+      const char *enc = json_string_value(json_object_get(back, "p_encoding"));
+      json_t *v = json_object_get(back, "p");
+      int ok = back && enc;
+      if (ok && !strcmp(enc, "json")) {
+        json_t *want = json_loadb((const char *)buf, len,
+                                  JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+        ok = want && json_equal(want, v);
+        json_decref(want);
+      } else if (ok && !strcmp(enc, "text")) {
+        ok = json_string_length(v) == len &&
+             !memcmp(json_string_value(v), buf, len);
+      } else if (ok && !strcmp(enc, "base64")) {
+        unsigned char *dec = NULL;
+        size_t dlen = 0;
+        ok = ceb_base64_decode(json_string_value(v), json_string_length(v),
+                               &dec, &dlen) == CEB_OK &&
+             dlen == len && !memcmp(dec, buf, len);
+        ceb_free(dec);
+      } else {
+        ok = 0;
+      }
+      if (!ok) bad++;
+      CHECK_MSG(ok, "payload %d under %s: %s", i, types[t] ? types[t] : "-",
+                out ? out : "(none)");
+      json_decref(back);
+      free(out);
+      json_decref(doc);
+    }
+  }
+}
+
 int main(void) {
+  test_hostile();
   test_dump_payload();
   test_payloads();
   test_pairs();
