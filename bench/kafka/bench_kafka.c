@@ -122,6 +122,10 @@ static char sink_extra[2048];
 /* http2kafka -m PROGRAM: the intermediary's `map` (an ingress mapping on
  * every request: the cost of a mapping on the same path, same run) */
 static const char *source_map;
+/* -M JQ: the kafka source of kafka2* maps every record with this program
+ * (its input document, plugins/kafka/kafka_doc.h), e.g. the CloudEvent
+ * rebuilt from the record's ce_ headers, key and value. */
+static const char *kafka_source_map;
 /* http2kafka -t N: the intermediary's listener threads (default 2) */
 static int source_threads = 2;
 
@@ -599,10 +603,12 @@ static int kafka2http(long events, int keys, int partitions, int out_kind) {
            "log.format = text\nlog.level = warn\nprofile = warn\n"
            "\n[source bus]\nplugin = kafka\nbrokers = %s\ngroup.id = bench\n"
            "topics = bench.in\nrdkafka.session.timeout.ms = 6000\n"
-           "%s"
+           "%s%s%s%s"
            "\n[route out]\nfrom = bus\nto = partner\norder_by = partitionkey\n"
            "max_inflight = 1024\n",
-           dir, m.bootstrap, sink);
+           dir, m.bootstrap, kafka_source_map ? "map = " : "",
+           kafka_source_map ? kafka_source_map : "",
+           kafka_source_map ? "\n" : "", sink);
   snprintf(path, sizeof path, "%s/conf", dir);
   ceb_test_write_file(path, "00.conf", text);
   int64_t t0 = now_us();
@@ -672,6 +678,8 @@ static void usage(void) {
           "       bench_kafka kafka2http|kafka2kafka|kafka2null [-n EVENTS] "
           "[-k KEYS] "
           "[-p PARTITIONS]\n"
+          "       -M JQ: kafka2*: the kafka source maps every record with "
+          "this program\n"
           "       -x 'KEY = VALUE' (repeatable) adds a line to the kafka "
           "sink's section\n");
 }
@@ -685,7 +693,7 @@ int main(int argc, char **argv) {
   long events = 100000;
   int conns = 64, size = 900, keys = 1000, partitions = 8, opt;
   optind = 2;
-  while ((opt = getopt(argc, argv, "n:c:s:k:p:x:m:t:")) != -1) {
+  while ((opt = getopt(argc, argv, "n:c:s:k:p:x:m:t:M:")) != -1) {
     switch (opt) {
     case 't':
       source_threads = atoi(optarg);
@@ -700,6 +708,9 @@ int main(int argc, char **argv) {
         return 2;
       }
       source_map = optarg;
+      break;
+    case 'M':
+      kafka_source_map = optarg;
       break;
     case 'x':
       if (sink_extra_add(optarg)) {
