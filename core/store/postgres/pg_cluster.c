@@ -8,7 +8,15 @@
  * still there (a round trip), so a bridge that lost its session stops
  * leading at its next round; between the loss and that round two bridges
  * may both run the task once, which the tasks allow (sweeping and
- * forwarding are idempotent: a forward is at least once anyway). */
+ * forwarding are idempotent: a forward is at least once anyway).
+ *
+ * A frozen bridge (SIGSTOP, a VM paused) keeps its TCP connection, so
+ * PostgreSQL would keep its locks: the session is opened with
+ * idle_session_timeout = LEAD_IDLE_MS, and a live leader's round trips
+ * (the sweeper asks every 5 s) keep it; a frozen one's session ends after
+ * LEAD_IDLE_MS and another bridge takes the tasks over at its next try. A
+ * task asked about less often than that (a contracts sync every hour) just
+ * takes its lock again on a new session, if no one else holds it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +32,8 @@
  * any bridge. */
 #define STALE_MS 30000
 #define STALE_DROP_MS 3600000
+/* idle_session_timeout of the leader session (PostgreSQL 14+). */
+#define LEAD_IDLE_MS 15000
 
 /* FNV-1a, 64 bits, as a signed bigint for pg_try_advisory_lock. */
 static int64_t lock_key(const char *task) {
@@ -85,6 +95,11 @@ int cebpg_try_lead(ceb_store_impl *s, const char *task, int64_t now) {
       pthread_mutex_unlock(&s->lead_lock);
       return 0;
     }
+    char sql[80];
+    snprintf(sql, sizeof sql, "SET idle_session_timeout = %d", LEAD_IDLE_MS);
+    /* refused by a server older than 14: locks then follow TCP only */
+    PQclear(PQexec(s->lead_conn, sql));
+    PQclear(PQexec(s->lead_conn, "SET application_name = 'cebridge-lead'"));
   }
   int lead = 0;
   if (held_locked(s, task)) {

@@ -28,6 +28,12 @@
 #define NOTIFY_CHANNEL "ceb_work"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* A frozen bridge's listener must not hold the server's notification queue
+ * (PostgreSQL keeps every notification until each listener read it): the
+ * session ends after LISTEN_IDLE_MS idle, and a live thread's ping every
+ * LISTEN_PING_MS keeps it. */
+#define LISTEN_IDLE_MS 30000
+#define LISTEN_PING_MS 5000
 
 struct cebpg_cluster {
   ceb_store_impl *s;
@@ -137,6 +143,12 @@ static void nap(cebpg_cluster *c, int ms) {
   }
 }
 
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int stopping(cebpg_cluster *c) {
   pthread_mutex_lock(&c->lock);
   int s = c->stop;
@@ -148,10 +160,15 @@ static void *listener_main(void *arg) {
   cebpg_cluster *c = arg;
   PGconn *conn = NULL;
   int mypid = 0, backoff = BACKOFF_MIN_MS, had = 0;
+  int64_t ping_at = 0;
   while (!stopping(c)) {
     if (!conn) {
       char err[400] = "";
       conn = cebpg_pool_connect(c->s->pool, err, sizeof err);
+      char set[80];
+      snprintf(set, sizeof set, "SET idle_session_timeout = %d",
+               LISTEN_IDLE_MS);
+      if (conn) PQclear(PQexec(conn, set)); /* refused before 14: harmless */
       PGresult *r = conn ? PQexec(conn, "LISTEN " NOTIFY_CHANNEL) : NULL;
       int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
       PQclear(r);
@@ -167,13 +184,27 @@ static void *listener_main(void *arg) {
         continue;
       }
       backoff = BACKOFF_MIN_MS;
+      /* named for pg_stat_activity (operators, tests) once it listens */
+      PQclear(PQexec(conn, "SET application_name = 'cebridge-listen'"));
       mypid = PQbackendPID(conn);
+      ping_at = mono_ms() + LISTEN_PING_MS;
       if (had) {
         /* what the others sent while we were away is lost: look again */
         ceb_log_info("store: listening for other bridges' work again");
         wake(c, NULL);
       }
       had = 1;
+    }
+    if (mono_ms() >= ping_at) {
+      PGresult *r = PQexec(conn, "SELECT 1");
+      int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+      PQclear(r);
+      ping_at = mono_ms() + LISTEN_PING_MS;
+      if (!ok) {
+        PQfinish(conn);
+        conn = NULL;
+        continue;
+      }
     }
     if (send_queued(c, conn) != 0 || PQstatus(conn) != CONNECTION_OK) {
       PQfinish(conn);

@@ -9,8 +9,10 @@
  *  2. the cluster view: /v1/cluster (admin token) and `cebridge cluster
  *     --json` list both bridges with fresh heartbeats; /metrics series
  *     carry bridge="<instance id>";
- *  3. a leader task ("sweeper") runs on exactly one bridge, and moves to
- *     the other when the leader is killed (-9);
+ *  3. a leader task ("sweeper") runs on exactly one bridge; it moves to
+ *     the other when the leader is frozen (SIGSTOP: its session times out
+ *     idle), the thawed bridge leads nothing, and it takes the task back
+ *     when the new leader is killed (-9);
  *  4. a pull consumer alternating between the bridges (fetch on one,
  *     commit on the other) gets every event once, in order;
  *  5. `cebridge status` and `dlq list` work on the database by its URI. */
@@ -254,7 +256,7 @@ static int status_done(void *arg) {
 /* Two sessions LISTEN on the bridges' channel. */
 static int two_listening(void *arg) {
   return ceb_test_pg_int(arg, "SELECT count(*) FROM pg_stat_activity WHERE"
-                              " query = 'LISTEN ceb_work'") == 2;
+                              " application_name = 'cebridge-listen'") == 2;
 }
 
 /* ---- the pull consumer ---- */
@@ -442,14 +444,26 @@ int main(void) {
     CHECK_STR(seen[k], want);
   }
 
-  /* 3 continued: kill the leader; the other takes the sweeper over. */
-  CHECK(ceb_test_pid_stop(dead->pid, SIGKILL, 30000) == -1);
-  dead->pid = 0;
-  lead_wait w2 = {.ask = alive, .not_id = first};
-  CHECK(ceb_test_wait(other_leads, &w2, 60000));
+  /* 3 continued. Freeze the leader (SIGSTOP): its TCP connection stays,
+   * but its leader session ends once idle past its timeout, and the other
+   * bridge takes the sweeper over. Thaw it: it finds its session gone and
+   * leads nothing. Then kill -9 the new leader: the thawed one takes the
+   * sweeper back. */
+  bridge *leader = dead, *second = alive;
+  CHECK_INT(kill(leader->pid, SIGSTOP), 0);
+  lead_wait w2 = {.ask = second, .not_id = first};
+  CHECK(ceb_test_wait(other_leads, &w2, 90000));
+  char now_id[160];
+  snprintf(now_id, sizeof now_id, "%s", w2.got);
+  CHECK_INT(kill(leader->pid, SIGCONT), 0);
+  CHECK(ceb_test_pid_stop(second->pid, SIGKILL, 30000) == -1);
+  second->pid = 0;
+  lead_wait w3 = {.ask = leader, .not_id = now_id};
+  CHECK(ceb_test_wait(other_leads, &w3, 90000));
+  CHECK_STR(w3.got, first);
 
   /* the survivor stops cleanly (under the sanitizers: nothing leaked) */
-  CHECK_INT(ceb_test_pid_stop(alive->pid, SIGTERM, 60000), 0);
+  CHECK_INT(ceb_test_pid_stop(leader->pid, SIGTERM, 60000), 0);
   for (int k = 0; k < 2; k++) {
     char *text = ceb_test_read_file(k ? b.log : a.log, NULL);
     CHECK(text && !strstr(text, "runtime error") &&
