@@ -33,6 +33,9 @@ int ceb_admin_contract_get(const ceb_admin_view *view, struct MHD_Connection *c,
 /* GET /v1/events/{id}/timeline (ceb_admin_timeline.c); id unescaped. */
 int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
                        const char *id, const char *source);
+/* POST /v1/routes/{route}/replay (ceb_admin_replay.c); route unescaped. */
+int ceb_admin_replay(const ceb_admin_view *view, struct MHD_Connection *c,
+                     const char *route);
 /* The query parameter name, NULL when absent or empty. */
 const char *ceb_admin_arg(struct MHD_Connection *c, const char *name);
 

@@ -283,6 +283,18 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
   }
   if (strcmp(path, "/sinks") == 0 && get)
     return ceb_admin_reply_json(c, 200, ceb_runtime_sinks(rt));
+  const char *ro = "/routes/", *rp = "/replay";
+  size_t rl = strlen(path);
+  if (strncmp(path, ro, strlen(ro)) == 0 && rl > strlen(ro) + strlen(rp) &&
+      strcmp(path + rl - strlen(rp), rp) == 0) {
+    if (!post)
+      return ceb_admin_problem(c, 405, "method_not_allowed",
+                               "POST /v1/routes/{route}/replay");
+    char route[256];
+    snprintf(route, sizeof route, "%.*s", (int)(rl - strlen(ro) - strlen(rp)),
+             path + strlen(ro));
+    return ceb_admin_replay(view, c, route);
+  }
   const char *sk = "/sinks/", *en = "/enable";
   size_t pl = strlen(path);
   if (strncmp(path, sk, strlen(sk)) == 0 && pl > strlen(sk) + strlen(en) &&

@@ -41,11 +41,13 @@ int ceb_cmd_schema(int argc, char **argv);
  *   dlq list|show|replay|purge ...
  *   contracts list|show|sync|diff|check ...
  *   cluster: the bridges sharing the store (cmd_cluster.c)
- *   sink list|enable NAME */
+ *   sink list|enable NAME
+ *   replay --route R --since T [--until T] [--type X] [--dry-run] */
 int ceb_cmd_status(int argc, char **argv);
 int ceb_cmd_cluster(int argc, char **argv);
 int ceb_cmd_dlq(int argc, char **argv);
 int ceb_cmd_sink(int argc, char **argv);
+int ceb_cmd_replay(int argc, char **argv);
 int ceb_cmd_contracts(int argc, char **argv);
 /* cebridge store migrate: the store's schema brought to the build's. */
 int ceb_cmd_store(int argc, char **argv);

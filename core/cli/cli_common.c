@@ -61,7 +61,7 @@ int ceb_ops_parse(int argc, char **argv, const char *usage, ceb_ops_args *a) {
                 {"--store", &a->store_path}, {"--route", &a->route},
                 {"--type", &a->type},        {"--source", &a->source},
                 {"--reason", &a->reason},    {"--since", &a->since},
-                {"--name", &a->name}};
+                {"--until", &a->until},      {"--name", &a->name}};
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i];
     if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {

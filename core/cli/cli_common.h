@@ -35,7 +35,7 @@ typedef struct ceb_ops_args {
                              missing SQLite file is created, and the
                              schema brought up to date whatever
                              store.migrate says */
-  const char *route, *type, *source, *reason, *since, *name;
+  const char *route, *type, *source, *reason, *since, *until, *name;
   const char *positional[16];
   int npositional;
 } ceb_ops_args;

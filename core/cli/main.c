@@ -23,6 +23,8 @@ static const command k_commands[] = {
     {"status", ceb_cmd_status, "delivery status of an event per route"},
     {"dlq", ceb_cmd_dlq, "list, show, replay or purge dead letters"},
     {"sink", ceb_cmd_sink, "list sinks' life cycle, enable a disabled sink"},
+    {"replay", ceb_cmd_replay,
+     "offer a route's archived events of a time range again"},
     {"contracts", ceb_cmd_contracts, "sync, list, show, diff, check contracts"},
     {"cluster", ceb_cmd_cluster,
      "the bridges sharing the store, what each leads and holds"},

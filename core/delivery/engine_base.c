@@ -51,13 +51,17 @@ void cebe_dctx_free(dctx *c) {
  * until a DLQ replay: each replay is a new operation for the receiver (the
  * annex's "new key once the old one's life is over"; the old key's stored
  * 4xx would otherwise answer it), so it gets a key of its own. replays 0
- * hashes exactly as before replays were counted. */
+ * hashes exactly as before replays were counted. A copy made by a replay
+ * by time range (copy_seq: its journal seq, unique and never reused) is
+ * a new operation too, each copy its own: the seq is hashed after the
+ * generation; copy_seq 0 (an event as received) hashes as before. */
 void cebe_idem_key(const ceb_event *ev, const char *route, uint32_t replays,
-                   char out[65]) {
+                   int64_t copy_seq, char out[65]) {
   const char *src = ceb_event_get(ev, "source"), *id = ceb_event_get(ev, "id");
   EVP_MD_CTX *md = EVP_MD_CTX_new();
-  char gen[16];
+  char gen[16], copy[32];
   snprintf(gen, sizeof gen, "%u", (unsigned)replays);
+  snprintf(copy, sizeof copy, "copy %lld", (long long)copy_seq);
   unsigned char h[EVP_MAX_MD_SIZE];
   unsigned int hl = 0;
   out[0] = '\0';
@@ -67,6 +71,8 @@ void cebe_idem_key(const ceb_event *ev, const char *route, uint32_t replays,
       EVP_DigestUpdate(md, route, strlen(route)) &&
       (replays == 0 || (EVP_DigestUpdate(md, "", 1) &&
                         EVP_DigestUpdate(md, gen, strlen(gen)))) &&
+      (copy_seq == 0 || (EVP_DigestUpdate(md, "", 1) &&
+                         EVP_DigestUpdate(md, copy, strlen(copy)))) &&
       EVP_DigestFinal_ex(md, h, &hl)) {
     h[6] = (unsigned char)((h[6] & 0x0f) | 0x40); /* version 4 */
     h[8] = (unsigned char)((h[8] & 0x3f) | 0x80); /* RFC 4122 variant */

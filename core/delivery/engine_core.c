@@ -402,7 +402,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
        * sink sends them as they are instead of encoding ev again */
       c->json = cl->event_json;
       cl->event_json = NULL;
-      cebe_idem_key(ev, rt->cfg.name, cl->replays, c->idem_key);
+      cebe_idem_key(ev, rt->cfg.name, cl->replays, cl->replay_of ? cl->seq : 0,
+                    c->idem_key);
       c->d = (ceb_delivery){.struct_size = sizeof c->d,
                             .event = ev,
                             .route = rt->cfg.name,

@@ -252,7 +252,7 @@ void cebe_kick_locked(ceb_engine *e);
 void cebe_dctx_free(dctx *c);
 /* The Idempotency-Key of (ev, route[, replays]) into out. */
 void cebe_idem_key(const ceb_event *ev, const char *route, uint32_t replays,
-                   char out[65]);
+                   int64_t copy_seq, char out[65]);
 /* Metric helpers (no-ops without a registry). */
 void cebe_metric_add(ceb_engine *e, const char *name, const char *labels,
                      double v);

@@ -62,7 +62,8 @@ int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
   c->dlq_id = dlq_id;
   c->attempt = 1;
   snprintf(c->topic, sizeof c->topic, "%s", topic ? topic : "");
-  cebe_idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", 0, c->idem_key);
+  cebe_idem_key(ev, kind == DCTX_FORWARD ? "~dlq" : "~receipt", 0, 0,
+                c->idem_key);
   c->d = (ceb_delivery){.struct_size = sizeof c->d,
                         .event = ev,
                         .route = route,

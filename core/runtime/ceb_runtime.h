@@ -110,6 +110,12 @@ int ceb_runtime_sink_enable(ceb_runtime *rt, const char *name);
  * remember replays; dry_run counts only) and purge (dry_run counts only; the
  * caller asks the operator for confirmation). Filters: ceb_dlq_filter.
  * replay: CEB_ENOTFOUND when f->route names no configured route. */
+/* Replay by time range from the archive (ceb_store_replay_range) into a
+ * configured route, with the engine told at once. CEB_ENOTFOUND when
+ * f->route names no configured route; else as the store op. Control or
+ * admin thread (blocking). */
+int ceb_runtime_replay_range(ceb_runtime *rt, const ceb_replay_filter *f,
+                             int dry_run, size_t *count);
 json_t *ceb_runtime_dlq_list(ceb_runtime *rt, const ceb_dlq_filter *f);
 json_t *ceb_runtime_dlq_show(ceb_runtime *rt, int64_t id);
 int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,

@@ -51,6 +51,25 @@ static long route_index(ceb_runtime *rt, const char *name) {
   return -1;
 }
 
+int ceb_runtime_replay_range(ceb_runtime *rt, const ceb_replay_filter *f,
+                             int dry_run, size_t *count) {
+  long r = f ? route_index(rt, f->route) : -1;
+  if (r < 0) {
+    if (count) *count = 0;
+    return CEB_ENOTFOUND; /* a route that is not configured cannot run */
+  }
+  size_t n = 0;
+  int rc =
+      ceb_store_replay_range(rt->store, f, cebr_now(rt), dry_run, &n, NULL);
+  if (count) *count = n;
+  if (rc == CEB_OK && !dry_run && n) {
+    ceb_engine_added(rt->engine, (size_t)r, (int64_t)n);
+    ceb_log_info("runtime: %zu event(s) of route %s replayed from the archive",
+                 n, f->route);
+  }
+  return rc;
+}
+
 int ceb_runtime_dlq_replay(ceb_runtime *rt, const ceb_dlq_filter *f,
                            int dry_run, size_t *count, json_t *replayed) {
   if (f && f->route && route_index(rt, f->route) < 0)

@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 15
+#define CEB_STORE_SCHEMA_VERSION 16
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -244,6 +244,10 @@ typedef struct ceb_claim {
                           this delivery was claimed with before; the settle
                           must carry it (ceb_attempt_result.fence) */
   int64_t lease_until; /* the lease ends then (ms): settle before */
+  int64_t replay_of;   /* a copy made by ceb_store_replay_range: the seq of
+                          the journal row it copies (0: an event as
+                          received). Its Idempotency-Key is its own
+                          (engine_base.c) */
 } ceb_claim;
 void ceb_claim_free(ceb_claim *c);
 void ceb_claims_free(ceb_claim *c, size_t count);
@@ -555,6 +559,34 @@ int ceb_store_sink_state_put(ceb_store *st, const char *sink,
 /* [{"sink","disabled","reason","disabled_at","failing_since"}] of every
  * sink with a stored state, by name; NULL on a read error. */
 json_t *ceb_store_sink_states(ceb_store *st);
+
+/* ---- the archive: replay by time range ---- */
+
+/* Settled events stay in the journal for [bridge] retention (the archive,
+ * ceb_store_sweep) and can be offered to their route again. */
+typedef struct ceb_replay_filter {
+  const char *route; /* required */
+  const char *type;  /* exact, or "x*" prefix; NULL: any */
+  int64_t since;     /* received_at >= since (ms) */
+  int64_t until;     /* received_at < until (ms) */
+} ceb_replay_filter;
+/* Blocking, synced. Re-offers to f->route every event received in
+ * [since, until) (and of type) whose delivery to that route is settled
+ * (done or dead; an open one is still to be delivered and is left alone),
+ * as a new delivery each: a copy of the journal row with a new seq,
+ * received_at = now and replay_of = the original's seq, pending at now. A
+ * new seq puts it behind every open delivery of its order key (FIFO per
+ * key holds), copies in the originals' order. Copies are not themselves
+ * replayed by a later range (only events as received are), so replaying
+ * one window twice offers each event twice, never more. dry_run: counts
+ * only. *count gets the number of (dry run: that would be) replayed
+ * events; *exists (may be NULL) 1 when the store holds any delivery of
+ * route at all, to tell a route never seen from an empty window.
+ * CEB_OK, CEB_EINVAL (no route, since >= until), CEB_EIO;
+ * CEB_EUNSUPPORTED from an engine without the op. */
+int ceb_store_replay_range(ceb_store *st, const ceb_replay_filter *f,
+                           int64_t now, int dry_run, size_t *count,
+                           int *exists);
 
 /* ---- sweeping ---- */
 

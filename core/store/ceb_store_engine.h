@@ -158,6 +158,10 @@ typedef struct ceb_store_engine {
   int (*sink_state_put)(ceb_store_impl *self, const char *sink,
                         const ceb_sink_state *state);
   json_t *(*sink_states)(ceb_store_impl *self);
+  /* The archive (ceb_store_replay_range); NULL: CEB_EUNSUPPORTED. Copies
+   * carry replay_of, which the claim returns (ceb_claim.replay_of). */
+  int (*replay_range)(ceb_store_impl *self, const ceb_replay_filter *f,
+                      int64_t now, int dry_run, size_t *count, int *exists);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

@@ -380,6 +380,17 @@ json_t *ceb_store_sink_states(ceb_store *st) {
   return st && st->eng->sink_states ? st->eng->sink_states(st->impl) : NULL;
 }
 
+int ceb_store_replay_range(ceb_store *st, const ceb_replay_filter *f,
+                           int64_t now, int dry_run, size_t *count,
+                           int *exists) {
+  if (count) *count = 0;
+  if (exists) *exists = 0;
+  if (!st || !f || !f->route || !*f->route || f->since >= f->until)
+    return CEB_EINVAL;
+  if (!st->eng->replay_range) return CEB_EUNSUPPORTED;
+  return st->eng->replay_range(st->impl, f, now, dry_run, count, exists);
+}
+
 int ceb_store_try_lead(ceb_store *st, const char *task, int64_t now) {
   if (!st || !task || !*task) return CEB_EINVAL;
   return st->eng->try_lead(st->impl, task, now);

@@ -21,7 +21,8 @@
  * a row in progress is its key's head, so taking it over keeps FIFO). */
 static const char SQL_CLAIM_SELECT[] =
     "SELECT r.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at, d.replays, d.fence, d.state FROM delivery_ready r"
+    " d.first_at, d.replays, d.fence, d.state, j.replay_of"
+    " FROM delivery_ready r"
     " CROSS JOIN delivery d CROSS JOIN journal j"
     " WHERE r.route = ?1 AND r.next_at <= ?2 AND d.seq = r.seq"
     " AND d.route = r.route AND j.seq = r.seq"
@@ -65,6 +66,7 @@ static int claim_read(sqlite3 *db, sqlite3_stmt *s, claim_args *a) {
     /* one writer (the committer): the update below makes it this */
     c->fence = sqlite3_column_int64(s, 7) + 1;
     if (sqlite3_column_int(s, 8) == CEB_DS_INFLIGHT) a->expired++;
+    c->replay_of = sqlite3_column_int64(s, 9); /* NULL reads as 0 */
     c->lease_until = a->lease_until;
     if (!c->event_json) {
       sqlite3_reset(s);

@@ -354,5 +354,8 @@ int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
 int cebs_sink_state_put(cebs_store *st, const char *sink,
                         const ceb_sink_state *state);
 json_t *cebs_sink_states(cebs_store *st);
+/* The archive (store_replay.c): ceb_store_replay_range. */
+int cebs_replay_range(cebs_store *st, const ceb_replay_filter *f, int64_t now,
+                      int dry_run, size_t *count, int *exists);
 
 #endif

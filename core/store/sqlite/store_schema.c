@@ -320,6 +320,11 @@ static const char *const k_migrations[] = {
     " SELECT id, instance FROM lease_owner;"
     "DROP TABLE lease_owner;"
     "ALTER TABLE lease_owner_new RENAME TO lease_owner;",
+    /* 16: replay by time range (store_replay.c) journals a copy of each
+     * event it re-offers; replay_of names the original, so that a copy
+     * gets an Idempotency-Key of its own and is not itself replayed by a
+     * later range. A column without a default: no table rewrite. */
+    "ALTER TABLE journal ADD COLUMN replay_of INTEGER;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
