@@ -113,7 +113,9 @@ const ceb_config_spec ceb_spec_bridge[] = {
     {"idempotency.ttl", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
      "How long Idempotency-Key records are kept."},
     {"retention", CEB_CFG_DURATION, 0, "7d", MS(60), DAYS(365), NULL,
-     "How long settled events and their status stay queryable."},
+     "How long settled events and their status stay queryable: the "
+     "archive `cebridge replay` (and POST /v1/routes/{route}/replay) offers "
+     "again by time range."},
     {"backpressure.max_queued", CEB_CFG_INT, 0, "1000000", 1, 1000000000, NULL,
      "Undelivered (route, event) pairs above which sources get 503 / pause."},
     {"mapping.workers", CEB_CFG_INT, 0, "2", 1, 64, NULL,
