@@ -34,7 +34,8 @@ static const char SQL_CLAIM[] =
     " lease_until = $5, fence = d.fence + 1 FROM c, journal j"
     " WHERE d.route = $1 AND d.seq = c.seq AND j.seq = d.seq"
     " RETURNING d.seq, d.attempts, d.order_key, j.event, j.received_at,"
-    " d.first_at, d.replays, d.fence, d.lease_until, d.next_at";
+    " d.first_at, d.replays, d.fence, d.lease_until, d.next_at,"
+    " j.replay_of";
 
 /* The outcome, only while the row is in progress under the claim's token;
  * a refund ($8) gives the attempt back. A dead letter gets its DLQ id from
@@ -134,6 +135,7 @@ int cebpg_claim_recv(PGresult *r, cebpg_op *op) {
     c->replays = (uint32_t)cebpg_int(r, i, 6);
     c->fence = cebpg_int(r, i, 7);
     c->lease_until = cebpg_int(r, i, 8);
+    c->replay_of = PQgetisnull(r, i, 10) ? 0 : cebpg_int(r, i, 10);
     if (!c->event_json) return CEB_ENOMEM;
   }
   /* UPDATE ... RETURNING has no order; oldest first, as the engine expects

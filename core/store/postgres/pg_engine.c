@@ -153,4 +153,5 @@ const ceb_store_engine ceb_store_postgres_engine = {
     .sink_state_get = cebpg_sink_state_get,
     .sink_state_put = cebpg_sink_state_put,
     .sink_states = cebpg_sink_states,
+    .replay_range = cebpg_replay_range,
 };

@@ -3,7 +3,8 @@
  * their order); the journal insert dedupes on (id, source, client) with ON
  * CONFLICT DO NOTHING, which also drops a later duplicate within the same
  * statement (the first in order wins, as in the SQLite engine), and across
- * instances the unique constraint decides which insert was first. The
+ * instances the unique constraint decides which insert was first (copy_no is
+ * 0 for every event as received: pg_replay.c says why it exists). The
  * settle row and the delivery rows of the events actually inserted follow
  * in the same statement; it returns (seq, ordinal) of each inserted event. */
 #include <stdio.h>
@@ -22,7 +23,7 @@ const char cebpg_sql_ingest[] =
     " ins AS (INSERT INTO journal (client, source, id, type, received_at,"
     " event, size, unrouted) SELECT client, source, id, type, received_at,"
     " event, octet_length(event), nroutes = 0 FROM src ORDER BY ord"
-    " ON CONFLICT (id, source, client) DO NOTHING"
+    " ON CONFLICT (id, source, client, copy_no) DO NOTHING"
     " RETURNING seq, client, source, id),"
     " m AS (SELECT ins.seq, min(src.ord) AS ord FROM ins JOIN src"
     " ON src.id = ins.id AND src.source = ins.source"

@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 3
+#define CEBPG_SCHEMA_VERSION 4
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -245,5 +245,8 @@ int cebpg_sink_state_get(ceb_store_impl *s, const char *sink,
 int cebpg_sink_state_put(ceb_store_impl *s, const char *sink,
                          const ceb_sink_state *state);
 json_t *cebpg_sink_states(ceb_store_impl *s);
+/* The archive (pg_replay.c): ceb_store_replay_range. */
+int cebpg_replay_range(ceb_store_impl *s, const ceb_replay_filter *f,
+                       int64_t now, int dry_run, size_t *count, int *exists);
 
 #endif

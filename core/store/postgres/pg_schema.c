@@ -155,6 +155,19 @@ static const char *const k_migrations[] = {
     " reason text NOT NULL,"
     " disabled_at bigint NOT NULL,"
     " failing_since bigint NOT NULL);",
+    /* 4: replay by time range (pg_replay.c) journals a copy of each event
+     * it re-offers: replay_of names the original (a copy's
+     * Idempotency-Key is its own, and a copy is not replayed by a later
+     * range); copy_no numbers the copies (0: as received) so that dedupe on
+     * (id, source, client) holds for received events while copies of one
+     * event coexist. Both columns are metadata-only additions; the unique
+     * index is rebuilt once, id still leading. */
+    "ALTER TABLE journal ADD COLUMN replay_of bigint;"
+    "ALTER TABLE journal ADD COLUMN copy_no bigint NOT NULL DEFAULT 0;"
+    "CREATE SEQUENCE journal_copy_no;"
+    "ALTER TABLE journal DROP CONSTRAINT journal_event;"
+    "ALTER TABLE journal ADD CONSTRAINT journal_event"
+    " UNIQUE (id, source, client, copy_no);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
