@@ -57,7 +57,7 @@ static void disable_locked(ceb_engine *e, eng_sink *s, int64_t now,
   char labels[200];
   snprintf(labels, sizeof labels, "sink=\"%s\",reason=\"%s\"", s->cfg.name,
            kind);
-  cebe_metric_add(e, "cebridge_sink_disabled_total", labels, 1);
+  cebe_metric_add(e, "cebridge_sink_disablements_total", labels, 1);
   ceb_log_error("ALERT engine: sink %s disabled: %s; nothing more is sent to "
                 "it and its deliveries wait (not dead-lettered): `cebridge "
                 "sink enable %s` once it is fixed",

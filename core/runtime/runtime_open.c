@@ -76,7 +76,7 @@ static void declare_metrics(ceb_metrics *m) {
       {"cebridge_sink_disabled", CEB_MT_GAUGE,
        "1 while the sink is disabled (410 Gone or disable_after of failures; "
        "`cebridge sink enable`)."},
-      {"cebridge_sink_disabled_total", CEB_MT_COUNTER,
+      {"cebridge_sink_disablements_total", CEB_MT_COUNTER,
        "Times a sink was disabled, by reason (gone, failing)."},
       {"cebridge_ingest_latency_seconds", CEB_MT_HISTOGRAM,
        "Submit to durable."},

@@ -100,7 +100,7 @@ static void gone(void) {
   json_decref(s);
   CHECK_INT(
       ceb_metrics_get(h.metrics, "cebridge_sink_disabled", "sink=\"out\""), 1);
-  CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_sink_disabled_total",
+  CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_sink_disablements_total",
                             "sink=\"out\",reason=\"gone\""),
             1);
   /* the 410'd event waits, like the later ones: nothing is dead-lettered,
@@ -185,7 +185,7 @@ static void failing(void) {
                    "without a single success") != NULL,
             "reason %s", json_string_value(json_object_get(s, "reason")));
   json_decref(s);
-  CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_sink_disabled_total",
+  CHECK_INT(ceb_metrics_get(h.metrics, "cebridge_sink_disablements_total",
                             "sink=\"out\",reason=\"failing\""),
             1);
   /* disabled: the next due attempt is not made */
