@@ -357,7 +357,7 @@ int main(void) {
         snprintf(aid, sizeof aid, "%s",
                  json_string_value(json_object_get(in, "id")));
     }
-    char url[128], want[200], *text = NULL;
+    char url[128], want[400], *text = NULL;
     snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", a.admin_port);
     CHECK_INT(ceb_test_http("GET", url, NULL, NULL, 0, &text), 200);
     snprintf(want, sizeof want, "cebridge_events_accepted_total{bridge=\"%s\",",
