@@ -20,6 +20,12 @@ int ha_bridge_init(ha_bridge *b, const char *parent, const char *name,
   return ceb_test_write_file(path, "00-bridge.conf", conf);
 }
 
+int ha_bridge_write_conf(ha_bridge *b, const char *conf) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/conf", b->dir);
+  return ceb_test_write_file(path, "00-bridge.conf", conf);
+}
+
 const char *ha_bridge_port_file(const ha_bridge *b, char *buf, size_t len) {
   snprintf(buf, len, "%s/admin.port", b->dir);
   return buf;

@@ -20,6 +20,8 @@ typedef struct ha_bridge {
  * gives the path). 0 on success. */
 int ha_bridge_init(ha_bridge *b, const char *parent, const char *name,
                    const char *conf);
+/* Rewrites conf/00-bridge.conf (before a restart). 0 on success. */
+int ha_bridge_write_conf(ha_bridge *b, const char *conf);
 /* The path the admin port file should be written to. */
 const char *ha_bridge_port_file(const ha_bridge *b, char *buf, size_t len);
 /* Starts the bridge and waits for its admin port (30 s). 0 on success. */
