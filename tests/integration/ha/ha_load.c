@@ -92,13 +92,16 @@ static void *client(void *arg) {
     int len = snprintf(body, sizeof body,
                        "{\"specversion\":\"1.0\",\"id\":\"%s\",\"source\":"
                        "\"" SRC "\",\"type\":\"nl.edu.ha.posted\","
-                       "\"subject\":\"k-%d-%d\",\"datacontenttype\":"
+                       "\"subject\":\"k-%d-%d\",\"time\":"
+                       "\"2026-11-26T12:00:00Z\",\"datacontenttype\":"
                        "\"application/json\",\"data\":{\"c\":%d,\"n\":%d}}",
                        id, c, n % l->o.keys, c, n);
     struct curl_slist *h =
         curl_slist_append(NULL, "Content-Type: application/cloudevents+json");
     if (l->o.idempotency_key) {
-      snprintf(idem, sizeof idem, "Idempotency-Key: %s", id);
+      /* a UUID v4 made of (client, n) */
+      snprintf(idem, sizeof idem, "Idempotency-Key: %08x-0000-4000-8000-%012x",
+               (unsigned)c, (unsigned)n);
       h = curl_slist_append(h, idem);
     }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
