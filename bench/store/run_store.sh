@@ -45,7 +45,8 @@ PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1
 TCK=$(getconf CLK_TCK)
 WORK=$(mktemp -d /tmp/ceb-store-bench.XXXXXX)
 chmod 755 "$WORK"
-PGPID=
+PGPID=  # the postmaster
+PGJOB=  # the background job that runs it (runuser)
 PGPORT=
 BRIDGES=
 MOCK=
@@ -58,9 +59,11 @@ cleanup() {
   BRIDGES=
   MOCK=
 }
-stop_pg() {
-  [ -n "$PGPID" ] && kill -INT "$PGPID" 2>/dev/null && wait "$PGPID" 2>/dev/null || true
+stop_pg() { # fast shutdown of the postmaster, then reap the runuser child
+  [ -n "$PGPID" ] && kill -INT "$PGPID" 2>/dev/null || true
+  [ -n "$PGJOB" ] && wait "$PGJOB" 2>/dev/null || true
   PGPID=
+  PGJOB=
 }
 trap 'cleanup; stop_pg; rm -rf "$WORK"' EXIT INT TERM
 
@@ -101,12 +104,13 @@ start_pg() {
     -h 127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200 \
     -c logging_collector=off -c log_min_messages=warning \
     > "$WORK/pg/postgres.log" 2>&1 &
-  PGPID=$!
+  PGJOB=$!
   w=0
   until "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PGPORT"; do
     w=$((w + 1)); [ $w -le 600 ] || { echo "postgres did not start" >&2; cat "$WORK/pg/postgres.log" >&2; exit 1; }
     sleep 0.1
   done
+  PGPID=$(head -1 "$WORK/pg/data/postmaster.pid")
 }
 
 run_one() { # engine scenario conns
