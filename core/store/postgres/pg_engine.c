@@ -16,9 +16,14 @@
 static void pg_close(ceb_store_impl *s) {
   if (!s) return;
   cebpg_pull_stop(s->pull);
-  cebpg_notify_stop(s->notify);
-  cebpg_lead_close(s);
+  /* the committers first: a group that finishes while they stop notifies
+   * its routes through s->notify (finish_group), which must still be
+   * there (a SIGTERM under load freed it under them: heap-use-after-free,
+   * integration_ha_pg_rolling under ASan) */
   cebpg_committer_stop(s);
+  cebpg_notify_stop(s->notify);
+  s->notify = NULL;
+  cebpg_lead_close(s);
   cebpg_pool_free(s->pool);
   cebpg_live_free(&s->live);
   pthread_mutex_destroy(&s->lock);
