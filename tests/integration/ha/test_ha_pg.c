@@ -279,6 +279,11 @@ static int released(void *arg) {
   return held_by(a->db, a->inst) == 0;
 }
 
+static int holds(void *arg) {
+  held_arg *a = arg;
+  return held_by(a->db, a->inst) > 0;
+}
+
 /* Both killed instances' claims moved (records when each did). */
 static int all_released(void *arg) {
   held_arg *k = arg;
@@ -393,9 +398,19 @@ static void scenario_freeze(void) {
   CHECK(wait_accepted(l, 300));
   char inst[32];
   instance_name(inst, sizeof inst, 0, e.b[0].starts);
-  kill(e.b[0].pid, SIGSTOP);
+  /* frozen while it holds claims: the store says so once it is stopped
+   * (a stopped bridge settles nothing); if it held none at that moment,
+   * let it run until it does and freeze it again */
+  held_arg h = {.db = db};
+  snprintf(h.inst, sizeof h.inst, "%s", inst);
+  long held = 0;
+  for (int tries = 0; tries < 20 && held == 0; tries++) {
+    CHECK(ceb_test_wait(holds, &h, 30000));
+    kill(e.b[0].pid, SIGSTOP);
+    held = held_by(db, inst);
+    if (held == 0) kill(e.b[0].pid, SIGCONT);
+  }
   int port0 = atomic_exchange(&e.ports[0], 0);
-  long held = held_by(db, inst);
   unsigned char *before = accepted_now(l);
   delivered_arg d = {&e, l, 0, 0, before};
   /* bridge 0 is frozen: only bridge 1, after bridge 0's leases ended, can
