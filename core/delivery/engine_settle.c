@@ -24,6 +24,7 @@ typedef struct outcome_op {
   int64_t received_at;
   uint32_t attempt;
   char *reason, *error, *dead_json;
+  char *response; /* ACK: the peer's body excerpt (CEB_SETTLE_BODY_MAX) */
   const char *dead_reason;
 } outcome_op;
 
@@ -32,6 +33,7 @@ static void outcome_free(outcome_op *op) {
   free(op->reason);
   free(op->error);
   free(op->dead_json);
+  free(op->response);
   free(op);
 }
 
@@ -129,6 +131,17 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                                .sink = e->sinks[c->sink].cfg.name,
                                .attempt = c->attempt,
                                .started_at = c->started_at};
+  if (info->outcome == CEB_ACK && info->body && info->body_len) {
+    size_t n = info->body_len < CEB_SETTLE_BODY_MAX ? info->body_len
+                                                    : CEB_SETTLE_BODY_MAX;
+    op->response = malloc(n + 1);
+    if (op->response) { /* without it the status says only the code */
+      memcpy(op->response, info->body, n);
+      op->response[n] = '\0';
+      op->r.response = op->response;
+      op->r.response_len = n;
+    }
+  }
   int64_t next_at = 0;
   if (info->outcome == CEBE_DEFER) {
     op->r.state = CEB_DS_PENDING;
@@ -221,9 +234,15 @@ void ceb_engine_settle(ceb_engine *e, ceb_delivery *d,
                               .retry_after_ms = -1,
                               .reason = "settle.noinfo"};
   ceb_settle_info in = fallback;
-  if (info && info->struct_size >= sizeof(ceb_settle_info))
+  if (info && info->struct_size >= sizeof(ceb_settle_info)) {
     in = *info;
-  else if (info)
+  } else if (info && info->struct_size >= CEB_SETTLE_INFO_SIZE_1_0) {
+    /* a plugin built before 1.2: no response body */
+    memcpy(&in, info, CEB_SETTLE_INFO_SIZE_1_0);
+    in.struct_size = sizeof in;
+    in.body = NULL;
+    in.body_len = 0;
+  } else if (info)
     ceb_log_error("engine: settle with a short info struct; treated as "
                   "retry");
   if (in.outcome == CEBE_DEFER) in.outcome = CEB_RETRY; /* host-only */

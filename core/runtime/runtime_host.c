@@ -8,6 +8,7 @@
 
 #include "log/ceb_log.h"
 #include "runtime/runtime_internal.h"
+#include "runtime/runtime_job.h"
 
 ceb_runtime *cebr_of(ceb_instance *inst) {
   if (!inst || !inst->rt) {
@@ -168,6 +169,22 @@ static int host_contract_list(ceb_instance *inst, const char *name, char **json,
   return CEB_OK;
 }
 
+/* The client's view of its own event (runtime_job.c). */
+static int host_event_status(ceb_instance *inst, const char *client,
+                             const char *id, char **json, size_t *len) {
+  ceb_runtime *rt = cebr_of(inst);
+  if (!rt || !id || !json || !len) return CEB_EINVAL;
+  *json = NULL;
+  json_t *o = NULL;
+  int st = cebr_job_status(rt->store, client, id, &o);
+  if (st != CEB_OK) return st;
+  *json = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  if (!*json) return CEB_ENOMEM;
+  *len = strlen(*json);
+  return CEB_OK;
+}
+
 static const ceb_host k_host = {
     .struct_size = sizeof(ceb_host),
     .abi_major = CEB_ABI_MAJOR,
@@ -191,6 +208,7 @@ static const ceb_host k_host = {
     .submit_mapped = cebr_submit_mapped,
     .contract_get = host_contract_get,
     .contract_list = host_contract_list,
+    .event_status = host_event_status,
 };
 
 const ceb_host *cebr_host_table(void) {

@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 16
+#define CEB_STORE_SCHEMA_VERSION 17
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -297,6 +297,11 @@ typedef struct ceb_attempt_result {
    * unknown). */
   uint32_t attempt;
   int64_t started_at;
+  /* CEB_DS_DONE: what the peer answered (a body excerpt the sink bounded,
+   * response_len bytes, not necessarily text), kept on the delivery row
+   * for the client's job status; NULL: nothing. */
+  const char *response;
+  size_t response_len;
 } ceb_attempt_result;
 /* Async: records an attempt's outcome: updates the delivery row and
  * releases its lease, settles the journal row when every route is done or
@@ -331,7 +336,10 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
  *     "settled_at",
  *     "routes":[{"route","state","attempts","next_attempt_at",
  *                "first_attempt_at","last_attempt_at","last_status",
- *                "last_reason","last_error","order_key","dlq_id"}]}]
+ *                "last_reason","last_error","order_key","dlq_id",
+ *                "response"}]}]
+ * response: the body the peer answered a delivery with (text; bytes that
+ * are not UTF-8 replaced by U+FFFD), null when none was kept.
  * Times are ms since the epoch. Blocking read. */
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source);

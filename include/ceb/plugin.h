@@ -261,7 +261,21 @@ typedef struct ceb_settle_info {
                              copied by the host */
   const char *detail;     /* free text for the DLQ/log; copied, truncated */
   unsigned flags;         /* CEB_SETTLE_* */
+  /* ABI 1.2: ACK: what the peer answered (its response body, or a bounded
+   * excerpt of it), for the job status a client reads (GET /v1/events/{id}
+   * of the http source). Borrowed for the call: the host copies up to
+   * CEB_SETTLE_BODY_MAX bytes. NULL / 0: none. A host older than 1.2 never
+   * reads these; a plugin older than 1.2 sends the shorter struct
+   * (CEB_SETTLE_INFO_SIZE_1_0) and the host takes it as no body. */
+  const char *body;
+  size_t body_len;
 } ceb_settle_info;
+
+/* Size of the ABI 1.0 settle info: the host accepts anything this long. */
+#define CEB_SETTLE_INFO_SIZE_1_0                                               \
+  (offsetof(ceb_settle_info, flags) + sizeof(unsigned))
+/* The most of a response body the host keeps for a job status. */
+#define CEB_SETTLE_BODY_MAX 65536
 
 /* ---- idempotency (HTTP-style Idempotency-Key) ---- */
 
@@ -455,6 +469,22 @@ typedef struct ceb_host {
                       char **doc, size_t *len);
   int (*contract_list)(ceb_instance *inst, const char *name, char **json,
                        size_t *len);
+
+  /* ABI 1.2: the job status of event id as the client that sent it sees
+   * it (the RIO Mapper job model, docs/integration-guide.md "Job status"):
+   * a JSON object text into *json (malloc'd, NUL-terminated, *len bytes
+   * without the NUL; the caller frees it with free()):
+   *   {"id","source","type","received_at","status":"pending"|
+   *    "in-progress"|"done"|"error"|"time-out", ...}
+   * "error" adds "phase" and "message"; "done" adds "response" (the
+   * partner's status and body excerpt). client is the identity the event
+   * was submitted under (NULL: ""): another client's event is
+   * CEB_ENOTFOUND, as an unknown id. CEB_OK, CEB_ENOTFOUND, CEB_EINVAL,
+   * CEB_ENOMEM, CEB_EIO. Blocking (a store read): call from a request
+   * thread, never from deliver. Any thread. Check CEB_HOST_HAS(host,
+   * event_status) before calling. */
+  int (*event_status)(ceb_instance *inst, const char *client, const char *id,
+                      char **json, size_t *len);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

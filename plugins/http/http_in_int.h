@@ -67,6 +67,7 @@ typedef struct http_source {
   int mapped; /* the section has `map` (ABI 1.2): every request is handed
                  to the map program as its input document (http_in_doc.h) */
   int serve_openapi, serve_contracts; /* http_in_publish.c */
+  int serve_status;                   /* http_in_publish.c */
   char *openapi;                      /* this configuration's document */
   size_t openapi_len;
 

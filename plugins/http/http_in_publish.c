@@ -15,6 +15,8 @@
 #include <http_openapi_json.h>
 
 #define CONTRACTS_PREFIX "/v1/contracts"
+#define STATUS_PREFIX "/v1/events/"
+#define STATUS_ID_MAX 512 /* longer is no id this bridge took */
 
 const http_route http_in_routes[] = {
     {HTTP_ROUTE_EVENTS, "POST", "/events"},
@@ -23,6 +25,7 @@ const http_route http_in_routes[] = {
     {HTTP_ROUTE_CONTRACTS, "GET", "/v1/contracts"},
     {HTTP_ROUTE_CONTRACT_VERSIONS, "GET", "/v1/contracts/{name}"},
     {HTTP_ROUTE_CONTRACT, "GET", "/v1/contracts/{name}/{version}"},
+    {HTTP_ROUTE_EVENT_STATUS, "GET", "/v1/events/{id}"},
     {HTTP_ROUTE_NONE, NULL, NULL}};
 
 /* A register name or version as a path segment (the patterns of
@@ -55,6 +58,15 @@ static int contract_shape(const char *url) {
   return segment_ok(ver, strlen(ver), ".+-", 64) ? 3 : 0;
 }
 
+/* 1 when url is GET /v1/events/{id}'s: an id of 1 .. STATUS_ID_MAX bytes
+ * (event ids may hold '/', so everything after the prefix). */
+static int status_shape(const char *url) {
+  size_t pn = strlen(STATUS_PREFIX);
+  if (strncmp(url, STATUS_PREFIX, pn) != 0) return 0;
+  size_t n = strlen(url + pn);
+  return n > 0 && n <= STATUS_ID_MAX;
+}
+
 http_route_id http_in_route(const http_source *s, const char *method,
                             const char *url, const char **allow) {
   *allow = NULL;
@@ -67,6 +79,9 @@ http_route_id http_in_route(const http_source *s, const char *method,
   } else if (s->serve_openapi && strcmp(url, "/openapi.json") == 0) {
     *allow = "GET";
     id = strcmp(method, "GET") == 0 ? HTTP_ROUTE_OPENAPI : HTTP_ROUTE_NONE;
+  } else if (s->serve_status && status_shape(url)) {
+    *allow = "GET";
+    id = strcmp(method, "GET") == 0 ? HTTP_ROUTE_EVENT_STATUS : HTTP_ROUTE_NONE;
   } else if (s->serve_contracts) {
     int shape = contract_shape(url);
     if (shape) *allow = "GET";
@@ -93,10 +108,13 @@ static void set_security(json_t *op, int oauth2) {
 int http_in_publish_init(http_source *s) {
   s->serve_openapi = ceb_config_bool(s->cfg, "serve.openapi", 1);
   s->serve_contracts = ceb_config_bool(s->cfg, "serve.contracts", 0);
+  s->serve_status = ceb_config_bool(s->cfg, "serve.status", 1);
   if ((s->serve_openapi && strcmp(s->path, "/openapi.json") == 0) ||
-      (s->serve_contracts && contract_shape(s->path))) {
+      (s->serve_contracts && contract_shape(s->path)) ||
+      (s->serve_status && status_shape(s->path))) {
     CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
-            "path: %s is a published route (serve.openapi, serve.contracts)",
+            "path: %s is a published route (serve.openapi, serve.contracts, "
+            "serve.status)",
             s->path);
     return CEB_ECONFIG;
   }
@@ -122,6 +140,7 @@ int http_in_publish_init(http_source *s) {
     json_t *op;
     json_object_foreach(item, m, op) set_security(op, s->auth_oauth2);
   }
+  if (!s->serve_status) json_object_del(paths, "/v1/events/{id}");
   if (!s->serve_contracts) { /* document only what is served */
     json_object_del(paths, CONTRACTS_PREFIX);
     json_object_del(paths, CONTRACTS_PREFIX "/{name}");
@@ -192,12 +211,44 @@ static void serve_contract(http_req *r, const char *url) {
   free(doc);
 }
 
+/* The job status of the caller's own event (the host's event_status): an
+ * id it never sent, or another client's, is the same 404. */
+static void serve_status(http_req *r, const char *id) {
+  http_source *s = r->src;
+  if (!CEB_HOST_HAS(s->host, event_status)) {
+    http_reply_problem(&r->reply, 404, "not_found",
+                       "this host keeps no job status (ABI 1.2 needed)");
+    return;
+  }
+  char *json = NULL;
+  size_t len = 0;
+  int st = s->host->event_status(s->inst, r->has_client ? r->client : NULL, id,
+                                 &json, &len);
+  if (st == CEB_OK) {
+    http_reply_take(&r->reply, 200, "application/json", json, len);
+    return;
+  }
+  free(json);
+  if (st == CEB_ENOTFOUND || st == CEB_EINVAL) {
+    http_reply_problem(&r->reply, 404, "event.unknown",
+                       "no event with this id was sent by this client");
+  } else {
+    http_reply_problem(&r->reply, 503, "unavailable",
+                       "the job status cannot be read now");
+    http_reply_retry_after(&r->reply, s->retry_after_s);
+  }
+}
+
 void http_in_publish_serve(http_req *r, http_route_id id, const char *url) {
   http_source *s = r->src;
   if (id == HTTP_ROUTE_OPENAPI) {
     if (http_reply_set(&r->reply, 200, "application/json", s->openapi,
                        s->openapi_len) != CEB_OK)
       http_reply_problem(&r->reply, 500, "internal", "out of memory");
+    return;
+  }
+  if (id == HTTP_ROUTE_EVENT_STATUS) {
+    serve_status(r, url + strlen(STATUS_PREFIX));
     return;
   }
   if (!CEB_HOST_HAS(s->host, contract_get) ||

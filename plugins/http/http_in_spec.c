@@ -14,6 +14,11 @@ const ceb_config_spec http_source_spec[] = {
     {"serve.openapi", CEB_CFG_BOOL, 0, "true", 0, 0, NULL,
      "Serve this endpoint's OpenAPI document at GET /openapi.json "
      "(public: it describes the endpoint)."},
+    {"serve.status", CEB_CFG_BOOL, 0, "true", 0, 0, NULL,
+     "Serve the job status of an event to the client that sent it at GET "
+     "/v1/events/{id} (pending, in-progress, done with the partner's "
+     "answer, error, time-out), under this endpoint's authentication and "
+     "rate_limit; a client sees only its own events."},
     {"serve.contracts", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Serve the contract register as AsyncAPI documents at GET "
      "/v1/contracts[/{name}[/{version}]], under this endpoint's "

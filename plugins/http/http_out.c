@@ -28,6 +28,10 @@ const ceb_config_spec http_sink_spec[] = {
      "Deliveries held before deliver() answers busy."},
     {"timeout", CEB_CFG_DURATION, 0, "15s", 100, 600000, NULL,
      "Per-attempt timeout (never past the delivery's deadline)."},
+    {"response_excerpt", CEB_CFG_SIZE, 0, "1KiB", 0, 65536, NULL,
+     "Bytes of the endpoint's response body kept with a delivery that "
+     "succeeded, for the client's job status (GET /v1/events/{id} of the "
+     "http source); 0 keeps none."},
     {"allow_insecure_http", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Allow plain http:// URLs (loopback tests only)."},
     {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
@@ -215,6 +219,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   s->max_connections = ceb_config_int(cfg, "max_connections", 8);
   s->max_pending = ceb_config_int(cfg, "max_pending", 10000);
   s->timeout_ms = ceb_config_duration_ms(cfg, "timeout", 15000);
+  s->excerpt_max = (size_t)ceb_config_size(cfg, "response_excerpt", 1024);
   s->handshake = ceb_config_bool(cfg, "handshake", 0);
   /* the sink-common key the host's token bucket enforces: a receiver's
    * announced rate only lowers it (http_out_pace.h) */

@@ -51,6 +51,8 @@ typedef struct http_req {
   char errbuf[CURL_ERROR_SIZE];
   char *resp; /* captured response body, NUL-terminated */
   size_t resp_len, resp_cap;
+  size_t resp_max; /* a delivery's: the most of resp kept (response_excerpt,
+                      at least HTTP_SINK_DETAIL_MAX); 0 for others */
   char retry_after[64];
   char allowed_origin[256];
   char allowed_rate[32]; /* WebHook-Allowed-Rate of a handshake's answer */
@@ -78,6 +80,7 @@ typedef struct http_sink {
   int64_t max_connections;
   int64_t max_pending;
   int64_t timeout_ms;
+  size_t excerpt_max; /* response_excerpt: body bytes kept on success */
   int allow_insecure;
   http_tls_client tls; /* policy, CA, client certificate */
   char *user_agent;

@@ -53,6 +53,11 @@ void http_sink_settle_req(http_sink *s, http_req *r, ceb_outcome outcome,
                           int64_t retry_after_ms, unsigned flags) {
   ceb_settle_info info = {sizeof(info), outcome, retry_after_ms, status,
                           reason,       detail,  flags};
+  if (outcome == CEB_ACK && r->resp_len && s->excerpt_max) {
+    /* what the endpoint answered, for the client's job status */
+    info.body = r->resp;
+    info.body_len = r->resp_len < s->excerpt_max ? r->resp_len : s->excerpt_max;
+  }
   if (r->nd) http_sink_metric_delivery(s, &info, r->nd);
   for (size_t i = 0; i < r->nd; i++)
     http_sink_settle(s, r->ds[i], &info);
@@ -264,6 +269,8 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
   }
   memcpy(copy, ds, n * sizeof(*copy));
   r->kind = HTTP_REQ_DELIVERY;
+  r->resp_max = s->excerpt_max > HTTP_SINK_DETAIL_MAX ? s->excerpt_max
+                                                      : HTTP_SINK_DETAIL_MAX;
   r->ds = copy;
   r->nd = n;
   int rc;
@@ -357,7 +364,10 @@ void http_sink_req_free(http_sink *s, http_req *r) {
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg) {
   http_req *r = arg;
   size_t n = size * nmemb;
+  /* a delivery's body: enough for a failure's detail and for the excerpt
+   * a success hands the host (response_excerpt) */
   size_t cap = r->kind == HTTP_REQ_TOKEN ? HTTP_SINK_TOKEN_BODY_MAX
+               : r->resp_max             ? r->resp_max
                                          : HTTP_SINK_DETAIL_MAX;
   size_t take = r->resp_len < cap ? cap - r->resp_len : 0;
   if (take > n) take = n;

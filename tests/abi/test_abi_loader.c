@@ -203,7 +203,23 @@ int main(void) {
     CHECK(offsetof(ceb_host, contract_get) > offsetof(ceb_host, lead));
     h->struct_size = (uint32_t)(offsetof(ceb_host, lead) + sizeof(h->lead));
     CHECK(!CEB_HOST_HAS(h, contract_get) && !CEB_HOST_HAS(h, contract_list));
+    /* the job status (event_status) comes after contract_list: a table
+     * that ends there has none */
+    h->struct_size = sizeof hh;
+    h->event_status = (void *)1;
+    CHECK(CEB_HOST_HAS(h, event_status));
+    CHECK(offsetof(ceb_host, event_status) > offsetof(ceb_host, contract_list));
+    h->struct_size =
+        (uint32_t)(offsetof(ceb_host, contract_list) + sizeof(void *));
+    CHECK(!CEB_HOST_HAS(h, event_status) && CEB_HOST_HAS(h, contract_list));
   }
+
+  /* ceb_settle_info: the 1.2 response body follows every 1.0 member, so a
+   * 1.0 plugin's shorter struct (CEB_SETTLE_INFO_SIZE_1_0) is a prefix */
+  CHECK(CEB_SETTLE_INFO_SIZE_1_0 <= offsetof(ceb_settle_info, body));
+  CHECK(offsetof(ceb_settle_info, body_len) > offsetof(ceb_settle_info, body));
+  CHECK(CEB_SETTLE_INFO_SIZE_1_0 ==
+        offsetof(ceb_settle_info, flags) + sizeof(unsigned));
 
   ceb_loader_free(l);
   return ceb_test_done("abi_loader");

@@ -364,6 +364,30 @@ static int fake_contract_list(ceb_instance *inst, const char *name,
   return CEB_OK;
 }
 
+/* The job status of a submitted event as the fake knows it: "pending"
+ * (it never delivers), for the client that submitted it only. */
+static int fake_event_status(ceb_instance *inst, const char *client,
+                             const char *id, char **json, size_t *len) {
+  ceb_fake_host *f = fake_of(inst);
+  int st = CEB_ENOTFOUND;
+  *json = NULL;
+  pthread_mutex_lock(&f->lock);
+  for (size_t i = f->nevents; i-- > 0;) {
+    const char *eid = ceb_event_get(f->events[i], "id");
+    const char *c = f->clients[i] ? f->clients[i] : "";
+    if (eid && strcmp(eid, id) == 0 && strcmp(c, client ? client : "") == 0) {
+      json_t *o = json_pack("{s:s,s:s}", "id", id, "status", "pending");
+      *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+      json_decref(o);
+      st = *json ? CEB_OK : CEB_ENOMEM;
+      if (*json) *len = strlen(*json);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return st;
+}
+
 static void idem_free(ceb_fake_idem *r) {
   free(r->client);
   free(r->key);
@@ -439,6 +463,7 @@ ceb_fake_host *ceb_fake_host_new(const char *name, uint32_t role) {
       .submit_mapped = fake_submit_mapped,
       .contract_get = fake_contract_get,
       .contract_list = fake_contract_list,
+      .event_status = fake_event_status,
   };
   f->inst.name = strdup(name);
   f->inst.role = role;

@@ -296,7 +296,20 @@ void sc_settle(const ceb_store_contract_env *env) {
     ceb_claim_free(&c[i]);
   }
   int64_t dlq = 0;
-  CHECK_INT(sc_settle1(st, "r", sd, f[0], CEB_DS_DONE, 1100, 0, NULL), CEB_OK);
+  /* what the peer answered is kept with the delivery that succeeded (the
+   * client's job status), bytes as given: a byte that is not UTF-8 reads
+   * as U+FFFD */
+  static const char answer[] = "{\"code\":\"1234\"}\xff";
+  ceb_attempt_result done = {.seq = sd,
+                             .route = "r",
+                             .fence = f[0],
+                             .state = CEB_DS_DONE,
+                             .now = 1100,
+                             .status_code = 200,
+                             .reason = "http.200",
+                             .response = answer,
+                             .response_len = sizeof answer - 1};
+  CHECK_INT(ceb_store_settle_wait(st, &done), CEB_OK);
   CHECK_INT(sc_settle1(st, "r", sr, f[1], CEB_DS_RETRYING, 1100, 3000, NULL),
             CEB_OK);
   CHECK_INT(sc_settle1(st, "r", sx, f[2], CEB_DS_DEAD, 1100, 0, &dlq), CEB_OK);
@@ -319,6 +332,11 @@ void sc_settle(const ceb_store_contract_env *env) {
   CHECK_INT(
       json_integer_value(json_object_get(json_array_get(s, 0), "settled_at")),
       1100);
+  json_t *rd =
+      json_array_get(json_object_get(json_array_get(s, 0), "routes"), 0);
+  CHECK_INT(json_integer_value(json_object_get(rd, "last_status")), 200);
+  CHECK_STR(json_string_value(json_object_get(rd, "response")),
+            "{\"code\":\"1234\"}\xef\xbf\xbd");
   json_decref(s);
   s = ceb_store_event_status(st, "sx", NULL);
   json_t *r =
@@ -326,6 +344,7 @@ void sc_settle(const ceb_store_contract_env *env) {
   CHECK_INT(json_integer_value(json_object_get(r, "dlq_id")), dlq);
   CHECK_INT(json_integer_value(json_object_get(r, "last_status")), 503);
   CHECK_STR(json_string_value(json_object_get(r, "last_reason")), "http.503");
+  CHECK(json_is_null(json_object_get(r, "response"))); /* failed: none */
   json_decref(s);
   json_t *one = ceb_store_dlq_show(st, dlq);
   CHECK_STR(json_string_value(json_object_get(one, "reason")), "rejected");
@@ -422,6 +441,7 @@ void sc_status(const ceb_store_contract_env *env) {
                                         "last_error",
                                         "order_key",
                                         "dlq_id",
+                                        "response",
                                         NULL};
   json_t *first = json_array_get(s, 0);
   CHECK(has_keys(first, ev_keys));

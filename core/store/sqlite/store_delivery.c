@@ -245,7 +245,10 @@ static const char SQL_ATTEMPT[] =
     " last_reason = CASE WHEN ?8 THEN last_reason ELSE ?6 END,"
     " last_error = CASE WHEN ?8 THEN last_error ELSE ?7 END,"
     " first_at = CASE WHEN ?8 AND attempts = 1 THEN NULL ELSE first_at END,"
-    " attempts = attempts - ?8"
+    " attempts = attempts - ?8,"
+    /* what the peer answered, for the client's job status: kept from the
+     * attempt that delivered; a failed attempt has none */
+    " response = CASE WHEN ?8 THEN response ELSE ?10 END"
     " WHERE seq = ?1 AND route = ?2 AND state = 1 AND fence = ?9";
 static const char SQL_SETTLE_JOURNAL[] =
     "UPDATE journal_settle SET open_routes = open_routes - 1,"
@@ -343,6 +346,8 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
   bind_error(u, 7, r->error);
   sqlite3_bind_int(u, 8, r->refund && r->state == CEB_DS_PENDING);
   sqlite3_bind_int64(u, 9, r->fence);
+  if (r->state == CEB_DS_DONE && r->response)
+    sqlite3_bind_blob(u, 10, r->response, (int)r->response_len, SQLITE_STATIC);
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   if (rc != SQLITE_DONE) {
@@ -479,6 +484,42 @@ static int64_t *id_candidates(cebs_store *st, const char *id, size_t *n) {
   return seqs;
 }
 
+/* A kept response body as a JSON string: bytes that are not UTF-8 become
+ * U+FFFD, so a binary answer still reads; null when none. */
+static json_t *response_json(sqlite3_stmt *d, int i) {
+  if (sqlite3_column_type(d, i) == SQLITE_NULL) return json_null();
+  const unsigned char *p = sqlite3_column_blob(d, i);
+  size_t n = (size_t)sqlite3_column_bytes(d, i);
+  json_t *v =
+      json_stringn((const char *)(p ? p : (const unsigned char *)""), n);
+  if (v) return v;
+  char *buf = malloc(n * 3 + 1), *o = buf;
+  if (!buf) return json_null();
+  for (size_t k = 0; k < n;) {
+    unsigned char c = p[k];
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xE0) == 0xC0 ? 2
+                 : (c & 0xF0) == 0xE0 ? 3
+                 : (c & 0xF8) == 0xF0 ? 4
+                                      : 0;
+    json_t *one =
+        len && k + len <= n ? json_stringn((const char *)p + k, len) : NULL;
+    if (one) {
+      memcpy(o, p + k, len);
+      o += len;
+      k += len;
+      json_decref(one);
+    } else {
+      memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+      o += 3;
+      k++;
+    }
+  }
+  v = json_stringn(buf, (size_t)(o - buf));
+  free(buf);
+  return v ? v : json_null();
+}
+
 /* One journal row (j, stepped) with its deliveries, as the status API
  * shows it. */
 static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
@@ -509,6 +550,7 @@ static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
     cebs_json_col(r, "last_error", d, 8);
     cebs_json_col(r, "order_key", d, 9);
     cebs_json_col(r, "dlq_id", d, 10);
+    json_object_set_new(r, "response", response_json(d, 11));
     json_array_append_new(routes, r);
   }
   json_object_set_new(o, "routes", routes);
@@ -534,7 +576,8 @@ json_t *cebs_event_status(cebs_store *st, const char *id, const char *source) {
       sqlite3_prepare_v2(db,
                          "SELECT route, state, attempts, next_at, first_at,"
                          " last_at, last_status, last_reason, last_error,"
-                         " order_key, dlq_id FROM delivery WHERE seq = ?1"
+                         " order_key, dlq_id, response FROM delivery"
+                         " WHERE seq = ?1"
                          " ORDER BY route",
                          -1, &d, NULL) == SQLITE_OK;
   if (ok) {

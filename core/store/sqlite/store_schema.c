@@ -325,6 +325,10 @@ static const char *const k_migrations[] = {
      * gets an Idempotency-Key of its own and is not itself replayed by a
      * later range. A column without a default: no table rewrite. */
     "ALTER TABLE journal ADD COLUMN replay_of INTEGER;",
+    /* 17: what the peer answered the delivery that succeeded (a bounded
+     * body excerpt), for the client's job status (GET /v1/events/{id} of
+     * the http source) */
+    "ALTER TABLE delivery ADD COLUMN response BLOB;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -53,6 +53,8 @@ static void concrete(const char *tmpl, const char *events_path, char *out,
     snprintf(out, n, "/v1/contracts/enrol");
   else if (strcmp(tmpl, "/v1/contracts/{name}/{version}") == 0)
     snprintf(out, n, "/v1/contracts/enrol/1.0.0");
+  else if (strcmp(tmpl, "/v1/events/{id}") == 0)
+    snprintf(out, n, "/v1/events/p1"); /* post_p1 sent it */
   else
     snprintf(out, n, "%s", tmpl);
 }
@@ -148,7 +150,28 @@ static void test_open(void) {
   }
   CHECK_MSG(json_equal(served, doc), "GET /openapi.json differs from "
                                      "plugins/http/openapi.json");
+  { /* an event of this (anonymous) client for GET /v1/events/{id} */
+    const char *const ce[] = {"Content-Type: application/cloudevents+json",
+                              NULL};
+    const char *ev = "{\"specversion\":\"1.0\",\"id\":\"p1\","
+                     "\"source\":\"urn:t\",\"type\":\"nl.edu.t\"}";
+    char in[160];
+    snprintf(in, sizeof in, "%s/in", g_base);
+    hin_resp p = hin_request(in, "POST", ce, ev, strlen(ev), 0);
+    CHECK_INT(p.status, 202);
+    hin_resp_free(&p);
+  }
   operations_served(served, "/in");
+
+  /* the job status: the host's answer as it is; an unknown id 404 */
+  r = get("/v1/events/p1", NULL);
+  CHECK_INT(r.status, 200);
+  CHECK(hin_json_str(&r, "status", "pending"));
+  hin_resp_free(&r);
+  r = get("/v1/events/p2", NULL);
+  CHECK_INT(r.status, 404);
+  CHECK(hin_json_str(&r, "code", "event.unknown"));
+  hin_resp_free(&r);
 
   /* the register */
   r = get("/v1/contracts", NULL);
@@ -197,8 +220,25 @@ static void test_off(void) {
   json_t *d = json_loadb(r.body, r.len, 0, NULL);
   json_t *paths = json_object_get(d, "paths");
   CHECK(json_object_get(paths, "/events") &&
+        json_object_get(paths, "/v1/events/{id}") &&
         !json_object_get(paths, "/v1/contracts") &&
         !json_object_get(paths, "/v1/contracts/{name}/{version}"));
+  json_decref(d);
+  hin_resp_free(&r);
+  hin_stop(e);
+  static const char *const nostatus[] = {"auth=none", "serve.status=false",
+                                         NULL};
+  e = hin_start(nostatus, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  set_base(e);
+  r = get("/v1/events/p1", NULL);
+  CHECK_INT(r.status, 404);
+  CHECK(hin_json_str(&r, "code", "not_found"));
+  hin_resp_free(&r);
+  r = get("/openapi.json", NULL);
+  d = json_loadb(r.body, r.len, 0, NULL);
+  CHECK(!json_object_get(json_object_get(d, "paths"), "/v1/events/{id}"));
   json_decref(d);
   hin_resp_free(&r);
   hin_stop(e);

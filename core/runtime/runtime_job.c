@@ -1,0 +1,159 @@
+/* The job status a client reads of an event it sent (ceb_host.event_status,
+ * ABI 1.2): the RIO Mapper job model (seed 001, docs/integration-guide.md
+ * "Job status") derived from the store's own record of the event's
+ * deliveries, so it is as durable as they are and needs no table of its
+ * own. */
+#include "runtime/runtime_job.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <ceb/ceb.h>
+
+#include "delivery/ceb_deadletter.h"
+#include "store/ceb_store.h"
+
+/* The dead letter of route in the event's DLQ rows (its newest: a replayed
+ * event may have died before). */
+static const char *dead_reason(json_t *dlq, const char *route) {
+  const char *reason = NULL;
+  size_t i;
+  json_t *row;
+  json_array_foreach(dlq, i, row) {
+    const char *r = json_string_value(json_object_get(row, "route"));
+    if (r && strcmp(r, route) == 0)
+      reason = json_string_value(json_object_get(row, "reason"));
+  }
+  return reason;
+}
+
+/* One route's final answer (a route's state "done" or "dead"); 0 while it
+ * is still open. */
+static int route_final(json_t *rt) {
+  const char *state = json_string_value(json_object_get(rt, "state"));
+  return state && (strcmp(state, "done") == 0 || strcmp(state, "dead") == 0);
+}
+
+static int route_dead(json_t *rt) {
+  const char *state = json_string_value(json_object_get(rt, "state"));
+  return state && strcmp(state, "dead") == 0;
+}
+
+/* "in-progress" once anything was tried (a retry waits its turn), else
+ * "pending". */
+static const char *open_status(json_t *routes) {
+  size_t i;
+  json_t *rt;
+  json_array_foreach(routes, i, rt) {
+    const char *state = json_string_value(json_object_get(rt, "state"));
+    if (json_integer_value(json_object_get(rt, "attempts")) > 0 ||
+        (state && strcmp(state, "pending") != 0 && !route_final(rt)))
+      return "in-progress";
+  }
+  return "pending";
+}
+
+/* error / time-out of the first route that died. */
+static void set_failed(ceb_store *st, json_t *ev, json_t *out, json_t *rt) {
+  const char *route = json_string_value(json_object_get(rt, "route"));
+  json_t *dlq = ceb_store_dlq_of_seq(
+      st, (int64_t)json_integer_value(json_object_get(ev, "seq")));
+  const char *why = dead_reason(dlq, route ? route : "");
+  int timeout = why && strcmp(why, CEB_DEAD_DEADLINE) == 0;
+  const char *reason = json_string_value(json_object_get(rt, "last_reason"));
+  const char *err = json_string_value(json_object_get(rt, "last_error"));
+  json_object_set_new(out, "status",
+                      json_string(timeout ? "time-out" : "error"));
+  /* The seed's phases are the RIO Mapper's own steps; the bridge's are
+   * the egress mapping and the delivery to the partner. */
+  json_object_set_new(out, "phase",
+                      json_string(reason && strncmp(reason, "mapping", 7) == 0
+                                      ? "mapping"
+                                      : "delivering"));
+  char msg[700];
+  if (timeout)
+    snprintf(msg, sizeof msg,
+             "the route's deadline passed before the partner took it "
+             "(last: %s%s%.512s)",
+             reason ? reason : "no attempt", err ? ": " : "", err ? err : "");
+  else
+    snprintf(msg, sizeof msg, "%s%s%.512s", reason ? reason : "failed",
+             err ? ": " : "", err ? err : "");
+  json_object_set_new(out, "message", json_string(msg));
+  json_object_set(out, "route", json_object_get(rt, "route"));
+  json_decref(dlq);
+}
+
+static void set_done(json_t *out, json_t *routes) {
+  json_object_set_new(out, "status", json_string("done"));
+  json_t *rt = json_array_get(routes, 0); /* NULL: nothing to deliver */
+  if (!rt) return;
+  json_t *code = json_object_get(rt, "last_status");
+  json_t *body = json_object_get(rt, "response");
+  json_object_set_new(out, "response",
+                      json_pack("{s:O,s:O}", "status",
+                                code ? code : json_null(), "body",
+                                body ? body : json_null()));
+}
+
+/* Each route's own part, for an event a route fans out. */
+static json_t *routes_view(json_t *routes) {
+  json_t *arr = json_array();
+  size_t i;
+  json_t *rt;
+  json_array_foreach(routes, i, rt) {
+    json_t *o = json_object();
+    static const char *const keys[] = {
+        "route", "state", "attempts", "last_status", "next_attempt_at", NULL};
+    for (int k = 0; keys[k]; k++) {
+      json_t *v = json_object_get(rt, keys[k]);
+      if (v) json_object_set(o, keys[k], v);
+    }
+    json_array_append_new(arr, o);
+  }
+  return arr;
+}
+
+int cebr_job_status(ceb_store *st, const char *client, const char *id,
+                    json_t **out) {
+  *out = NULL;
+  if (!st || !id || !*id) return CEB_EINVAL;
+  if (!client) client = "";
+  json_t *all = ceb_store_event_status(st, id, NULL);
+  if (!all) return CEB_EIO;
+  /* the newest of this client's events with that id: (client, source, id)
+   * is the key, so another source may have used the same id */
+  json_t *ev = NULL;
+  size_t i;
+  json_t *row;
+  json_array_foreach(all, i, row) {
+    const char *c = json_string_value(json_object_get(row, "client"));
+    if (strcmp(c ? c : "", client) == 0) ev = row;
+  }
+  if (!ev) {
+    json_decref(all);
+    return CEB_ENOTFOUND;
+  }
+  json_t *o = json_object();
+  static const char *const keys[] = {"id", "source", "type", "received_at",
+                                     NULL};
+  for (int k = 0; keys[k]; k++)
+    json_object_set(o, keys[k], json_object_get(ev, keys[k]));
+  json_t *routes = json_object_get(ev, "routes");
+  json_t *dead = NULL;
+  int open = 0;
+  json_array_foreach(routes, i, row) {
+    if (!route_final(row)) open = 1;
+    if (!dead && route_dead(row)) dead = row;
+  }
+  if (open)
+    json_object_set_new(o, "status", json_string(open_status(routes)));
+  else if (dead)
+    set_failed(st, ev, o, dead);
+  else
+    set_done(o, routes);
+  json_object_set_new(o, "routes", routes_view(routes));
+  json_decref(all);
+  *out = o;
+  return CEB_OK;
+}
