@@ -382,5 +382,6 @@ int main(void) {
     free(cls[i].token);
   hin_issuer_free(iss);
   MHD_stop_daemon(d);
+  free(dir);
   return ceb_test_done("integration_job_status");
 }
