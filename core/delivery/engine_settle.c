@@ -106,6 +106,32 @@ static void outcome_done(void *arg, int status) {
   outcome_free(op);
 }
 
+/* The peer's body as the store keeps it: its first CEB_SETTLE_BODY_MAX
+ * bytes as UTF-8 text, every byte that starts no well-formed sequence (and
+ * NUL; a sequence the cut split too) read as U+FFFD, so that any engine
+ * stores it as text and the status shows it as a JSON string. malloc'd; NULL
+ * when out of memory. */
+static char *response_text(const char *body, size_t len) {
+  if (len > CEB_SETTLE_BODY_MAX) len = CEB_SETTLE_BODY_MAX;
+  const unsigned char *p = (const unsigned char *)body;
+  char *out = malloc(len * 3 + 1), *o = out;
+  if (!out) return NULL;
+  for (size_t k = 0; k < len;) {
+    size_t n = ceb_utf8_seq(p + k, len - k);
+    if (n && p[k] != 0) {
+      memcpy(o, p + k, n);
+      o += n;
+      k += n;
+    } else {
+      memcpy(o, "\xEF\xBF\xBD", 3);
+      o += 3;
+      k++;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
 void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   eng_route *rt = &e->routes[c->route];
   outcome_op *op = calloc(1, sizeof *op);
@@ -132,14 +158,11 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
                                .attempt = c->attempt,
                                .started_at = c->started_at};
   if (info->outcome == CEB_ACK && info->body && info->body_len) {
-    size_t n = info->body_len < CEB_SETTLE_BODY_MAX ? info->body_len
-                                                    : CEB_SETTLE_BODY_MAX;
-    op->response = malloc(n + 1);
-    if (op->response) { /* without it the status says only the code */
-      memcpy(op->response, info->body, n);
-      op->response[n] = '\0';
+    /* without it the status says only the code */
+    op->response = response_text(info->body, info->body_len);
+    if (op->response) {
       op->r.response = op->response;
-      op->r.response_len = n;
+      op->r.response_len = strlen(op->response);
     }
   }
   int64_t next_at = 0;

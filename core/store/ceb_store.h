@@ -297,9 +297,10 @@ typedef struct ceb_attempt_result {
    * unknown). */
   uint32_t attempt;
   int64_t started_at;
-  /* CEB_DS_DONE: what the peer answered (a body excerpt the sink bounded,
-   * response_len bytes, not necessarily text), kept on the delivery row
-   * for the client's job status; NULL: nothing. */
+  /* CEB_DS_DONE: what the peer answered (a body excerpt the sink bounded),
+   * NUL-terminated UTF-8 text of response_len bytes (the delivery engine
+   * makes it so: engine_settle.c), kept on the delivery row for the
+   * client's job status; NULL: nothing. */
   const char *response;
   size_t response_len;
 } ceb_attempt_result;
@@ -338,8 +339,8 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
  *                "first_attempt_at","last_attempt_at","last_status",
  *                "last_reason","last_error","order_key","dlq_id",
  *                "response"}]}]
- * response: the body the peer answered a delivery with (text; bytes that
- * are not UTF-8 replaced by U+FFFD), null when none was kept.
+ * response: the body the peer answered a delivery with (as settled),
+ * null when none was kept.
  * Times are ms since the epoch. Blocking read. */
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source);

@@ -51,6 +51,9 @@ static const char SQL_SETTLE[] =
     " first_at = CASE WHEN $8::boolean AND attempts = 1 THEN NULL ELSE "
     "first_at END,"
     " attempts = attempts - CASE WHEN $8::boolean THEN 1 ELSE 0 END,"
+    /* what the peer answered, for the client's job status: kept from the
+     * attempt that delivered */
+    " response = CASE WHEN $8::boolean THEN response ELSE $14::text END,"
     " lease_owner = NULL, lease_until = NULL,"
     " dlq_id = CASE WHEN $3::smallint = 4 THEN nextval('dlq_id_seq') ELSE "
     "dlq_id END"
@@ -191,6 +194,7 @@ int cebpg_settle_send(PGconn *c, cebpg_op *op) {
   cebpg_p_text(p, r->sink ? r->sink : "");
   cebpg_p_text(p, r->dead_reason ? r->dead_reason : "rejected");
   cebpg_p_text(p, r->dead_json ? r->dead_json : "{}");
+  cebpg_p_text(p, r->state == CEB_DS_DONE ? r->response : NULL);
   return PQsendQueryPrepared(c, "ceb_settle", p->n, p->v, NULL, NULL, 0) == 1
              ? 1
              : -1;
@@ -355,7 +359,7 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
       "SELECT j.seq, j.client, j.source, j.id, j.type, j.received_at,"
       " j.unrouted, s.settled_at, d.route, d.state, d.attempts, d.next_at,"
       " d.first_at, d.last_at, d.last_status, d.last_reason, d.last_error,"
-      " d.order_key, d.dlq_id FROM journal j"
+      " d.order_key, d.dlq_id, d.response FROM journal j"
       " LEFT JOIN journal_settle s ON s.seq = j.seq"
       " LEFT JOIN delivery d ON d.seq = j.seq"
       " WHERE j.id = $1 AND ($2::text IS NULL OR j.source = $2)"
@@ -398,6 +402,13 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
     cebpg_json_col(o, "last_error", r, i, 16);
     cebpg_json_col(o, "order_key", r, i, 17);
     cebpg_json_col(o, "dlq_id", r, i, 18);
+    if (PQgetisnull(r, i, 19)) {
+      json_object_set_new(o, "response", json_null());
+    } else {
+      json_t *v =
+          json_stringn(PQgetvalue(r, i, 19), (size_t)PQgetlength(r, i, 19));
+      json_object_set_new(o, "response", v ? v : json_null());
+    }
     json_array_append_new(routes, o);
   }
   PQclear(r);

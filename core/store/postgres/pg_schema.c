@@ -168,6 +168,10 @@ static const char *const k_migrations[] = {
     "ALTER TABLE journal DROP CONSTRAINT journal_event;"
     "ALTER TABLE journal ADD CONSTRAINT journal_event"
     " UNIQUE (id, source, client, copy_no);",
+    /* 5: what the peer answered the delivery that succeeded (a bounded
+     * body excerpt), for the client's job status (GET /v1/events/{id} of
+     * the http source) */
+    "ALTER TABLE delivery ADD COLUMN response text;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -347,7 +347,7 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
   sqlite3_bind_int(u, 8, r->refund && r->state == CEB_DS_PENDING);
   sqlite3_bind_int64(u, 9, r->fence);
   if (r->state == CEB_DS_DONE && r->response)
-    sqlite3_bind_blob(u, 10, r->response, (int)r->response_len, SQLITE_STATIC);
+    sqlite3_bind_text(u, 10, r->response, (int)r->response_len, SQLITE_STATIC);
   int rc = sqlite3_step(u);
   sqlite3_reset(u);
   if (rc != SQLITE_DONE) {
@@ -484,39 +484,12 @@ static int64_t *id_candidates(cebs_store *st, const char *id, size_t *n) {
   return seqs;
 }
 
-/* A kept response body as a JSON string: bytes that are not UTF-8 become
- * U+FFFD, so a binary answer still reads; null when none. */
+/* A kept response body (UTF-8 text: ceb_attempt_result.response) as a
+ * JSON string; null when none. */
 static json_t *response_json(sqlite3_stmt *d, int i) {
   if (sqlite3_column_type(d, i) == SQLITE_NULL) return json_null();
-  const unsigned char *p = sqlite3_column_blob(d, i);
-  size_t n = (size_t)sqlite3_column_bytes(d, i);
-  json_t *v =
-      json_stringn((const char *)(p ? p : (const unsigned char *)""), n);
-  if (v) return v;
-  char *buf = malloc(n * 3 + 1), *o = buf;
-  if (!buf) return json_null();
-  for (size_t k = 0; k < n;) {
-    unsigned char c = p[k];
-    size_t len = c < 0x80             ? 1
-                 : (c & 0xE0) == 0xC0 ? 2
-                 : (c & 0xF0) == 0xE0 ? 3
-                 : (c & 0xF8) == 0xF0 ? 4
-                                      : 0;
-    json_t *one =
-        len && k + len <= n ? json_stringn((const char *)p + k, len) : NULL;
-    if (one) {
-      memcpy(o, p + k, len);
-      o += len;
-      k += len;
-      json_decref(one);
-    } else {
-      memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
-      o += 3;
-      k++;
-    }
-  }
-  v = json_stringn(buf, (size_t)(o - buf));
-  free(buf);
+  const char *p = (const char *)sqlite3_column_text(d, i);
+  json_t *v = json_stringn(p ? p : "", (size_t)sqlite3_column_bytes(d, i));
   return v ? v : json_null();
 }
 

@@ -328,7 +328,7 @@ static const char *const k_migrations[] = {
     /* 17: what the peer answered the delivery that succeeded (a bounded
      * body excerpt), for the client's job status (GET /v1/events/{id} of
      * the http source) */
-    "ALTER TABLE delivery ADD COLUMN response BLOB;",
+    "ALTER TABLE delivery ADD COLUMN response TEXT;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

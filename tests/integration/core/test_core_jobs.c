@@ -5,7 +5,8 @@
  * with phase and message, time-out once the route's deadline passed, and
  * only for the client that sent the event. A settle info of ABI 1.0 size
  * (a plugin built before the body was added) is taken as it is: done,
- * nothing read past its end. */
+ * nothing read past its end. A body that is not UTF-8 is kept as text
+ * with U+FFFD for what is not. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,8 +21,9 @@ static const char *k_conf =
 static char *g_big; /* CEB_SETTLE_BODY_MAX + 100 bytes of 'x' */
 
 /* ok*: ACK with a body; old*: ACK in a 1.0-sized info whose body fields
- * (past its end) hold garbage; bad*: REJECT; never*: RETRY; big*: ACK with
- * a body longer than the host keeps. */
+ * (past its end) hold garbage; bin*: ACK with NUL and a stray byte in the
+ * body; bad*: REJECT; never*: RETRY; big*: ACK with a body longer than the
+ * host keeps. */
 static ceb_outcome script(void *arg, const ceb_delivery *d,
                           ceb_settle_info *info) {
   (void)arg;
@@ -37,6 +39,11 @@ static ceb_outcome script(void *arg, const ceb_delivery *d,
     info->struct_size = CEB_SETTLE_INFO_SIZE_1_0;
     info->body = (const char *)(uintptr_t)1; /* never to be read */
     info->body_len = 99;
+    return CEB_ACK;
+  }
+  if (strncmp(id, "bin", 3) == 0) { /* NUL and a byte that is not UTF-8 */
+    info->body = "ok\0\xff\xc3\xa9";
+    info->body_len = 6;
     return CEB_ACK;
   }
   if (strncmp(id, "big", 3) == 0) {
@@ -157,6 +164,16 @@ int main(void) {
   CHECK_INT(strlen(json_string_value(
                 json_object_get(json_object_get(o, "response"), "body"))),
             CEB_SETTLE_BODY_MAX);
+  json_decref(o);
+
+  /* the body is kept as UTF-8 text: NUL and stray bytes read U+FFFD */
+  CHECK_INT(submit_as(src, "inst-a", "bin1", NULL), CEB_OK);
+  w.id = "bin1";
+  CHECK(ceb_test_wait(job_is, &w, 10000));
+  o = job(host, inst, "inst-a", "bin1", &st);
+  CHECK_STR(json_string_value(
+                json_object_get(json_object_get(o, "response"), "body")),
+            "ok\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9");
   json_decref(o);
 
   /* error: refused by the partner */
