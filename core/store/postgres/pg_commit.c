@@ -260,11 +260,25 @@ static void fail_all(cebpg_op **ops, size_t n, int status) {
     ops[i]->status = status;
 }
 
+/* An op that waits for the connection instead of failing (op->status): an
+ * outcome or a DLQ forward carries what identifies its row (the fencing
+ * token, the id), so sending it again after a reconnect is safe whether
+ * the lost attempt committed or not; failing it would leave the delivery
+ * in progress until its lease ends, and then deliver it again. */
+#define HOLD 1
+
+static void fail_or_hold(cebpg_op **ops, size_t n) {
+  fail_all(ops, n, CEB_EIO);
+  for (size_t i = 0; i < n; i++)
+    if (ops[i]->kind == CEBPG_OP_SETTLE || ops[i]->kind == CEBPG_OP_FORWARDED)
+      ops[i]->status = HOLD;
+}
+
 static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
   ceb_store_impl *s = w->s;
   PGconn *c = ensure_conn(w);
   if (!c) {
-    fail_all(ops, n, CEB_EIO);
+    fail_or_hold(ops, n);
     return;
   }
   reset_outputs(ops, n);
@@ -273,7 +287,7 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
     drop_conn(w);
     note_lost(w, ops, n);
-    fail_all(ops, n, CEB_EIO);
+    fail_or_hold(ops, n);
     return;
   }
   if (n == 1) {
@@ -284,7 +298,7 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     c = ensure_conn(w);
     if (!c) {
-      fail_all(&ops[i], 1, CEB_EIO);
+      fail_or_hold(&ops[i], 1);
       continue;
     }
     reset_outputs(&ops[i], 1);
@@ -292,15 +306,19 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
     if (rc == CEB_EIO) {
       drop_conn(w);
       note_lost(w, &ops[i], 1);
+      fail_or_hold(&ops[i], 1);
+    } else if (rc != CEB_OK) {
+      fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
     }
-    if (rc != CEB_OK) fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
   }
 }
 
 /* After the group: the listener first (before any later write), then each
  * op's done; frees the ops. Returns the count of bounded ops. */
-static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n,
+                           cebpg_op **held, size_t *nheld) {
   size_t bounded = 0;
+  *nheld = 0;
   for (size_t i = 0; i < n; i++)
     if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->status == CEB_OK &&
         s->listener)
@@ -324,6 +342,10 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n) {
   }
   for (size_t i = 0; i < n; i++) {
     cebpg_op *op = ops[i];
+    if (op->status == HOLD) {
+      held[(*nheld)++] = op;
+      continue;
+    }
     bounded += op->bounded;
     if (op->done) op->done(op->done_arg, op->status);
     free(op);
@@ -335,6 +357,11 @@ static void *committer_main(void *arg) {
   cebpg_committer *w = arg;
   ceb_store_impl *s = w->s;
   cebpg_op **group = malloc(s->group_max * sizeof *group);
+  cebpg_op **held = malloc(s->group_max * sizeof *held);
+  if (!held) {
+    free(group);
+    group = NULL;
+  }
   pthread_mutex_lock(&s->lock);
   for (;;) {
     while (!s->head && !s->stopping) {
@@ -374,11 +401,31 @@ static void *committer_main(void *arg) {
     pthread_mutex_unlock(&s->lock);
     if (!group) break;
     run_group(w, group, n);
-    size_t bounded = finish_group(s, group, n);
+    size_t nheld = 0;
+    size_t bounded = finish_group(s, group, n, held, &nheld);
     pthread_mutex_lock(&s->lock);
     s->batches++;
-    s->ops += n;
+    s->ops += n - nheld;
     s->queued_bounded -= bounded;
+    if (nheld && s->stopping) {
+      /* no database to wait for any more */
+      pthread_mutex_unlock(&s->lock);
+      for (size_t i = 0; i < nheld; i++) {
+        if (held[i]->done) held[i]->done(held[i]->done_arg, CEB_EIO);
+        free(held[i]);
+      }
+      pthread_mutex_lock(&s->lock);
+    } else if (nheld) {
+      /* first in line again, in their order, once a connection is back */
+      for (size_t i = nheld; i-- > 0;) {
+        held[i]->next = s->head;
+        s->head = held[i];
+        if (!s->tail) s->tail = held[i];
+      }
+      struct timespec ts;
+      deadline_in(&ts, PROBE_TICK_MS);
+      pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+    }
   }
   /* out of memory for the group array: fail what is queued */
   while (s->head) {
@@ -393,6 +440,7 @@ static void *committer_main(void *arg) {
   s->tail = NULL;
   pthread_mutex_unlock(&s->lock);
   free(group);
+  free(held);
   return NULL;
 }
 

@@ -491,8 +491,25 @@ static int not_writable(void *arg) {
   return !ceb_store_writable(arg, NULL, 0);
 }
 
+static atomic_int g_settled = 0;
+static void settled(void *arg, int status) {
+  (void)arg;
+  atomic_store(&g_settled, status == CEB_OK ? 1 : status);
+}
+static int settle_done(void *arg) {
+  (void)arg;
+  return atomic_load(&g_settled) != 0;
+}
+
 static void test_unreachable(ceb_store *a) {
   CHECK(ceb_store_writable(a, NULL, 0));
+  /* a delivery in progress whose outcome comes while the database is away */
+  int64_t seq = 0;
+  CHECK_INT(ingest1(a, "down-0", "down", NULL, 1000, &seq), 1);
+  ceb_claim *c = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_store_claim(a, "down", 2000, 1, 600000, &c, &n), CEB_OK);
+  CHECK_INT(n, 1);
   CHECK_INT(ceb_test_pg_stop(&g_pg, CEB_TEST_PG_FAST), 0);
   /* the first write learns it; later ones are refused at once */
   int rc = ingest1(a, "down-1", "r", NULL, 1000, NULL);
@@ -509,9 +526,26 @@ static void test_unreachable(ceb_store *a) {
                         .json_len = 2};
   ceb_ingest_batch b = {.events = &e, .count = 1, .now = 1000};
   CHECK_INT(ceb_store_ingest(a, &b, NULL), CEB_EIO);
+  /* the outcome waits for the database instead of failing (which would
+   * leave the delivery in progress until its lease ends) */
+  ceb_attempt_result r = {.route = "down",
+                          .state = CEB_DS_DONE,
+                          .now = 2100,
+                          .status_code = 204,
+                          .reason = "ok"};
+  if (n == 1) {
+    r.seq = c[0].seq;
+    r.fence = c[0].fence;
+    CHECK_INT(ceb_store_settle(a, &r, settled, NULL), CEB_OK);
+  }
+  CHECK(!ceb_test_wait(settle_done, NULL, 300)); /* held, not failed */
   /* back by itself, without a write to tell it */
   CHECK_INT(ceb_test_pg_up(&g_pg), 0);
   CHECK(ceb_test_wait(is_writable, a, 60000));
+  CHECK(ceb_test_wait(settle_done, NULL, 60000));
+  CHECK_INT(atomic_load(&g_settled), 1);
+  CHECK_INT(ceb_store_count_open(a, "down"), 0);
+  ceb_claims_free(c, n);
   CHECK_INT(ingest1(a, "down-3", "r", NULL, 1000, NULL), 1);
 }
 
