@@ -158,6 +158,11 @@ const ceb_config_spec ceb_spec_route[] = {
      "Most attempts (0: as many as the schedule or deadline allows)."},
     {"deadline", CEB_CFG_DURATION, 0, "72h", MS(1), DAYS(365), NULL,
      "After this time since acceptance an event is dead-lettered."},
+    {"max_open_per_key", CEB_CFG_INT, 0, "0", 0, 1000000000, NULL,
+     "Most open (not yet delivered or dead-lettered) events per ordering "
+     "key on this route, e.g. per institution; an event over it is refused "
+     "at ingest: HTTP 429 with Retry-After, Kafka and MQTT sources pause "
+     "(backpressure, nothing is lost). Needs order_by. 0: unlimited."},
     {"timeout", CEB_CFG_DURATION, 0, "15s", 1, MS(3600), NULL,
      "Per-attempt timeout; a sink that has not settled by then counts as a "
      "retryable failure."},
@@ -293,6 +298,7 @@ const ceb_config_binding ceb_bind_route[] = {
     R("retry.max_delay", retry_max_delay_ms),
     R("retry.max_attempts", retry_max_attempts),
     R("deadline", deadline_ms),
+    R("max_open_per_key", max_open_per_key),
     R("timeout", timeout_ms),
     R("max_inflight", max_inflight),
     R_ORIGIN("max_inflight", max_inflight_origin),

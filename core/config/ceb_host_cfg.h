@@ -60,8 +60,8 @@ typedef struct ceb_bridge_cfg {
   ceb_log_cfg log;
   ceb_store_cfg store;
   const char *state_dir; /* NULL: ceb_bridge_state_dir's default */
-  const char *instance; /* NULL: generated (ceb_store_default_instance) */
-  const char *profile;  /* off|warn|enforce */
+  const char *instance;  /* NULL: generated (ceb_store_default_instance) */
+  const char *profile;   /* off|warn|enforce */
   uint64_t max_event_size;
   int64_t drain_timeout_ms;
   int64_t workers;
@@ -93,6 +93,7 @@ typedef struct ceb_route_cfg {
   int64_t retry_max_delay_ms;
   int64_t retry_max_attempts;
   int64_t deadline_ms;
+  int64_t max_open_per_key; /* 0: unlimited */
   int64_t timeout_ms;
   int64_t max_inflight;
   const char *max_inflight_origin; /* "default" when unset */

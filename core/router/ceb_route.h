@@ -43,6 +43,7 @@ typedef struct ceb_route {
   ceb_retry_policy retry; /* includes the deadline */
   int64_t timeout_ms;
   uint32_t max_inflight;
+  int64_t max_open_per_key; /* open deliveries per order key; 0: no limit */
 } ceb_route;
 
 /* Builds a route from its checked, bound config (ceb_conf_section's

@@ -6,6 +6,7 @@
  * dedupe, journal). Anything the program gets wrong is CEB_EMAPPING with
  * the reason, and nothing is taken. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,12 @@ int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
     ceb_violations local;
     size_t failed = 0;
     ceb_submit_opts o = {.struct_size = sizeof o};
-    if (opts && opts->struct_size >= sizeof o) o = *opts;
+    /* the caller's members as far as its struct_size reaches (a plugin
+     * built before 1.2 has no key_limited) */
+    if (opts && opts->struct_size >= offsetof(ceb_submit_opts, key_limited))
+      memcpy(&o, opts,
+             opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+    o.struct_size = sizeof o;
     if (!o.violations) o.violations = &local;
     if (!o.failed_index) o.failed_index = &failed;
     o.violations->count = 0;

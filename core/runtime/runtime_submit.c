@@ -2,6 +2,7 @@
  * committer; the source's callback runs once the batch is durable. */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,13 +226,55 @@ static void free_json(char **json, size_t count) {
   free(json);
 }
 
+/* max_open_per_key: CEB_EBUSY when an event's key on a matched route has
+ * as many open deliveries as the route allows, counting the batch's own
+ * earlier events of the key; CEB_OK otherwise (or without a limit). Read
+ * from the store, so it holds across restarts and for every bridge on a
+ * shared store; requests of one key submitted at the same moment may each
+ * pass before the other's rows are written (the overshoot is bounded by
+ * those concurrent requests). A store error is CEB_EIO (503). */
+static int key_limits(ceb_runtime *rt, ceb_event *const *events, size_t count,
+                      const unsigned char *hit) {
+  for (size_t r = 0; r < rt->nroutes; r++) {
+    const ceb_route *route = rt->routes[r];
+    int64_t max = route->max_open_per_key;
+    if (max <= 0) continue;
+    for (size_t i = 0; i < count; i++) {
+      if (!hit[i * rt->nroutes + r]) continue;
+      const char *key = ceb_route_order_key(route, events[i]);
+      if (!key) continue;
+      int64_t ahead = 0; /* this batch's earlier events of the key */
+      for (size_t k = 0; k < i; k++) {
+        const char *o = hit[k * rt->nroutes + r]
+                            ? ceb_route_order_key(route, events[k])
+                            : NULL;
+        if (o && strcmp(o, key) == 0) ahead++;
+      }
+      if (ahead >= max) return CEB_EBUSY;
+      int64_t open =
+          ceb_store_count_open_key(rt->store, route->name, key, max - ahead);
+      if (open == CEB_EUNSUPPORTED) continue;
+      if (open < 0) return CEB_EIO;
+      if (open + ahead >= max) return CEB_EBUSY;
+    }
+  }
+  return CEB_OK;
+}
+
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
   ceb_runtime *rt = cebr_of(inst);
   if (!rt || !events || count == 0 || !cb) return CEB_EINVAL;
   if (inst->role != CEB_ROLE_SOURCE) return CEB_EINVAL;
-  if (opts && opts->struct_size < sizeof(ceb_submit_opts))
+  if (opts && opts->struct_size < offsetof(ceb_submit_opts, key_limited))
     opts = NULL; /* too old to read: no client, no outputs */
+  /* ABI 1.2: only a plugin that knows it is told why it is busy */
+  int *key_limited =
+      opts && opts->struct_size >=
+                  offsetof(ceb_submit_opts, key_limited) + sizeof(int *)
+          ? opts->key_limited
+          : NULL;
+  if (key_limited) *key_limited = 0;
   if (atomic_load(&rt->draining) || !rt->started) return CEB_ESHUTDOWN;
   /* A store that cannot write (full disk, I/O error, damage) could never
    * make the events durable: refuse before taking anything (sources answer
@@ -301,6 +344,17 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     if (opts && opts->failed_index) *opts->failed_index = failed;
     cebr_reject_metric(rt, inst,
                        rc == CEB_ETOOLARGE ? "too_large" : "validation");
+    return rc;
+  }
+  rc = key_limits(rt, events, count, hit);
+  if (rc != CEB_OK) {
+    if (hit != hit_small) free(hit);
+    free_json(json, count);
+    free(json_len);
+    if (rc == CEB_EBUSY) {
+      if (key_limited) *key_limited = 1;
+      cebr_reject_metric(rt, inst, "key_limit");
+    }
     return rc;
   }
   rc = journal_job(rt, inst, events, count, opts, cb, cb_arg, hit, nr, json,

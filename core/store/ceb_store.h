@@ -327,6 +327,11 @@ int ceb_store_recover(ceb_store *st, int64_t now);
 /* Counts unsettled (pending, in-progress, retrying) deliveries, per route
  * when route is non-NULL. Blocking read; < 0 on error. */
 int64_t ceb_store_count_open(ceb_store *st, const char *route);
+/* Unsettled deliveries of (route, order key key), counted no further than
+ * cap (> 0; the caller compares with its limit: max_open_per_key). Blocking
+ * read, < 0 on error (CEB_EUNSUPPORTED: an engine without the op). */
+int64_t ceb_store_count_open_key(ceb_store *st, const char *route,
+                                 const char *key, int64_t cap);
 /* received_at of the oldest unsettled delivery of route; 0 when none. */
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
 

@@ -162,6 +162,9 @@ typedef struct ceb_store_engine {
    * carry replay_of, which the claim returns (ceb_claim.replay_of). */
   int (*replay_range)(ceb_store_impl *self, const ceb_replay_filter *f,
                       int64_t now, int dry_run, size_t *count, int *exists);
+  /* ceb_store_count_open_key; NULL: CEB_EUNSUPPORTED (no per-key limit) */
+  int64_t (*count_open_key)(ceb_store_impl *self, const char *route,
+                            const char *key, int64_t cap);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

@@ -218,6 +218,13 @@ int ceb_store_recover(ceb_store *st, int64_t now) {
   return st->eng->recover(st->impl, now);
 }
 
+int64_t ceb_store_count_open_key(ceb_store *st, const char *route,
+                                 const char *key, int64_t cap) {
+  if (!st || !route || !key || cap <= 0) return CEB_EINVAL;
+  if (!st->eng->count_open_key) return CEB_EUNSUPPORTED;
+  return st->eng->count_open_key(st->impl, route, key, cap);
+}
+
 int64_t ceb_store_count_open(ceb_store *st, const char *route) {
   return st->eng->count_open(st->impl, route);
 }

@@ -60,7 +60,8 @@ extern "C" {
  * queue_commit, queue_stats: the pull sink's queue, shared by every bridge
  * on one database) and ceb_host.lead (a task run by one bridge at a time);
  * ceb_host.contract_get and contract_list (the contract register,
- * read-only, for any role). */
+ * read-only, for any role). ceb_submit_opts.key_limited (a key's
+ * max_open_per_key refused the submit). */
 #define CEB_ABI_MINOR 2
 
 #if defined(__GNUC__)
@@ -137,6 +138,11 @@ typedef struct ceb_submit_opts {
    * event and its index in the batch. */
   ceb_violations *violations;
   size_t *failed_index;
+  /* ABI 1.2, out, optional: set to 1 when submit answers CEB_EBUSY because
+   * an event's ordering key has max_open_per_key open events on a route
+   * (HTTP: 429 with Retry-After; 0 for general backpressure: 503). A
+   * plugin built before 1.2 gets a plain CEB_EBUSY. */
+  int *key_limited;
 } ceb_submit_opts;
 
 /* ---- sinks: deliver and settle ---- */

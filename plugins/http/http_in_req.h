@@ -86,6 +86,10 @@ void http_req_unref(http_req *r);
  * them). Caller holds s->lock. */
 void http_req_enlist(http_source *s, http_req *r);
 
+/* 429 key.limit problem+json with Retry-After (retry_after_s): the submit
+ * was refused because an event's ordering key is at its route's
+ * max_open_per_key. Request thread. */
+void http_req_key_limited(http_req *r);
 /* A 503 problem with Retry-After: retry_after_s. */
 void http_req_unavailable(http_req *r, const char *code, const char *detail);
 

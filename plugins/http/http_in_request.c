@@ -55,6 +55,14 @@ void http_req_unavailable(http_req *r, const char *code, const char *detail) {
   http_reply_retry_after(&r->reply, r->src->retry_after_s);
 }
 
+void http_req_key_limited(http_req *r) {
+  http_reply_problem(&r->reply, 429, "key.limit",
+                     "too many open events for this ordering key (the "
+                     "route's max_open_per_key); retry once they are "
+                     "delivered");
+  http_reply_retry_after(&r->reply, r->src->retry_after_s);
+}
+
 /* The request's Idempotency-Key for http_idem.c. */
 static http_idem_req idem_of(const http_req *r) {
   return (http_idem_req){r->src->host, r->src->inst,

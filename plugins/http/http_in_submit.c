@@ -204,9 +204,13 @@ static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
   v->count = 0;
   size_t failed = 0;
   char err[512] = "";
-  ceb_submit_opts opts = {sizeof opts, r->has_client ? r->client : NULL,
-                          ceb_headers_get(&r->headers, "traceparent"), v,
-                          &failed};
+  int key_limited = 0;
+  ceb_submit_opts opts = {sizeof opts,
+                          r->has_client ? r->client : NULL,
+                          ceb_headers_get(&r->headers, "traceparent"),
+                          v,
+                          &failed,
+                          &key_limited};
   pthread_mutex_lock(&s->lock);
   s->pending++;
   pthread_mutex_unlock(&s->lock);
@@ -226,6 +230,10 @@ static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
     if (st == CEB_EMAPPING || (doc && st == CEB_EINVAL))
       http_reply_problem(&r->reply, 400, "mapping.failed",
                          err[0] ? err : ceb_strerror(st));
+    else if (st == CEB_EBUSY && key_limited)
+      /* the client's own key is over the route's max_open_per_key: its
+       * events wait for delivery; others keep flowing (429, not 503) */
+      http_req_key_limited(r);
     else
       reply_submit_error(r, st, v, failed, batch);
     if (events) http_in_events_release(events, count, batch, 1);

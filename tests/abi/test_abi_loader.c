@@ -213,6 +213,16 @@ int main(void) {
         (uint32_t)(offsetof(ceb_host, contract_list) + sizeof(void *));
     CHECK(!CEB_HOST_HAS(h, event_status) && CEB_HOST_HAS(h, contract_list));
   }
+  {
+    /* ceb_submit_opts.key_limited (1.2) is appended after the 1.0 members:
+     * the host reads a pre-1.2 plugin's opts (struct_size up to
+     * failed_index) and writes key_limited only when struct_size covers
+     * it (runtime_submit.c) */
+    CHECK(offsetof(ceb_submit_opts, key_limited) >=
+          offsetof(ceb_submit_opts, failed_index) + sizeof(size_t *));
+    CHECK_INT(sizeof(ceb_submit_opts),
+              offsetof(ceb_submit_opts, key_limited) + sizeof(int *));
+  }
 
   /* ceb_settle_info: the 1.2 response body follows every 1.0 member, so a
    * 1.0 plugin's shorter struct (CEB_SETTLE_INFO_SIZE_1_0) is a prefix */

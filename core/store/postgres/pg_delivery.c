@@ -339,6 +339,20 @@ int64_t cebpg_count_open(ceb_store_impl *s, const char *route) {
                   "SELECT count(*) FROM delivery WHERE state < 3", NULL, 0);
 }
 
+int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
+                             const char *key, int64_t cap) {
+  /* delivery_open (route, order_key, seq) WHERE state < 3; no further
+   * than cap rows */
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, route);
+  cebpg_p_text(&p, key);
+  cebpg_p_int(&p, cap > 0 ? cap : INT64_MAX);
+  return read_int(s, "count open of a key",
+                  "SELECT count(*) FROM (SELECT 1 FROM delivery WHERE"
+                  " route = $1 AND order_key = $2 AND state < 3 LIMIT $3) x",
+                  &p, CEB_EIO);
+}
+
 int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);

@@ -245,6 +245,9 @@ int cebpg_sink_state_get(ceb_store_impl *s, const char *sink,
 int cebpg_sink_state_put(ceb_store_impl *s, const char *sink,
                          const ceb_sink_state *state);
 json_t *cebpg_sink_states(ceb_store_impl *s);
+/* ceb_store_count_open_key (pg_delivery.c). */
+int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
+                             const char *key, int64_t cap);
 /* The archive (pg_replay.c): ceb_store_replay_range. */
 int cebpg_replay_range(ceb_store_impl *s, const ceb_replay_filter *f,
                        int64_t now, int dry_run, size_t *count, int *exists);

@@ -224,6 +224,30 @@ int64_t cebs_count_open(cebs_store *st, const char *route) {
                   0);
 }
 
+int64_t cebs_count_open_key(cebs_store *st, const char *route, const char *key,
+                            int64_t cap) {
+  /* through delivery_open (route, order_key, seq) WHERE state < 3, read
+   * no further than cap rows: the caller only compares with its limit */
+  sqlite3 *db = cebs_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  int64_t v = CEB_EIO;
+  if (sqlite3_prepare_v2(db,
+                         "SELECT COUNT(*) FROM (SELECT 1 FROM delivery"
+                         " WHERE route = ?1 AND order_key = ?2 AND"
+                         " state < 3 LIMIT ?3)",
+                         -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, cap > 0 ? cap : INT64_MAX);
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  }
+  if (v < 0)
+    ceb_log_error("store: count open of a key: %s", sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  cebs_read_end(st, db);
+  return v;
+}
+
 int64_t cebs_oldest_open(cebs_store *st, const char *route) {
   /* seq grows with received_at: the oldest is the smallest open seq */
   return read_int(st,

@@ -61,4 +61,5 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .sink_state_put = cebs_sink_state_put,
     .sink_states = cebs_sink_states,
     .replay_range = cebs_replay_range,
+    .count_open_key = cebs_count_open_key,
 };

@@ -354,6 +354,9 @@ int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
 int cebs_sink_state_put(cebs_store *st, const char *sink,
                         const ceb_sink_state *state);
 json_t *cebs_sink_states(cebs_store *st);
+/* ceb_store_count_open_key (store_delivery.c). */
+int64_t cebs_count_open_key(cebs_store *st, const char *route, const char *key,
+                            int64_t cap);
 /* The archive (store_replay.c): ceb_store_replay_range. */
 int cebs_replay_range(cebs_store *st, const ceb_replay_filter *f, int64_t now,
                       int dry_run, size_t *count, int *exists);

@@ -1,0 +1,195 @@
+/* Per-key limits end to end, through the real cebridge binary: a route
+ * with order_by = subject and max_open_per_key = 2 whose receiver fails
+ * (503: the events stay open, retrying). A third open event of one
+ * institution's key is refused with 429, Retry-After and problem+json
+ * "key.limit" (and counted as rejected for key_limit), while another
+ * institution's key is accepted; once the receiver recovers and the open
+ * events are delivered, the first key is accepted again. */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "ceb_test.h"
+#include "ceb_test_proc.h"
+#include "rx_server.h"
+
+static atomic_int g_fail = 1;
+
+static void respond(void *arg, const rx_request *req, size_t index,
+                    rx_response *resp) {
+  (void)arg;
+  (void)req;
+  (void)index;
+  resp->status = atomic_load(&g_fail) ? 503 : 204;
+}
+
+static char g_dir[512];
+
+static int read_int(const char *name) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  char *t = ceb_test_read_file(path, NULL);
+  int v = t ? atoi(t) : 0;
+  free(t);
+  return v;
+}
+
+static int ports_ready(void *arg) {
+  (void)arg;
+  return read_int("in.port") > 0 && read_int("admin.port") > 0;
+}
+
+typedef struct reply {
+  long status;
+  char retry_after[32];
+  char content_type[96];
+  char body[1024];
+  size_t len;
+} reply;
+
+static size_t on_header(char *b, size_t size, size_t n, void *arg) {
+  reply *r = arg;
+  size_t len = size * n;
+  char line[256];
+  snprintf(line, sizeof line, "%.*s", (int)(len < 255 ? len : 255), b);
+  line[strcspn(line, "\r\n")] = '\0';
+  if (strncasecmp(line, "Retry-After:", 12) == 0)
+    snprintf(r->retry_after, sizeof r->retry_after, "%.31s", line + 13);
+  if (strncasecmp(line, "Content-Type:", 13) == 0)
+    snprintf(r->content_type, sizeof r->content_type, "%.95s", line + 14);
+  return len;
+}
+
+static size_t on_body(char *b, size_t size, size_t n, void *arg) {
+  reply *r = arg;
+  size_t len = size * n, room = sizeof r->body - 1 - r->len;
+  memcpy(r->body + r->len, b, len < room ? len : room);
+  r->len += len < room ? len : room;
+  r->body[r->len] = '\0';
+  return len;
+}
+
+/* POSTs one event of institution key; the status (-1 transport error). */
+static long post(int port, const char *id, const char *key, reply *out) {
+  reply local;
+  reply *r = out ? out : &local;
+  memset(r, 0, sizeof *r);
+  char url[128], h_id[96], h_subject[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
+  snprintf(h_id, sizeof h_id, "ce-id: %s", id);
+  snprintf(h_subject, sizeof h_subject, "ce-subject: %s", key);
+  struct curl_slist *h = NULL;
+  h = curl_slist_append(h, "ce-specversion: 1.0");
+  h = curl_slist_append(h, "ce-source: urn:nld:oin:00000001234567890000:"
+                           "systeem:rio");
+  h = curl_slist_append(h, "ce-type: rio.inschrijving.gewijzigd");
+  h = curl_slist_append(h, h_subject);
+  h = curl_slist_append(h, h_id);
+  h = curl_slist_append(h, "Content-Type: application/json");
+  CURL *c = curl_easy_init();
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{}");
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+  r->status = curl_easy_perform(c) == CURLE_OK ? 0 : -1;
+  if (r->status == 0) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(h);
+  return r->status;
+}
+
+static double metric(int admin, const char *series) {
+  char url[128], *body = NULL;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin);
+  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) return -1;
+  const char *p = body ? strstr(body, series) : NULL;
+  double v = p ? atof(p + strlen(series)) : -1;
+  free(body);
+  return v;
+}
+
+static int g_in;
+static int accepted_again(void *arg) {
+  (void)arg;
+  return post(g_in, "a-3", "inst-a", NULL) == 202;
+}
+
+int main(void) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  rx_server *rx = rx_start(respond, NULL);
+  CHECK(rx != NULL);
+  char *tmp = ceb_test_tmpdir("key-limit");
+  snprintf(g_dir, sizeof g_dir, "%s", tmp ? tmp : "/nonexistent");
+  free(tmp);
+  if (!rx) return ceb_test_done("integration_key_limit");
+  char conf_dir[600], text[2048];
+  snprintf(conf_dir, sizeof conf_dir, "%s/conf", g_dir);
+  snprintf(text, sizeof text,
+           "[bridge]\n"
+           "store = %s/store.db\n"
+           "admin.listen = 127.0.0.1:0\n"
+           "admin.port_file = %s/admin.port\n"
+           "admin.token = a-token-for-the-key-limit-test\n"
+           "log.format = text\n"
+           "\n[source intermediary]\n"
+           "plugin = http\n"
+           "listen = 127.0.0.1:0\n"
+           "port_file = %s/in.port\n"
+           "auth = none\n"
+           "retry_after = 3s\n"
+           "\n[sink partner]\n"
+           "plugin = http\n"
+           "url = http://127.0.0.1:%d/hook\n"
+           "allow_insecure_http = true\n"
+           "\n[route to-partner]\n"
+           "from = intermediary\n"
+           "to = partner\n"
+           "order_by = subject\n"
+           "max_open_per_key = 2\n"
+           "retry.schedule = 0s 100ms 200ms\n"
+           "dlq = store\n",
+           g_dir, g_dir, g_dir, rx_port(rx));
+  CHECK_INT(mkdir(conf_dir, 0700), 0);
+  CHECK_INT(ceb_test_write_file(conf_dir, "bridge.conf", text), 0);
+  char log[600];
+  snprintf(log, sizeof log, "%s/bridge.log", g_dir);
+  pid_t pid = ceb_test_bridge_start(conf_dir, log);
+  CHECK(pid > 0 && ceb_test_wait(ports_ready, NULL, 30000));
+  g_in = read_int("in.port");
+  int admin = read_int("admin.port");
+
+  /* two open events of inst-a (the receiver fails them: retrying) */
+  CHECK_INT(post(g_in, "a-1", "inst-a", NULL), 202);
+  CHECK_INT(post(g_in, "a-2", "inst-a", NULL), 202);
+  CHECK(rx_wait(rx, 1, 30000)); /* a-1 attempted and failed: still open */
+  reply r;
+  CHECK_INT(post(g_in, "a-3", "inst-a", &r), 429);
+  CHECK_STR(r.retry_after, "3");
+  CHECK_MSG(strstr(r.content_type, "application/problem+json") != NULL,
+            "content type %s", r.content_type);
+  CHECK_MSG(strstr(r.body, "\"key.limit\"") && strstr(r.body, "\"status\""),
+            "body %s", r.body);
+  /* another institution is not held back by inst-a */
+  CHECK_INT(post(g_in, "b-1", "inst-b", NULL), 202);
+  CHECK(metric(admin, "reason=\"key_limit\"} ") >= 1);
+
+  /* the receiver recovers: a-1 and a-2 are delivered, a-3 fits again */
+  atomic_store(&g_fail, 0);
+  CHECK(ceb_test_wait(accepted_again, NULL, 30000));
+
+  CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
+  rx_stop(rx);
+  curl_global_cleanup();
+  ceb_test_rmtree(g_dir);
+  return ceb_test_done("integration_key_limit");
+}
