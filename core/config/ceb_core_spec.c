@@ -162,7 +162,9 @@ const ceb_config_spec ceb_spec_route[] = {
      "Most open (not yet delivered or dead-lettered) events per ordering "
      "key on this route, e.g. per institution; an event over it is refused "
      "at ingest: HTTP 429 with Retry-After, Kafka and MQTT sources pause "
-     "(backpressure, nothing is lost). Needs order_by. 0: unlimited."},
+     "(backpressure, nothing is lost). Counts per order_by key: without "
+     "order_by (or for an event without the attribute) there is no key and "
+     "no limit. 0: unlimited."},
     {"timeout", CEB_CFG_DURATION, 0, "15s", 1, MS(3600), NULL,
      "Per-attempt timeout; a sink that has not settled by then counts as a "
      "retryable failure."},
