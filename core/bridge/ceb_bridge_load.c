@@ -102,6 +102,48 @@ static void check_topic_sink(ceb_bridge *b, const ceb_conf_section *route,
   }
 }
 
+/* `map` on a section whose plugin does not honour mappings (no
+ * CEB_ROLE_MAPPINGS), or on a route to such a sink: refused with the key's
+ * file:line rather than ignored (a partner would get CloudEvents, a source
+ * would refuse what the program was meant to take). */
+static void check_map_support(ceb_bridge *b, const ceb_conf_section *sec,
+                              const char *plugin_section, const char *origin,
+                              ceb_conf_errors *errs) {
+  const ceb_conf_section *ps =
+      plugin_section ? ceb_conf_find(b->conf, "sink", plugin_section) : sec;
+  ceb_loaded_plugin *p;
+  char err[512];
+  if (!ps || !ps->plugin ||
+      ceb_loader_load(b->loader, ps->plugin, &p, err, sizeof err) != CEB_OK)
+    return; /* reported by the checks of that section */
+  if (p->desc->roles & CEB_ROLE_MAPPINGS) return;
+  char file[256];
+  int line;
+  key_origin(sec, origin, file, sizeof file, &line);
+  if (plugin_section)
+    ceb_conf_error_add(errs, file, line,
+                       "the http, kafka and mqtt sinks send mapped bodies",
+                       "map: sink '%s' (plugin '%s') cannot send a mapped body",
+                       ps->name, ps->plugin);
+  else
+    ceb_conf_error_add(errs, file, line,
+                       "the http, kafka and mqtt plugins take mappings",
+                       "map: plugin '%s' does not take mappings", ps->plugin);
+}
+
+static void check_maps_supported(ceb_bridge *b, ceb_conf_errors *errs) {
+  for (size_t i = 0; i < b->conf->count; i++) {
+    const ceb_conf_section *s = &b->conf->sections[i];
+    if (strcmp(s->kind, "source") == 0 && s->host.source.map)
+      check_map_support(b, s, NULL, s->host.source.map_origin, errs);
+    else if (strcmp(s->kind, "sink") == 0 && s->host.sink.map)
+      check_map_support(b, s, NULL, s->host.sink.map_origin, errs);
+    else if (strcmp(s->kind, "route") == 0 && s->host.route.map &&
+             s->host.route.to)
+      check_map_support(b, s, s->host.route.to, s->host.route.map_origin, errs);
+  }
+}
+
 /* Every jq program (map, filter) read and compiled once, so that `check`
  * and `run` refuse a program that does not compile with its file:line.
  * The runtime reads them again at open and starts the worker pool. */
@@ -251,7 +293,10 @@ int ceb_bridge_load(const ceb_bridge_opts *opts, ceb_bridge **out,
   st = ceb_conf_check(b->conf, plugin_spec_cb, b, errs);
   check_admin_listen(b, errs);
   check_admin_tls(b, errs);
-  if (st == CEB_OK) check_mappings(b, errs);
+  if (st == CEB_OK) {
+    check_maps_supported(b, errs);
+    check_mappings(b, errs);
+  }
   for (size_t i = 0; i < b->conf->count; i++)
     if (strcmp(b->conf->sections[i].kind, "route") == 0) {
       const ceb_conf_section *r = &b->conf->sections[i];

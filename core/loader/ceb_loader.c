@@ -24,8 +24,7 @@ struct ceb_loader {
 
 ceb_loader *ceb_loader_new(const char *plugin_dir) {
   ceb_loader *l = calloc(1, sizeof *l);
-  if (!l)
-    return NULL;
+  if (!l) return NULL;
   l->dir = strdup(plugin_dir ? plugin_dir : "");
   if (!l->dir) {
     free(l);
@@ -35,8 +34,7 @@ ceb_loader *ceb_loader_new(const char *plugin_dir) {
 }
 
 void ceb_loader_free(ceb_loader *l) {
-  if (!l)
-    return;
+  if (!l) return;
   for (loader_entry *e = l->entries, *n; e; e = n) {
     n = e->next;
     ceb_loaded_free(e->p);
@@ -46,11 +44,12 @@ void ceb_loader_free(ceb_loader *l) {
   free(l);
 }
 
-const char *ceb_loader_dir(const ceb_loader *l) { return l->dir; }
+const char *ceb_loader_dir(const ceb_loader *l) {
+  return l->dir;
+}
 
 static int valid_plugin_name(const char *name) {
-  if (!name || !*name || strlen(name) > 64)
-    return 0;
+  if (!name || !*name || strlen(name) > 64) return 0;
   for (const char *c = name; *c; c++)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' ||
           *c == '-'))
@@ -59,10 +58,11 @@ static int valid_plugin_name(const char *name) {
 }
 
 const char *ceb_roles_str(uint32_t roles, char *buf, size_t size) {
-  static const char *const names[] = {"source", "sink", "contracts", "topics"};
+  static const char *const names[] = {"source", "sink", "contracts", "topics",
+                                      "mappings"};
   size_t n = 0;
   buf[0] = '\0';
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (roles & (1u << i))
       n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s",
                             n ? "," : "", names[i]);
@@ -80,28 +80,35 @@ const char *ceb_roles_str(uint32_t roles, char *buf, size_t size) {
 
 int ceb_plugin_check(const ceb_plugin *desc, char *err, size_t errlen) {
   const uint32_t known_roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK |
-                               CEB_ROLE_CONTRACTS | CEB_ROLE_TOPICS;
+                               CEB_ROLE_CONTRACTS | CEB_ROLE_TOPICS |
+                               CEB_ROLE_MAPPINGS; /* ABI 1.2 */
   /* struct_size first: nothing past it may be read. */
   if (desc->struct_size < offsetof(ceb_plugin, abi_minor) + sizeof(uint32_t)) {
-    snprintf(err, errlen, "descriptor is %u bytes, too short to carry an ABI "
-             "version", desc->struct_size);
+    snprintf(err, errlen,
+             "descriptor is %u bytes, too short to carry an ABI "
+             "version",
+             desc->struct_size);
     return CEB_EABI;
   }
   if (desc->abi_major != CEB_ABI_MAJOR) {
-    snprintf(err, errlen, "built for ABI %u.%u, this host speaks ABI %d.%d "
-             "(major versions must match)", desc->abi_major, desc->abi_minor,
-             CEB_ABI_MAJOR, CEB_ABI_MINOR);
+    snprintf(err, errlen,
+             "built for ABI %u.%u, this host speaks ABI %d.%d "
+             "(major versions must match)",
+             desc->abi_major, desc->abi_minor, CEB_ABI_MAJOR, CEB_ABI_MINOR);
     return CEB_EABI;
   }
   if (desc->abi_minor > CEB_ABI_MINOR) {
-    snprintf(err, errlen, "needs ABI %u.%u, newer than this host's %d.%d "
-             "(upgrade cebridge)", desc->abi_major, desc->abi_minor,
-             CEB_ABI_MAJOR, CEB_ABI_MINOR);
+    snprintf(err, errlen,
+             "needs ABI %u.%u, newer than this host's %d.%d "
+             "(upgrade cebridge)",
+             desc->abi_major, desc->abi_minor, CEB_ABI_MAJOR, CEB_ABI_MINOR);
     return CEB_EABI;
   }
   if (desc->struct_size < CEB_PLUGIN_SIZE_1_0) {
-    snprintf(err, errlen, "descriptor is %u bytes, ABI 1.0 needs at least %zu "
-             "(short struct)", desc->struct_size, (size_t)CEB_PLUGIN_SIZE_1_0);
+    snprintf(err, errlen,
+             "descriptor is %u bytes, ABI 1.0 needs at least %zu "
+             "(short struct)",
+             desc->struct_size, (size_t)CEB_PLUGIN_SIZE_1_0);
     return CEB_EABI;
   }
   if (!desc->name || !valid_plugin_name(desc->name)) {
@@ -126,10 +133,8 @@ int ceb_plugin_check(const ceb_plugin *desc, char *err, size_t errlen) {
 }
 
 void ceb_loaded_free(ceb_loaded_plugin *p) {
-  if (!p)
-    return;
-  if (p->handle)
-    dlclose(p->handle);
+  if (!p) return;
+  if (p->handle) dlclose(p->handle);
   free(p->name);
   free(p->path);
   free(p);
@@ -227,8 +232,7 @@ int ceb_loader_load(ceb_loader *l, const char *name, ceb_loaded_plugin **out,
       st = ceb_loaded_open(path, name, &p, why, sizeof why);
       break;
     }
-    if (!colon)
-      break;
+    if (!colon) break;
     dir = colon + 1;
   }
   if (st == CEB_ENOTFOUND && !why[0])

@@ -52,7 +52,8 @@ extern "C" {
  * functions does not load in a 1.0 host (the loader binds every symbol at
  * dlopen), as the minor check would refuse it anyway. */
 /* 1.2: mappings (jq programs, docs/integration-guide.md "Mappings"):
- * ceb_instance_info.mapped and ceb_instance_mapped(); ceb_host.submit_mapped
+ * CEB_ROLE_MAPPINGS; ceb_instance_info.mapped and ceb_instance_mapped();
+ * ceb_host.submit_mapped
  * and CEB_EMAPPING (status.h); ceb_delivery.mapped (an egress mapping's
  * result: ceb_mapped_out) and ceb_delivery_mapped(); ceb_json_valid
  * (codec.h), which the sources' input documents use.
@@ -79,7 +80,13 @@ enum {
   CEB_ROLE_SOURCE = 1u << 0,    /* submits events into the bridge */
   CEB_ROLE_SINK = 1u << 1,      /* delivers events out of the bridge */
   CEB_ROLE_CONTRACTS = 1u << 2, /* fetches contracts into the register */
-  CEB_ROLE_TOPICS = 1u << 3 /* sink honours ceb_delivery.topic (DLQ topics) */
+  CEB_ROLE_TOPICS = 1u << 3, /* sink honours ceb_delivery.topic (DLQ topics) */
+  /* ABI 1.2: honours mappings: as a source it hands each message's input
+   * document to submit_mapped when ceb_instance_mapped(info); as a sink it
+   * sends ceb_delivery_mapped(d) when set. The host refuses `map` on a
+   * section (or a route to a sink) whose plugin lacks it, rather than have
+   * the program ignored. */
+  CEB_ROLE_MAPPINGS = 1u << 4
 };
 
 typedef enum ceb_log_level {

@@ -73,7 +73,7 @@ static const ceb_plugin http_plugin = {
     .version = CEB_VERSION,
     .description = "HTTP intermediary endpoint (source) and webhook "
                    "delivery (sink)",
-    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK,
+    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_MAPPINGS,
     .config_sink = http_sink_spec,
     .deliver = plugin_deliver,
     .config_source = http_source_spec,

@@ -84,7 +84,8 @@ static const ceb_plugin kafka_descriptor = {
     .version = "1.0.0",
     .description = "Kafka consumer-group source and idempotent producer sink "
                    "(CloudEvents Kafka binding, binary and structured)",
-    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS,
+    .roles =
+        CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS | CEB_ROLE_MAPPINGS,
     .config_source = kafka_source_spec,
     .config_sink = kafka_sink_spec,
     .config_contracts = NULL,

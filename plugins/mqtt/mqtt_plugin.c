@@ -93,7 +93,8 @@ static const ceb_plugin mqtt_plugin = {
     .name = "mqtt",
     .version = "0.1.0",
     .description = "MQTT 5 / 3.1.1 source and sink (CloudEvents MQTT binding)",
-    .roles = CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS,
+    .roles =
+        CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS | CEB_ROLE_MAPPINGS,
     .config_source = mqtt_spec_source,
     .config_sink = mqtt_spec_sink,
     .config_contracts = NULL,

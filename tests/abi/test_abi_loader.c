@@ -170,6 +170,13 @@ int main(void) {
   CHECK_STR(ceb_roles_str(CEB_ROLE_SOURCE | CEB_ROLE_SINK | CEB_ROLE_TOPICS,
                           roles, sizeof roles),
             "source,sink,topics");
+  CHECK_STR(
+      ceb_roles_str(CEB_ROLE_SINK | CEB_ROLE_MAPPINGS, roles, sizeof roles),
+      "sink,mappings");
+  /* ABI 1.2: a sink that takes mappings is a known role */
+  d = *good->desc;
+  d.roles = CEB_ROLE_SINK | CEB_ROLE_MAPPINGS;
+  CHECK_INT(ceb_plugin_check(&d, err, sizeof err), CEB_OK);
 
   /* ABI 1.2 host services (queue_*, lead): CEB_HOST_HAS sees them in a
    * 1.2 table and not in a table a 1.1 host built (it ends before

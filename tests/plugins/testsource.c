@@ -195,7 +195,8 @@ const ceb_plugin ceb_testsource_plugin = {
     .name = "testsource",
     .version = "1.0",
     .description = "Scripted source for core tests",
-    .roles = CEB_ROLE_SOURCE,
+    .roles = CEB_ROLE_SOURCE | CEB_ROLE_MAPPINGS, /* the test calls
+                                                     submit_mapped */
     .config_source = k_spec,
     .init = src_init,
     .start = src_start,

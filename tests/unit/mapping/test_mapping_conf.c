@@ -105,5 +105,22 @@ int main(void) {
   CHECK_INT(n, 1);
   CHECK_MSG(strstr(e->items[0].message, "map is an empty jq program"), "%s",
             e->items[0].message);
+  /* map where the plugin does not take mappings: the pull sink sends
+   * events as they are; a route to it with map is refused too */
+  write_conf("[source in]\nplugin = testsource\n"
+             "[sink q]\nplugin = pull\nlisten = 127.0.0.1:0\nauth = none\n"
+             "map = {body: .data}\n"
+             "[route r]\nfrom = in\nto = q\nmap = {body: .id}\n");
+  e = load(&n);
+  CHECK_INT(n, 2);
+  CHECK_INT(e->items[0].line, 11);
+  CHECK_MSG(
+      strstr(e->items[0].message, "map: plugin 'pull' does not take mappings"),
+      "%s", e->items[0].message);
+  CHECK_INT(n > 1 ? e->items[1].line : 0, 15);
+  CHECK_MSG(n > 1 && strstr(e->items[1].message,
+                            "map: sink 'q' (plugin 'pull') cannot send a "
+                            "mapped body"),
+            "%s", n > 1 ? e->items[1].message : "");
   return ceb_test_done("unit_mapping_conf");
 }
