@@ -185,6 +185,27 @@ static int dlq_action(const ceb_admin_view *view, struct MHD_Connection *c,
   return ceb_admin_reply_json(c, 200, out);
 }
 
+/* GET /v1/routes/{route}/keys[?limit=N]: per ordering key of a configured
+ * route, its open deliveries and the last success and failure
+ * (ceb_store_key_stats), by key, at most limit (default 100) keys. */
+static int route_keys(const ceb_admin_view *view, struct MHD_Connection *c,
+                      ceb_store *st, const char *route) {
+  if (!ceb_conf_find(view->conf, "route", route))
+    return ceb_admin_problem(c, 404, "unknown_route",
+                             "no such route in the running configuration");
+  const char *lim = ceb_admin_arg(c, "limit");
+  int64_t limit = 100;
+  if (lim &&
+      (ceb_parse_int(lim, &limit) != CEB_OK || limit <= 0 || limit > 10000))
+    return ceb_admin_problem(c, 400, "bad_parameter",
+                             "bad value for 'limit' (1..10000)");
+  json_t *keys = ceb_store_key_stats(st, route, (size_t)limit);
+  if (!keys)
+    return ceb_admin_problem(c, 500, "store_error", "key query failed");
+  return ceb_admin_reply_json(
+      c, 200, json_pack("{s:s, s:o}", "route", route, "keys", keys));
+}
+
 int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                  const char *method, const char *path) {
   struct ceb_runtime *rt = view->rt;
@@ -283,6 +304,17 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
   }
   if (strcmp(path, "/sinks") == 0 && get)
     return ceb_admin_reply_json(c, 200, ceb_runtime_sinks(rt));
+  const char *ks = "/keys";
+  size_t kl = strlen(path);
+  if (strncmp(path, "/routes/", 8) == 0 && kl > 8 + strlen(ks) &&
+      strcmp(path + kl - strlen(ks), ks) == 0) {
+    if (!get)
+      return ceb_admin_problem(c, 405, "method_not_allowed",
+                               "GET /v1/routes/{route}/keys");
+    char route[256];
+    snprintf(route, sizeof route, "%.*s", (int)(kl - 8 - strlen(ks)), path + 8);
+    return route_keys(view, c, st, route);
+  }
   const char *ro = "/routes/", *rp = "/replay";
   size_t rl = strlen(path);
   if (strncmp(path, ro, strlen(ro)) == 0 && rl > strlen(ro) + strlen(rp) &&

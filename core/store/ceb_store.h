@@ -332,6 +332,15 @@ int64_t ceb_store_count_open(ceb_store *st, const char *route);
  * read, < 0 on error (CEB_EUNSUPPORTED: an engine without the op). */
 int64_t ceb_store_count_open_key(ceb_store *st, const char *route,
                                  const char *key, int64_t cap);
+/* Per ordering key of route (its deliveries still in the store: open, or
+ * settled within retention), by key, at most limit (> 0) keys:
+ *   [{"key","open","last_success_at","last_failure_at"}]
+ * open: unsettled deliveries; last_success_at: the latest delivered
+ * attempt; last_failure_at: the latest failed attempt (SQLite: from the
+ * attempt history, so a failure later retried with success counts;
+ * PostgreSQL: rows still retrying or dead only); null when none. Blocking
+ * read; a new reference, NULL on error or from an engine without the op. */
+json_t *ceb_store_key_stats(ceb_store *st, const char *route, size_t limit);
 /* received_at of the oldest unsettled delivery of route; 0 when none. */
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
 

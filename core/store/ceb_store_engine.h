@@ -165,6 +165,8 @@ typedef struct ceb_store_engine {
   /* ceb_store_count_open_key; NULL: CEB_EUNSUPPORTED (no per-key limit) */
   int64_t (*count_open_key)(ceb_store_impl *self, const char *route,
                             const char *key, int64_t cap);
+  /* ceb_store_key_stats; NULL: the status API answers 501 */
+  json_t *(*key_stats)(ceb_store_impl *self, const char *route, size_t limit);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

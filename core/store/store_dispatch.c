@@ -225,6 +225,11 @@ int64_t ceb_store_count_open_key(ceb_store *st, const char *route,
   return st->eng->count_open_key(st->impl, route, key, cap);
 }
 
+json_t *ceb_store_key_stats(ceb_store *st, const char *route, size_t limit) {
+  if (!st || !route || !limit || !st->eng->key_stats) return NULL;
+  return st->eng->key_stats(st->impl, route, limit);
+}
+
 int64_t ceb_store_count_open(ceb_store *st, const char *route) {
   return st->eng->count_open(st->impl, route);
 }

@@ -493,5 +493,36 @@ void sc_open_key(const ceb_store_contract_env *env) {
   int64_t a = ceb_store_count_open_key(st, "r", "inst-a", 10);
   int64_t b = ceb_store_count_open_key(st, "r", "inst-b", 10);
   CHECK(a + b == 3 && (a == 2 || b == 0));
+  /* the keys view: one settled (done at 1000), then a failure of the
+   * next head of inst-a at 2000 */
+  json_t *ks = ceb_store_key_stats(st, "r", 10);
+  CHECK_INT(json_array_size(ks), 2);
+  json_t *ka = json_array_get(ks, 0), *kb = json_array_get(ks, 1);
+  CHECK_STR(json_string_value(json_object_get(ka, "key")), "inst-a");
+  CHECK_STR(json_string_value(json_object_get(kb, "key")), "inst-b");
+  CHECK_INT(json_integer_value(json_object_get(ka, "open")) +
+                json_integer_value(json_object_get(kb, "open")),
+            3);
+  CHECK(json_integer_value(json_object_get(ka, "last_success_at")) == 1000 ||
+        json_integer_value(json_object_get(kb, "last_success_at")) == 1000);
+  CHECK(json_is_null(json_object_get(ka, "last_failure_at")));
+  json_decref(ks);
+  ceb_claim cl[4];
+  memset(cl, 0, sizeof cl);
+  int n = sc_claim(st, "r", 2000, 4, cl, 4);
+  CHECK(n >= 1);
+  for (int i = 0; i < n && i < 4; i++) {
+    if (cl[i].order_key && strcmp(cl[i].order_key, "inst-a") == 0)
+      CHECK_INT(sc_settle1(st, "r", cl[i].seq, cl[i].fence, CEB_DS_RETRYING,
+                           2000, 9000, NULL),
+                CEB_OK);
+    ceb_claim_free(&cl[i]);
+  }
+  ks = ceb_store_key_stats(st, "r", 1);
+  CHECK_INT(json_array_size(ks), 1); /* the limit */
+  CHECK_INT(json_integer_value(
+                json_object_get(json_array_get(ks, 0), "last_failure_at")),
+            2000);
+  json_decref(ks);
   ceb_store_close(st);
 }

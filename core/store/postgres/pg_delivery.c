@@ -353,6 +353,34 @@ int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
                   &p, CEB_EIO);
 }
 
+json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit) {
+  /* no attempt history here: a failure is seen on rows still retrying or
+   * dead (ceb_store.h) */
+  cebpg_params p = {.n = 0};
+  cebpg_p_text(&p, route);
+  cebpg_p_int(&p, (int64_t)limit);
+  PGresult *r =
+      cebpg_query(s, "key stats",
+                  "SELECT order_key, count(*) FILTER (WHERE state < 3),"
+                  " max(last_at) FILTER (WHERE state = 3),"
+                  " max(last_at) FILTER (WHERE state IN (2, 4))"
+                  " FROM delivery WHERE route = $1 AND order_key IS NOT NULL"
+                  " GROUP BY order_key ORDER BY order_key LIMIT $2",
+                  &p);
+  if (!r) return NULL;
+  json_t *arr = json_array();
+  static const char *const names[] = {"key", "open", "last_success_at",
+                                      "last_failure_at"};
+  for (int i = 0; i < PQntuples(r); i++) {
+    json_t *o = json_object();
+    for (int k = 0; k < 4; k++)
+      cebpg_json_col(o, names[k], r, i, k);
+    json_array_append_new(arr, o);
+  }
+  PQclear(r);
+  return arr;
+}
+
 int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);

@@ -245,6 +245,8 @@ int cebpg_sink_state_get(ceb_store_impl *s, const char *sink,
 int cebpg_sink_state_put(ceb_store_impl *s, const char *sink,
                          const ceb_sink_state *state);
 json_t *cebpg_sink_states(ceb_store_impl *s);
+/* ceb_store_key_stats (pg_delivery.c). */
+json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit);
 /* ceb_store_count_open_key (pg_delivery.c). */
 int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
                              const char *key, int64_t cap);

@@ -248,6 +248,45 @@ int64_t cebs_count_open_key(cebs_store *st, const char *route, const char *key,
   return v;
 }
 
+json_t *cebs_key_stats(cebs_store *st, const char *route, size_t limit) {
+  /* the route's keyed rows within retention: an operator's read, not on
+   * any hot path (no index on (route, key) over settled rows: every
+   * settle would pay for one) */
+  static const char SQL[] =
+      "SELECT d.order_key, SUM(d.state < 3),"
+      " MAX(CASE WHEN d.state = 3 THEN d.last_at END),"
+      " MAX(COALESCE(a.at, CASE WHEN d.state IN (2, 4) THEN d.last_at END))"
+      " FROM delivery d LEFT JOIN (SELECT seq, MAX(at) AS at FROM attempt"
+      " WHERE route = ?1 GROUP BY seq) a ON a.seq = d.seq"
+      " WHERE d.route = ?1 AND d.order_key IS NOT NULL"
+      " GROUP BY d.order_key ORDER BY d.order_key LIMIT ?2";
+  sqlite3 *db = cebs_read_begin(st);
+  sqlite3_stmt *s = NULL;
+  json_t *arr = NULL;
+  if (sqlite3_prepare_v2(db, SQL, -1, &s, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+    arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      json_t *o = json_object();
+      cebs_json_col(o, "key", s, 0);
+      cebs_json_col(o, "open", s, 1);
+      cebs_json_col(o, "last_success_at", s, 2);
+      cebs_json_col(o, "last_failure_at", s, 3);
+      json_array_append_new(arr, o);
+    }
+    if (rc != SQLITE_DONE) {
+      json_decref(arr);
+      arr = NULL;
+    }
+  }
+  if (!arr) ceb_log_error("store: key stats: %s", sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  cebs_read_end(st, db);
+  return arr;
+}
+
 int64_t cebs_oldest_open(cebs_store *st, const char *route) {
   /* seq grows with received_at: the oldest is the smallest open seq */
   return read_int(st,

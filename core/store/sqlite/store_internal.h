@@ -354,6 +354,8 @@ int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
 int cebs_sink_state_put(cebs_store *st, const char *sink,
                         const ceb_sink_state *state);
 json_t *cebs_sink_states(cebs_store *st);
+/* ceb_store_key_stats (store_delivery.c). */
+json_t *cebs_key_stats(cebs_store *st, const char *route, size_t limit);
 /* ceb_store_count_open_key (store_delivery.c). */
 int64_t cebs_count_open_key(cebs_store *st, const char *route, const char *key,
                             int64_t cap);

@@ -4,7 +4,9 @@
  * institution's key is refused with 429, Retry-After and problem+json
  * "key.limit" (and counted as rejected for key_limit), while another
  * institution's key is accepted; once the receiver recovers and the open
- * events are delivered, the first key is accepted again. */
+ * events are delivered, the first key is accepted again. The admin API's
+ * GET /v1/routes/{route}/keys (token) shows per key the open events and
+ * the last failure, then the last success. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +16,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+
+#include <jansson.h>
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
@@ -118,6 +122,39 @@ static double metric(int admin, const char *series) {
   return v;
 }
 
+#define TOKEN "a-token-for-the-key-limit-test"
+
+/* The keys view's entry of key (a new reference), NULL when absent. */
+static json_t *key_entry(int admin, const char *route, const char *key,
+                         long *status) {
+  char url[200], *body = NULL;
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/routes/%s/keys", admin,
+           route);
+  const char *const auth[] = {"Authorization: Bearer " TOKEN, NULL};
+  *status = ceb_test_http("GET", url, auth, NULL, 0, &body);
+  json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+  free(body);
+  json_t *found = NULL;
+  size_t i;
+  json_t *e;
+  json_array_foreach(json_object_get(j, "keys"), i, e) {
+    const char *k = json_string_value(json_object_get(e, "key"));
+    if (k && strcmp(k, key) == 0) found = json_incref(e);
+  }
+  json_decref(j);
+  return found;
+}
+
+static int g_admin;
+static int a_succeeded(void *arg) {
+  (void)arg;
+  long st = 0;
+  json_t *e = key_entry(g_admin, "to-partner", "inst-a", &st);
+  int ok = json_integer_value(json_object_get(e, "last_success_at")) > 0;
+  json_decref(e);
+  return ok;
+}
+
 static int g_in;
 static int accepted_again(void *arg) {
   (void)arg;
@@ -139,7 +176,7 @@ int main(void) {
            "store = %s/store.db\n"
            "admin.listen = 127.0.0.1:0\n"
            "admin.port_file = %s/admin.port\n"
-           "admin.token = a-token-for-the-key-limit-test\n"
+           "admin.token = " TOKEN "\n"
            "log.format = text\n"
            "\n[source intermediary]\n"
            "plugin = http\n"
@@ -183,9 +220,26 @@ int main(void) {
   CHECK_INT(post(g_in, "b-1", "inst-b", NULL), 202);
   CHECK(metric(admin, "reason=\"key_limit\"} ") >= 1);
 
+  /* the keys view: inst-a has 2 open, a failure, no success yet */
+  g_admin = admin;
+  long st = 0;
+  json_t *e = key_entry(admin, "to-partner", "inst-a", &st);
+  CHECK_INT(st, 200);
+  CHECK_INT(json_integer_value(json_object_get(e, "open")), 2);
+  CHECK(json_integer_value(json_object_get(e, "last_failure_at")) > 0);
+  CHECK(json_is_null(json_object_get(e, "last_success_at")));
+  json_decref(e);
+  e = key_entry(admin, "to-partner", "inst-b", &st);
+  CHECK_INT(json_integer_value(json_object_get(e, "open")), 1);
+  json_decref(e);
+  e = key_entry(admin, "nope", "inst-a", &st);
+  CHECK_INT(st, 404);
+  json_decref(e);
+
   /* the receiver recovers: a-1 and a-2 are delivered, a-3 fits again */
   atomic_store(&g_fail, 0);
   CHECK(ceb_test_wait(accepted_again, NULL, 30000));
+  CHECK(ceb_test_wait(a_succeeded, NULL, 30000));
 
   CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
   rx_stop(rx);
