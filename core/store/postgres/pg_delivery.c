@@ -73,6 +73,11 @@ static const char SQL_SETTLE[] =
     " u.attempts, u.first_at, u.last_at, $7::text, $13, j.id, j.source, j.type,"
     " $10::bigint FROM u JOIN journal j ON j.seq = u.seq WHERE $3::smallint = "
     "4)"
+    /* a failed attempt into the history (ceb_store_attempts_of) */
+    " , a AS (INSERT INTO attempt (seq, route, n, started_at, at, status,"
+    " reason, dead) SELECT u.seq, u.route, $15::integer, $16::bigint,"
+    " $10::bigint, $5::integer, $6::text, $3::smallint = 4 FROM u"
+    " WHERE $3::smallint IN (2, 4))"
     " SELECT (SELECT count(*) FROM u), (SELECT dlq_id FROM u WHERE "
     "$3::smallint = 4)";
 
@@ -195,6 +200,11 @@ int cebpg_settle_send(PGconn *c, cebpg_op *op) {
   cebpg_p_text(p, r->dead_reason ? r->dead_reason : "rejected");
   cebpg_p_text(p, r->dead_json ? r->dead_json : "{}");
   cebpg_p_text(p, r->state == CEB_DS_DONE ? r->response : NULL);
+  cebpg_p_int(p, r->attempt);
+  if (r->started_at > 0)
+    cebpg_p_int(p, r->started_at);
+  else
+    cebpg_p_text(p, NULL);
   return PQsendQueryPrepared(c, "ceb_settle", p->n, p->v, NULL, NULL, 0) == 1
              ? 1
              : -1;
@@ -452,6 +462,30 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
       json_object_set_new(o, "response", v ? v : json_null());
     }
     json_array_append_new(routes, o);
+  }
+  PQclear(r);
+  return arr;
+}
+
+json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq) {
+  cebpg_params p = {.n = 0};
+  cebpg_p_int(&p, seq);
+  PGresult *r = cebpg_query(s, "attempts of seq",
+                            "SELECT route, n, started_at, at, status, reason,"
+                            " dead FROM attempt WHERE seq = $1 ORDER BY id",
+                            &p);
+  if (!r) return NULL;
+  static const char *const cols[] = {"route",  "n",      "started_at", "at",
+                                     "status", "reason", NULL};
+  json_t *arr = json_array();
+  for (int i = 0; i < PQntuples(r); i++) {
+    json_t *o = json_object();
+    for (int c = 0; cols[c]; c++)
+      cebpg_json_col(o, cols[c], r, i, c);
+    json_object_set_new(
+        o, "outcome",
+        json_string(PQgetvalue(r, i, 6)[0] == 't' ? "dead" : "retrying"));
+    json_array_append_new(arr, o);
   }
   PQclear(r);
   return arr;

@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 5
+#define CEBPG_SCHEMA_VERSION 6
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -214,6 +214,7 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
 json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f);
 json_t *cebpg_dlq_show(ceb_store_impl *s, int64_t id);
 json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq);
+json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq);
 int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
                      int dry_run, size_t *count, json_t *replayed);
 int cebpg_dlq_purge(ceb_store_impl *s, const ceb_dlq_filter *f, int dry_run,

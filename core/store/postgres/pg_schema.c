@@ -172,6 +172,20 @@ static const char *const k_migrations[] = {
      * body excerpt), for the client's job status (GET /v1/events/{id} of
      * the http source) */
     "ALTER TABLE delivery ADD COLUMN response text;",
+    /* 6: an event's timeline: the failed attempts of each delivery (only
+     * failures: a first attempt that succeeds writes nothing more; swept
+     * with the journal row) */
+    "CREATE TABLE attempt ("
+    " id bigserial PRIMARY KEY,"
+    " seq bigint NOT NULL,"
+    " route text NOT NULL,"
+    " n integer NOT NULL,"
+    " started_at bigint,"
+    " at bigint NOT NULL,"
+    " status integer,"
+    " reason text,"
+    " dead boolean NOT NULL);"
+    "CREATE INDEX attempt_seq ON attempt (seq);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -26,6 +26,7 @@ int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
       " AND settled_at <= $1 - $3 AND NOT EXISTS (SELECT 1 FROM dlq q WHERE"
       " q.seq = js.seq) LIMIT $2 FOR UPDATE SKIP LOCKED),"
       " d AS (DELETE FROM delivery WHERE seq IN (SELECT seq FROM s)),"
+      " a AS (DELETE FROM attempt WHERE seq IN (SELECT seq FROM s)),"
       " t AS (DELETE FROM journal_settle WHERE seq IN (SELECT seq FROM s)),"
       " j AS (DELETE FROM journal WHERE seq IN (SELECT seq FROM s)"
       " RETURNING 1)"

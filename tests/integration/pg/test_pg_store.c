@@ -409,6 +409,39 @@ static void test_cluster_parts(ceb_store *a, ceb_store *b) {
   CHECK_INT(committed, last);
 }
 
+/* An event's timeline: the failed attempts, not the one that delivered. */
+static void test_attempt_history(ceb_store *a) {
+  int64_t seq;
+  CHECK_INT(ingest1(a, "ah-1", "ah", NULL, 1000, &seq), 1);
+  for (int i = 0; i < 2; i++) {
+    ceb_claim *c = NULL;
+    size_t n = 0;
+    CHECK_INT(ceb_store_claim(a, "ah", 2000 + i * 2000, 1, 0, &c, &n), CEB_OK);
+    CHECK_INT(n, 1);
+    if (n != 1) return;
+    ceb_attempt_result r = {.seq = c[0].seq,
+                            .route = "ah",
+                            .fence = c[0].fence,
+                            .state = i == 0 ? CEB_DS_RETRYING : CEB_DS_DONE,
+                            .next_at = 3000,
+                            .now = 2100 + i * 2000,
+                            .status_code = i == 0 ? 503 : 200,
+                            .reason = i == 0 ? "http_503" : "ok",
+                            .attempt = c[0].attempt,
+                            .started_at = 2000 + i * 2000};
+    CHECK_INT(ceb_store_settle_wait(a, &r), CEB_OK);
+    ceb_claims_free(c, n);
+  }
+  json_t *h = ceb_store_attempts_of(a, seq);
+  CHECK_INT(json_array_size(h), 1);
+  json_t *e = json_array_get(h, 0);
+  CHECK_INT(json_integer_value(json_object_get(e, "n")), 1);
+  CHECK_INT(json_integer_value(json_object_get(e, "status")), 503);
+  CHECK_INT(json_integer_value(json_object_get(e, "started_at")), 2000);
+  CHECK_STR(json_string_value(json_object_get(e, "outcome")), "retrying");
+  json_decref(h);
+}
+
 /* ---- group commit ---- */
 
 typedef struct gc_op {
@@ -614,6 +647,7 @@ int main(void) {
     test_replay_head(a, b);
     test_fifo_concurrent(a, b);
     test_cluster_parts(a, b);
+    test_attempt_history(a);
     test_group_commit(a);
     test_unreachable(a);
   }
