@@ -61,7 +61,13 @@ typedef struct jsonl {
 
 static void settle(jsonl *s, ceb_delivery *d, ceb_outcome outcome,
                    const char *reason, const char *detail) {
-  ceb_settle_info info = {sizeof info, outcome, -1, 0, reason, detail, 0};
+  /* Designated fields: the ABI appends to its structs (1.2 added body and
+   * body_len here), and the fields a plugin does not name are zero. */
+  ceb_settle_info info = {.struct_size = sizeof info,
+                          .outcome = outcome,
+                          .retry_after_ms = -1,
+                          .reason = reason,
+                          .detail = detail};
   s->host->settle(s->inst, d, &info);
 }
 
@@ -103,8 +109,7 @@ static void *writer_main(void *arg) {
   for (;;) {
     while (!s->head && !s->stopping)
       pthread_cond_wait(&s->cond, &s->lock);
-    if (!s->head)
-      break;
+    if (!s->head) break;
     job *batch = s->head;
     s->head = s->tail = NULL;
     pthread_mutex_unlock(&s->lock);
@@ -123,8 +128,7 @@ static int jsonl_init(const ceb_host *host, ceb_instance *inst,
                       void **state) {
   (void)info;
   jsonl *s = calloc(1, sizeof *s);
-  if (!s)
-    return CEB_ENOMEM;
+  if (!s) return CEB_ENOMEM;
   s->host = host;
   s->inst = inst;
   jsonl_conf conf;
@@ -161,8 +165,7 @@ static int jsonl_start(void *state) {
 static int jsonl_deliver(void *state, ceb_delivery *d) {
   jsonl *s = state;
   job *j = calloc(1, sizeof *j);
-  if (!j)
-    return CEB_ENOMEM; /* not settled: the host retries */
+  if (!j) return CEB_ENOMEM; /* not settled: the host retries */
   j->d = d;
   pthread_mutex_lock(&s->lock);
   int stopping = s->stopping;
@@ -199,8 +202,7 @@ static int jsonl_drain(void *state, int64_t deadline_ms) {
 
 static void jsonl_destroy(void *state) {
   jsonl *s = state;
-  if (!s)
-    return;
+  if (!s) return;
   jsonl_drain(s, 0);
   fclose(s->out);
   pthread_cond_destroy(&s->cond);
