@@ -164,6 +164,8 @@ listen = 127.0.0.1:0
 port_file = $D/b$i/port
 auth = none
 idempotency = off
+# wrk's 64 connections plus the warm-up's, still closing, from one address
+max_connections_per_ip = 1024
 
 [sink out]
 $SINK
