@@ -339,41 +339,58 @@ int cebs_migrate(sqlite3 *db, char *err, size_t errlen) {
   return cebs_migrate_to(db, CEB_STORE_SCHEMA_VERSION, err, errlen);
 }
 
+static int read_version(sqlite3 *db, int *version) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+    return -1;
+  int rc = sqlite3_step(s) == SQLITE_ROW ? 0 : -1;
+  if (rc == 0) *version = sqlite3_column_int(s, 0);
+  sqlite3_finalize(s);
+  return rc;
+}
+
 int cebs_migrate_to(sqlite3 *db, int target, char *err, size_t errlen) {
   if (target < 1 || target > CEB_STORE_SCHEMA_VERSION) {
     snprintf(err, errlen, "store: no schema version %d", target);
     return CEB_EINVAL;
   }
-  sqlite3_stmt *s = NULL;
-  int version = 0;
-  if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) !=
-      SQLITE_OK) {
-    snprintf(err, errlen, "store: %s", sqlite3_errmsg(db));
-    return CEB_EIO;
-  }
-  if (sqlite3_step(s) == SQLITE_ROW) version = sqlite3_column_int(s, 0);
-  sqlite3_finalize(s);
-  if (version > CEB_STORE_SCHEMA_VERSION) {
-    snprintf(err, errlen,
-             "store: schema version %d is newer than this build's %d; "
-             "upgrade cebridge",
-             version, CEB_STORE_SCHEMA_VERSION);
-    return CEB_EUNSUPPORTED;
-  }
-  for (int v = version; v < target; v++) {
+  /* Each step reads the version inside its write transaction: another
+   * process opening the same file at the same time (a `cebridge status`
+   * beside a first start) may have run the step between our reads, and
+   * running it again failed with "table ... already exists". */
+  for (;;) {
     char *msg = NULL;
-    char sql[64];
-    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v + 1);
+    int version = 0;
     if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(db, k_migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+        read_version(db, &version) != 0) {
+      snprintf(err, errlen, "store: %s", msg ? msg : sqlite3_errmsg(db));
+      sqlite3_free(msg);
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      return CEB_EIO;
+    }
+    if (version > CEB_STORE_SCHEMA_VERSION) {
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      snprintf(err, errlen,
+               "store: schema version %d is newer than this build's %d; "
+               "upgrade cebridge",
+               version, CEB_STORE_SCHEMA_VERSION);
+      return CEB_EUNSUPPORTED;
+    }
+    if (version >= target) {
+      sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+      return CEB_OK;
+    }
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", version + 1);
+    if (sqlite3_exec(db, k_migrations[version], NULL, NULL, &msg) !=
+            SQLITE_OK ||
         sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-      snprintf(err, errlen, "store: migration to version %d failed: %s", v + 1,
-               msg ? msg : sqlite3_errmsg(db));
+      snprintf(err, errlen, "store: migration to version %d failed: %s",
+               version + 1, msg ? msg : sqlite3_errmsg(db));
       sqlite3_free(msg);
       sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
       return CEB_EIO;
     }
   }
-  return CEB_OK;
 }
