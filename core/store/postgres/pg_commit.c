@@ -391,16 +391,29 @@ static void *committer_main(void *arg) {
       if (have < s->group_max) pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
     size_t n = 0;
+    int ingests = 0;
     while (s->head && n < s->group_max && group) {
       cebpg_op *op = s->head;
       s->head = op->next;
       if (!s->head) s->tail = NULL;
       op->next = NULL;
+      ingests |= op->kind == CEBPG_OP_INGEST;
       group[n++] = op;
     }
+    /* ingest groups run in dequeue order (turn_cond in pg_internal.h);
+     * claims and settles need no order among groups and run at once */
+    uint64_t ticket = ingests ? s->ingest_next++ : 0;
+    while (ingests && s->ingest_serving != ticket)
+      pthread_cond_wait(&s->turn_cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
     if (!group) break;
     run_group(w, group, n);
+    if (ingests) { /* committed (or failed): the next ingest group's turn */
+      pthread_mutex_lock(&s->lock);
+      s->ingest_serving++;
+      pthread_cond_broadcast(&s->turn_cond);
+      pthread_mutex_unlock(&s->lock);
+    }
     size_t nheld = 0;
     size_t bounded = finish_group(s, group, n, held, &nheld);
     pthread_mutex_lock(&s->lock);

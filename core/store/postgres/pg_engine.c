@@ -28,6 +28,7 @@ static void pg_close(ceb_store_impl *s) {
   cebpg_live_free(&s->live);
   pthread_mutex_destroy(&s->lock);
   pthread_cond_destroy(&s->cond);
+  pthread_cond_destroy(&s->turn_cond);
   pthread_mutex_destroy(&s->lead_lock);
   free(s->held);
   free(s);
@@ -44,6 +45,7 @@ static int pg_open(const ceb_store_opts *opts, const char *location,
   }
   pthread_mutex_init(&s->lock, NULL);
   pthread_cond_init(&s->cond, NULL);
+  pthread_cond_init(&s->turn_cond, NULL);
   cebpg_live_init(&s->live);
   pthread_mutex_init(&s->lead_lock, NULL);
   s->owner = owner;

@@ -90,6 +90,12 @@ struct ceb_store_impl {
   pthread_cond_t cond;
   cebpg_op *head, *tail;
   size_t queued_bounded;
+  /* Groups holding ingests commit in the order they were dequeued: a
+   * ticket each (under lock), run in turn (turn_cond). Several committers
+   * otherwise let a later group take a key's advisory lock first, and its
+   * events got the lower seq: FIFO per key broken (pg_commit.c). */
+  pthread_cond_t turn_cond;
+  uint64_t ingest_next, ingest_serving;
   int stopping;
   cebpg_committer committers[CEBPG_COMMITTERS_MAX];
   size_t ncommitters;
