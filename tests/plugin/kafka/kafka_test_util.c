@@ -154,9 +154,17 @@ static void produce_dr(rd_kafka_t *rk, const rd_kafka_message_t *m,
 }
 
 rd_kafka_t *ktest_producer(const char *bootstrap) {
+  return ktest_producer_linger(bootstrap, NULL);
+}
+
+rd_kafka_t *ktest_producer_linger(const char *bootstrap, const char *linger) {
   char err[256];
   rd_kafka_conf_t *c = base_conf(bootstrap);
   rd_kafka_conf_set(c, "acks", "all", err, sizeof err);
+  if (linger) {
+    rd_kafka_conf_set(c, "linger.ms", linger, err, sizeof err);
+    rd_kafka_conf_set(c, "batch.num.messages", "100000", err, sizeof err);
+  }
   rd_kafka_conf_set_dr_msg_cb(c, produce_dr);
   rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
   if (!rk) fprintf(stderr, "producer: %s\n", err);

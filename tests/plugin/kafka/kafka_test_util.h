@@ -49,6 +49,11 @@ ceb_config *ktest_config(const ceb_plugin *p, uint32_t role,
 
 /* A plain producer (acks=all) on bootstrap. */
 rd_kafka_t *ktest_producer(const char *bootstrap);
+/* The same with linger.ms = linger (NULL: librdkafka's default, 5 ms):
+ * records produced before a flush then go out as one message set, which a
+ * consumer receives whole (a test of the source's batching must not depend
+ * on how a loaded machine spread the records over produce requests). */
+rd_kafka_t *ktest_producer_linger(const char *bootstrap, const char *linger);
 /* Produces one record with headers (may be NULL) and flushes: 0 when the
  * broker acknowledged it. */
 int ktest_produce(rd_kafka_t *p, const char *topic, int32_t partition,

@@ -204,7 +204,8 @@ int main(void) {
   ktest_mock m;
   const char *topics[] = {"many:1", "mixed:1", "mixed.dlq:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
-  rd_kafka_t *pr = m.pid > 0 ? ktest_producer(m.bootstrap) : NULL;
+  rd_kafka_t *pr =
+      m.pid > 0 ? ktest_producer_linger(m.bootstrap, "10000") : NULL;
   if (p && pr) {
     test_batches(p, &m, pr);
     test_refused_in_batch(p, &m, pr);
