@@ -316,9 +316,19 @@ static void scenario_kill(void) {
     CHECK(wait_accepted(l, 1500));
     k[round].db = db;
     instance_name(k[round].inst, sizeof k[round].inst, 1, e.b[1].starts);
+    /* killed while it holds claims: frozen first so the store's count is
+     * the one the kill leaves (a loaded machine caught it holding none);
+     * if it held none at that moment, let it run until it does */
+    long held = 0;
+    for (int tries = 0; tries < 20 && held == 0; tries++) {
+      CHECK(ceb_test_wait(holds, &k[round], 30000));
+      kill(e.b[1].pid, SIGSTOP);
+      held = held_by(db, k[round].inst);
+      if (held == 0) kill(e.b[1].pid, SIGCONT);
+    }
     stop(&e, 1, SIGKILL);
     k[round].killed = ceb_test_now_ms();
-    k[round].held = held_by(db, k[round].inst);
+    k[round].held = held;
     CHECK_INT(start(&e, 1), 0);
   }
   CHECK(ceb_test_wait(all_released, k, LEASE_MS + 60000));
