@@ -186,3 +186,50 @@ void sc_dlq(const ceb_store_contract_env *env) {
   CHECK(ceb_store_dlq_show(st, d1) == NULL);
   ceb_store_close(st);
 }
+
+/* A replayed dead letter does not go out beside a newer row of its key that
+ * is in progress (one delivery of a key at a time, whoever holds it): it
+ * waits for that row to settle, then it is the key's head. */
+void sc_dlq_replay_key(const ceb_store_contract_env *env) {
+  ceb_store *a = sc_fresh(env, "dlq-replay-key");
+  if (!a) return;
+  ceb_store *b = env->open(env->ctx, "b");
+  CHECK(b != NULL);
+  int64_t k1 = sc_ingest1(a, "", "k1", "r", "k", 1000);
+  int64_t k2 = sc_ingest1(a, "", "k2", "r", "k", 1000);
+  CHECK(k1 > 0 && k2 > k1);
+  ceb_claim c[4];
+  memset(c, 0, sizeof c);
+  /* k1 dies; k2 is then the head and goes in progress at a */
+  CHECK_INT(sc_claim(a, "r", 1000, 10, c, 4), 1);
+  CHECK_INT(c[0].seq, k1);
+  int64_t dlq = 0;
+  CHECK_INT(sc_settle1(a, "r", k1, c[0].fence, CEB_DS_DEAD, 1000, 0, &dlq),
+            CEB_OK);
+  ceb_claim_free(&c[0]);
+  CHECK(dlq > 0);
+  CHECK_INT(sc_claim(a, "r", 1100, 10, c, 4), 1);
+  CHECK_INT(c[0].seq, k2);
+  int64_t fence_k2 = c[0].fence;
+  ceb_claim_free(&c[0]);
+  /* k1 replayed at 2000 (due at once) while k2 is in progress */
+  size_t n = 0;
+  CHECK_INT(
+      ceb_store_dlq_replay(a, &(ceb_dlq_filter){.id = dlq}, 2000, 0, &n, NULL),
+      CEB_OK);
+  CHECK_INT(n, 1);
+  /* nothing of the key to claim, for either instance, while k2 is held */
+  if (b) CHECK_INT(sc_claim(b, "r", 3000, 10, c, 4), 0);
+  CHECK_INT(sc_claim(a, "r", 3000, 10, c, 4), 0);
+  /* k2 settles: the replayed k1 is the key's head and claimable */
+  CHECK_INT(sc_settle1(a, "r", k2, fence_k2, CEB_DS_DONE, 3100, 0, NULL),
+            CEB_OK);
+  if (b) {
+    CHECK_INT(sc_claim(b, "r", 3200, 10, c, 4), 1);
+    CHECK_INT(c[0].seq, k1);
+    CHECK_INT(c[0].replays, 1);
+    ceb_claim_free(&c[0]);
+    ceb_store_close(b);
+  }
+  ceb_store_close(a);
+}

@@ -20,6 +20,7 @@ void sc_settle(const ceb_store_contract_env *env);
 void sc_recover(const ceb_store_contract_env *env);
 void sc_status(const ceb_store_contract_env *env);
 void sc_dlq(const ceb_store_contract_env *env);
+void sc_dlq_replay_key(const ceb_store_contract_env *env);
 void sc_idem(const ceb_store_contract_env *env);
 void sc_idem_race(const ceb_store_contract_env *env);
 void sc_contracts(const ceb_store_contract_env *env);

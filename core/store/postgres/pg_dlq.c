@@ -179,21 +179,40 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
     cebpg_p_text(&u, route);
     cebpg_p_int(&u, now);
     cebpg_p_int(&u, id);
+    /* the key's open rows locked first: a claim of its head that is under
+     * way commits before the next statement reads the key (READ
+     * COMMITTED), and none starts until this transaction ends */
+    cebpg_params k = {.n = 0};
+    cebpg_p_int(&k, seq);
+    cebpg_p_text(&k, route);
+    r = cebpg_query_on(s, c, "dlq replay",
+                       "SELECT p.seq FROM delivery p WHERE p.route = $2 AND"
+                       " p.order_key = (SELECT order_key FROM delivery WHERE"
+                       " seq = $1 AND route = $2) AND p.state < 3"
+                       " ORDER BY p.seq FOR UPDATE OF p",
+                       &k);
+    if (!r) {
+      rc = CEB_EIO;
+      break;
+    }
+    PQclear(r);
     r = cebpg_query_on(
         s, c, "dlq replay",
         /* pending again: its key's head when no older row of the key is
-         * unsettled, and then the newer head waits behind it */
+         * unsettled and no row of the key is in progress (one delivery of
+         * a key at a time: else the settle of the row in progress hands
+         * it the head), and then the newer head waits behind it */
         "WITH d AS (UPDATE delivery SET state = 0, attempts = 0,"
         " next_at = $3, first_at = NULL, last_at = NULL,"
         " replays = replays + 1, lease_owner = NULL, lease_until = NULL,"
         " head = order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM"
         " delivery p WHERE p.route = $2 AND p.order_key = delivery.order_key"
-        " AND p.state < 3 AND p.seq < $1)"
+        " AND (p.state = 1 OR (p.state < 3 AND p.seq < $1)))"
         " WHERE seq = $1 AND route = $2 AND state = 4"
         " RETURNING order_key, head),"
         " n AS (UPDATE delivery SET head = false WHERE route = $2 AND"
         " order_key = (SELECT order_key FROM d WHERE head) AND seq > $1"
-        " AND head),"
+        " AND head AND state <> 1),"
         " j AS (UPDATE journal_settle SET open_routes = open_routes + 1,"
         " settled_at = NULL WHERE seq = $1)"
         " UPDATE dlq SET replayed_at = $3, replays = replays + 1"

@@ -31,9 +31,12 @@ static const char SQL_LEASE[] =
     "UPDATE delivery_ready SET next_at = ?3 WHERE route = ?1 AND seq = ?2";
 static const char SQL_DEL_KEY[] =
     "DELETE FROM delivery_ready WHERE route = ?1 AND order_key = ?2";
+/* The key's entry: a row in progress first (one delivery of a key at a
+ * time: an older row replayed from the DLQ waits until it settles; its
+ * entry keeps the lease end), else the oldest unsettled row. */
 static const char SQL_HEAD[] =
     "SELECT seq, state, next_at FROM delivery WHERE route = ?1"
-    " AND order_key = ?2 AND state < 3 ORDER BY seq LIMIT 1";
+    " AND order_key = ?2 AND state < 3 ORDER BY state = 1 DESC, seq LIMIT 1";
 
 static int step_done(sqlite3 *db, sqlite3_stmt *s, const char *what) {
   int rc = sqlite3_step(s);
@@ -98,7 +101,8 @@ int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq) {
   return rc;
 }
 
-/* Recomputes a key's entry: its head (any unsettled state). */
+/* Recomputes a key's entry: its head (any unsettled state), or the row in
+ * progress (SQL_HEAD). */
 static int refresh_key(sqlite3 *db, const char *route, const char *key) {
   sqlite3_stmt *d = cebs_stmt(db, SQL_DEL_KEY);
   sqlite3_stmt *h = cebs_stmt(db, SQL_HEAD);
