@@ -433,6 +433,13 @@ static void scenario_freeze(void) {
           inst, held, (ceb_test_now_ms() - t0) / 1000.0, LEASE_MS / 1000);
   CHECK_MSG(held > 0, "the frozen instance held no claim");
   free(before);
+  /* its claims may have reached the receiver before the freeze (their
+   * requests were already written): woken before its leases ended, it
+   * would settle them legitimately. Wake it only once another bridge holds
+   * them (taken over after the lease), so every settle it then makes is
+   * late. */
+  CHECK_MSG(ceb_test_wait(released, &h, LEASE_MS + 60000),
+            "the frozen instance's claims were not taken over");
   int refused_before = log_count(&e.b[0], "late settle refused");
   kill(e.b[0].pid, SIGCONT);
   log_arg la = {&e.b[0], "late settle refused"};
