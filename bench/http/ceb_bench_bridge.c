@@ -123,9 +123,10 @@ void ceb_bench_bridge_free(ceb_bench_bridge *b, int keep) {
   if (b->proc.pid > 0) ceb_bench_bridge_stop(b, 30000);
   ceb_bench_bridge_rss_stop(b);
   if (b->dir) {
-    if (keep)
+    if (keep) {
       fprintf(stderr, "bench: kept %s for inspection\n", b->dir);
-    else
+      ceb_test_print_tail(b->proc.log_path, 6000);
+    } else
       ceb_test_rmtree(b->dir);
   }
   free(b->dir);

@@ -45,6 +45,8 @@ void mb_conf_bridge(char *buf, size_t n, const char *dir);
 /* mosquitto, quiet log, no queue limit (MB_EXTRA replaces the extra
  * lines); NULL on failure (said on stderr). */
 ceb_mosq *mb_broker_start(void);
+/* The broker's log tail on stderr (a failed run: CI keeps no temp dir). */
+void mb_broker_log_tail(const ceb_mosq *m);
 
 /* CPU seconds (user + system) of a process, -1 when unknown; of this one. */
 double mb_proc_cpu_s(pid_t pid);

@@ -173,6 +173,7 @@ out:
   ceb_bench_bridge_free(&b, rc != 0);
 out_nobridge:
   mb_track_free(t);
+  if (rc != 0 && m) mb_broker_log_tail(m);
   ceb_mosq_free(m);
   return rc;
 }

@@ -312,6 +312,7 @@ out:
   if (mock_up) ktest_mock_stop(&km);
   mb_track_free(t);
   mb_track_free(w);
+  if (rc != 0 && m) mb_broker_log_tail(m);
   ceb_mosq_free(m);
   return rc;
 }

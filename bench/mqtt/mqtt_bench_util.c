@@ -126,6 +126,12 @@ ceb_mosq *mb_broker_start(void) {
   return m;
 }
 
+void mb_broker_log_tail(const ceb_mosq *m) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/mosquitto.log", m->dir);
+  ceb_test_print_tail(path, 3000);
+}
+
 /* Waits until the drained counts stop changing or everything arrived. */
 void mb_wait_delivered(mb_track *t, long want, int64_t idle_ms,
                        int64_t max_ms) {

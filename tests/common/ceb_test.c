@@ -67,10 +67,8 @@ int64_t ceb_test_now_ms(void) {
 int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
   int64_t end = ceb_test_now_ms() + timeout_ms;
   for (;;) {
-    if (cond(arg))
-      return 1;
-    if (ceb_test_now_ms() >= end)
-      return 0;
+    if (cond(arg)) return 1;
+    if (ceb_test_now_ms() >= end) return 0;
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
@@ -78,8 +76,7 @@ int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms) {
 
 char *ceb_test_read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
+  if (!f) return NULL;
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
   size_t r;
@@ -96,22 +93,27 @@ char *ceb_test_read_file(const char *path, size_t *len) {
     }
   }
   fclose(f);
-  if (!buf)
-    return NULL;
+  if (!buf) return NULL;
   buf[n] = '\0';
-  if (len)
-    *len = n;
+  if (len) *len = n;
   return buf;
+}
+
+void ceb_test_print_tail(const char *path, size_t max_bytes) {
+  size_t len = 0;
+  char *t = ceb_test_read_file(path, &len);
+  if (!t) return;
+  const char *from = len > max_bytes ? t + len - max_bytes : t;
+  fprintf(stderr, "--- tail of %s ---\n%s\n---\n", path, from);
+  free(t);
 }
 
 char *ceb_test_tmpdir(const char *tag) {
   const char *base = getenv("TMPDIR");
-  if (!base || !*base)
-    base = "/tmp";
+  if (!base || !*base) base = "/tmp";
   size_t sz = strlen(base) + strlen(tag) + 32;
   char *p = malloc(sz);
-  if (!p)
-    return NULL;
+  if (!p) return NULL;
   snprintf(p, sz, "%s/ceb-%s-XXXXXX", base, tag);
   if (!mkdtemp(p)) {
     free(p);
@@ -133,8 +135,7 @@ char *ceb_test_tmpdir(const char *tag) {
 
 void ceb_test_need_data(const char *path) {
   struct stat st;
-  if (stat(path, &st) == 0)
-    return;
+  if (stat(path, &st) == 0) return;
   fprintf(stderr,
           "test data missing: %s (%s); tests/data/ holds every third-party "
           "file the tests read, see tests/data/README.md\n",

@@ -1,6 +1,7 @@
 /* Minimal test helpers: checks that report file:line and keep going, a
  * summary, and waiting for a condition with a deadline (never sleep-and-hope).
- * Single-threaded use of the counters, except ceb_test_wait which only reads. */
+ * Single-threaded use of the counters, except ceb_test_wait which only reads.
+ */
 #ifndef CEB_TEST_H
 #define CEB_TEST_H
 
@@ -72,6 +73,11 @@ int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
 char *ceb_test_read_file(const char *path, size_t *len);
+
+/* Prints the last max_bytes of the file at path on stderr between marker
+ * lines (a failed test's log: CI keeps no temp directory). Nothing when the
+ * file cannot be read. */
+void ceb_test_print_tail(const char *path, size_t max_bytes);
 
 /* A fresh empty directory under $TMPDIR (or /tmp), malloc'd path.
  * ceb_test_done removes it (and what is in it) when the test passed, and

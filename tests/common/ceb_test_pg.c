@@ -83,12 +83,7 @@ void ceb_test_pg_require(void) {
 }
 
 static void log_tail(const ceb_test_pg *pg) {
-  char *t = ceb_test_read_file(pg->log, NULL);
-  if (!t) return;
-  size_t len = strlen(t);
-  const char *from = len > 2000 ? t + len - 2000 : t;
-  fprintf(stderr, "--- tail of %s ---\n%s\n---\n", pg->log, from);
-  free(t);
+  ceb_test_print_tail(pg->log, 2000);
 }
 
 /* Forks argv with output appended to pg->log, in its own process group
