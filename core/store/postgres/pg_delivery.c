@@ -78,8 +78,17 @@ static const char SQL_SETTLE[] =
     " reason, dead) SELECT u.seq, u.route, $15::integer, $16::bigint,"
     " $10::bigint, $5::integer, $6::text, $3::smallint = 4 FROM u"
     " WHERE $3::smallint IN (2, 4))"
+    /* no row updated: a resend after a lost connection whose first
+     * sending committed finds its own outcome (the same fence, the state
+     * and next_at it wrote; a claim bumps the fence, a recovery or a lost
+     * claim's release resets the state without setting next_at to ours).
+     * Read only then: CASE evaluates the subquery only on that path. */
     " SELECT (SELECT count(*) FROM u), (SELECT dlq_id FROM u WHERE "
-    "$3::smallint = 4)";
+    "$3::smallint = 4), CASE WHEN NOT EXISTS (SELECT 1 FROM u) THEN"
+    " (SELECT CASE WHEN $3::smallint = 4 THEN coalesce(p.dlq_id, 0) ELSE 0"
+    " END FROM delivery p WHERE p.seq = $1 AND p.route = $2 AND p.fence = $9"
+    " AND p.state = $3::smallint AND p.next_at = $4 AND p.lease_owner IS"
+    " NULL) END";
 
 static const char SQL_FORWARDED[] =
     "UPDATE dlq SET forwarded_at = $2 WHERE id = $1";
@@ -214,6 +223,13 @@ int cebpg_settle_recv(PGresult *res, cebpg_op *op) {
   ceb_attempt_result *r = op->arg;
   if (PQntuples(res) != 1) return CEB_EINTERNAL;
   if (cebpg_int(res, 0, 0) == 0) {
+    if (!PQgetisnull(res, 0, 2)) {
+      /* already applied: this outcome, sent before the connection was
+       * lost, committed (SQL_SETTLE); not a lost lease */
+      if (r->state == CEB_DS_DEAD) r->dlq_id = cebpg_int(res, 0, 2);
+      op->status = CEB_OK;
+      return CEB_OK;
+    }
     op->status = CEB_ECONFLICT; /* not in progress under this token */
     return CEB_OK;
   }

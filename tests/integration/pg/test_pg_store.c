@@ -7,7 +7,9 @@
  * committed, many ops per transaction); the database going away (writable
  * 0 with the reason, ingest refused, recovery by itself); schema versions
  * (a newer database refused, store.migrate off); passwords never in an
- * error. The generic contract of a store is tests/store/'s. */
+ * error; an outcome resent after its answer was lost (pg_drop_proxy.h)
+ * reported applied, not as a lost lease. The generic contract of a store is
+ * tests/store/'s. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 #include "ceb_test.h"
 #include "ceb_test_pg.h"
+#include "pg_drop_proxy.h"
 #include "store/ceb_store.h"
 
 static ceb_test_pg g_pg;
@@ -582,6 +585,68 @@ static void test_unreachable(ceb_store *a) {
   CHECK_INT(ingest1(a, "down-3", "r", NULL, 1000, NULL), 1);
 }
 
+/* ---- a resent outcome that had committed ---- */
+
+/* The answer to a settle's COMMIT is lost after the server committed (the
+ * proxy drops it): the engine holds the outcome and sends it again once
+ * reconnected, finds no row in progress under its fence, and must report
+ * the outcome applied (done CEB_OK, the DLQ id of a dead letter), not a
+ * lost lease (CEB_ECONFLICT: the engine would skip receipt and metric). */
+static void test_resend_applied(void) {
+  cebt_proxy *px = cebt_proxy_start(g_pg.port);
+  CHECK(px != NULL);
+  if (!px) return;
+  char uri[1024];
+  snprintf(uri, sizeof uri,
+           "postgresql://ceb:%s@127.0.0.1:%d/ceb?connect_timeout=10",
+           g_pg.password, cebt_proxy_port(px));
+  ceb_store *st = open_store(uri, "resend", 600000);
+  if (!st) {
+    cebt_proxy_stop(px);
+    return;
+  }
+  static const int states[] = {CEB_DS_DONE, CEB_DS_DEAD};
+  for (int k = 0; k < 2; k++) {
+    char id[32];
+    snprintf(id, sizeof id, "resend-%d", k);
+    CHECK_INT(ingest1(st, id, "resend", NULL, 1000, NULL), 1);
+    ceb_claim *c = NULL;
+    size_t n = 0;
+    CHECK_INT(ceb_store_claim(st, "resend", 2000, 1, 600000, &c, &n), CEB_OK);
+    CHECK_INT(n, 1);
+    if (n != 1) break;
+    ceb_attempt_result r = {.seq = c[0].seq,
+                            .route = "resend",
+                            .fence = c[0].fence,
+                            .state = states[k],
+                            .now = 2100,
+                            .status_code = states[k] == CEB_DS_DONE ? 204 : 400,
+                            .reason = states[k] == CEB_DS_DONE ? "ok" : "4xx",
+                            .attempt = 1,
+                            .sink = "s",
+                            .dead_reason = "rejected",
+                            .dead_json = "{}"};
+    int dropped = cebt_proxy_dropped(px);
+    cebt_proxy_arm(px);
+    atomic_store(&g_settled, 0);
+    CHECK_INT(ceb_store_settle(st, &r, settled, NULL), CEB_OK);
+    CHECK(ceb_test_wait(settle_done, NULL, 60000));
+    CHECK_INT(cebt_proxy_dropped(px), dropped + 1); /* the answer was lost */
+    CHECK_MSG(atomic_load(&g_settled) == 1, "state %d: done %d", states[k],
+              atomic_load(&g_settled));
+    CHECK_INT(ceb_store_count_open(st, "resend"), 0);
+    if (states[k] == CEB_DS_DEAD) {
+      CHECK(r.dlq_id > 0);
+      json_t *d = ceb_store_dlq_show(st, r.dlq_id);
+      CHECK(d != NULL);
+      json_decref(d);
+    }
+    ceb_claims_free(c, n);
+  }
+  ceb_store_close(st);
+  cebt_proxy_stop(px);
+}
+
 /* ---- schema and errors ---- */
 
 static void test_schema_and_errors(void) {
@@ -651,6 +716,7 @@ int main(void) {
     test_group_commit(a);
     test_unreachable(a);
   }
+  test_resend_applied();
   ceb_store_close(a);
   ceb_store_close(b);
   test_schema_and_errors();
