@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 17
+#define CEB_STORE_SCHEMA_VERSION 18
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -332,14 +332,16 @@ int64_t ceb_store_count_open(ceb_store *st, const char *route);
  * read, < 0 on error (CEB_EUNSUPPORTED: an engine without the op). */
 int64_t ceb_store_count_open_key(ceb_store *st, const char *route,
                                  const char *key, int64_t cap);
-/* Per ordering key of route (its deliveries still in the store: open, or
- * settled within retention), by key, at most limit (> 0) keys:
+/* Per ordering key of route (a key with open deliveries, or with an
+ * attempt outcome within the retention), by key, at most limit (> 0) keys:
  *   [{"key","open","last_success_at","last_failure_at"}]
  * open: unsettled deliveries; last_success_at: the latest delivered
- * attempt; last_failure_at: the latest failed attempt (SQLite: from the
- * attempt history, so a failure later retried with success counts;
- * PostgreSQL: rows still retrying or dead only); null when none. Blocking
- * read; a new reference, NULL on error or from an engine without the op. */
+ * attempt; last_failure_at: the latest failed attempt (retrying or dead);
+ * null when none. Both are written by the settle's own transaction (the
+ * key_status table of both engines), so they outlive the key's delivery
+ * rows and a restart; ceb_store_sweep drops a key without open rows whose
+ * last outcome is older than the retention. Blocking read; a new
+ * reference, NULL on error or from an engine without the op. */
 json_t *ceb_store_key_stats(ceb_store *st, const char *route, size_t limit);
 /* received_at of the oldest unsettled delivery of route; 0 when none. */
 int64_t ceb_store_oldest_open(ceb_store *st, const char *route);

@@ -78,6 +78,18 @@ static const char SQL_SETTLE[] =
     " reason, dead) SELECT u.seq, u.route, $15::integer, $16::bigint,"
     " $10::bigint, $5::integer, $6::text, $3::smallint = 4 FROM u"
     " WHERE $3::smallint IN (2, 4))"
+    /* the key's last success or failure (key_status), outliving its rows;
+     * GREATEST skips NULLs */
+    " , k AS (INSERT INTO key_status (route, order_key, last_success_at,"
+    " last_failure_at, last_at) SELECT u.route, u.order_key,"
+    " CASE WHEN $3::smallint = 3 THEN $10::bigint END,"
+    " CASE WHEN $3::smallint IN (2, 4) THEN $10::bigint END, $10::bigint"
+    " FROM u WHERE u.order_key IS NOT NULL AND $3::smallint IN (2, 3, 4)"
+    " ON CONFLICT (route, order_key) DO UPDATE SET last_success_at ="
+    " GREATEST(key_status.last_success_at, EXCLUDED.last_success_at),"
+    " last_failure_at = GREATEST(key_status.last_failure_at,"
+    " EXCLUDED.last_failure_at),"
+    " last_at = GREATEST(key_status.last_at, EXCLUDED.last_at))"
     /* no row updated: a resend after a lost connection whose first
      * sending committed finds its own outcome (the same fence, the state
      * and next_at it wrote; a claim bumps the fence, a recovery or a lost
@@ -380,18 +392,18 @@ int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
 }
 
 json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit) {
-  /* no attempt history here: a failure is seen on rows still retrying or
-   * dead (ceb_store.h) */
+  /* the keys the settles noted (key_status) and those with open rows */
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
   cebpg_p_int(&p, (int64_t)limit);
   PGresult *r =
       cebpg_query(s, "key stats",
-                  "SELECT order_key, count(*) FILTER (WHERE state < 3),"
-                  " max(last_at) FILTER (WHERE state = 3),"
-                  " max(last_at) FILTER (WHERE state IN (2, 4))"
-                  " FROM delivery WHERE route = $1 AND order_key IS NOT NULL"
-                  " GROUP BY order_key ORDER BY order_key LIMIT $2",
+                  "SELECT k, sum(o), max(ls), max(lf) FROM ("
+                  " SELECT order_key AS k, 0 AS o, last_success_at AS ls,"
+                  " last_failure_at AS lf FROM key_status WHERE route = $1"
+                  " UNION ALL SELECT order_key, 1, NULL, NULL FROM delivery"
+                  " WHERE route = $1 AND state < 3 AND order_key IS NOT NULL) x"
+                  " GROUP BY k ORDER BY k LIMIT $2",
                   &p);
   if (!r) return NULL;
   json_t *arr = json_array();

@@ -186,6 +186,25 @@ static const char *const k_migrations[] = {
     " reason text,"
     " dead boolean NOT NULL);"
     "CREATE INDEX attempt_seq ON attempt (seq);",
+    /* 7: per ordering key of a route, the last delivered and the last
+     * failed attempt (GET /v1/routes/{route}/keys), written by the
+     * settle statement itself (pg_delivery.c), so that they outlive the
+     * key's delivery rows; a key untouched for the retention goes at
+     * sweep. Filled from the delivery rows the database holds. */
+    "CREATE TABLE key_status ("
+    " route text NOT NULL,"
+    " order_key text NOT NULL,"
+    " last_success_at bigint,"
+    " last_failure_at bigint,"
+    " last_at bigint NOT NULL,"
+    " PRIMARY KEY (route, order_key));"
+    "CREATE INDEX key_status_at ON key_status (last_at);"
+    "INSERT INTO key_status (route, order_key, last_success_at,"
+    " last_failure_at, last_at)"
+    " SELECT route, order_key, max(last_at) FILTER (WHERE state = 3),"
+    " max(last_at) FILTER (WHERE state IN (2, 4)), max(last_at)"
+    " FROM delivery WHERE order_key IS NOT NULL AND state >= 2"
+    " AND last_at IS NOT NULL GROUP BY route, order_key;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -29,7 +29,14 @@ int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
       " a AS (DELETE FROM attempt WHERE seq IN (SELECT seq FROM s)),"
       " t AS (DELETE FROM journal_settle WHERE seq IN (SELECT seq FROM s)),"
       " j AS (DELETE FROM journal WHERE seq IN (SELECT seq FROM s)"
-      " RETURNING 1)"
+      " RETURNING 1),"
+      /* keys without an outcome for the retention and without open rows
+       * (a hostile stream of distinct keys does not grow it for ever) */
+      " k AS (DELETE FROM key_status WHERE (route, order_key) IN (SELECT"
+      " route, order_key FROM key_status ks WHERE last_at <= $1 - $3 AND"
+      " NOT EXISTS (SELECT 1 FROM delivery d WHERE d.route = ks.route AND"
+      " d.order_key = ks.order_key AND d.state < 3) LIMIT $2"
+      " FOR UPDATE SKIP LOCKED))"
       " SELECT (SELECT count(*) FROM i) + (SELECT count(*) FROM j)",
       &p);
   if (!r) return CEB_EIO;

@@ -249,17 +249,15 @@ int64_t cebs_count_open_key(cebs_store *st, const char *route, const char *key,
 }
 
 json_t *cebs_key_stats(cebs_store *st, const char *route, size_t limit) {
-  /* the route's keyed rows within retention: an operator's read, not on
-   * any hot path (no index on (route, key) over settled rows: every
-   * settle would pay for one) */
+  /* the keys the outcomes noted (key_status) and those with open rows
+   * (delivery_open): an operator's read, not on any hot path */
   static const char SQL[] =
-      "SELECT d.order_key, SUM(d.state < 3),"
-      " MAX(CASE WHEN d.state = 3 THEN d.last_at END),"
-      " MAX(COALESCE(a.at, CASE WHEN d.state IN (2, 4) THEN d.last_at END))"
-      " FROM delivery d LEFT JOIN (SELECT seq, MAX(at) AS at FROM attempt"
-      " WHERE route = ?1 GROUP BY seq) a ON a.seq = d.seq"
-      " WHERE d.route = ?1 AND d.order_key IS NOT NULL"
-      " GROUP BY d.order_key ORDER BY d.order_key LIMIT ?2";
+      "SELECT k, SUM(o), MAX(ls), MAX(lf) FROM ("
+      " SELECT order_key AS k, 0 AS o, last_success_at AS ls,"
+      " last_failure_at AS lf FROM key_status WHERE route = ?1"
+      " UNION ALL SELECT order_key, 1, NULL, NULL FROM delivery"
+      " WHERE route = ?1 AND state < 3 AND order_key IS NOT NULL)"
+      " GROUP BY k ORDER BY k LIMIT ?2";
   sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
@@ -339,6 +337,39 @@ static void bind_error(sqlite3_stmt *s, int i, const char *err) {
       n--;
   }
   sqlite3_bind_text(s, i, err, (int)n, SQLITE_TRANSIENT);
+}
+
+/* The key's last success or failure (key_status, schema 18), from the row
+ * just updated: one statement on pages the update touched, in the
+ * outcome's transaction. MAX() of SQLite is NULL when either side is:
+ * COALESCE keeps the known one. */
+static const char SQL_KEY_STATUS[] =
+    "INSERT INTO key_status (route, order_key, last_success_at,"
+    " last_failure_at, last_at)"
+    " SELECT route, order_key, CASE WHEN ?3 THEN ?4 END,"
+    " CASE WHEN ?3 THEN NULL ELSE ?4 END, ?4 FROM delivery"
+    " WHERE seq = ?1 AND route = ?2 AND order_key IS NOT NULL"
+    " ON CONFLICT (route, order_key) DO UPDATE SET"
+    " last_success_at = COALESCE(MAX(excluded.last_success_at,"
+    " last_success_at), excluded.last_success_at, last_success_at),"
+    " last_failure_at = COALESCE(MAX(excluded.last_failure_at,"
+    " last_failure_at), excluded.last_failure_at, last_failure_at),"
+    " last_at = MAX(excluded.last_at, last_at)";
+
+static int note_key(sqlite3 *db, const ceb_attempt_result *r) {
+  sqlite3_stmt *s = cebs_stmt(db, SQL_KEY_STATUS);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_int64(s, 1, r->seq);
+  sqlite3_bind_text(s, 2, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_int(s, 3, r->state == CEB_DS_DONE);
+  sqlite3_bind_int64(s, 4, r->now);
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: key status: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  return CEB_OK;
 }
 
 static const char SQL_ATTEMPT_LOG[] =
@@ -421,6 +452,10 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
     return CEB_ECONFLICT; /* not in progress under this fence: nothing */
   if (r->state == CEB_DS_RETRYING || r->state == CEB_DS_DEAD) {
     rc = log_failed(db, r);
+    if (rc != CEB_OK) return rc;
+  }
+  if (r->state != CEB_DS_PENDING) { /* PENDING: no attempt happened */
+    rc = note_key(db, r);
     if (rc != CEB_OK) return rc;
   }
   /* retrying: claimable again at next_at; settled: the key's next row is */

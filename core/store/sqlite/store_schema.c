@@ -329,6 +329,26 @@ static const char *const k_migrations[] = {
      * body excerpt), for the client's job status (GET /v1/events/{id} of
      * the http source) */
     "ALTER TABLE delivery ADD COLUMN response TEXT;",
+    /* 18: per ordering key of a route, the last delivered and the last
+     * failed attempt (GET /v1/routes/{route}/keys), written by the
+     * outcome's own transaction (store_delivery.c), so that they outlive
+     * the key's delivery rows; a key untouched for the retention goes at
+     * sweep (at_idx: last_at is the later of the two). Filled from the
+     * delivery rows the store holds. */
+    "CREATE TABLE key_status ("
+    " route TEXT NOT NULL,"
+    " order_key TEXT NOT NULL,"
+    " last_success_at INTEGER,"
+    " last_failure_at INTEGER,"
+    " last_at INTEGER NOT NULL,"
+    " PRIMARY KEY (route, order_key)) WITHOUT ROWID;"
+    "CREATE INDEX key_status_at ON key_status(last_at);"
+    "INSERT INTO key_status (route, order_key, last_success_at,"
+    " last_failure_at, last_at)"
+    " SELECT route, order_key, MAX(CASE WHEN state = 3 THEN last_at END),"
+    " MAX(CASE WHEN state IN (2, 4) THEN last_at END), MAX(last_at)"
+    " FROM delivery WHERE order_key IS NOT NULL AND state >= 2"
+    " AND last_at IS NOT NULL GROUP BY route, order_key;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
