@@ -86,6 +86,10 @@ int cebr_queue_commit(ceb_instance *inst, int64_t cursor, int64_t *committed);
 int cebr_queue_stats(ceb_instance *inst, int64_t *depth, int64_t *last,
                      int64_t *committed);
 void cebr_queue_wake(ceb_instance *inst);
+/* The store's pull listener (ceb_store_set_pull_listener; arg: the
+ * runtime): another bridge appended to queue (NULL: any); every long poll
+ * reads again. Any thread; never blocks beyond the queue lock. */
+void cebr_queue_pulled(void *arg, const char *queue);
 int cebr_lead(ceb_instance *inst, const char *task);
 
 #endif

@@ -279,6 +279,9 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                                    "map")
             : -1;
   if (rc == CEB_OK) rc = ceb_store_open(&so, &rt->store, err, errlen);
+  /* another bridge's appends wake this bridge's long polls (shared store) */
+  if (rc == CEB_OK)
+    ceb_store_set_pull_listener(rt->store, cebr_queue_pulled, rt);
   /* bridges sharing a store tell their series apart by a constant label
    * ("bridge", not "instance": plugin series use that for the section) */
   if (rc == CEB_OK && rt->metrics && ceb_store_shared(rt->store))

@@ -2,9 +2,11 @@
  * of events in the store (ceb_store_pull_*), named after the sink, and
  * ceb_host.lead. The store makes the queue durable and shared by every
  * bridge on it; this file adds the long poll: a fetch with nothing to
- * return waits for an append. Appends on this bridge wake it at once; on a
- * shared store (another bridge may append) it also looks again every
- * QUEUE_POLL_MS. */
+ * return waits for an append. Appends on this bridge wake it at once, and
+ * so do another bridge's on a shared store (the store's pull listener,
+ * cebr_queue_pulled: PostgreSQL's LISTEN/NOTIFY); since a notification is
+ * a hint that a lost connection can lose, a long poll on a shared store
+ * also reads again every QUEUE_POLL_MS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,7 @@
 #include "log/ceb_log.h"
 #include "runtime/runtime_internal.h"
 
-#define QUEUE_POLL_MS 200
+#define QUEUE_POLL_MS 1000
 
 typedef struct append_arg {
   ceb_runtime *rt;
@@ -124,6 +126,15 @@ int cebr_queue_stats(ceb_instance *inst, int64_t *depth, int64_t *last,
   ceb_runtime *rt = cebr_of(inst);
   if (!rt) return CEB_EINVAL;
   return ceb_store_pull_stats(rt->store, inst->name, depth, last, committed);
+}
+
+void cebr_queue_pulled(void *arg, const char *queue) {
+  ceb_runtime *rt = arg;
+  (void)queue; /* one condition for every queue: each poll rereads its own */
+  pthread_mutex_lock(&rt->queue_lock);
+  rt->queue_gen++;
+  pthread_cond_broadcast(&rt->queue_cond);
+  pthread_mutex_unlock(&rt->queue_lock);
 }
 
 void cebr_queue_wake(ceb_instance *inst) {

@@ -212,6 +212,17 @@ void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
 /* Calls the wake listener (if any) with route: what an engine's listener
  * does for each notification it receives. Any thread. */
 void ceb_store_woken(ceb_store *st, const char *route);
+/* Pull queues another writer appended to (another bridge on the same
+ * database; the PostgreSQL engine hears of it through LISTEN/NOTIFY):
+ * fn(arg, queue) (NULL: any queue) tells the host's long polls
+ * (core/runtime/runtime_queue.c) to read again. A hint, as the wake
+ * listener's: a lost one is made up by the long poll's fallback read.
+ * Called from the engine's listener thread (or the caller of
+ * ceb_store_pull_woken); must not block. Kept by the dispatch. */
+void ceb_store_set_pull_listener(ceb_store *st, ceb_store_wake_fn fn,
+                                 void *arg);
+/* Calls the pull listener (if any) with queue. Any thread. */
+void ceb_store_pull_woken(ceb_store *st, const char *queue);
 /* Async: queues batch to be journaled; done(arg, status) once its
  * transaction is durable. Bounded: CEB_EBUSY when queue_max ingests wait.
  * Returns CEB_OK (done will be called), CEB_EBUSY, CEB_EIO (the store

@@ -175,9 +175,11 @@ struct ceb_store {
   const ceb_store_engine *eng;
   ceb_store_impl *impl;
   char instance[CEB_STORE_INSTANCE_MAX];
-  pthread_mutex_t wake_lock; /* guards woken, woken_arg */
+  pthread_mutex_t wake_lock; /* guards woken, woken_arg, pulled, pulled_arg */
   ceb_store_wake_fn woken;   /* the delivery engine (ceb_store_woken) */
   void *woken_arg;
+  ceb_store_wake_fn pulled; /* the host's long polls (ceb_store_pull_woken) */
+  void *pulled_arg;
 };
 
 /* The engines this build has (store_select.c). */

@@ -169,6 +169,23 @@ void ceb_store_woken(ceb_store *st, const char *route) {
   if (fn) fn(arg, route);
 }
 
+void ceb_store_set_pull_listener(ceb_store *st, ceb_store_wake_fn fn,
+                                 void *arg) {
+  pthread_mutex_lock(&st->wake_lock);
+  st->pulled = fn;
+  st->pulled_arg = arg;
+  pthread_mutex_unlock(&st->wake_lock);
+}
+
+void ceb_store_pull_woken(ceb_store *st, const char *queue) {
+  if (!st) return;
+  pthread_mutex_lock(&st->wake_lock);
+  ceb_store_wake_fn fn = st->pulled;
+  void *arg = st->pulled_arg;
+  pthread_mutex_unlock(&st->wake_lock);
+  if (fn) fn(arg, queue); /* outside the lock, as ceb_store_woken */
+}
+
 int ceb_store_ingest_async(ceb_store *st, ceb_ingest_batch *batch,
                            ceb_store_done_fn done, void *arg) {
   if (!st || !batch) return CEB_EINVAL;

@@ -59,6 +59,9 @@ void cebpg_notify_set_listener(cebpg_cluster *c, ceb_store_wake_fn fn,
 /* Queues a notification for route (coalesced: one per route per round of
  * the thread). Never blocks on the network: the thread sends it. */
 void cebpg_notify_route(cebpg_cluster *c, const char *route);
+/* The same for a pull queue appended to (channel "ceb_pull"): the other
+ * bridges' long polls read again (ceb_store_pull_woken). */
+void cebpg_notify_pull(cebpg_cluster *c, const char *queue);
 
 /* ---- pg_cluster.c ---- */
 int cebpg_try_lead(ceb_store_impl *s, const char *task, int64_t now);

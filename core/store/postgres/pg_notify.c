@@ -1,14 +1,17 @@
 /* LISTEN/NOTIFY between the bridges sharing a database (pg_cluster.h).
  *
- * One thread, one connection of its own: it LISTENs on "ceb_work", sends
- * the notifications the engine queued (one statement per round for every
- * route queued meanwhile, so a busy committer costs one round trip per
- * round, not per group) and turns the other bridges' notifications into
- * calls of the wake listener. Its own notifications come back to it too
- * (a session hears what it sends on a channel it listens to): they are
- * recognised by the backend pid and dropped. A notification is a hint:
- * one lost with a connection is made up by a wake-up of every route after
- * the reconnect, and by the engine's poll (store.poll_interval). */
+ * One thread, one connection of its own: it LISTENs on "ceb_work" (routes
+ * with new claimable deliveries) and "ceb_pull" (pull queues appended to),
+ * sends the notifications the engine queued (one statement per round for
+ * every route and queue queued meanwhile, so a busy committer costs one
+ * round trip per round, not per group) and turns the other bridges'
+ * notifications into calls of the wake listener (routes) and of the
+ * store's pull listener (queues: the long polls of pull consumers). Its own
+ * notifications come back to it too (a session hears what it sends on a channel
+ * it listens to): they are recognised by the backend pid and dropped. A
+ * notification is a hint: one lost with a connection is made up by a wake-up of
+ * every route after the reconnect, and by the engine's poll
+ * (store.poll_interval). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,6 +29,7 @@
 #include "store/postgres/pg_internal.h"
 
 #define NOTIFY_CHANNEL "ceb_work"
+#define PULL_CHANNEL "ceb_pull"
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 /* A frozen bridge's listener must not hold the server's notification queue
@@ -44,6 +48,8 @@ struct cebpg_cluster {
   int stop;
   char **routes; /* to notify, distinct */
   size_t nroutes, cap;
+  char **pulls; /* pull queues to notify, distinct */
+  size_t npulls, pcap;
   ceb_store_wake_fn wake;
   void *wake_arg;
 };
@@ -63,27 +69,36 @@ void cebpg_notify_set_listener(cebpg_cluster *c, ceb_store_wake_fn fn,
   pthread_mutex_unlock(&c->lock);
 }
 
+/* Adds name to a distinct list under c->lock; 1 when the list was empty
+ * (the thread needs a poke). A name not added (out of memory) is a lost
+ * hint: the others' polls find the work. */
+static int add_name(char ***list, size_t *n, size_t *cap, const char *name) {
+  for (size_t i = 0; i < *n; i++)
+    if (strcmp((*list)[i], name) == 0) return 0;
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 16;
+    char **nl = realloc(*list, nc * sizeof *nl);
+    if (!nl) return 0;
+    *list = nl;
+    *cap = nc;
+  }
+  char *d = strdup(name);
+  if (d) (*list)[(*n)++] = d;
+  return d && *n == 1;
+}
+
 void cebpg_notify_route(cebpg_cluster *c, const char *route) {
   if (!c || !route) return;
   pthread_mutex_lock(&c->lock);
-  for (size_t i = 0; i < c->nroutes; i++)
-    if (strcmp(c->routes[i], route) == 0) {
-      pthread_mutex_unlock(&c->lock);
-      return;
-    }
-  if (c->nroutes == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 16;
-    char **n = realloc(c->routes, cap * sizeof *n);
-    if (!n) { /* a lost hint: the others' poll finds the work */
-      pthread_mutex_unlock(&c->lock);
-      return;
-    }
-    c->routes = n;
-    c->cap = cap;
-  }
-  char *r = strdup(route);
-  if (r) c->routes[c->nroutes++] = r;
-  int first = c->nroutes == 1;
+  int first = add_name(&c->routes, &c->nroutes, &c->cap, route);
+  pthread_mutex_unlock(&c->lock);
+  if (first) poke(c);
+}
+
+void cebpg_notify_pull(cebpg_cluster *c, const char *queue) {
+  if (!c || !queue) return;
+  pthread_mutex_lock(&c->lock);
+  int first = add_name(&c->pulls, &c->npulls, &c->pcap, queue);
   pthread_mutex_unlock(&c->lock);
   if (first) poke(c);
 }
@@ -101,35 +116,48 @@ static void wake(cebpg_cluster *c, const char *route) {
     ceb_store_woken(c->s->owner, route);
 }
 
-/* Sends the queued notifications in one statement. 0, or -1 when the
- * connection failed (the routes are dropped: hints). */
+static void free_names(char **list, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(list[i]);
+  free(list);
+}
+
+/* Sends the queued notifications (routes and pull queues) in one
+ * statement. 0, or -1 when the connection failed (they are dropped:
+ * hints). */
 static int send_queued(cebpg_cluster *c, PGconn *conn) {
   pthread_mutex_lock(&c->lock);
-  char **routes = c->routes;
-  size_t n = c->nroutes;
-  c->routes = NULL;
-  c->nroutes = c->cap = 0;
+  char **routes = c->routes, **pulls = c->pulls;
+  size_t n = c->nroutes, np = c->npulls;
+  c->routes = c->pulls = NULL;
+  c->nroutes = c->cap = c->npulls = c->pcap = 0;
   pthread_mutex_unlock(&c->lock);
-  if (!n) return 0;
-  cebpg_buf arr = {0};
+  if (!n && !np) return 0;
+  cebpg_buf ch = {0}, arr = {0};
+  cebpg_buf_add(&ch, "{", 1);
   cebpg_buf_add(&arr, "{", 1);
-  for (size_t i = 0; i < n; i++)
-    cebpg_buf_elem(&arr, routes[i], strlen(routes[i]), i == 0);
+  for (size_t i = 0; i < n + np; i++) {
+    const char *chan = i < n ? NOTIFY_CHANNEL : PULL_CHANNEL;
+    const char *name = i < n ? routes[i] : pulls[i - n];
+    cebpg_buf_elem(&ch, chan, strlen(chan), i == 0);
+    cebpg_buf_elem(&arr, name, strlen(name), i == 0);
+  }
+  cebpg_buf_add(&ch, "}", 1);
   cebpg_buf_add(&arr, "}", 1);
   int rc = 0;
-  if (!arr.oom) {
-    const char *v[1] = {arr.p};
+  if (!arr.oom && !ch.oom) {
+    const char *v[2] = {ch.p, arr.p};
     PGresult *r = PQexecParams(conn,
-                               "SELECT pg_notify('" NOTIFY_CHANNEL "', r)"
-                               " FROM unnest($1::text[]) AS r",
-                               1, NULL, v, NULL, NULL, 0);
+                               "SELECT pg_notify(ch, r) FROM"
+                               " unnest($1::text[], $2::text[]) AS x(ch, r)",
+                               2, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) rc = -1;
     PQclear(r);
   }
+  cebpg_buf_free(&ch);
   cebpg_buf_free(&arr);
-  for (size_t i = 0; i < n; i++)
-    free(routes[i]);
-  free(routes);
+  free_names(routes, n);
+  free_names(pulls, np);
   return rc;
 }
 
@@ -169,7 +197,9 @@ static void *listener_main(void *arg) {
       snprintf(set, sizeof set, "SET idle_session_timeout = %d",
                LISTEN_IDLE_MS);
       if (conn) PQclear(PQexec(conn, set)); /* refused before 14: harmless */
-      PGresult *r = conn ? PQexec(conn, "LISTEN " NOTIFY_CHANNEL) : NULL;
+      PGresult *r =
+          conn ? PQexec(conn, "LISTEN " NOTIFY_CHANNEL "; LISTEN " PULL_CHANNEL)
+               : NULL;
       int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
       PQclear(r);
       if (!ok) {
@@ -192,6 +222,7 @@ static void *listener_main(void *arg) {
         /* what the others sent while we were away is lost: look again */
         ceb_log_info("store: listening for other bridges' work again");
         wake(c, NULL);
+        ceb_store_pull_woken(c->s->owner, NULL);
       }
       had = 1;
     }
@@ -230,7 +261,13 @@ static void *listener_main(void *arg) {
     }
     PGnotify *n;
     while ((n = PQnotifies(conn)) != NULL) {
-      if (n->be_pid != mypid) wake(c, n->extra && *n->extra ? n->extra : NULL);
+      const char *what = n->extra && *n->extra ? n->extra : NULL;
+      if (n->be_pid == mypid)
+        ; /* our own */
+      else if (strcmp(n->relname, PULL_CHANNEL) == 0)
+        ceb_store_pull_woken(c->s->owner, what);
+      else
+        wake(c, what);
       PQfreemem(n);
     }
   }
@@ -278,9 +315,8 @@ void cebpg_notify_stop(cebpg_cluster *c) {
   pthread_mutex_unlock(&c->lock);
   poke(c);
   if (c->started) pthread_join(c->thread, NULL);
-  for (size_t i = 0; i < c->nroutes; i++)
-    free(c->routes[i]);
-  free(c->routes);
+  free_names(c->routes, c->nroutes);
+  free_names(c->pulls, c->npulls);
   close(c->pipe[0]);
   close(c->pipe[1]);
   pthread_mutex_destroy(&c->lock);

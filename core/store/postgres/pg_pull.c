@@ -148,6 +148,14 @@ static void run_group(ceb_store_impl *s, pull_op **ops, size_t n) {
   if (c) cebpg_pool_put(s->pool, c);
   for (size_t i = 0; i < n; i++)
     if (rc != CEB_OK) ops[i]->status = rc;
+  /* the long polls of the other bridges read again at once (ops are
+   * sorted by queue: one notification per queue) */
+  const char *told = NULL;
+  for (size_t i = 0; rc == CEB_OK && i < n; i++)
+    if (ops[i]->status == CEB_OK && (!told || strcmp(told, ops[i]->queue))) {
+      cebpg_notify_pull(s->notify, ops[i]->queue);
+      told = ops[i]->queue;
+    }
 }
 
 static void *writer_main(void *arg) {

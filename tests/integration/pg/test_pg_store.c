@@ -368,7 +368,8 @@ static void test_fifo_concurrent(ceb_store *a, ceb_store *b) {
 
 /* The cluster parts wired into the engine (pg_cluster.h): one leader per
  * task, and a pull queue appended on one instance, read and committed on
- * the other. */
+ * the other; the other instance hears of the append (its pull listener:
+ * the long polls of its consumers read again at once, not at their poll). */
 static int pull_visit(void *arg, int64_t seq, const char *json, size_t len) {
   (void)seq;
   (void)len;
@@ -387,7 +388,24 @@ static int append_done(void *arg) {
   return atomic_load(&g_appended) != 0;
 }
 
+static pthread_mutex_t g_pulled_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_pulled[64];
+static void pulled(void *arg, const char *queue) {
+  (void)arg;
+  pthread_mutex_lock(&g_pulled_lock);
+  snprintf(g_pulled, sizeof g_pulled, "%s", queue ? queue : "(any)");
+  pthread_mutex_unlock(&g_pulled_lock);
+}
+static int pulled_outbox(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_pulled_lock);
+  int yes = strcmp(g_pulled, "outbox") == 0;
+  pthread_mutex_unlock(&g_pulled_lock);
+  return yes;
+}
+
 static void test_cluster_parts(ceb_store *a, ceb_store *b) {
+  ceb_store_set_pull_listener(b, pulled, NULL);
   CHECK_INT(ceb_store_shared(a), 1);
   CHECK_INT(ceb_store_try_lead(a, "sweeper", 1000), 1);
   CHECK_INT(ceb_store_try_lead(b, "sweeper", 1000), 0);
@@ -397,6 +415,8 @@ static void test_cluster_parts(ceb_store *a, ceb_store *b) {
             CEB_OK);
   CHECK(ceb_test_wait(append_done, NULL, 30000));
   CHECK_INT(atomic_load(&g_appended), 1);
+  CHECK(ceb_test_wait(pulled_outbox, NULL, 30000));
+  ceb_store_set_pull_listener(b, NULL, NULL);
   int64_t depth = 0, last = 0, committed = 0;
   CHECK_INT(ceb_store_pull_stats(b, "outbox", &depth, &last, &committed),
             CEB_OK);
