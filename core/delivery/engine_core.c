@@ -35,6 +35,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
     e->nworkers = (unsigned)o->nroutes;
   e->max_queued = o->max_queued > 0 ? o->max_queued : 1000000;
   e->poll_ms = o->poll_ms > 0 ? o->poll_ms : POLL_MS;
+  e->shared = ceb_store_shared(o->store) == 1;
   e->rng = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)e;
   e->fwd_due = INT64_MAX;
   if (e->metrics) {
@@ -628,8 +629,12 @@ void *cebe_worker_main(void *arg) {
         if (s->circuit.state == CEB_CIRCUIT_OPEN &&
             s->circuit.open_until < next)
           next = s->circuit.open_until;
-        if (s->circuit.state != CEB_CIRCUIT_CLOSED) {
-          /* what falls due meanwhile fails at once (claim_route) */
+        if (s->circuit.state != CEB_CIRCUIT_CLOSED && !e->shared) {
+          /* what falls due meanwhile fails at once (claim_route). Not on
+           * a shared store: another bridge's circuit may be closed (this
+           * one alone cannot reach the sink, or its clock jumped after a
+           * freeze), so the deliveries stay for the bridges that claim
+           * them; with every circuit open they wait for a probe */
           size_t want =
               (size_t)(free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX);
           if (claim_route(e, r, now, want, 1) == want) progress = 1;
@@ -654,6 +659,14 @@ void *cebe_worker_main(void *arg) {
     /* Earliest future retry of my routes. */
     for (size_t r = 0; r < e->nroutes && !e->draining; r++) {
       if (e->routes[r].worker != w || e->routes[r].open <= 0) continue;
+      /* left to the other bridges (above): due rows of this route are no
+       * reason to wake before the circuit's open_until or its probe's
+       * outcome */
+      const ceb_circuit *cc = &e->sinks[e->routes[r].cfg.sink].circuit;
+      if (e->shared &&
+          (cc->state == CEB_CIRCUIT_OPEN ||
+           (cc->state == CEB_CIRCUIT_HALF_OPEN && cc->probe_inflight)))
+        continue;
       pthread_mutex_unlock(&e->lock);
       int64_t due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
       pthread_mutex_lock(&e->lock);

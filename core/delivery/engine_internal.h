@@ -150,6 +150,10 @@ struct ceb_engine {
   pthread_t *threads;
   int64_t max_queued;
   int64_t poll_ms; /* ceb_engine_opts.poll_ms */
+  /* ceb_store_shared at creation: other bridges claim from the same
+   * store, so a route whose sink's circuit is open here leaves its due
+   * deliveries to them instead of failing them (engine_core.c) */
+  int shared;
 
   pthread_mutex_t lock;
   pthread_cond_t cond; /* workers: something changed */

@@ -114,6 +114,11 @@ static void stop(harness *h) {
 
 int harness_open(harness *h, const char *tag, const char *bridge_extra,
                  const char *conf_text) {
+  return harness_open_store(h, tag, NULL, bridge_extra, conf_text);
+}
+
+int harness_open_store(harness *h, const char *tag, const char *store,
+                       const char *bridge_extra, const char *conf_text) {
   memset(h, 0, sizeof *h);
   atomic_store(&h->clock, HARNESS_T0);
   h->dir = ceb_test_tmpdir(tag);
@@ -124,9 +129,13 @@ int harness_open(harness *h, const char *tag, const char *bridge_extra,
     CHECK_MSG(0, "cannot write %s", path);
     return -1;
   }
-  fprintf(f,
-          "[bridge]\nstore = %s/store.db\nstore.synchronous = normal\n%s\n%s",
-          h->dir, bridge_extra ? bridge_extra : "", conf_text);
+  if (store)
+    fprintf(f, "[bridge]\nstore = %s\n%s\n%s", store,
+            bridge_extra ? bridge_extra : "", conf_text);
+  else
+    fprintf(f,
+            "[bridge]\nstore = %s/store.db\nstore.synchronous = normal\n%s\n%s",
+            h->dir, bridge_extra ? bridge_extra : "", conf_text);
   fclose(f);
   return start(h);
 }

@@ -8,9 +8,9 @@
 
 #include <ceb/ceb.h>
 
-#include "instance/ceb_instance.h"
 #include "ceb_test.h"
 #include "config/ceb_conf.h"
+#include "instance/ceb_instance.h"
 #include "metrics/ceb_metrics.h"
 #include "runtime/ceb_runtime.h"
 #include "testsink.h"
@@ -34,6 +34,10 @@ typedef struct harness {
  * Returns 0 on success (failures are CHECKed). */
 int harness_open(harness *h, const char *tag, const char *bridge_extra,
                  const char *conf_text);
+/* The same on the store spec given (a postgresql:// URI: a bridge sharing
+ * that database with others); NULL: harness_open's SQLite file. */
+int harness_open_store(harness *h, const char *tag, const char *store,
+                       const char *bridge_extra, const char *conf_text);
 /* Reopens on the same directory (store kept): a restart. */
 int harness_restart(harness *h);
 /* Drains and frees (keeps nothing). */
