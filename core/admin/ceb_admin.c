@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,34 @@ static int target_ok(const char *url) {
   return 1;
 }
 
+/* The admin API takes no request bodies (every parameter is in the
+ * query); a client may still send a small one (curl -d ''). Past this the
+ * request is refused from its head (Content-Length) or cut off (chunked),
+ * never read: a body is not a way to hold one of the 64 connections. */
+#define ADMIN_BODY_MAX (64u * 1024u)
+
+/* The first call, with the complete head: every refusal that needs no
+ * body is answered here, before libmicrohttpd reads one (an answer queued
+ * now closes the connection after it). Returns MHD_YES/NO when it
+ * answered, -1 to go on. */
+static int head_checks(ceb_admin *a, struct MHD_Connection *c, const char *url,
+                       int get) {
+  if (!target_ok(url))
+    return ceb_admin_problem(
+        c, 400, "url.invalid",
+        "the request path holds a control character or an encoded NUL");
+  int refused = guard(a, c, url, get);
+  if (refused >= 0) return refused;
+  const char *cl =
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  char *end = NULL;
+  if (cl && (strtoull(cl, &end, 10) > ADMIN_BODY_MAX || end == cl || *end))
+    return ceb_admin_problem(c, 413, "body.unsupported",
+                             "the admin API takes no request body: "
+                             "parameters go in the query");
+  return -1;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload_data,
@@ -146,22 +175,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   (void)version;
   (void)upload_data;
   ceb_admin *a = cls;
-  /* Bodies are ignored (all parameters are in the query); drain them. */
+  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+  /* *con_cls counts the body bytes drained so far, plus one */
   if (*con_cls == NULL) {
-    *con_cls = (void *)1;
+    int refused = head_checks(a, c, url, get);
+    if (refused >= 0) return (enum MHD_Result)refused;
+    *con_cls = (void *)(uintptr_t)1;
     return MHD_YES;
   }
   if (*upload_size) {
+    uintptr_t seen = (uintptr_t)*con_cls - 1 + *upload_size;
     *upload_size = 0;
+    /* libmicrohttpd cannot queue an answer in the middle of a body */
+    if (seen > ADMIN_BODY_MAX) return MHD_NO;
+    *con_cls = (void *)(seen + 1);
     return MHD_YES;
   }
-  int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-  if (!target_ok(url))
-    return (enum MHD_Result)ceb_admin_problem(
-        c, 400, "url.invalid",
-        "the request path holds a control character or an encoded NUL");
-  int refused = guard(a, c, url, get);
-  if (refused >= 0) return (enum MHD_Result)refused;
   if (strcmp(url, "/healthz") == 0 && get)
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);

@@ -14,12 +14,18 @@
  *    Origin checks and the strict CSP, and nothing else is served there;
  *    /v1/routes' last-minute figures, /v1/dlq's until, an event's timeline
  *    and the contract document / diff endpoints answer as documented. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -233,6 +239,113 @@ static void guarded_api(void) {
   free(r.body);
 }
 
+/* ---- request bodies: refused from the head, never read to refuse ---- */
+
+/* A connection to the admin API whose reads give up after 20 s (the
+ * listener's idle timeout is 30 s: a reply must come long before). */
+static int raw_connect(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct timeval tv = {20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)g_port)};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static int send_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Sends head (a request head announcing a body that is never sent) and
+ * reads what comes back before the read times out; "" when nothing. */
+static void head_only(const char *head, char *out, size_t size) {
+  out[0] = '\0';
+  int fd = raw_connect();
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  CHECK_INT(send_all(fd, head, strlen(head)), 0);
+  size_t len = 0;
+  ssize_t n;
+  while (len + 1 < size && (n = recv(fd, out + len, size - 1 - len, 0)) > 0) {
+    len += (size_t)n;
+    out[len] = '\0';
+    if (strstr(out, "\r\n\r\n") && strchr(strstr(out, "\r\n\r\n"), '}')) break;
+  }
+  close(fd);
+}
+
+/* A request announcing a gigabyte body is answered from its head at once:
+ * without the token 401, with a foreign Origin 403, with the token 413
+ * (the admin API takes no bodies); a chunked body streamed on is cut off
+ * instead of read for ever. On the code before, each waited for the body
+ * (a client without the token could hold a connection and feed it). */
+static void bodies_refused(void) {
+  char head[1024], got[4096];
+  snprintf(head, sizeof head,
+           "POST /v1/dlq/purge?route=r&confirm=true HTTP/1.1\r\n"
+           "Host: 127.0.0.1:%d\r\nContent-Length: 1000000000\r\n\r\n",
+           g_port);
+  head_only(head, got, sizeof got);
+  CHECK_MSG(strncmp(got, "HTTP/1.1 401", 12) == 0, "got '%.80s'", got);
+  CHECK(strstr(got, "application/problem+json") != NULL);
+
+  snprintf(head, sizeof head,
+           "POST /v1/dlq/purge?route=r&confirm=true HTTP/1.1\r\n"
+           "Host: 127.0.0.1:%d\r\nOrigin: http://evil.example\r\n"
+           "Content-Length: 1000000000\r\n\r\n",
+           g_port);
+  head_only(head, got, sizeof got);
+  CHECK_MSG(strncmp(got, "HTTP/1.1 403", 12) == 0, "got '%.80s'", got);
+
+  snprintf(head, sizeof head,
+           "POST /v1/dlq/replay?route=r&dry_run=true HTTP/1.1\r\n"
+           "Host: 127.0.0.1:%d\r\n%s\r\n"
+           "Content-Length: 1000000000\r\n\r\n",
+           g_port, g_bearer);
+  head_only(head, got, sizeof got);
+  CHECK_MSG(strncmp(got, "HTTP/1.1 413", 12) == 0, "got '%.80s'", got);
+  CHECK(strstr(got, "body.unsupported") != NULL);
+
+  /* chunked with the token: cut off after a bounded amount */
+  int fd = raw_connect();
+  CHECK(fd >= 0);
+  if (fd >= 0) {
+    snprintf(head, sizeof head,
+             "POST /v1/dlq/replay?route=r&dry_run=true HTTP/1.1\r\n"
+             "Host: 127.0.0.1:%d\r\n%s\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n",
+             g_port, g_bearer);
+    int cut = send_all(fd, head, strlen(head)) != 0;
+    static char chunk[16 * 1024 + 16];
+    int hl = snprintf(chunk, sizeof chunk, "4000\r\n");
+    memset(chunk + hl, 'x', 16 * 1024);
+    memcpy(chunk + hl + 16 * 1024, "\r\n", 2);
+    size_t clen = (size_t)hl + 16 * 1024 + 2;
+    /* 64 MiB at most: far past any limit; the loop ends by itself */
+    for (int i = 0; i < 4096 && !cut; i++)
+      cut = send_all(fd, chunk, clen) != 0;
+    char b[512];
+    ssize_t n = 0;
+    if (!cut) n = recv(fd, b, sizeof b, 0);
+    CHECK_MSG(cut || n >= 0, "64 MiB of body were read without a word");
+    close(fd);
+  }
+  CHECK_INT(dlq_count(), 3);
+}
+
 /* The operator console's files: served without a token (they hold no
  * data) with the strict CSP, Host and Origin still checked, nothing but
  * the embedded names served; the /v1/ additions it is built on. */
@@ -412,6 +525,7 @@ int main(void) {
   if (g_port > 0) {
     token_file();
     guarded_api();
+    bodies_refused();
     console_api();
     cli_uses_token();
   }
