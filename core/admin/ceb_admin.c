@@ -19,6 +19,7 @@
 #include "admin/ceb_admin_ui.h"
 #include "log/ceb_log.h"
 #include "runtime/ceb_runtime.h"
+#include "store/ceb_store.h"
 
 struct ceb_admin {
   struct MHD_Daemon *mhd;
@@ -75,6 +76,38 @@ int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
   int rc = ceb_admin_reply(c, status, "application/problem+json",
                            text ? text : "{}", text ? strlen(text) : 2);
   free(text);
+  return rc;
+}
+
+/* Seconds a client waits before asking again while the store is away: the
+ * PostgreSQL pool's first reconnect backoff and SQLite's write probe are
+ * well under it. */
+#define ADMIN_STORE_RETRY_AFTER "5"
+
+int ceb_admin_store_problem(struct MHD_Connection *c, struct ceb_store *st,
+                            const char *what) {
+  char why[300] = "";
+  if (!st || ceb_store_writable(st, why, sizeof why))
+    return ceb_admin_problem(c, 500, "store_error", what);
+  char detail[640];
+  snprintf(detail, sizeof detail, "%s: the store is unavailable (%s)", what,
+           why[0] ? why : "no reason given");
+  json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}", "type",
+                        "https://cebridge.dev/problems/admin", "title",
+                        "store_unavailable", "status", 503, "code",
+                        "store_unavailable", "detail", detail);
+  char *text = p ? json_dumps(p, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(p);
+  struct MHD_Response *r = MHD_create_response_from_buffer(
+      text ? strlen(text) : 2, text ? text : "{}", MHD_RESPMEM_MUST_COPY);
+  free(text);
+  if (!r) return MHD_NO;
+  ceb_admin_headers(r);
+  MHD_add_response_header(r, "Content-Type", "application/problem+json");
+  MHD_add_response_header(r, "Cache-Control", "no-store");
+  MHD_add_response_header(r, "Retry-After", ADMIN_STORE_RETRY_AFTER);
+  int rc = MHD_queue_response(c, 503, r);
+  MHD_destroy_response(r);
   return rc;
 }
 

@@ -21,6 +21,13 @@ int ceb_admin_reply(struct MHD_Connection *c, int status,
 int ceb_admin_reply_json(struct MHD_Connection *c, int status, json_t *body);
 int ceb_admin_problem(struct MHD_Connection *c, int status, const char *code,
                       const char *detail);
+struct ceb_store;
+/* A store read or write that failed: 503 store_unavailable with
+ * Retry-After while the store says it cannot write (PostgreSQL away, a
+ * full or failing disk: the operator's script should try again later),
+ * else 500 store_error. what says which query. MHD's thread. */
+int ceb_admin_store_problem(struct MHD_Connection *c, struct ceb_store *st,
+                            const char *what);
 
 int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c);
 /* path is the part after "/v1" ("/routes", "/dlq/3", ...). */

@@ -54,7 +54,8 @@ int ceb_admin_replay(const ceb_admin_view *view, struct MHD_Connection *c,
     return ceb_admin_problem(c, 404, "unknown_route",
                              "no such route in the running configuration");
   if (rc != CEB_OK)
-    return ceb_admin_problem(c, 500, "store_error", ceb_strerror(rc));
+    return ceb_admin_store_problem(c, ceb_runtime_store(view->rt),
+                                   ceb_strerror(rc));
   return ceb_admin_reply_json(
       c, 200,
       json_pack("{s:s, s:b, s:I, s:I, s:I}", "route", route, "dry_run", dry,

@@ -157,7 +157,8 @@ int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
   ceb_store *st = ceb_runtime_store(view->rt);
   json_t *s = ceb_store_event_status(st, id, source);
   if (!s)
-    return ceb_admin_problem(c, 500, "store_error", "status query failed");
+    return ceb_admin_store_problem(c, ceb_runtime_store(view->rt),
+                                   "status query failed");
   if (json_array_size(s) == 0) {
     json_decref(s);
     return ceb_admin_problem(c, 404, "unknown_event",

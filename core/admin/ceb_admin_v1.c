@@ -177,7 +177,8 @@ static int dlq_action(const ceb_admin_view *view, struct MHD_Connection *c,
   }
   if (st_rc != CEB_OK) {
     json_decref(replayed);
-    return ceb_admin_problem(c, 500, "store_error", ceb_strerror(st_rc));
+    return ceb_admin_store_problem(c, ceb_runtime_store(view->rt),
+                                   ceb_strerror(st_rc));
   }
   json_t *out = json_pack("{s:b, s:I}", "dry_run", dry,
                           replay ? "replayed" : "purged", (json_int_t)count);
@@ -200,8 +201,7 @@ static int route_keys(const ceb_admin_view *view, struct MHD_Connection *c,
     return ceb_admin_problem(c, 400, "bad_parameter",
                              "bad value for 'limit' (1..10000)");
   json_t *keys = ceb_store_key_stats(st, route, (size_t)limit);
-  if (!keys)
-    return ceb_admin_problem(c, 500, "store_error", "key query failed");
+  if (!keys) return ceb_admin_store_problem(c, st, "key query failed");
   return ceb_admin_reply_json(
       c, 200, json_pack("{s:s, s:o}", "route", route, "keys", keys));
 }
@@ -254,8 +254,7 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     if (timeline)
       return ceb_admin_timeline(view, c, idbuf, ceb_admin_arg(c, "source"));
     json_t *s = ceb_store_event_status(st, idbuf, ceb_admin_arg(c, "source"));
-    if (!s)
-      return ceb_admin_problem(c, 500, "store_error", "status query failed");
+    if (!s) return ceb_admin_store_problem(c, st, "status query failed");
     if (json_array_size(s) == 0) {
       json_decref(s);
       return ceb_admin_problem(c, 404, "unknown_event",
@@ -276,7 +275,7 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     }
     json_t *l = ceb_store_dlq_list(st, &f);
     return l ? ceb_admin_reply_json(c, 200, l)
-             : ceb_admin_problem(c, 500, "store_error", "DLQ query failed");
+             : ceb_admin_store_problem(c, st, "DLQ query failed");
   }
   if (strcmp(path, "/dlq/replay") == 0 && post) return dlq_action(view, c, 1);
   if (strcmp(path, "/dlq/purge") == 0 && post) return dlq_action(view, c, 0);
@@ -285,14 +284,15 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     if (ceb_parse_int(path + 5, &id) != CEB_OK || id <= 0)
       return ceb_admin_problem(c, 400, "bad_parameter", "DLQ id is a number");
     json_t *row = ceb_store_dlq_show(st, id);
+    if (!row && !ceb_store_writable(st, NULL, 0))
+      return ceb_admin_store_problem(c, st, "DLQ query failed");
     return row ? ceb_admin_reply_json(c, 200, row)
                : ceb_admin_problem(c, 404, "not_found", "no such dead letter");
   }
   if (strcmp(path, "/contracts") == 0 && get) {
     json_t *l = ceb_store_contract_list(st, ceb_admin_arg(c, "name"));
     return l ? ceb_admin_reply_json(c, 200, l)
-             : ceb_admin_problem(c, 500, "store_error",
-                                 "register query failed");
+             : ceb_admin_store_problem(c, st, "register query failed");
   }
   if (strncmp(path, "/contracts/", 11) == 0 && get)
     return ceb_admin_contract_get(view, c, path + 11);
@@ -300,7 +300,7 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     /* the bridges sharing the store, what each leads and holds */
     json_t *v = ceb_store_cluster(st, view->now_ms(view->clock_arg));
     return v ? ceb_admin_reply_json(c, 200, v)
-             : ceb_admin_problem(c, 500, "store_error", "cluster query failed");
+             : ceb_admin_store_problem(c, st, "cluster query failed");
   }
   if (strcmp(path, "/sinks") == 0 && get)
     return ceb_admin_reply_json(c, 200, ceb_runtime_sinks(rt));
@@ -340,8 +340,7 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     int rc = ceb_runtime_sink_enable(rt, name);
     if (rc == CEB_ENOTFOUND)
       return ceb_admin_problem(c, 404, "not_found", "no such sink");
-    if (rc != CEB_OK)
-      return ceb_admin_problem(c, 500, "store_error", ceb_strerror(rc));
+    if (rc != CEB_OK) return ceb_admin_store_problem(c, st, ceb_strerror(rc));
     return ceb_admin_reply_json(
         c, 200, json_pack("{s:s, s:b}", "sink", name, "disabled", 0));
   }

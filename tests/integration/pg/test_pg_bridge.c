@@ -188,6 +188,31 @@ static int readyz_is(void *arg) {
   return st == z->want;
 }
 
+/* The admin API while the database is away: a store query answers 503
+ * problem+json store_unavailable with Retry-After (it was 500 store_error:
+ * a script could not tell "try later" from a bug). */
+typedef struct admin_down {
+  char base[128];
+  char bearer[200];
+  const char *method, *path;
+  long last; /* the last answer's status */
+} admin_down;
+
+static int admin_says_unavailable(void *arg) {
+  admin_down *a = arg;
+  char url[300], ra[32];
+  snprintf(url, sizeof url, "%s%s", a->base, a->path);
+  const char *h[] = {a->bearer, NULL};
+  hin_resp r = hin_request(url, a->method, h, NULL, 0, 0);
+  int ok = r.status == 503 && hin_header(&r, "Retry-After", ra, sizeof ra) &&
+           atoi(ra) > 0 && hin_header(&r, "Content-Type", url, sizeof url) &&
+           strcmp(url, "application/problem+json") == 0 &&
+           hin_json_str(&r, "code", "store_unavailable");
+  a->last = r.status;
+  hin_resp_free(&r);
+  return ok;
+}
+
 typedef struct all_rx {
   rx *r;
   load *l;
@@ -316,6 +341,27 @@ int main(void) {
             atomic_load(&l.unavailable));
   z.want = 503;
   CHECK(ceb_test_wait(readyz_is, &z, 30000));
+  {
+    admin_down ad = {.method = "GET", .path = "/v1/dlq"};
+    snprintf(ad.base, sizeof ad.base, "http://127.0.0.1:%d", aport);
+    char tpath[700];
+    snprintf(tpath, sizeof tpath, "%s/admin.token", dir);
+    char *tok = ceb_test_read_file(tpath, NULL);
+    CHECK(tok != NULL);
+    if (tok) tok[strcspn(tok, "\r\n")] = '\0';
+    snprintf(ad.bearer, sizeof ad.bearer, "Authorization: Bearer %s",
+             tok ? tok : "");
+    free(tok);
+    CHECK_MSG(ceb_test_wait(admin_says_unavailable, &ad, 30000),
+              "admin %s %s while down: %ld", ad.method, ad.path, ad.last);
+    ad.method = "POST";
+    ad.path = "/v1/routes/partners/replay?since=-1h&dry_run=true";
+    CHECK_MSG(ceb_test_wait(admin_says_unavailable, &ad, 30000),
+              "admin %s %s while down: %ld", ad.method, ad.path, ad.last);
+    ad.path = "/v1/dlq/replay?route=partners&dry_run=true";
+    CHECK_MSG(ceb_test_wait(admin_says_unavailable, &ad, 30000),
+              "admin %s %s while down: %ld", ad.method, ad.path, ad.last);
+  }
   CHECK_INT(ceb_test_pg_up(&pg), 0);
   acc.want = atomic_load(&l.accepted) + 100;
   CHECK_MSG(ceb_test_wait(reached, &acc, 60000),
