@@ -72,11 +72,12 @@ static int submit(cebs_store *st, cebs_run_fn run, void *run_arg,
     st->head = op;
   st->tail = op;
   /* Wake the committer only where its wait (cebs_committer_main) can end:
-   * the first op, a queue long enough to overlap the running sync, a full
-   * group. A wake per op cost a futex call and a context switch each while
-   * the committer waited for the syncer. */
+   * the first op (while no sync runs: the syncer wakes it when its sync
+   * ends and ops are queued), a queue long enough to overlap the running
+   * sync, a full group. A wake per op cost a futex call and a context
+   * switch each while the committer waited for the syncer. */
   size_t n = ++st->queued;
-  if (n == 1 || n == CEBS_OVERLAP_MIN || n == st->group_max)
+  if ((n == 1 && !st->syncing) || n == CEBS_OVERLAP_MIN || n == st->group_max)
     pthread_cond_signal(&st->cond);
   pthread_mutex_unlock(&st->lock);
   return CEB_OK;
@@ -264,6 +265,7 @@ void *cebs_committer_main(void *arg) {
     while (!st->head && !st->stopping) {
       if (!cebs_health_needs_probe(st)) {
         pthread_cond_wait(&st->cond, &st->lock);
+        st->commit_wakes++;
         continue;
       }
       /* writes failed and nothing else writes: try one each second, so
@@ -292,8 +294,10 @@ void *cebs_committer_main(void *arg) {
      * with a few ops costs a commit each (smaller groups cost more CPU per
      * event) and gains nothing, as their acks wait for the next sync
      * anyway. A longer queue goes ahead and overlaps the sync. */
-    while (st->syncing && !st->stopping && st->queued < CEBS_OVERLAP_MIN)
+    while (st->syncing && !st->stopping && st->queued < CEBS_OVERLAP_MIN) {
       pthread_cond_wait(&st->cond, &st->lock);
+      st->commit_wakes++;
+    }
     if (st->group_wait_ms > 0 && !st->stopping && st->queued < st->group_max)
       wait_ms(&st->cond, &st->lock, st->group_wait_ms);
     store_op *group = st->head, *last = group;

@@ -126,8 +126,9 @@ struct ceb_store_impl {
   pthread_cond_t sync_cond;
   pthread_t syncer;
   int syncer_started, sync_stop;
-  int sync_failed; /* under lock; final (store_sync.c says why) */
-  int syncing;     /* under lock: an fdatasync is running */
+  int sync_failed;       /* under lock; final (store_sync.c says why) */
+  int syncing;           /* under lock: an fdatasync is running */
+  uint64_t commit_wakes; /* under lock: the committer's waits that ended */
   uint64_t syncs;
   /* journal seqs by id hash (store_idmap.h): the committer adds on ingest,
    * the sweeper removes after its delete committed, readers look up */

@@ -74,7 +74,10 @@ static void *syncer_main(void *arg) {
     pthread_mutex_lock(&st->lock);
     st->syncs++;
     st->syncing = 0;
-    pthread_cond_broadcast(&st->cond); /* a committer waiting for us */
+    /* the committer waits for us only with ops queued (an idle one was
+     * woken by the first op when no sync ran): waking it for nothing
+     * cost a context switch per sync */
+    if (st->head) pthread_cond_signal(&st->cond);
     int first = failed && !st->sync_failed;
     if (failed) st->sync_failed = 1;
     pthread_mutex_unlock(&st->lock);
