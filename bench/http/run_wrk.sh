@@ -16,6 +16,8 @@
 #              librdkafka's mock cluster (ceb-kafka-mock); binary mode
 #   http2kafka_structured  the same in structured mode (the record's value
 #              is the JSON format: with ABI 1.1 the journal's bytes)
+# The intermediary takes up to 4096 connections from 127.0.0.1 (its
+# default per-address limit, 64, made -c256 runs measure refusals).
 # wrk (Debian package wrk) POSTs 1 KiB structured CloudEvents with unique ids
 # (wrk_cloudevents.lua) on C keep-alive connections for SECONDS (default 15).
 # CPU per event: the bridge's utime+stime (/proc/PID/stat, all threads) from
@@ -99,6 +101,9 @@ listen = 127.0.0.1:0
 port_file = $D/port
 auth = none
 idempotency = off
+# every wrk connection comes from 127.0.0.1: with the default per-address
+# limit (64) wrk -c256 measured refused connections and reconnects
+max_connections_per_ip = 4096
 
 [sink out]
 $SINK
