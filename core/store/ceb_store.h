@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 18
+#define CEB_STORE_SCHEMA_VERSION 19
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {
@@ -171,6 +171,16 @@ typedef struct ceb_ingest_event {
   size_t json_len;
   const ceb_ingest_route *routes; /* none: journaled as unrouted */
   size_t nroutes;
+  /* The client's callback (X-Callback, docs/integration-guide.md
+   * "Callbacks"): when both are set and the event has routes, the store
+   * keeps them with the journal row, and the settle that makes the
+   * event's status final (every route done or dead) adds, in its own
+   * transaction, a pending delivery of the event to callback_route (no
+   * order key, due at that settle's now): the callback is journaled like
+   * any delivery. The journal row stays open until that delivery settles
+   * too. Once per event: a later settle (after a DLQ replay) adds none. */
+  const char *callback_route;
+  const char *callback_url;
   /* out, set by the store: 1 new, 0 duplicate of (client, source, id) */
   int inserted;
   int64_t seq;
@@ -314,6 +324,10 @@ typedef struct ceb_attempt_result {
    * client's job status; NULL: nothing. */
   const char *response;
   size_t response_len;
+  /* out, set before done: the callback route this settle queued a
+   * delivery to (ceb_ingest_event.callback_route, cut to fit), "" when it
+   * queued none. The delivery engine wakes that route. */
+  char callback_queued[128];
 } ceb_attempt_result;
 /* Async: records an attempt's outcome: updates the delivery row and
  * releases its lease, settles the journal row when every route is done or
@@ -371,6 +385,12 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
  * Times are ms since the epoch. Blocking read. */
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source);
+
+/* The callback URL kept with journal row seq (ceb_ingest_event.
+ * callback_url), malloc'd (caller frees); NULL with *status CEB_ENOTFOUND
+ * when it has none (swept, or never had one), CEB_EIO on a read error,
+ * CEB_EUNSUPPORTED from an engine without callbacks. Blocking read. */
+char *ceb_store_callback_url(ceb_store *st, int64_t seq, int *status);
 
 /* ---- DLQ ---- */
 

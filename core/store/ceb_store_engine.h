@@ -167,6 +167,10 @@ typedef struct ceb_store_engine {
                             const char *key, int64_t cap);
   /* ceb_store_key_stats; NULL: the status API answers 501 */
   json_t *(*key_stats)(ceb_store_impl *self, const char *route, size_t limit);
+  /* ceb_store_callback_url; NULL: CEB_EUNSUPPORTED. An engine that has it
+   * keeps ceb_ingest_event.callback_* and queues the callback delivery in
+   * the final settle's transaction (ceb_store.h). */
+  char *(*callback_url)(ceb_store_impl *self, int64_t seq, int *status);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

@@ -247,6 +247,20 @@ json_t *ceb_store_key_stats(ceb_store *st, const char *route, size_t limit) {
   return st->eng->key_stats(st->impl, route, limit);
 }
 
+char *ceb_store_callback_url(ceb_store *st, int64_t seq, int *status) {
+  int dummy;
+  if (!status) status = &dummy;
+  if (!st || seq <= 0) {
+    *status = CEB_EINVAL;
+    return NULL;
+  }
+  if (!st->eng->callback_url) {
+    *status = CEB_EUNSUPPORTED;
+    return NULL;
+  }
+  return st->eng->callback_url(st->impl, seq, status);
+}
+
 int64_t ceb_store_count_open(ceb_store *st, const char *route) {
   return st->eng->count_open(st->impl, route);
 }

@@ -63,8 +63,23 @@ static const char SQL_SETTLE[] =
     " (SELECT p.seq FROM delivery p, u WHERE p.route = $2 AND"
     " p.order_key = u.order_key AND p.state < 3 AND p.seq <> $1"
     " ORDER BY p.seq LIMIT 1) AND $3::smallint IN (3, 4)),"
-    " js AS (UPDATE journal_settle SET open_routes = open_routes - 1,"
-    " settled_at = CASE WHEN open_routes - 1 <= 0 THEN $10::bigint END"
+    /* the client's callback (X-Callback): when this settle makes the
+     * status final (the last open route), its delivery is queued here, in
+     * the same statement; the journal row stays open for it. lk locks the
+     * settle row and reads its newest version, so of two routes settling
+     * at once on two connections the later one sees the count the earlier
+     * left. */
+    " lk AS (SELECT open_routes FROM journal_settle WHERE seq = $1"
+    " AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u) FOR UPDATE),"
+    " cb AS (UPDATE callback SET queued_at = $10::bigint WHERE seq = $1"
+    " AND queued_at IS NULL AND (SELECT open_routes FROM lk) <= 1"
+    " RETURNING route),"
+    " cbd AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
+    " head) SELECT $1, route, 0, $10::bigint, NULL, false FROM cb),"
+    " js AS (UPDATE journal_settle SET open_routes = open_routes - 1"
+    " + (SELECT count(*) FROM cb)::integer,"
+    " settled_at = CASE WHEN open_routes - 1 <= 0 AND NOT EXISTS (SELECT 1"
+    " FROM cb) THEN $10::bigint END"
     " WHERE seq = $1 AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u)),"
     " q AS (INSERT INTO dlq (id, seq, route, sink, reason, last_reason,"
     " status, attempts, first_at, last_at, error, event, event_id, source,"
@@ -100,7 +115,7 @@ static const char SQL_SETTLE[] =
     " (SELECT CASE WHEN $3::smallint = 4 THEN coalesce(p.dlq_id, 0) ELSE 0"
     " END FROM delivery p WHERE p.seq = $1 AND p.route = $2 AND p.fence = $9"
     " AND p.state = $3::smallint AND p.next_at = $4 AND p.lease_owner IS"
-    " NULL) END";
+    " NULL) END, (SELECT route FROM cb)";
 
 static const char SQL_FORWARDED[] =
     "UPDATE dlq SET forwarded_at = $2 WHERE id = $1";
@@ -233,6 +248,7 @@ int cebpg_settle_send(PGconn *c, cebpg_op *op) {
 
 int cebpg_settle_recv(PGresult *res, cebpg_op *op) {
   ceb_attempt_result *r = op->arg;
+  r->callback_queued[0] = '\0';
   if (PQntuples(res) != 1) return CEB_EINTERNAL;
   if (cebpg_int(res, 0, 0) == 0) {
     if (!PQgetisnull(res, 0, 2)) {
@@ -246,6 +262,9 @@ int cebpg_settle_recv(PGresult *res, cebpg_op *op) {
     return CEB_OK;
   }
   if (r->state == CEB_DS_DEAD) r->dlq_id = cebpg_int(res, 0, 1);
+  if (!PQgetisnull(res, 0, 3))
+    snprintf(r->callback_queued, sizeof r->callback_queued, "%s",
+             PQgetvalue(res, 0, 3));
   op->status = CEB_OK;
   return CEB_OK;
 }
@@ -517,4 +536,25 @@ json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq) {
   }
   PQclear(r);
   return arr;
+}
+
+/* ---- callbacks ---- */
+
+char *cebpg_callback_url(ceb_store_impl *s, int64_t seq, int *status) {
+  cebpg_params p = {.n = 0};
+  cebpg_p_int(&p, seq);
+  PGresult *r = cebpg_query(s, "callback url",
+                            "SELECT url FROM callback WHERE seq = $1", &p);
+  if (!r) {
+    *status = CEB_EIO;
+    return NULL;
+  }
+  char *url = NULL;
+  *status = CEB_ENOTFOUND;
+  if (PQntuples(r) > 0) {
+    url = cebpg_dup(r, 0, 0);
+    *status = url ? CEB_OK : CEB_ENOMEM;
+  }
+  PQclear(r);
+  return url;
 }

@@ -163,4 +163,5 @@ const ceb_store_engine ceb_store_postgres_engine = {
     .replay_range = cebpg_replay_range,
     .count_open_key = cebpg_count_open_key,
     .key_stats = cebpg_key_stats,
+    .callback_url = cebpg_callback_url,
 };

@@ -18,8 +18,9 @@
 
 const char cebpg_sql_ingest[] =
     "WITH src AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[],"
-    " $4::text[], $5::text[], $6::int[], $7::bigint[]) WITH ORDINALITY"
-    " AS s(client, source, id, type, event, nroutes, received_at, ord)),"
+    " $4::text[], $5::text[], $6::int[], $7::bigint[], $12::text[],"
+    " $13::text[]) WITH ORDINALITY AS s(client, source, id, type, event,"
+    " nroutes, received_at, cb_route, cb_url, ord)),"
     " ins AS (INSERT INTO journal (client, source, id, type, received_at,"
     " event, size, unrouted) SELECT client, source, id, type, received_at,"
     " event, octet_length(event), nroutes = 0 FROM src ORDER BY ord"
@@ -31,6 +32,11 @@ const char cebpg_sql_ingest[] =
     " st AS (INSERT INTO journal_settle (seq, open_routes, settled_at)"
     " SELECT m.seq, src.nroutes, CASE WHEN src.nroutes = 0"
     " THEN src.received_at END FROM m JOIN src ON src.ord = m.ord),"
+    /* the client's callback (X-Callback): queued by the final settle */
+    " cb AS (INSERT INTO callback (seq, route, url) SELECT m.seq,"
+    " src.cb_route, src.cb_url FROM m JOIN src ON src.ord = m.ord"
+    " WHERE src.cb_route IS NOT NULL AND src.cb_url IS NOT NULL"
+    " AND src.nroutes > 0),"
     /* a keyed row is its key's head when it is the key's first row here
      * and no older row of the key is unsettled (the key is locked) */
     " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
@@ -44,11 +50,11 @@ const char cebpg_sql_ingest[] =
     " SELECT seq, ord FROM m";
 
 typedef struct arrays {
-  cebpg_buf a[11];
+  cebpg_buf a[13];
 } arrays;
 
 static void open_all(arrays *x) {
-  for (int i = 0; i < 11; i++)
+  for (int i = 0; i < 13; i++)
     cebpg_buf_add(&x->a[i], "{", 1);
 }
 
@@ -81,6 +87,9 @@ int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n) {
                      e->json ? e->json_len : 2, first);
       num(&x.a[5], (int64_t)e->nroutes, first);
       num(&x.a[6], b->now, first);
+      int cb = e->callback_route && e->callback_url;
+      text(&x.a[11], cb ? e->callback_route : NULL, first);
+      text(&x.a[12], cb ? e->callback_url : NULL, first);
       for (size_t r = 0; r < e->nroutes; r++) {
         const ceb_ingest_route *rt = &e->routes[r];
         int rfirst = rord == 0;
@@ -92,9 +101,9 @@ int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n) {
       }
     }
   }
-  const char *vals[11];
+  const char *vals[13];
   int oom = 0;
-  for (int i = 0; i < 11; i++) {
+  for (int i = 0; i < 13; i++) {
     cebpg_buf_add(&x.a[i], "}", 1);
     oom |= x.a[i].oom;
     vals[i] = x.a[i].p;
@@ -103,10 +112,10 @@ int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n) {
   if (ord == 0)
     rc = 0; /* empty batches: nothing to send */
   else if (!oom)
-    rc = PQsendQueryPrepared(c, "ceb_ingest", 11, vals, NULL, NULL, 0) == 1
+    rc = PQsendQueryPrepared(c, "ceb_ingest", 13, vals, NULL, NULL, 0) == 1
              ? 1
              : -1;
-  for (int i = 0; i < 11; i++)
+  for (int i = 0; i < 13; i++)
     cebpg_buf_free(&x.a[i]);
   return rc;
 }

@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 7
+#define CEBPG_SCHEMA_VERSION 8
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -252,6 +252,8 @@ int cebpg_sink_state_get(ceb_store_impl *s, const char *sink,
 int cebpg_sink_state_put(ceb_store_impl *s, const char *sink,
                          const ceb_sink_state *state);
 json_t *cebpg_sink_states(ceb_store_impl *s);
+/* ceb_store_callback_url (pg_delivery.c). */
+char *cebpg_callback_url(ceb_store_impl *s, int64_t seq, int *status);
 /* ceb_store_key_stats (pg_delivery.c). */
 json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit);
 /* ceb_store_count_open_key (pg_delivery.c). */

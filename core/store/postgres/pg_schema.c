@@ -205,6 +205,14 @@ static const char *const k_migrations[] = {
     " max(last_at) FILTER (WHERE state IN (2, 4)), max(last_at)"
     " FROM delivery WHERE order_key IS NOT NULL AND state >= 2"
     " AND last_at IS NOT NULL GROUP BY route, order_key;",
+    /* 8: the client's callback (X-Callback): its URL and the route that
+     * sends it, kept from ingest; queued_at: when the final settle queued
+     * its delivery (once per event) */
+    "CREATE TABLE callback ("
+    " seq bigint PRIMARY KEY,"
+    " route text NOT NULL,"
+    " url text NOT NULL,"
+    " queued_at bigint);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

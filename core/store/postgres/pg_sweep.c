@@ -27,6 +27,7 @@ int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
       " q.seq = js.seq) LIMIT $2 FOR UPDATE SKIP LOCKED),"
       " d AS (DELETE FROM delivery WHERE seq IN (SELECT seq FROM s)),"
       " a AS (DELETE FROM attempt WHERE seq IN (SELECT seq FROM s)),"
+      " c AS (DELETE FROM callback WHERE seq IN (SELECT seq FROM s)),"
       " t AS (DELETE FROM journal_settle WHERE seq IN (SELECT seq FROM s)),"
       " j AS (DELETE FROM journal WHERE seq IN (SELECT seq FROM s)"
       " RETURNING 1),"

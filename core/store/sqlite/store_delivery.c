@@ -428,6 +428,7 @@ json_t *cebs_attempts_of(cebs_store *st, int64_t seq) {
 
 int cebs_attempt_run(sqlite3 *db, void *arg) {
   ceb_attempt_result *r = arg;
+  r->callback_queued[0] = '\0';
   sqlite3_stmt *u = cebs_stmt(db, SQL_ATTEMPT);
   if (!u) return CEB_EIO;
   sqlite3_bind_int64(u, 1, r->seq);
@@ -468,6 +469,10 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
   rc = sqlite3_step(j);
   sqlite3_reset(j);
   if (rc != SQLITE_DONE) return CEB_EIO;
+  /* the status just became final: the client's callback is queued in this
+   * same transaction */
+  rc = cebs_callback_settled(db, r);
+  if (rc != CEB_OK) return rc;
   if (r->state != CEB_DS_DEAD) return CEB_OK;
   sqlite3_stmt *q = cebs_stmt(db, SQL_DLQ_INSERT);
   sqlite3_stmt *l = cebs_stmt(db, SQL_DLQ_LINK);

@@ -63,4 +63,5 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .replay_range = cebs_replay_range,
     .count_open_key = cebs_count_open_key,
     .key_stats = cebs_key_stats,
+    .callback_url = cebs_callback_url,
 };

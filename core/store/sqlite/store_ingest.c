@@ -119,6 +119,10 @@ static int ingest(sqlite3 *db, cebs_idmap *ids, ceb_ingest_batch *b) {
     }
     int arc = cebs_idmap_add(ids, idh, e->seq);
     if (arc != CEB_OK) return arc;
+    if (e->callback_route && e->callback_url && e->nroutes > 0 &&
+        (arc = cebs_callback_add(db, e->seq, e->callback_route,
+                                 e->callback_url)) != CEB_OK)
+      return arc;
     e->inserted = 1;
     for (size_t r = 0; r < e->nroutes; r++) {
       const ceb_ingest_route *rt = &e->routes[r];

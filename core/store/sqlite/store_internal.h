@@ -355,6 +355,14 @@ int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
 int cebs_sink_state_put(cebs_store *st, const char *sink,
                         const ceb_sink_state *state);
 json_t *cebs_sink_states(cebs_store *st);
+/* Callbacks (store_callback.c), in the committer's transaction: keeps an
+ * ingested event's callback; after a final settle queues the callback
+ * delivery when the journal row just settled (sets r->callback_queued). */
+int cebs_callback_add(sqlite3 *db, int64_t seq, const char *route,
+                      const char *url);
+int cebs_callback_settled(sqlite3 *db, ceb_attempt_result *r);
+/* ceb_store_callback_url. Read connection. */
+char *cebs_callback_url(cebs_store *st, int64_t seq, int *status);
 /* ceb_store_key_stats (store_delivery.c). */
 json_t *cebs_key_stats(cebs_store *st, const char *route, size_t limit);
 /* ceb_store_count_open_key (store_delivery.c). */

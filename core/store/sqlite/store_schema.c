@@ -349,6 +349,14 @@ static const char *const k_migrations[] = {
     " MAX(CASE WHEN state IN (2, 4) THEN last_at END), MAX(last_at)"
     " FROM delivery WHERE order_key IS NOT NULL AND state >= 2"
     " AND last_at IS NOT NULL GROUP BY route, order_key;",
+    /* 19: the client's callback (X-Callback, store_callback.c): its URL
+     * and the route that sends it, kept from ingest; queued_at: when the
+     * final settle queued its delivery (once per event) */
+    "CREATE TABLE callback ("
+    " seq INTEGER PRIMARY KEY," /* journal.seq */
+    " route TEXT NOT NULL,"
+    " url TEXT NOT NULL,"
+    " queued_at INTEGER);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

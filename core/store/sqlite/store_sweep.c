@@ -68,6 +68,7 @@ static int sweep_run(sqlite3 *db, void *arg) {
       " (SELECT route, order_key FROM key_status k WHERE last_at <= ?1 - ?3"
       " AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.route = k.route"
       " AND d.order_key = k.order_key AND d.state < 3) LIMIT ?2)",
+      "DELETE FROM callback WHERE seq IN (SELECT seq FROM sweep_seq)",
   };
   for (size_t i = 0; i < sizeof sql / sizeof sql[0] && rc == CEB_OK; i++) {
     if (sqlite3_prepare_v2(db, sql[i], -1, &s, NULL) != SQLITE_OK)
