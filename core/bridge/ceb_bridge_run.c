@@ -139,14 +139,21 @@ int ceb_bridge_start(ceb_bridge *b, char *err, size_t errlen) {
                                    CEB_ROLE_SOURCE};
   for (size_t r = 0; r < 3; r++)
     if ((st = init_role(b, order[r], err, errlen)) != CEB_OK) return st;
+  /* Sinks (and contract fetchers) start before the runtime: its engine
+   * resumes the stored deliveries at once, and no delivery may reach a sink
+   * before its start (the ABI's order). Started after, on a loaded machine
+   * the engine handed resumed deliveries to an MQTT sink that had no
+   * publisher yet: each failed, the circuit opened, and they waited.
+   * Sources start last. */
+  for (size_t r = 0; r < 2; r++)
+    if ((st = start_role(b, order[r], err, errlen)) != CEB_OK) return st;
   if ((st = ceb_runtime_start(b->rt)) != CEB_OK) {
     /* its first writes (recovery of a crashed run) on a full disk */
     b->store_unavailable = st == CEB_EIO;
     snprintf(err, errlen, "runtime start failed: %s", ceb_strerror(st));
     return st;
   }
-  for (size_t r = 0; r < 3; r++)
-    if ((st = start_role(b, order[r], err, errlen)) != CEB_OK) return st;
+  if ((st = start_role(b, order[2], err, errlen)) != CEB_OK) return st;
   if ((st = start_admin(b, err, errlen)) != CEB_OK) return st;
   b->started = 1;
   ceb_log_info("bridge started: %zu instances, plugins from %s", b->ninstances,

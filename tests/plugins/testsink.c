@@ -1,9 +1,11 @@
 #include "testsink.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <ceb/ceb.h>
 
@@ -27,13 +29,23 @@ struct testsink {
   size_t nheld;
   testsink_seen *seen;
   size_t nseen, cap;
+  /* The ABI's order: no deliver before start returned. start lingers
+   * start_linger_ms, watching for a delivery that comes too early. */
+  atomic_int started;
+  int64_t linger_ms;
+  pthread_cond_t early_cond;
+  size_t early; /* deliver calls before start returned (under lock) */
 };
 
 static const ceb_config_spec k_spec[] = {
     {"mode", CEB_CFG_ENUM, 0, "ack", 0, 0, "ack|retry|reject",
      "Outcome of every delivery."},
     {"record", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
-     "File that gets one line per delivery: route id attempt topic."},
+     "File that gets one line per delivery: route id attempt topic, and "
+     "the word before-start when it came before start returned."},
+    {"start_linger_ms", CEB_CFG_INT, 0, "0", 0, 60000, NULL,
+     "How long start waits, watching for a delivery that arrives before "
+     "it returned (a host that breaks the start order)."},
     CEB_CONFIG_SPEC_END};
 
 static int sink_init(const ceb_host *host, ceb_instance *inst,
@@ -45,6 +57,9 @@ static int sink_init(const ceb_host *host, ceb_instance *inst,
   s->host = host;
   s->inst = inst;
   pthread_mutex_init(&s->lock, NULL);
+  pthread_cond_init(&s->early_cond, NULL);
+  s->linger_ms = cfg ? ceb_config_int(cfg, "start_linger_ms", 0) : 0;
+  if (!cfg) atomic_store(&s->started, 1); /* linked into a test: no start */
   const char *m = cfg ? ceb_config_str(cfg, "mode") : NULL;
   s->mode = m && strcmp(m, "retry") == 0    ? CEB_RETRY
             : m && strcmp(m, "reject") == 0 ? CEB_REJECT
@@ -55,8 +70,27 @@ static int sink_init(const ceb_host *host, ceb_instance *inst,
   return CEB_OK;
 }
 
+/* Lingers up to linger_ms or until a delivery arrives before it returned:
+ * a host that starts the engine before its sinks is caught (the delivery
+ * is recorded as before-start). */
 static int sink_start(void *state) {
-  (void)state;
+  testsink *s = state;
+  if (s->linger_ms > 0) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)(s->linger_ms / 1000);
+    until.tv_nsec += (long)(s->linger_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lock);
+    while (s->early == 0 &&
+           pthread_cond_timedwait(&s->early_cond, &s->lock, &until) == 0)
+      ;
+    pthread_mutex_unlock(&s->lock);
+  }
+  atomic_store(&s->started, 1);
   return CEB_OK;
 }
 
@@ -72,6 +106,7 @@ static int sink_drain(void *state, int64_t deadline_ms) {
 static void sink_destroy(void *state) {
   testsink *s = state;
   pthread_mutex_destroy(&s->lock);
+  pthread_cond_destroy(&s->early_cond);
   for (held *h = s->head, *n; h; h = n) {
     n = h->next;
     free(h);
@@ -82,6 +117,7 @@ static void sink_destroy(void *state) {
 
 static int sink_deliver(void *state, ceb_delivery *d) {
   testsink *s = state;
+  int early = !atomic_load(&s->started);
   testsink_seen seen = {.attempt = d->attempt};
   snprintf(seen.route, sizeof seen.route, "%s", d->route ? d->route : "");
   const char *id = ceb_event_get(d->event, "id");
@@ -107,6 +143,10 @@ static int sink_deliver(void *state, ceb_delivery *d) {
              m->topic ? m->topic : "");
   }
   pthread_mutex_lock(&s->lock);
+  if (early) {
+    s->early++;
+    pthread_cond_broadcast(&s->early_cond);
+  }
   if (s->busy > 0) { /* backpressure: not taken, not seen */
     s->busy--;
     s->busy_seen++;
@@ -127,8 +167,8 @@ static int sink_deliver(void *state, ceb_delivery *d) {
   if (s->record[0]) {
     FILE *f = fopen(s->record, "a");
     if (f) {
-      fprintf(f, "%s %s %u %s\n", seen.route, seen.id, seen.attempt,
-              seen.topic[0] ? seen.topic : "-");
+      fprintf(f, "%s %s %u %s%s\n", seen.route, seen.id, seen.attempt,
+              seen.topic[0] ? seen.topic : "-", early ? " before-start" : "");
       fclose(f);
     }
   }

@@ -80,9 +80,14 @@ static int start(harness *h) {
                                  &inst->state),
               CEB_OK);
   }
+  /* the bridge's order (ceb_bridge_run.c): sinks, engine, sources */
+  for (size_t i = 0; i < h->ninst; i++)
+    if (h->inst[i]->role == CEB_ROLE_SINK)
+      CHECK_INT(h->inst[i]->plugin->start(h->inst[i]->state), CEB_OK);
   CHECK_INT(ceb_runtime_start(h->rt), CEB_OK);
   for (size_t i = 0; i < h->ninst; i++)
-    CHECK_INT(h->inst[i]->plugin->start(h->inst[i]->state), CEB_OK);
+    if (h->inst[i]->role != CEB_ROLE_SINK)
+      CHECK_INT(h->inst[i]->plugin->start(h->inst[i]->state), CEB_OK);
   return 0;
 }
 
