@@ -192,8 +192,11 @@ void ceb_bridge_stop(ceb_bridge *b) {
   if (!b) return;
   ceb_admin_stop(b->admin);
   b->admin = NULL;
+  /* No delivery after this: a failed start comes here undrained, with
+   * the engine running, and a sink must not be destroyed under it. */
+  ceb_runtime_halt(b->rt);
   /* Sources, then contracts, then sinks: a source's last callbacks may
-   * still reach the runtime, which may still hand work to sinks. */
+   * still reach the runtime (which only commits them now). */
   static const uint32_t order[] = {CEB_ROLE_SOURCE, CEB_ROLE_CONTRACTS,
                                    CEB_ROLE_SINK};
   for (size_t r = 0; r < 3; r++)

@@ -19,9 +19,9 @@
  *
  * Lifecycle, all on the control thread:
  *   ceb_runtime_open -> (bridge: plugin init for every instance with
- *   ceb_runtime_host()) -> ceb_runtime_start -> (bridge: start sinks, then
- *   sources) ... ceb_runtime_drain -> (bridge: destroy plugins) ->
- *   ceb_runtime_close. */
+ *   ceb_runtime_host(), then start sinks) -> ceb_runtime_start -> (bridge:
+ *   start sources) ... ceb_runtime_drain -> ceb_runtime_halt -> (bridge:
+ *   destroy plugins) -> ceb_runtime_close. */
 #ifndef CEB_RUNTIME_H
 #define CEB_RUNTIME_H
 
@@ -67,6 +67,11 @@ int ceb_runtime_start(ceb_runtime *rt);
  * waits for in-flight deliveries until deadline_ms (host clock). In-flight
  * work that does not settle in time stays pending in the store. */
 int ceb_runtime_drain(ceb_runtime *rt, int64_t deadline_ms);
+
+/* Stops the delivery workers: no sink's deliver is called once it
+ * returns (a sink may then be destroyed). Idempotent; also what a failed
+ * start, which is not drained, needs before the plugins go. */
+void ceb_runtime_halt(ceb_runtime *rt);
 
 /* Frees everything. Plugins must be destroyed before. */
 void ceb_runtime_close(ceb_runtime *rt);

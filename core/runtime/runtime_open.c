@@ -379,6 +379,10 @@ int ceb_runtime_drain(ceb_runtime *rt, int64_t deadline_ms) {
   return ceb_engine_drain(rt->engine, deadline_ms);
 }
 
+void ceb_runtime_halt(ceb_runtime *rt) {
+  if (rt && rt->engine) ceb_engine_stop(rt->engine);
+}
+
 void ceb_runtime_close(ceb_runtime *rt) {
   if (!rt) return;
   if (rt->sweeper_running) {
