@@ -9,6 +9,7 @@
 #include <ceb/ceb.h>
 
 #include "config/ceb_conf.h"
+#include "log/ceb_log_escape.h"
 
 int ceb_cli_parse_common(int argc, char **argv, ceb_cli_common *out,
                          const char *usage) {
@@ -190,6 +191,16 @@ void ceb_ops_print_json(json_t *j) {
   if (s) printf("%s\n", s);
   free(s);
   json_decref(j);
+}
+
+const char *ceb_ops_safe(const char *s) {
+  static char *ring[16];
+  static size_t next;
+  char *e = ceb_log_escape_dup(s ? s : "-", 0);
+  free(ring[next]);
+  ring[next] = e;
+  next = (next + 1) % (sizeof ring / sizeof ring[0]);
+  return e ? e : "?";
 }
 
 const char *ceb_ops_time(int64_t ms, char *buf) {

@@ -56,5 +56,11 @@ void ceb_ops_print_json(json_t *j);
 
 /* "2026-11-22T18:00:00.000Z" or "-" for 0 into buf (>= 32 bytes). */
 const char *ceb_ops_time(int64_t ms, char *buf);
+/* s as the log escapes it (ceb_log_escape.h: no control character, C1 and
+ * bidi overrides included), for a table line on the operator's terminal:
+ * event ids, sources, types and reasons come from outside and could move
+ * the cursor or fake lines. NULL reads "-". The copy lives until the 16th
+ * call after this one (a row's printf takes a few); main thread only. */
+const char *ceb_ops_safe(const char *s);
 
 #endif

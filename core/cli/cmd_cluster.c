@@ -55,8 +55,8 @@ int ceb_cmd_cluster(int argc, char **argv) {
     char t1[32], t2[32];
     int64_t hb = json_integer_value(json_object_get(in, "heartbeat_at"));
     printf("instance %s  host %s  pid %lld  version %s\n",
-           json_string_value(json_object_get(in, "id")),
-           json_string_value(json_object_get(in, "hostname")),
+           ceb_ops_safe(json_string_value(json_object_get(in, "id"))),
+           ceb_ops_safe(json_string_value(json_object_get(in, "hostname"))),
            (long long)json_integer_value(json_object_get(in, "pid")),
            json_string_value(json_object_get(in, "version")));
     printf(

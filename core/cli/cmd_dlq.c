@@ -54,16 +54,17 @@ static void print_rows(json_t *rows) {
   json_t *r;
   json_array_foreach(rows, i, r) {
     char t[32];
-    printf("%-6lld %-20s %-18s %-24s %-5lld %-24s %s%s\n",
-           (long long)json_integer_value(json_object_get(r, "id")),
-           json_string_value(json_object_get(r, "route")),
-           json_string_value(json_object_get(r, "reason")),
-           ceb_ops_time(json_integer_value(json_object_get(r, "created_at")), t),
-           (long long)json_integer_value(json_object_get(r, "attempts")),
-           json_string_value(json_object_get(r, "event_id")),
-           json_string_value(json_object_get(r, "type")),
-           json_integer_value(json_object_get(r, "replays")) ? "  (replayed)"
-                                                             : "");
+    printf(
+        "%-6lld %-20s %-18s %-24s %-5lld %-24s %s%s\n",
+        (long long)json_integer_value(json_object_get(r, "id")),
+        ceb_ops_safe(json_string_value(json_object_get(r, "route"))),
+        ceb_ops_safe(json_string_value(json_object_get(r, "reason"))),
+        ceb_ops_time(json_integer_value(json_object_get(r, "created_at")), t),
+        (long long)json_integer_value(json_object_get(r, "attempts")),
+        ceb_ops_safe(json_string_value(json_object_get(r, "event_id"))),
+        ceb_ops_safe(json_string_value(json_object_get(r, "type"))),
+        json_integer_value(json_object_get(r, "replays")) ? "  (replayed)"
+                                                          : "");
   }
 }
 
@@ -89,8 +90,8 @@ static int act(ceb_store *st, const ceb_ops_args *a, int replay) {
       return 2;
     }
     size_t n = 0;
-    int rc = replay ? ceb_store_dlq_replay(st, &f, ceb_ops_now_ms(),
-                                           a->dry_run, &n, done)
+    int rc = replay ? ceb_store_dlq_replay(st, &f, ceb_ops_now_ms(), a->dry_run,
+                                           &n, done)
                     : ceb_store_dlq_purge(st, &f, a->dry_run, &n);
     if (rc != CEB_OK) {
       fprintf(stderr, "%s failed: %s\n", replay ? "replay" : "purge",
@@ -118,8 +119,7 @@ static int act(ceb_store *st, const ceb_ops_args *a, int replay) {
 int ceb_cmd_dlq(int argc, char **argv) {
   ceb_ops_args a;
   int rc = ceb_ops_parse(argc, argv, k_usage, &a);
-  if (rc)
-    return rc > 0 ? 0 : 2;
+  if (rc) return rc > 0 ? 0 : 2;
   if (a.npositional < 1) {
     fprintf(stderr, "%s", k_usage);
     return 2;
@@ -137,11 +137,9 @@ int ceb_cmd_dlq(int argc, char **argv) {
     fprintf(stderr, "usage: cebridge dlq show ID\n");
     return 2;
   }
-  if (build_filter(&a, &f) != 0)
-    return 2;
+  if (build_filter(&a, &f) != 0) return 2;
   ceb_store *st = ceb_ops_open_store(&a);
-  if (!st)
-    return 2;
+  if (!st) return 2;
   int out = 0;
   if (strcmp(sub, "list") == 0) {
     json_t *rows = ceb_store_dlq_list(st, &f);

@@ -30,12 +30,12 @@ static void print_rows(json_t *rows) {
     char t1[32], t2[32];
     printf(
         "%-24s %-9s %-24s %-24s %s\n",
-        json_string_value(json_object_get(r, "sink")),
+        ceb_ops_safe(json_string_value(json_object_get(r, "sink"))),
         json_is_true(json_object_get(r, "disabled")) ? "disabled" : "enabled",
         ceb_ops_time(json_integer_value(json_object_get(r, "disabled_at")), t1),
         ceb_ops_time(json_integer_value(json_object_get(r, "failing_since")),
                      t2),
-        json_string_value(json_object_get(r, "reason")));
+        ceb_ops_safe(json_string_value(json_object_get(r, "reason"))));
   }
 }
 
@@ -87,7 +87,7 @@ int ceb_cmd_sink(int argc, char **argv) {
       } else {
         printf("sink %s enabled (was disabled: %s); its waiting events are "
                "sent again\n",
-               name, was.reason);
+               name, ceb_ops_safe(was.reason));
       }
     }
   }

@@ -2,7 +2,10 @@
  * format (bridge.d's default): an event whose id holds a newline (logged
  * as unrouted) and a bearer token whose kid holds a newline (logged as an
  * unknown kid) each leave one escaped record, never a line of their own:
- * every line of the log starts with a record's timestamp. */
+ * every line of the log starts with a record's timestamp. The same kind of
+ * id dead-lettered: `cebridge dlq list` and `cebridge status` print it
+ * escaped, so it cannot move the operator's terminal (ESC, BEL, the C1
+ * CSI went out raw before). */
 #include <ctype.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -58,7 +61,17 @@ static void write_conf(const char *dir, const char *jwks) {
            "\n[route routed]\n"
            "from = intermediary\n"
            "to = outbox\n"
-           "match.type = nl.edu.routed\n",
+           "match.type = nl.edu.routed\n"
+           /* nothing listens on port 1: dead-lettered at the first try */
+           "\n[sink nowhere]\n"
+           "plugin = http\n"
+           "url = http://127.0.0.1:1/hook\n"
+           "allow_insecure_http = true\n"
+           "\n[route dead]\n"
+           "from = intermediary\n"
+           "to = nowhere\n"
+           "match.type = nl.edu.dead\n"
+           "retry.max_attempts = 1\n",
            dir, dir, jwks);
   ceb_test_write_file(path, "00-bridge.conf", text);
 }
@@ -72,6 +85,68 @@ static long post(const char *url, const char *token, const char *body) {
   long st = r.status;
   hin_resp_free(&r);
   return st;
+}
+
+/* Runs `cebridge ARGS` to its end with its output in out_path; returns
+ * its exit status. */
+static int cli(char *const *args, const char *out_path) {
+  char bin[1024];
+  snprintf(bin, sizeof bin, "%s/cebridge", CEB_TEST_BIN_DIR);
+  char *argv[12] = {bin};
+  int n = 1;
+  for (; args[n - 1] && n < 11; n++)
+    argv[n] = args[n - 1];
+  argv[n] = NULL;
+  unlink(out_path);
+  ceb_proc p;
+  if (ceb_proc_start(&p, argv, out_path) != 0) return -1;
+  return ceb_proc_stop(&p, 0, 60000);
+}
+
+typedef struct dlq_wait {
+  char *const *args;
+  const char *out;
+} dlq_wait;
+
+static int dlq_listed(void *arg) {
+  dlq_wait *w = arg;
+  return cli(w->args, w->out) == 0;
+}
+
+/* 1 when text holds no control byte but line ends, no DEL and no C1
+ * control in UTF-8 (U+0080..U+009F: 0xc2 0x80..0x9f). */
+static int terminal_safe(const char *text, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    unsigned char b = (unsigned char)text[i];
+    if ((b < 0x20 && b != '\n') || b == 0x7f) return 0;
+    if (b == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
+        (unsigned char)text[i + 1] <= 0x9f)
+      return 0;
+  }
+  return 1;
+}
+
+static void cli_escapes(const char *conf, const char *dir) {
+  char out[600];
+  snprintf(out, sizeof out, "%s/dlq-list.txt", dir);
+  char *list[] = {"dlq", "list", "-c", (char *)conf, NULL};
+  dlq_wait w = {list, out};
+  CHECK_MSG(ceb_test_wait(dlq_listed, &w, 30000), "no dead letter listed");
+  size_t len = 0;
+  char *text = ceb_test_read_file(out, &len);
+  CHECK(text && strstr(text, "d\\x1b[31mRED\\x07\\u009b2J"));
+  CHECK_MSG(text && terminal_safe(text, len), "dlq list: %s", text);
+  free(text);
+  snprintf(out, sizeof out, "%s/status.txt", dir);
+  char *status[] = {"status", "-c", (char *)conf,
+                    "d\x1b[31mRED\x07\xc2\x9b"
+                    "2J",
+                    NULL};
+  CHECK_INT(cli(status, out), 0);
+  text = ceb_test_read_file(out, &len);
+  CHECK(text && strstr(text, "event d\\x1b[31mRED\\x07\\u009b2J "));
+  CHECK_MSG(text && terminal_safe(text, len), "status: %s", text);
+  free(text);
 }
 
 int main(void) {
@@ -98,6 +173,11 @@ int main(void) {
                  "\\r\\n\\u001b[2J\",\"source\":\"urn:t\","
                  "\"type\":\"nl.edu.other\"}"),
             202);
+  /* ESC, BEL and the C1 CSI, dead-lettered */
+  CHECK_INT(post(url, good,
+                 "{\"specversion\":\"1.0\",\"id\":\"d\\u001b[31mRED\\u0007"
+                 "\\u009b2J\",\"source\":\"urn:t\",\"type\":\"nl.edu.dead\"}"),
+            202);
   /* a kid with a newline: refused, and logged as an unknown kid */
   char *bad = hin_token(iss, "RS256", "k\n" FORGED, claims);
   CHECK_INT(post(url, bad, "{}"), 401);
@@ -108,6 +188,7 @@ int main(void) {
   log_wait w = {{0}, {"matches no route", "unknown kid"}};
   snprintf(w.path, sizeof w.path, "%s", log);
   CHECK(ceb_test_wait(log_has, &w, 15000));
+  cli_escapes(conf, dir);
   CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
 
   size_t len = 0;
