@@ -9,6 +9,8 @@
 
 #include <ceb/ceb.h>
 
+#include "ceb_test_latch.h"
+
 struct testsource {
   const ceb_host *host;
   ceb_instance *inst;
@@ -32,59 +34,29 @@ static const ceb_config_spec k_spec[] = {
      "File that gets each acknowledged id, fsync'd."},
     CEB_CONFIG_SPEC_END};
 
-typedef struct waiter {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int done;
-  ceb_submit_result res;
-} waiter;
-
 static void on_durable(void *arg, const ceb_submit_result *r) {
-  waiter *w = arg;
-  pthread_mutex_lock(&w->lock);
-  w->res = *r;
-  w->done = 1;
-  pthread_cond_signal(&w->cond);
-  pthread_mutex_unlock(&w->lock);
+  ceb_test_latch_open(arg, CEB_OK, r, sizeof *r);
 }
 
 int testsource_submit(testsource *s, ceb_event *const *events, size_t n,
                       ceb_submit_opts *opts, ceb_submit_result *res) {
-  waiter w = {.done = 0};
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
-  int rc = s->host->submit(s->inst, events, n, opts, on_durable, &w);
-  if (rc == CEB_OK) {
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-      pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
-    if (res) *res = w.res;
-  }
-  pthread_mutex_destroy(&w.lock);
-  pthread_cond_destroy(&w.cond);
-  return rc;
+  ceb_test_latch l;
+  ceb_test_latch_init(&l, res, res ? sizeof *res : 0);
+  return ceb_test_latch_await(
+      &l, s->host->submit(s->inst, events, n, opts, on_durable, &l), CEB_OK);
 }
 
 int testsource_submit_mapped(testsource *s, const char *doc,
                              ceb_submit_opts *opts, ceb_submit_result *res,
                              char *err, size_t errlen) {
   if (!CEB_HOST_HAS(s->host, submit_mapped)) return CEB_EUNSUPPORTED;
-  waiter w = {.done = 0};
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
-  int rc = s->host->submit_mapped(s->inst, doc, strlen(doc), opts, on_durable,
-                                  &w, err, errlen);
-  if (rc == CEB_OK) {
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-      pthread_cond_wait(&w.cond, &w.lock);
-    pthread_mutex_unlock(&w.lock);
-    if (res) *res = w.res;
-  }
-  pthread_mutex_destroy(&w.lock);
-  pthread_cond_destroy(&w.cond);
-  return rc;
+  ceb_test_latch l;
+  ceb_test_latch_init(&l, res, res ? sizeof *res : 0);
+  return ceb_test_latch_await(&l,
+                              s->host->submit_mapped(s->inst, doc, strlen(doc),
+                                                     opts, on_durable, &l, err,
+                                                     errlen),
+                              CEB_OK);
 }
 
 const ceb_host *testsource_host(testsource *s) {

@@ -7,40 +7,20 @@
 
 #include <ceb/status.h>
 
+#include "ceb_test_latch.h"
+
 #include "contract_internal.h"
 
-typedef struct waiter {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  int done, status;
-} waiter;
-
-static void on_done(void *arg, int status) {
-  waiter *w = arg;
-  pthread_mutex_lock(&w->lock);
-  w->done = 1;
-  w->status = status;
-  pthread_cond_broadcast(&w->cond);
-  pthread_mutex_unlock(&w->lock);
-}
 
 static int append(ceb_store *st, const char *q, const char *key,
                   const char *json, size_t max) {
-  waiter w = {.done = 0};
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_cond_init(&w.cond, NULL);
-  int rc =
-      ceb_store_pull_append(st, q, key, json, strlen(json), max, on_done, &w);
-  if (rc == CEB_OK) {
-    pthread_mutex_lock(&w.lock);
-    while (!w.done)
-      pthread_cond_wait(&w.cond, &w.lock);
-    rc = w.status;
-    pthread_mutex_unlock(&w.lock);
-  }
-  pthread_cond_destroy(&w.cond);
-  pthread_mutex_destroy(&w.lock);
-  return rc;
+  ceb_test_latch l;
+  ceb_test_latch_init(&l, NULL, 0);
+  return ceb_test_latch_await(
+      &l,
+      ceb_store_pull_append(st, q, key, json, strlen(json), max,
+                            ceb_test_latch_on_status, &l),
+      CEB_OK);
 }
 
 typedef struct seen {
