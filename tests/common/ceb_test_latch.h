@@ -49,7 +49,8 @@ static inline void ceb_test_latch_init(ceb_test_latch *l, void *out,
 static inline void ceb_test_latch_open(ceb_test_latch *l, int status,
                                        const void *result, size_t len) {
   pthread_mutex_lock(&l->lock);
-  if (l->out && result) memcpy(l->out, result, len < l->out_len ? len : l->out_len);
+  if (l->out && result)
+    memcpy(l->out, result, len < l->out_len ? len : l->out_len);
   l->status = status;
   l->done = 1;
   pthread_cond_broadcast(&l->cond);
@@ -74,8 +75,7 @@ static inline int ceb_test_latch_await(ceb_test_latch *l, int start_rc,
     until.tv_sec += CEB_TEST_LATCH_MS / 1000;
     pthread_mutex_lock(&l->lock);
     while (!l->done)
-      if (pthread_cond_timedwait(&l->cond, &l->lock, &until) != 0 &&
-          !l->done) {
+      if (pthread_cond_timedwait(&l->cond, &l->lock, &until) != 0 && !l->done) {
         fprintf(stderr, "ceb_test_latch: no done callback in %d ms\n",
                 CEB_TEST_LATCH_MS);
         abort();

@@ -11,7 +11,6 @@
 
 #include "contract_internal.h"
 
-
 static int append(ceb_store *st, const char *q, const char *key,
                   const char *json, size_t max) {
   ceb_test_latch l;

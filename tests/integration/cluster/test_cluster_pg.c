@@ -17,8 +17,6 @@
  *     commit on the other) gets every event once, in order;
  *  5. `cebridge status` and `dlq list` work on the database by its URI. */
 #include <jansson.h>
-#include <microhttpd.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,105 +28,46 @@
 #include "ceb_test.h"
 #include "ceb_test_pg.h"
 #include "ceb_test_proc.h"
+#include "ceb_test_rx.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:cluster"
 #define TOKEN "cluster-test-admin-token-0123456789abcdef"
 #define NPULL 24
 
-/* ---- the receiver: which bridge delivered which id, in order ---- */
+/* ---- the receiver (ceb_test_rx): which bridge delivered which id, in
+ * order. The bridge delivering HOLD_ID waits for the answer: its one
+ * slot stays taken until another delivery arrived (or 60 s passed: the
+ * test then fails on the other delivery's absence). ---- */
 
-typedef struct rx {
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
-  char ids[64][64];
-  char by[64][8];
-  size_t n;
-  char hold_id[64]; /* answer this one only once another id arrived */
-  int released;
-} rx;
+#define HOLD_ID "h1"
 
-static rx g_rx = {.lock = PTHREAD_MUTEX_INITIALIZER,
-                  .cond = PTHREAD_COND_INITIALIZER};
+static rx_server *g_rx;
 
-typedef struct rx_req {
-  char *body;
-  size_t len;
-} rx_req;
-
-static enum MHD_Result rx_handle(void *cls, struct MHD_Connection *c,
-                                 const char *url, const char *method,
-                                 const char *version, const char *data,
-                                 size_t *size, void **ptr) {
-  (void)cls;
-  (void)url;
-  (void)method;
-  (void)version;
-  rx_req *q = *ptr;
-  if (!q) {
-    *ptr = calloc(1, sizeof *q);
-    return MHD_YES;
-  }
-  if (*size) {
-    q->body = realloc(q->body, q->len + *size + 1);
-    memcpy(q->body + q->len, data, *size);
-    q->len += *size;
-    q->body[q->len] = '\0';
-    *size = 0;
-    return MHD_YES;
-  }
-  const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "ce-id");
-  const char *who = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-bridge");
-  pthread_mutex_lock(&g_rx.lock);
-  size_t me = g_rx.n;
-  if (id && g_rx.n < 64) {
-    snprintf(g_rx.ids[g_rx.n], sizeof g_rx.ids[0], "%s", id);
-    snprintf(g_rx.by[g_rx.n], sizeof g_rx.by[0], "%s", who ? who : "?");
-    g_rx.n++;
-  }
-  pthread_cond_broadcast(&g_rx.cond);
-  if (id && strcmp(id, g_rx.hold_id) == 0) {
-    /* the bridge delivering this waits for our answer: its one slot stays
-     * taken until another delivery arrived (or 60 s passed: the test then
-     * fails on the other delivery's absence) */
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += 60;
-    while (g_rx.n == me + 1 && !g_rx.released)
-      if (pthread_cond_timedwait(&g_rx.cond, &g_rx.lock, &dl) != 0) break;
-  }
-  pthread_mutex_unlock(&g_rx.lock);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-  enum MHD_Result rc = MHD_queue_response(c, 204, resp);
-  MHD_destroy_response(resp);
-  return rc;
+static void rx_answer(void *arg, const rx_request *req, size_t index,
+                      rx_response *resp) {
+  (void)arg;
+  resp->status = 204;
+  const char *id = ceb_headers_get(&req->headers, "ce-id");
+  if (id && strcmp(id, HOLD_ID) == 0) rx_wait(g_rx, index + 2, 60000);
 }
 
-static void rx_done(void *cls, struct MHD_Connection *c, void **ptr,
-                    enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
-  (void)toe;
-  rx_req *q = *ptr;
-  if (q) {
-    free(q->body);
-    free(q);
-  }
-  *ptr = NULL;
-}
-
-/* Index of id in what the receiver got, or -1. */
-static int rx_find(const char *id) {
+/* Index of the (last) delivery of id, or -1; *by gets its x-bridge. */
+static int rx_find(const char *id, const char **by) {
   int at = -1;
-  pthread_mutex_lock(&g_rx.lock);
-  for (size_t i = 0; i < g_rx.n; i++)
-    if (strcmp(g_rx.ids[i], id) == 0) at = (int)i;
-  pthread_mutex_unlock(&g_rx.lock);
+  size_t n = rx_count(g_rx);
+  for (size_t i = 0; i < n; i++) {
+    const rx_request *r = rx_get(g_rx, i);
+    const char *got = ceb_headers_get(&r->headers, "ce-id");
+    if (got && strcmp(got, id) == 0) {
+      at = (int)i;
+      if (by) *by = ceb_headers_get(&r->headers, "x-bridge");
+    }
+  }
   return at;
 }
 
 static int rx_has(void *arg) {
-  return rx_find(arg) >= 0;
+  return rx_find(arg, NULL) >= 0;
 }
 
 /* ---- bridges ---- */
@@ -142,7 +81,7 @@ typedef struct bridge {
 } bridge;
 
 static int bridge_start(bridge *b, const char *tmp, const char *name,
-                        const ceb_test_pg *pg, int rx_port) {
+                        const ceb_test_pg *pg, int rxp) {
   snprintf(b->name, sizeof b->name, "%s", name);
   snprintf(b->dir, sizeof b->dir, "%s/%s", tmp, name);
   snprintf(b->log, sizeof b->log, "%s/%s.log", tmp, name);
@@ -165,7 +104,7 @@ static int bridge_start(bridge *b, const char *tmp, const char *name,
            "max_inflight = 1\ntimeout = 90s\n"
            "[route pull]\nfrom = in\nto = outbox\nmatch.type = nl.edu.pull.*\n"
            "order_by = source\n",
-           pg->uri, b->dir, b->dir, rx_port, name, b->dir);
+           pg->uri, b->dir, b->dir, rxp, name, b->dir);
   CHECK_INT(ceb_test_write_file(b->dir, "bridge.conf", conf), 0);
   char pf[700];
   snprintf(pf, sizeof pf, "%s/admin.port", b->dir);
@@ -298,16 +237,12 @@ int main(void) {
     CHECK_MSG(0, "PostgreSQL did not start");
     return ceb_test_done("integration_cluster_pg");
   }
-  struct MHD_Daemon *rxd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL,
-      NULL, rx_handle, NULL, MHD_OPTION_NOTIFY_COMPLETED, rx_done, NULL,
-      MHD_OPTION_END);
-  CHECK(rxd != NULL);
-  int rx_port =
-      rxd ? MHD_get_daemon_info(rxd, MHD_DAEMON_INFO_BIND_PORT)->port : 0;
+  g_rx = rx_start(rx_answer, NULL);
+  CHECK(g_rx != NULL);
+  int rxp = g_rx ? rx_port(g_rx) : 0;
   bridge a, b;
-  CHECK_INT(bridge_start(&a, tmp, "A", &pg, rx_port), 0);
-  CHECK_INT(bridge_start(&b, tmp, "B", &pg, rx_port), 0);
+  CHECK_INT(bridge_start(&a, tmp, "A", &pg, rxp), 0);
+  CHECK_INT(bridge_start(&b, tmp, "B", &pg, rxp), 0);
 
   /* Both bridges listen for notifications before the test relies on
    * them (each connects its listener in the background at start). */
@@ -319,21 +254,17 @@ int main(void) {
   /* 1. Wake-ups. h1 to A: whichever bridge delivers it keeps it (the
    * receiver holds it); h2 to that same bridge, whose one slot is taken:
    * the other one must deliver h2, and it polls only hourly. */
-  snprintf(g_rx.hold_id, sizeof g_rx.hold_id, "h1");
-  CHECK_INT(post(&a, "h1", "nl.edu.hook.created"), 202);
-  CHECK(ceb_test_wait(rx_has, "h1", 60000));
-  int i1 = rx_find("h1");
-  const bridge *holder = i1 >= 0 && strcmp(g_rx.by[i1], "B") == 0 ? &b : &a;
+  CHECK_INT(post(&a, HOLD_ID, "nl.edu.hook.created"), 202);
+  CHECK(ceb_test_wait(rx_has, HOLD_ID, 60000));
+  const char *by1 = NULL, *by2 = NULL;
+  int i1 = rx_find(HOLD_ID, &by1);
+  const bridge *holder = by1 && strcmp(by1, "B") == 0 ? &b : &a;
   const bridge *other = holder == &a ? &b : &a;
   CHECK_INT(post(holder, "h2", "nl.edu.hook.created"), 202);
   CHECK(ceb_test_wait(rx_has, "h2", 45000));
-  int i2 = rx_find("h2");
+  int i2 = rx_find("h2", &by2);
   CHECK(i2 > i1);
-  if (i2 >= 0) CHECK_STR(g_rx.by[i2], other->name);
-  pthread_mutex_lock(&g_rx.lock);
-  g_rx.released = 1;
-  pthread_cond_broadcast(&g_rx.cond);
-  pthread_mutex_unlock(&g_rx.lock);
+  if (i2 >= 0) CHECK_STR(by2, other->name);
 
   /* 2. The cluster view lists both, with fresh heartbeats, from either
    * bridge's admin API and from the CLI on the store. */
@@ -470,7 +401,7 @@ int main(void) {
           !strstr(text, "AddressSanitizer"));
     free(text);
   }
-  if (rxd) MHD_stop_daemon(rxd);
+  rx_stop(g_rx);
   ceb_test_pg_cleanup(&pg);
   int rc = ceb_test_done("integration_cluster_pg");
   free(tmp);

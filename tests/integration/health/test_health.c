@@ -2,7 +2,6 @@
  * bridge of the config runs (readiness and --live), 1 with the reason once
  * it stopped, 1 with the problem's detail when the admin API answers 503,
  * 2 when the config has no admin API to ask. */
-#include <microhttpd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
+#include "ceb_test_rx.h"
 
 static char g_bin[600];
 
@@ -38,21 +38,13 @@ static int output_has(const char *path, const char *text) {
 
 /* An admin API stand-in that is up but not ready, as a draining bridge or
  * one whose store fails answers. */
-static enum MHD_Result not_ready(void *cls, struct MHD_Connection *c,
-                                 const char *url, const char *method,
-                                 const char *version, const char *data,
-                                 size_t *size, void **con_cls) {
-  (void)cls, (void)url, (void)method, (void)version, (void)data, (void)size;
-  (void)con_cls;
+static void not_ready(void *arg, const rx_request *req, size_t index,
+                      rx_response *resp) {
+  (void)arg, (void)req, (void)index;
   static const char body[] =
       "{\"title\":\"not_ready\",\"status\":503,\"detail\":\"store writes "
       "fail\\nforged\"}";
-  struct MHD_Response *r = MHD_create_response_from_buffer(
-      sizeof body - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
-  MHD_add_response_header(r, "Content-Type", "application/problem+json");
-  enum MHD_Result rc = MHD_queue_response(c, 503, r);
-  MHD_destroy_response(r);
-  return rc;
+  rx_reply(resp, 503, "application/problem+json", body);
 }
 
 int main(void) {
@@ -101,18 +93,14 @@ int main(void) {
   CHECK_INT(health(conf, "--live", out), 1);
 
   /* Up but not ready: 1, with the problem's detail on one line. */
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      not_ready, NULL, MHD_OPTION_SOCK_ADDR, NULL, MHD_OPTION_END);
+  rx_server *d = rx_start(not_ready, NULL);
   CHECK(d != NULL);
   if (d) {
-    const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    snprintf(text, sizeof text, "%d\n", di ? di->port : 0);
+    snprintf(text, sizeof text, "%d\n", rx_port(d));
     CHECK_INT(ceb_test_write_file(dir, "aport", text), 0);
     CHECK_INT(health(conf, NULL, out), 1);
     CHECK(output_has(out, "HTTP 503: store writes fail forged"));
-    MHD_stop_daemon(d);
+    rx_stop(d);
   }
 
   /* No admin API configured: a config error, not "unhealthy". */

@@ -6,10 +6,7 @@
  * duplicate (202, "duplicates":1), the host's NL GOV profile violations
  * (profile = enforce) come back as 422 with their attribute, and SIGTERM
  * drains and exits 0. */
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -17,87 +14,19 @@
 #include <unistd.h>
 
 #include "ceb_test_proc.h"
+#include "ceb_test_rx.h"
 #include "hin_harness.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
 
-/* ---- receiver ---- */
+/* ---- receiver: ceb_test_rx, answering 204 ---- */
 
-typedef struct rx {
-  pthread_mutex_t lock;
-  char ids[64][64];
-  int n;
-} rx;
-
-typedef struct rx_req {
-  char *body;
-  size_t len;
-} rx_req;
-
-static enum MHD_Result rx_handle(void *cls, struct MHD_Connection *c,
-                                 const char *url, const char *method,
-                                 const char *version, const char *data,
-                                 size_t *size, void **ptr) {
-  (void)url;
-  (void)method;
-  (void)version;
-  rx *r = cls;
-  rx_req *q = *ptr;
-  if (!q) {
-    *ptr = calloc(1, sizeof *q);
-    return MHD_YES;
-  }
-  if (*size) {
-    q->body = realloc(q->body, q->len + *size + 1);
-    memcpy(q->body + q->len, data, *size);
-    q->len += *size;
-    q->body[q->len] = '\0';
-    *size = 0;
-    return MHD_YES;
-  }
-  json_t *j = q->body ? json_loadb(q->body, q->len, 0, NULL) : NULL;
-  const char *id = json_string_value(json_object_get(j, "id"));
-  pthread_mutex_lock(&r->lock);
-  if (id && r->n < 64) snprintf(r->ids[r->n++], sizeof r->ids[0], "%s", id);
-  pthread_mutex_unlock(&r->lock);
-  json_decref(j);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-  enum MHD_Result rc = MHD_queue_response(c, 204, resp);
-  MHD_destroy_response(resp);
-  return rc;
-}
-
-static void rx_done(void *cls, struct MHD_Connection *c, void **ptr,
-                    enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
-  (void)toe;
-  rx_req *q = *ptr;
-  if (q) {
-    free(q->body);
-    free(q);
-  }
-  *ptr = NULL;
-}
-
-static int rx_count_id(rx *r, const char *id) {
-  int n = 0;
-  pthread_mutex_lock(&r->lock);
-  for (int i = 0; i < r->n; i++)
-    n += strcmp(r->ids[i], id) == 0;
-  pthread_mutex_unlock(&r->lock);
-  return n;
-}
-
-typedef struct wait_id {
-  rx *r;
-  const char *id;
-} wait_id;
-
-static int has_id(void *arg) {
-  wait_id *w = arg;
-  return rx_count_id(w->r, w->id) > 0;
+static void rx_answer(void *arg, const rx_request *req, size_t index,
+                      rx_response *resp) {
+  (void)arg;
+  (void)req;
+  (void)index;
+  resp->status = 204;
 }
 
 /* ---- bridge process ---- */
@@ -126,7 +55,7 @@ static int port_ready(void *arg) {
   return p->port > 0;
 }
 
-static void write_conf(const char *dir, int rx_port) {
+static void write_conf(const char *dir, int rxp) {
   char path[512];
   snprintf(path, sizeof path, "%s/conf", dir);
   mkdir(path, 0700);
@@ -154,7 +83,7 @@ static void write_conf(const char *dir, int rx_port) {
           "\n[route partners]\n"
           "from = intermediary\n"
           "to = partner\n",
-          dir, dir, rx_port);
+          dir, dir, rxp);
   fclose(f);
 }
 
@@ -177,17 +106,10 @@ static hin_resp post_event(const char *url, const char *id, const char *type,
 
 int main(void) {
   char *dir = ceb_test_tmpdir("http_in_e2e");
-  rx r = {PTHREAD_MUTEX_INITIALIZER, {{0}}, 0};
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      rx_handle, &r, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-      rx_done, NULL, MHD_OPTION_END);
-  CHECK(d != NULL);
-  if (!d) return ceb_test_done("integration_http_in");
-  write_conf(dir, MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+  rx_server *r = rx_start(rx_answer, NULL);
+  CHECK(r != NULL);
+  if (!r) return ceb_test_done("integration_http_in");
+  write_conf(dir, rx_port(r));
   pid_t pid = start_bridge(dir);
   port_wait pw;
   snprintf(pw.path, sizeof pw.path, "%s/port", dir);
@@ -198,8 +120,7 @@ int main(void) {
   hin_resp a = post_event(url, "e2e-1", "nl.edu.test.created", NULL);
   CHECK_INT(a.status, 202);
   hin_resp_free(&a);
-  wait_id w = {&r, "e2e-1"};
-  CHECK(ceb_test_wait(has_id, &w, 20000));
+  CHECK(rx_wait_event(r, "e2e-1", 20000));
 
   /* Idempotency-Key through the real store: replayed, delivered once */
   const char *key = "0f8e7d6c-5b4a-4321-8fed-cba987654321";
@@ -233,15 +154,13 @@ int main(void) {
   hin_resp last = post_event(url, "e2e-3", "nl.edu.test.created", NULL);
   CHECK_INT(last.status, 202);
   hin_resp_free(&last);
-  w.id = "e2e-3";
-  CHECK(ceb_test_wait(has_id, &w, 20000));
-  w.id = "e2e-2";
-  CHECK(ceb_test_wait(has_id, &w, 20000));
-  CHECK_INT(rx_count_id(&r, "e2e-2"), 1);
-  CHECK_INT(rx_count_id(&r, "e2e-bad"), 0);
+  CHECK(rx_wait_event(r, "e2e-3", 20000));
+  CHECK(rx_wait_event(r, "e2e-2", 20000));
+  CHECK_INT(rx_count_event(r, "e2e-2"), 1);
+  CHECK_INT(rx_count_event(r, "e2e-bad"), 0);
 
   CHECK_INT(stop_bridge(pid), 0);
-  MHD_stop_daemon(d);
+  rx_stop(r);
   if (ceb_test_failures) {
     char log[600];
     snprintf(log, sizeof log, "%s/bridge.log", dir);

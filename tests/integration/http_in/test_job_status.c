@@ -8,10 +8,7 @@
  * in-progress, done (with the partner's status and a body excerpt bounded
  * by response_excerpt), error (phase, message) and time-out; another
  * client's event and an unknown id are 404 problem+json. */
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -20,6 +17,7 @@
 #include <time.h>
 
 #include "ceb_test_proc.h"
+#include "ceb_test_rx.h"
 #include "hin_harness.h"
 
 #define EXCERPT 64
@@ -28,72 +26,29 @@ static const char k_done_body[] =
     "{\"attributes\":{\"opleidingseenheidcode\":\"1234\"},\"resource\":"
     "\"programs/123e4567-e89b-12d3-a456-426655440000\"}";
 
-/* ---- the partner ---- */
+/* ---- the partner (ceb_test_rx) ---- */
 
 typedef struct partner {
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  int open;   /* the gate for a-1 */
-  int held;   /* a-1 is being held */
-  int a_done; /* institution a's deliveries answered */
-  int b_seen, c_seen;
+  int open; /* the gate for a-1 */
+  int held; /* a-1 is being held */
 } partner;
 
-typedef struct preq {
-  char *body;
-  size_t len;
-} preq;
-
-static enum MHD_Result p_reply(struct MHD_Connection *c, unsigned code,
-                               const char *body) {
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
-  MHD_add_response_header(resp, "Content-Type", "application/json");
-  enum MHD_Result rc = MHD_queue_response(c, code, resp);
-  MHD_destroy_response(resp);
-  return rc;
-}
-
-static enum MHD_Result p_handle(void *cls, struct MHD_Connection *c,
-                                const char *url, const char *method,
-                                const char *version, const char *data,
-                                size_t *size, void **ptr) {
-  (void)method;
-  (void)version;
-  partner *p = cls;
-  preq *q = *ptr;
-  if (!q) {
-    *ptr = calloc(1, sizeof *q);
-    return *ptr ? MHD_YES : MHD_NO;
+static void p_handle(void *arg, const rx_request *req, size_t index,
+                     rx_response *resp) {
+  (void)index;
+  partner *p = arg;
+  if (strcmp(req->path, "/b") == 0) {
+    rx_reply(resp, 400, "application/json", "{\"error\":\"unknown program\"}");
+    return;
   }
-  if (*size) {
-    char *nb = realloc(q->body, q->len + *size + 1);
-    if (!nb) return MHD_NO;
-    q->body = nb;
-    memcpy(q->body + q->len, data, *size);
-    q->len += *size;
-    q->body[q->len] = '\0';
-    *size = 0;
-    return MHD_YES;
+  if (strcmp(req->path, "/c") == 0) {
+    rx_reply(resp, 503, "application/json", "{\"error\":\"busy\"}");
+    return;
   }
-  json_t *j = q->body ? json_loadb(q->body, q->len, 0, NULL) : NULL;
-  const char *id = json_string_value(json_object_get(j, "id"));
-  int first = id && strcmp(id, "a-1") == 0;
-  json_decref(j);
-  if (strcmp(url, "/b") == 0) {
+  if (req->event_id && strcmp(req->event_id, "a-1") == 0) {
     pthread_mutex_lock(&p->lock);
-    p->b_seen++;
-    pthread_mutex_unlock(&p->lock);
-    return p_reply(c, 400, "{\"error\":\"unknown program\"}");
-  }
-  if (strcmp(url, "/c") == 0) {
-    pthread_mutex_lock(&p->lock);
-    p->c_seen++;
-    pthread_mutex_unlock(&p->lock);
-    return p_reply(c, 503, "{\"error\":\"busy\"}");
-  }
-  pthread_mutex_lock(&p->lock);
-  if (first) {
     p->held = 1;
     pthread_cond_broadcast(&p->cond);
     /* bounded: the test opens the gate long before */
@@ -102,23 +57,9 @@ static enum MHD_Result p_handle(void *cls, struct MHD_Connection *c,
     until.tv_sec += 60;
     while (!p->open)
       if (pthread_cond_timedwait(&p->cond, &p->lock, &until) != 0) break;
+    pthread_mutex_unlock(&p->lock);
   }
-  p->a_done++;
-  pthread_mutex_unlock(&p->lock);
-  return p_reply(c, 200, k_done_body);
-}
-
-static void p_done(void *cls, struct MHD_Connection *c, void **ptr,
-                   enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
-  (void)toe;
-  preq *q = *ptr;
-  if (q) {
-    free(q->body);
-    free(q);
-  }
-  *ptr = NULL;
+  rx_reply(resp, 200, "application/json", k_done_body);
 }
 
 static int is_held(void *arg) {
@@ -264,16 +205,8 @@ static void write_conf(const char *dir, const char *jwks, int pport) {
 
 int main(void) {
   char *dir = ceb_test_tmpdir("job_status");
-  partner p = {
-      PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_ERROR_LOG,
-      0, NULL, NULL, p_handle, &p, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_NOTIFY_COMPLETED, p_done, NULL, MHD_OPTION_END);
+  partner p = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  rx_server *d = rx_start(p_handle, &p);
   CHECK(d != NULL);
   if (!d) return ceb_test_done("integration_job_status");
   hin_issuer *iss = hin_issuer_new();
@@ -283,8 +216,7 @@ int main(void) {
   snprintf(log, sizeof log, "%s/bridge.log", dir);
   snprintf(port, sizeof port, "%s/port", dir);
   CHECK_INT(hin_issuer_write_jwks(iss, jwks, "RS256", 0), CEB_OK);
-  write_conf(dir, jwks,
-             MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+  write_conf(dir, jwks, rx_port(d));
   pid_t pid = ceb_test_bridge_start(conf, log);
   int pt = ceb_test_wait_port_file(port, 15000);
   CHECK(pt > 0);
@@ -381,7 +313,7 @@ int main(void) {
   for (int i = 0; i < 3; i++)
     free(cls[i].token);
   hin_issuer_free(iss);
-  MHD_stop_daemon(d);
+  rx_stop(d);
   free(dir);
   return ceb_test_done("integration_job_status");
 }

@@ -27,7 +27,7 @@
 #include "ceb_test_proc.h"
 #include "http_webhook_sig.h"
 #include "map_test_util.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 #define MEEMOO_SECRET "whsec_YWxvbmd3ZWJob29rbWVlbW9vc2VjcmV0"
 #define MEEMOO_ID "msg_333a3NGSYKk1vyFtMgj9Qy8gm3y"

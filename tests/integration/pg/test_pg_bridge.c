@@ -5,10 +5,7 @@
  * Retry-After and application/problem+json and /readyz says 503; the bridge
  * recovers by itself; every event that got a 202 is delivered. The
  * password never reaches the log. */
-#include <arpa/inet.h>
 #include <jansson.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,6 +17,7 @@
 #include "ceb_test.h"
 #include "ceb_test_pg.h"
 #include "ceb_test_proc.h"
+#include "ceb_test_rx.h"
 #include "hin_harness.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:pg"
@@ -28,68 +26,14 @@
 #define PER_CLIENT_MAX 4000
 #define PER_CLIENT_TRIES 100000
 
-/* ---- receiver: the ids it got, any number ---- */
+/* ---- receiver: ceb_test_rx, answering 204 ---- */
 
-typedef struct rx {
-  pthread_mutex_t lock;
-  char **ids;
-  size_t n, cap;
-} rx;
-
-typedef struct rx_req {
-  char *body;
-  size_t len;
-} rx_req;
-
-static enum MHD_Result rx_handle(void *cls, struct MHD_Connection *c,
-                                 const char *url, const char *method,
-                                 const char *version, const char *data,
-                                 size_t *size, void **ptr) {
-  (void)url;
-  (void)method;
-  (void)version;
-  rx *r = cls;
-  rx_req *q = *ptr;
-  if (!q) {
-    *ptr = calloc(1, sizeof *q);
-    return MHD_YES;
-  }
-  if (*size) {
-    q->body = realloc(q->body, q->len + *size + 1);
-    memcpy(q->body + q->len, data, *size);
-    q->len += *size;
-    q->body[q->len] = '\0';
-    *size = 0;
-    return MHD_YES;
-  }
-  json_t *j = q->body ? json_loadb(q->body, q->len, 0, NULL) : NULL;
-  const char *id = json_string_value(json_object_get(j, "id"));
-  pthread_mutex_lock(&r->lock);
-  if (id && r->n == r->cap) {
-    r->cap = r->cap ? r->cap * 2 : 1024;
-    r->ids = realloc(r->ids, r->cap * sizeof *r->ids);
-  }
-  if (id) r->ids[r->n++] = strdup(id);
-  pthread_mutex_unlock(&r->lock);
-  json_decref(j);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
-  enum MHD_Result rc = MHD_queue_response(c, 204, resp);
-  MHD_destroy_response(resp);
-  return rc;
-}
-
-static void rx_done(void *cls, struct MHD_Connection *c, void **ptr,
-                    enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
-  (void)toe;
-  rx_req *q = *ptr;
-  if (q) {
-    free(q->body);
-    free(q);
-  }
-  *ptr = NULL;
+static void rx_answer(void *arg, const rx_request *req, size_t index,
+                      rx_response *resp) {
+  (void)arg;
+  (void)req;
+  (void)index;
+  resp->status = 204;
 }
 
 static int cmp_str(const void *a, const void *b) {
@@ -214,7 +158,7 @@ static int admin_says_unavailable(void *arg) {
 }
 
 typedef struct all_rx {
-  rx *r;
+  rx_server *r;
   load *l;
   size_t missing;
 } all_rx;
@@ -222,11 +166,12 @@ typedef struct all_rx {
 /* 1 when every 202'd id is among the received ones. */
 static int all_delivered(void *arg) {
   all_rx *a = arg;
-  pthread_mutex_lock(&a->r->lock);
-  size_t n = a->r->n;
-  char **got = malloc((n ? n : 1) * sizeof *got);
-  if (n) memcpy(got, a->r->ids, n * sizeof *got);
-  pthread_mutex_unlock(&a->r->lock);
+  size_t count = rx_count(a->r), n = 0;
+  const char **got = malloc((count ? count : 1) * sizeof *got);
+  for (size_t i = 0; i < count; i++) {
+    const char *id = rx_get(a->r, i)->event_id;
+    if (id) got[n++] = id;
+  }
   if (n) qsort(got, n, sizeof *got, cmp_str);
   a->missing = 0;
   for (size_t i = 0; i < a->l->nok; i++)
@@ -236,7 +181,7 @@ static int all_delivered(void *arg) {
   return a->missing == 0;
 }
 
-static void write_conf(const char *dir, const ceb_test_pg *pg, int rx_port) {
+static void write_conf(const char *dir, const ceb_test_pg *pg, int rxp) {
   char path[700];
   snprintf(path, sizeof path, "%s/conf", dir);
   mkdir(path, 0700);
@@ -272,7 +217,7 @@ static void write_conf(const char *dir, const ceb_test_pg *pg, int rx_port) {
           "\n[route partners]\n"
           "from = intermediary\n"
           "to = partner\n",
-          pg->port, dir, dir, dir, dir, rx_port);
+          pg->port, dir, dir, dir, dir, rxp);
   fclose(f);
 }
 
@@ -284,21 +229,14 @@ int main(void) {
     return ceb_test_done("integration_pg_bridge");
   }
   char *dir = ceb_test_tmpdir("pg_bridge");
-  rx r = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      rx_handle, &r, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-      rx_done, NULL, MHD_OPTION_END);
-  CHECK(d != NULL);
-  if (!d) {
+  rx_server *r = rx_start(rx_answer, NULL);
+  CHECK(r != NULL);
+  if (!r) {
     free(dir);
     ceb_test_pg_cleanup(&pg);
     return ceb_test_done("integration_pg_bridge");
   }
-  write_conf(dir, &pg, MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+  write_conf(dir, &pg, rx_port(r));
   char conf[600], logp[600], pf[600], apf[600];
   snprintf(conf, sizeof conf, "%s/conf", dir);
   snprintf(logp, sizeof logp, "%s/bridge.log", dir);
@@ -323,7 +261,7 @@ int main(void) {
   l.capok = 1024;
   l.ok_ids[l.nok++] = strdup("first");
   pthread_mutex_unlock(&l.lock);
-  all_rx all = {&r, &l, 0};
+  all_rx all = {r, &l, 0};
   CHECK(ceb_test_wait(all_delivered, &all, 30000));
 
   /* load, and PostgreSQL restarts under it */
@@ -379,7 +317,7 @@ int main(void) {
   fprintf(stderr,
           "pg bridge: %d accepted, %d answered 503, %d other, %zu delivered\n",
           atomic_load(&l.accepted) + 1, atomic_load(&l.unavailable),
-          atomic_load(&l.other), r.n);
+          atomic_load(&l.other), rx_count(r));
 
   CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 60000), 0);
   char *log = ceb_test_read_file(logp, NULL);
@@ -389,10 +327,7 @@ int main(void) {
   CHECK(log && strstr(log, "unreachable") != NULL);
   free(log);
 
-  MHD_stop_daemon(d);
-  for (size_t i = 0; i < r.n; i++)
-    free(r.ids[i]);
-  free(r.ids);
+  rx_stop(r);
   for (size_t i = 0; i < l.nok; i++)
     free(l.ok_ids[i]);
   free(l.ok_ids);

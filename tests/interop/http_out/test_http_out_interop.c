@@ -16,7 +16,7 @@
 
 #include "ceb_test.h"
 #include "http_webhook_sig.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 #define NPM_TIMEOUT "300"

@@ -20,7 +20,7 @@
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
 #include "map_test_util.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 #define NPM_TIMEOUT "300"
 #define NODE_TIMEOUT "120"

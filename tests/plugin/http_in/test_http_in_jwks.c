@@ -4,50 +4,30 @@
  * when a refresh fails. */
 #include "hin_harness.h"
 
-#include <arpa/inet.h>
+#include "ceb_test_rx.h"
+
 #include <curl/curl.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <time.h>
 
+/* The issuer's JWKS endpoint (ceb_test_rx; each request a fetch). */
 typedef struct issuer_srv {
   pthread_mutex_t lock;
   char *jwks_path; /* served from this file */
   int fail;        /* answer 500 */
-  int fetches;
 } issuer_srv;
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *c,
-                             const char *url, const char *method,
-                             const char *version, const char *data,
-                             size_t *size, void **ptr) {
-  (void)url;
-  (void)method;
-  (void)version;
-  (void)data;
-  (void)size;
-  (void)ptr;
-  issuer_srv *is = cls;
+static void serve(void *arg, const rx_request *req, size_t index,
+                  rx_response *resp) {
+  (void)req;
+  (void)index;
+  issuer_srv *is = arg;
   pthread_mutex_lock(&is->lock);
-  is->fetches++;
   int fail = is->fail;
   pthread_mutex_unlock(&is->lock);
-  size_t len = 0;
-  char *text = fail ? NULL : ceb_test_read_file(is->jwks_path, &len);
-  struct MHD_Response *r = MHD_create_response_from_buffer(
-      text ? len : 5, text ? text : "oops!", MHD_RESPMEM_MUST_COPY);
+  char *text = fail ? NULL : ceb_test_read_file(is->jwks_path, NULL);
+  rx_reply(resp, text ? 200 : 500, NULL, text ? text : "oops!");
   free(text);
-  enum MHD_Result rc = MHD_queue_response(c, text ? 200 : 500, r);
-  MHD_destroy_response(r);
-  return rc;
-}
-
-static int fetches(issuer_srv *is) {
-  pthread_mutex_lock(&is->lock);
-  int n = is->fetches;
-  pthread_mutex_unlock(&is->lock);
-  return n;
 }
 
 static long post(hin_env *e, const char *tok) {
@@ -104,21 +84,15 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   hin_issuer *iss = hin_issuer_new();
   char *dir = ceb_test_tmpdir("http_in_jwks");
-  issuer_srv srv = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+  issuer_srv srv = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
   char path[512];
   snprintf(path, sizeof path, "%s/jwks.json", dir);
   srv.jwks_path = path;
   CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 0), CEB_OK);
-  /* 127.0.0.1 on an ephemeral port */
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, serve,
-      &srv, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+  rx_server *d = rx_start(serve, &srv);
   CHECK(d != NULL);
   if (!d) return ceb_test_done("test_http_in_jwks");
-  int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+  int port = rx_port(d);
   char url_entry[128];
   snprintf(url_entry, sizeof url_entry,
            "oauth2.jwks_url=http://127.0.0.1:%d/certs", port);
@@ -129,7 +103,7 @@ int main(void) {
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
   if (e) {
-    CHECK_INT(fetches(&srv), 1); /* loaded at start */
+    CHECK_INT((int)rx_count(d), 1); /* loaded at start */
     /* the start-up load counts against the refresh rate limit */
     int64_t t0 = (int64_t)time(NULL) * 1000;
     set_clock(e, t0);
@@ -138,7 +112,7 @@ int main(void) {
     char *tok2 = hin_token(iss, "RS256", "rsa2", claims);
     CHECK_INT(post(e, tok1), 202);
     CHECK_INT(post(e, tok2), 401);
-    CHECK_INT(fetches(&srv), 1);
+    CHECK_INT((int)rx_count(d), 1);
 
     /* the issuer rotates rsa2 in; past min_refresh the unknown kid
      * refreshes */
@@ -146,31 +120,31 @@ int main(void) {
     t0 += 20000;
     set_clock(e, t0);
     CHECK_INT(post(e, tok2), 202);
-    CHECK_INT(fetches(&srv), 2);
+    CHECK_INT((int)rx_count(d), 2);
     CHECK_INT(post(e, tok1), 202);
-    CHECK_INT(fetches(&srv), 2);
+    CHECK_INT((int)rx_count(d), 2);
     /* unknown kids within min_refresh do not hit the issuer again */
     char *tok3 = hin_token(iss, "RS256", "nope", claims);
     CHECK_INT(post(e, tok3), 401);
     CHECK_INT(post(e, tok3), 401);
-    CHECK_INT(fetches(&srv), 2);
+    CHECK_INT((int)rx_count(d), 2);
     /* after min_refresh one more fetch; it fails and the keys stay */
     set_clock(e, t0 + 11000);
     pthread_mutex_lock(&srv.lock);
     srv.fail = 1;
     pthread_mutex_unlock(&srv.lock);
     CHECK_INT(post(e, tok3), 401);
-    CHECK_INT(fetches(&srv), 3);
+    CHECK_INT((int)rx_count(d), 3);
     CHECK_INT(post(e, tok1), 202);
     CHECK_INT(post(e, tok2), 202);
-    CHECK_INT(fetches(&srv), 3);
+    CHECK_INT((int)rx_count(d), 3);
     free(tok1);
     free(tok2);
     free(tok3);
     free(claims);
     hin_stop(e);
   }
-  MHD_stop_daemon(d);
+  rx_stop(d);
   test_client_claim(iss, path);
   /* clients.* needs authenticated clients */
   static const char *const bad[] = {"auth=none", "clients.a.types=nl.*", NULL};

@@ -14,10 +14,9 @@
  * held answer. */
 #include "hin_harness.h"
 
-#include <arpa/inet.h>
+#include "ceb_test_rx.h"
+
 #include <curl/curl.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -33,23 +32,17 @@ typedef struct slow_idp {
   char *jwks_path;
   int slow;     /* hold the next answer HOLD_MS or until released */
   int released; /* let a held answer go */
-  int fetches, held, answered;
+  int held, answered;
   int64_t answered_ms; /* ceb_test_now_ms of the held answer */
 } slow_idp;
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *c,
-                             const char *url, const char *method,
-                             const char *version, const char *data,
-                             size_t *size, void **ptr) {
-  (void)url;
-  (void)method;
-  (void)version;
-  (void)data;
-  (void)size;
-  (void)ptr;
-  slow_idp *is = cls;
+/* The issuer's JWKS endpoint (ceb_test_rx; each request a fetch). */
+static void serve(void *arg, const rx_request *req, size_t index,
+                  rx_response *resp) {
+  (void)req;
+  (void)index;
+  slow_idp *is = arg;
   pthread_mutex_lock(&is->lock);
-  is->fetches++;
   int held = is->slow;
   if (held) {
     is->slow = 0;
@@ -67,18 +60,13 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *c,
       if (pthread_cond_timedwait(&is->cond, &is->lock, &ts) != 0) break;
   }
   pthread_mutex_unlock(&is->lock);
-  size_t len = 0;
-  char *text = ceb_test_read_file(is->jwks_path, &len);
-  struct MHD_Response *r =
-      MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_COPY);
+  char *text = ceb_test_read_file(is->jwks_path, NULL);
+  rx_reply(resp, 200, NULL, text ? text : "");
   free(text);
-  enum MHD_Result rc = MHD_queue_response(c, 200, r);
-  MHD_destroy_response(r);
   pthread_mutex_lock(&is->lock);
   is->answered++;
   if (held) is->answered_ms = ceb_test_now_ms();
   pthread_mutex_unlock(&is->lock);
-  return rc;
 }
 
 static int idp_get(slow_idp *is, const int *field) {
@@ -143,21 +131,15 @@ int main(void) {
   hin_issuer *iss = hin_issuer_new();
   char *dir = ceb_test_tmpdir("http_in_jwks_slow");
   slow_idp idp = {
-      PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0};
+      PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0};
   char path[512];
   snprintf(path, sizeof path, "%s/jwks.json", dir);
   idp.jwks_path = path;
   CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 0), CEB_OK);
-  struct sockaddr_in sa = {0};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_ERROR_LOG,
-      0, NULL, NULL, serve, &idp, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_END);
+  rx_server *d = rx_start(serve, &idp);
   CHECK(d != NULL);
   if (!d) return ceb_test_done("test_http_in_jwks_slow");
-  int port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+  int port = rx_port(d);
   char url_entry[128];
   snprintf(url_entry, sizeof url_entry,
            "oauth2.jwks_url=http://127.0.0.1:%d/certs", port);
@@ -169,10 +151,10 @@ int main(void) {
   hin_env *e = hin_start(cfg, NULL);
   CHECK(e != NULL);
   if (!e) {
-    MHD_stop_daemon(d);
+    rx_stop(d);
     return ceb_test_done("test_http_in_jwks_slow");
   }
-  CHECK_INT(idp_get(&idp, &idp.fetches), 1); /* loaded at start */
+  CHECK_INT((int)rx_count(d), 1); /* loaded at start */
   char *claims = hin_claims("partner-a", 600, -10, NULL, NULL);
   char *good = hin_token(iss, "RS256", "rsa1", claims);
   CHECK_INT(post(e, good), 202);
@@ -214,7 +196,7 @@ int main(void) {
   /* all of them were answered while the JWKS server still held its
    * answer (it answers when released below, or after HOLD_MS) */
   CHECK(!held_answered(&idp));
-  CHECK_INT(idp_get(&idp, &idp.fetches), 2); /* one fetch for them all */
+  CHECK_INT((int)rx_count(d), 2); /* one fetch for them all */
 
   /* rotation: the issuer publishes rsa2, then answers */
   CHECK_INT(hin_issuer_write_jwks(iss, path, "RS256", 1), CEB_OK);
@@ -236,7 +218,7 @@ int main(void) {
   free(claims);
   hin_stop(e);
   release(&idp);
-  MHD_stop_daemon(d);
+  rx_stop(d);
   free(dir);
   hin_issuer_free(iss);
   curl_global_cleanup();

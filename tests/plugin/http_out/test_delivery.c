@@ -14,7 +14,7 @@
 #include "http_idem.h"
 #include "http_out.h"
 #include "http_webhook_sig.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 #define SECRET_A "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -15,7 +15,7 @@
 
 #include "ceb_test.h"
 #include "http_out_circuit.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 static atomic_int g_bad_status = 503;

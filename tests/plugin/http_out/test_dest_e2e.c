@@ -17,7 +17,7 @@
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 #define SRC "urn:nld:oin:00000001234567890000:systeem:dest"
 #define ADMIN_TOKEN "http-out-dest-admin-token"

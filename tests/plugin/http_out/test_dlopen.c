@@ -12,7 +12,7 @@
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "config/ceb_core_spec.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 static void respond(void *arg, const rx_request *req, size_t index,
                     rx_response *resp) {

@@ -22,7 +22,7 @@
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
 #include "http_webhook_sig.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"

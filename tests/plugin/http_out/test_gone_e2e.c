@@ -16,7 +16,7 @@
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 #define BIN CEB_TEST_BIN_DIR "/cebridge"
 #define TOKEN "an-operator-token-for-the-gone-test"

@@ -21,7 +21,7 @@
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 static atomic_int g_fail = 1;
 

@@ -16,7 +16,7 @@
 #include "config/ceb_core_spec.h"
 #include "http_out.h"
 #include "http_webhook_sig.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -17,7 +17,7 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 typedef struct idp {

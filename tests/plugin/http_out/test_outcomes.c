@@ -17,7 +17,7 @@
 
 #include "ceb_test.h"
 #include "http_out.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 /* Paths script the answer: /status/<code>[/date], /slow, /handshake/<mode>. */

@@ -16,7 +16,7 @@
 
 #include "ceb_test.h"
 #include "metrics/ceb_metrics.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 #include "sink_fixture.h"
 
 #define N_EVENTS 20

@@ -12,7 +12,6 @@
 
 #include "store_fixture.h"
 
-
 /* Appends and waits for done; returns its status (or append's error). */
 static int append(ceb_store *st, const char *q, const char *key,
                   const char *json, size_t max) {

@@ -1,5 +1,5 @@
-/* Scripted libmicrohttpd receiver (see rx_server.h). */
-#include "rx_server.h"
+/* Scripted libmicrohttpd receiver (see ceb_test_rx.h). */
+#include "ceb_test_rx.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,11 +11,14 @@
 #include <time.h>
 
 #include <gnutls/gnutls.h>
+#include <jansson.h>
 #include <microhttpd.h>
 
 #include "ceb_test.h"
 
-#define RX_MAX_REQUESTS 1024
+/* Records grow as requests come (a load test receives thousands); past
+ * this many the receiver answers 507 rather than grow without bound. */
+#define RX_MAX_REQUESTS (1024 * 1024)
 #define RX_MAX_BODY (4 * 1024 * 1024)
 
 struct rx_server {
@@ -25,8 +28,8 @@ struct rx_server {
   void *arg;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  rx_request *reqs[RX_MAX_REQUESTS];
-  size_t count;
+  rx_request **reqs; /* the records, grown under lock */
+  size_t count, cap;
   int stopping;
 };
 
@@ -57,6 +60,19 @@ static void hold(rx_server *rx, int delay_ms) {
          pthread_cond_timedwait(&rx->cond, &rx->lock, &until) != ETIMEDOUT)
     ;
   pthread_mutex_unlock(&rx->lock);
+}
+
+/* The CloudEvent id a request carries: ce-id (binary mode) or the "id" of a
+ * structured JSON body; NULL for anything else (batches, other requests). */
+static char *event_id_of(const rx_request *r) {
+  const char *h = ceb_headers_get(&r->headers, "ce-id");
+  if (h) return strdup(h);
+  if (!r->len || r->body[0] != '{') return NULL;
+  json_t *j = json_loadb(r->body, r->len, 0, NULL);
+  const char *id = json_string_value(json_object_get(j, "id"));
+  char *out = id ? strdup(id) : NULL;
+  json_decref(j);
+  return out;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -99,18 +115,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     *data_size = 0;
     return MHD_YES;
   }
+  c->req->event_id = event_id_of(c->req);
   pthread_mutex_lock(&rx->lock);
-  size_t index = rx->count;
-  if (rx->count < RX_MAX_REQUESTS)
+  size_t index = (size_t)-1;
+  if (rx->count == rx->cap && rx->cap < RX_MAX_REQUESTS) {
+    size_t cap = rx->cap ? rx->cap * 2 : 64;
+    rx_request **grown = realloc(rx->reqs, cap * sizeof *grown);
+    if (grown) {
+      rx->reqs = grown;
+      rx->cap = cap;
+    }
+  }
+  if (rx->count < rx->cap) {
+    index = rx->count;
     rx->reqs[rx->count++] = c->req;
-  else
-    index = (size_t)-1;
+  }
   pthread_cond_broadcast(&rx->cond);
   pthread_mutex_unlock(&rx->lock);
   rx_response resp = {.status = 200};
   if (index != (size_t)-1) {
+    rx_request *req = c->req;
     c->req = NULL; /* owned by the server now */
-    rx->handler(rx->arg, rx->reqs[index], index, &resp);
+    if (rx->handler) rx->handler(rx->arg, req, index, &resp);
   } else {
     resp.status = 507;
   }
@@ -128,6 +154,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
 static void request_free(rx_request *r) {
   if (!r) return;
+  free(r->event_id);
   ceb_headers_clear(&r->headers);
   free(r->body);
   free(r);
@@ -198,6 +225,7 @@ void rx_stop(rx_server *rx) {
   MHD_stop_daemon(rx->daemon);
   for (size_t i = 0; i < rx->count; i++)
     request_free(rx->reqs[i]);
+  free(rx->reqs);
   pthread_cond_destroy(&rx->cond);
   pthread_mutex_destroy(&rx->lock);
   free(rx);
@@ -243,4 +271,41 @@ static int enough(void *arg) {
 int rx_wait(rx_server *rx, size_t n, long timeout_ms) {
   wait_arg w = {rx, n};
   return ceb_test_wait(enough, &w, timeout_ms);
+}
+
+size_t rx_count_event(rx_server *rx, const char *id) {
+  size_t n = 0;
+  pthread_mutex_lock(&rx->lock);
+  for (size_t i = 0; i < rx->count; i++)
+    if (rx->reqs[i]->event_id && strcmp(rx->reqs[i]->event_id, id) == 0) n++;
+  pthread_mutex_unlock(&rx->lock);
+  return n;
+}
+
+typedef struct event_wait {
+  rx_server *rx;
+  const char *id;
+} event_wait;
+
+static int has_event(void *arg) {
+  event_wait *w = arg;
+  return rx_count_event(w->rx, w->id) > 0;
+}
+
+int rx_wait_event(rx_server *rx, const char *id, long timeout_ms) {
+  event_wait w = {rx, id};
+  return ceb_test_wait(has_event, &w, timeout_ms);
+}
+
+void rx_reply(rx_response *resp, int status, const char *content_type,
+              const char *body) {
+  resp->status = status;
+  if (content_type)
+    ceb_headers_add(&resp->headers, "Content-Type", content_type,
+                    strlen(content_type));
+  if (body) {
+    size_t n = strlen(body);
+    resp->len = n < sizeof resp->body ? n : sizeof resp->body;
+    memcpy(resp->body, body, resp->len);
+  }
 }
