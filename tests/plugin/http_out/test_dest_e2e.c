@@ -10,12 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 
@@ -79,30 +79,19 @@ int main(void) {
   rx_server *rx = rx_start(respond, NULL);
   CHECK(dir && rx);
   if (!dir || !rx) return ceb_test_done("integration_http_out_dest");
-  char conf[600], text[2048], log[600], inport[600], adport[600];
-  snprintf(conf, sizeof conf, "%s/conf", dir);
-  mkdir(conf, 0700);
-  snprintf(text, sizeof text,
-           "[bridge]\nstore = %s/store.db\nlog.format = text\n"
-           "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
-           "admin.token = " ADMIN_TOKEN "\ndrain_timeout = 5s\n"
-           "\n[source intermediary]\nplugin = http\nlisten = 127.0.0.1:0\n"
-           "port_file = %s/in.port\nauth = none\n"
-           "\n[sink partner]\nplugin = http\n"
-           "url = http://127.0.0.1:%d/inst/${subject}\n"
-           "allow_insecure_http = true\ncircuit.failures = 2\n"
-           "circuit.open_for = 10m\n"
-           "\n[route to-partner]\nfrom = intermediary\nto = partner\n"
-           "order_by = subject\nretry.schedule = 0s 0s 1h\n",
-           dir, dir, dir, rx_port(rx));
-  CHECK_INT(ceb_test_write_file(conf, "00-bridge.conf", text), 0);
-  snprintf(log, sizeof log, "%s/bridge.log", dir);
-  snprintf(inport, sizeof inport, "%s/in.port", dir);
-  snprintf(adport, sizeof adport, "%s/admin.port", dir);
-  pid_t pid = ceb_test_bridge_start(conf, log);
-  int in = ceb_test_wait_port_file(inport, 30000);
-  int admin = ceb_test_wait_port_file(adport, 30000);
-  CHECK(pid > 0 && in > 0 && admin > 0);
+  char text[2048];
+  ceb_test_webhook_opts o = {
+      .token = ADMIN_TOKEN,
+      .rx_port = rx_port(rx),
+      .path = "/inst/${subject}",
+      .bridge_extra = "drain_timeout = 5s\n",
+      .sink_extra = "circuit.failures = 2\ncircuit.open_for = 10m\n",
+      .route_extra = "order_by = subject\nretry.schedule = 0s 0s 1h\n"};
+  CHECK_INT(ceb_test_webhook_conf(text, sizeof text, dir, &o), 0);
+  ceb_test_bridge br;
+  CHECK_INT(ceb_test_bridge_run(&br, dir, text, 30000), 0);
+  pid_t pid = br.pid;
+  int in = br.in_port, admin = br.admin_port;
 
   /* "bad": attempts 1 and 2 (schedule 0s 0s) are sent and fail: its
    * circuit opens for 10 minutes */
@@ -130,11 +119,7 @@ int main(void) {
   CHECK_INT(rx_count_path(rx, "/inst/bad"), 2);
 
   if (pid > 0) CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
-  if (ceb_test_failures) {
-    char *t = ceb_test_read_file(log, NULL);
-    fprintf(stderr, "---- bridge log ----\n%s\n", t ? t : "");
-    free(t);
-  }
+  if (ceb_test_failures) ceb_test_bridge_log_dump(&br);
   rx_stop(rx);
   free(dir);
   return ceb_test_done("integration_http_out_dest");

@@ -4,13 +4,11 @@
  * that stays the same across the route's retry after a 503 + Retry-After;
  * a 400 lands in the store DLQ with reason http.400 (read through the admin
  * API); SIGTERM drains and exits 0. */
-#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,9 +18,10 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
-#include "http_webhook_sig.h"
 #include "ceb_test_rx.h"
+#include "http_webhook_sig.h"
 
 #define SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define SRC "urn:nld:oin:00000001234567890000:systeem:e2e"
@@ -52,73 +51,6 @@ static void respond(void *arg, const rx_request *req, size_t index,
     }
     pthread_mutex_unlock(&p->lock);
   }
-}
-
-static pid_t start_bridge(const char *dir) {
-  char log[512], conf[512];
-  snprintf(log, sizeof log, "%s/bridge.log", dir);
-  snprintf(conf, sizeof conf, "%s/conf", dir);
-  return ceb_test_bridge_start(conf, log);
-}
-
-static int stop_bridge(pid_t pid) {
-  return ceb_test_pid_stop(pid, SIGTERM, 30000);
-}
-
-static void write_conf(const char *dir, int rx_port) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/conf", dir);
-  mkdir(path, 0700);
-  snprintf(path, sizeof(path), "%s/conf/00-bridge.conf", dir);
-  FILE *f = fopen(path, "w");
-  CHECK(f != NULL);
-  if (!f) return;
-  fprintf(f,
-          "[bridge]\n"
-          "store = %s/store.db\n"
-          "admin.listen = 127.0.0.1:0\n"
-          "admin.port_file = %s/admin.port\n"
-          "admin.token = " ADMIN_TOKEN "\n"
-          "log.format = text\n"
-          "drain_timeout = 5s\n"
-          "\n[source intermediary]\n"
-          "plugin = http\n"
-          "listen = 127.0.0.1:0\n"
-          "port_file = %s/in.port\n"
-          "auth = none\n"
-          "\n[sink partner]\n"
-          "plugin = http\n"
-          "url = http://127.0.0.1:%d/hook\n"
-          "allow_insecure_http = true\n"
-          "mode = binary\n"
-          "webhook.secrets = " SECRET "\n"
-          "headers.x-institution = e2e\n"
-          "\n[route to-partner]\n"
-          "from = intermediary\n"
-          "to = partner\n"
-          "dlq = store\n"
-          "retry.schedule = 0s 200ms 200ms 200ms\n",
-          dir, dir, dir, rx_port);
-  fclose(f);
-}
-
-static int read_port(const char *dir, const char *name) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/%s", dir, name);
-  char *text = ceb_test_read_file(path, NULL);
-  int port = text ? atoi(text) : 0;
-  free(text);
-  return port;
-}
-
-typedef struct port_arg {
-  const char *dir;
-} port_arg;
-
-static int ports_ready(void *arg) {
-  port_arg *a = arg;
-  return read_port(a->dir, "in.port") > 0 &&
-         read_port(a->dir, "admin.port") > 0;
 }
 
 static size_t discard(char *p, size_t s, size_t n, void *u) {
@@ -222,13 +154,9 @@ static int dlq_has_bad(void *arg) {
          strstr(a->b->data, "e2e-bad") != NULL;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-                    struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  return remove(path);
-}
+static const char k_sink_extra[] = "mode = binary\n"
+                                   "webhook.secrets = " SECRET "\n"
+                                   "headers.x-institution = e2e\n";
 
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -238,24 +166,19 @@ int main(void) {
   char *dir = ceb_test_tmpdir("http-out-e2e");
   CHECK(rx && dir);
   if (!rx || !dir) return ceb_test_done("integration_http_out_e2e");
-  write_conf(dir, rx_port(rx));
-  pid_t pid = start_bridge(dir);
-  port_arg pa = {dir};
-  int started = ceb_test_wait(ports_ready, &pa, 15000);
+  char conf[2048];
+  ceb_test_webhook_opts o = {
+      .token = ADMIN_TOKEN,
+      .rx_port = rx_port(rx),
+      .bridge_extra = "drain_timeout = 5s\n",
+      .sink_extra = k_sink_extra,
+      .route_extra = "dlq = store\nretry.schedule = 0s 200ms 200ms 200ms\n"};
+  CHECK_INT(ceb_test_webhook_conf(conf, sizeof conf, dir, &o), 0);
+  ceb_test_bridge br;
+  int started = ceb_test_bridge_run(&br, dir, conf, 15000) == 0;
   CHECK_MSG(started, "bridge did not start");
-  if (!started) {
-    stop_bridge(pid);
-    char log[512];
-    snprintf(log, sizeof(log), "%s/bridge.log", dir);
-    char *text = ceb_test_read_file(log, NULL);
-    fprintf(stderr, "---- bridge log ----\n%s\n", text ? text : "");
-    free(text);
-    rx_stop(rx);
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-    return ceb_test_done("integration_http_out_e2e");
-  }
-  int in = read_port(dir, "in.port"), admin = read_port(dir, "admin.port");
+  int in = br.in_port, admin = br.admin_port;
+  if (!started) goto out;
 
   CHECK_INT(post_event(in, "e2e-1"), 202);
   CHECK_INT(post_event(in, "e2e-retry"), 202);
@@ -305,16 +228,11 @@ int main(void) {
   CHECK_MSG(strstr(b->data, "e2e-retry") == NULL, "DLQ: %s", b->data);
   free(b);
 
-  CHECK_INT(stop_bridge(pid), 0);
-  char log[512];
-  snprintf(log, sizeof(log), "%s/bridge.log", dir);
-  if (ceb_test_failures) {
-    char *text = ceb_test_read_file(log, NULL);
-    fprintf(stderr, "---- bridge log ----\n%s\n", text ? text : "");
-    free(text);
-  }
+  CHECK_INT(ceb_test_pid_stop(br.pid, SIGTERM, 30000), 0);
+out:
+  if (!started) ceb_test_pid_stop(br.pid, SIGTERM, 30000);
+  if (ceb_test_failures) ceb_test_bridge_log_dump(&br);
   rx_stop(rx);
-  nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
   free(dir);
   pthread_mutex_destroy(&p.lock);
   curl_global_cleanup();

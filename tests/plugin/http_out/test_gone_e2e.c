@@ -11,14 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "ceb_test.h"
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 
-#define BIN CEB_TEST_BIN_DIR "/cebridge"
 #define TOKEN "an-operator-token-for-the-gone-test"
 
 static atomic_int g_gone = 1;
@@ -49,16 +47,7 @@ static size_t delivered(void) {
   return n;
 }
 
-static char g_dir[512];
-
-static int read_int(const char *name) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  char *t = ceb_test_read_file(path, NULL);
-  int v = t ? atoi(t) : 0;
-  free(t);
-  return v;
-}
+static ceb_test_bridge g_b;
 
 static int post(int port, const char *id) {
   char url[128], h_id[96];
@@ -75,44 +64,15 @@ static int post(int port, const char *id) {
   return ceb_test_http("POST", url, hdrs, "{}", 2, NULL);
 }
 
-static int run_cli(const char *args, char **out) {
-  char cmd[1400], log[600];
-  snprintf(log, sizeof log, "%s/cli.out", g_dir);
-  snprintf(cmd, sizeof cmd, "timeout 60 '%s' %s -c '%s/conf' >'%s' 2>&1", BIN,
-           args, g_dir, log);
-  int st = system(cmd);
-  *out = ceb_test_read_file(log, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int log_has(const char *needle) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/bridge.log", g_dir);
-  char *t = ceb_test_read_file(path, NULL);
-  int has = t && strstr(t, needle) != NULL;
-  free(t);
-  return has;
-}
-
 typedef struct wait_arg {
   const char *needle;
   size_t n;
 } wait_arg;
 static int log_wait(void *arg) {
-  return log_has(((wait_arg *)arg)->needle);
+  return ceb_test_bridge_log_has(&g_b, ((wait_arg *)arg)->needle);
 }
 static int got(void *arg) {
   return delivered() >= ((wait_arg *)arg)->n;
-}
-
-static double metric(int admin, const char *series) {
-  char url[128], *body = NULL;
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin);
-  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) return -1;
-  const char *p = body ? strstr(body, series) : NULL;
-  double v = p ? atof(p + strlen(series)) : -1;
-  free(body);
-  return v;
 }
 
 static int gone_twice(void *arg) {
@@ -126,56 +86,27 @@ static int gone_twice(void *arg) {
 static int listed_disabled(void *arg) {
   (void)arg;
   char *out = NULL;
-  int ok = run_cli("sink list", &out) == 0 && out &&
+  int ok = ceb_test_bridge_cli(&g_b, "sink list", &out) == 0 && out &&
            strstr(out, " disabled ") != NULL;
   free(out);
   return ok;
 }
 
-static int ports_ready(void *arg) {
-  (void)arg;
-  return read_int("in.port") > 0 && read_int("admin.port") > 0;
-}
-
 int main(void) {
   rx_server *rx = rx_start(respond, NULL);
   CHECK(rx != NULL);
-  char *tmp = ceb_test_tmpdir("sink-gone");
-  snprintf(g_dir, sizeof g_dir, "%s", tmp ? tmp : "/nonexistent");
-  free(tmp);
+  char *dir = ceb_test_tmpdir("sink-gone");
   if (!rx) return ceb_test_done("integration_sink_gone");
-  char conf_dir[600], text[2048];
-  snprintf(conf_dir, sizeof conf_dir, "%s/conf", g_dir);
-  snprintf(text, sizeof text,
-           "[bridge]\n"
-           "store = %s/store.db\n"
-           "admin.listen = 127.0.0.1:0\n"
-           "admin.port_file = %s/admin.port\n"
-           "admin.token = " TOKEN "\n"
-           "log.format = text\n"
-           "store.poll_interval = 200ms\n"
-           "\n[source intermediary]\n"
-           "plugin = http\n"
-           "listen = 127.0.0.1:0\n"
-           "port_file = %s/in.port\n"
-           "auth = none\n"
-           "\n[sink partner]\n"
-           "plugin = http\n"
-           "url = http://127.0.0.1:%d/hook\n"
-           "allow_insecure_http = true\n"
-           "\n[route to-partner]\n"
-           "from = intermediary\n"
-           "to = partner\n"
-           "order_by = subject\n"
-           "dlq = store\n",
-           g_dir, g_dir, g_dir, rx_port(rx));
-  CHECK_INT(mkdir(conf_dir, 0700), 0);
-  CHECK_INT(ceb_test_write_file(conf_dir, "bridge.conf", text), 0);
-  char log[600];
-  snprintf(log, sizeof log, "%s/bridge.log", g_dir);
-  pid_t pid = ceb_test_bridge_start(conf_dir, log);
-  CHECK(pid > 0 && ceb_test_wait(ports_ready, NULL, 30000));
-  int in = read_int("in.port"), admin = read_int("admin.port");
+  char text[2048];
+  ceb_test_webhook_opts o = {.token = TOKEN,
+                             .rx_port = rx_port(rx),
+                             .bridge_extra = "store.poll_interval = 200ms\n",
+                             .route_extra = "order_by = subject\n"
+                                            "dlq = store\n"};
+  CHECK_INT(ceb_test_webhook_conf(text, sizeof text, dir, &o), 0);
+  CHECK_INT(ceb_test_bridge_run(&g_b, dir, text, 30000), 0);
+  free(dir);
+  int in = g_b.in_port, admin = g_b.admin_port;
 
   /* 410: disabled; what comes next waits */
   CHECK_INT(post(in, "m-1"), 202);
@@ -183,14 +114,16 @@ int main(void) {
   CHECK(ceb_test_wait(log_wait, &w, 30000));
   CHECK_INT(post(in, "m-2"), 202);
   CHECK_INT(post(in, "m-3"), 202);
-  CHECK(metric(admin, "cebridge_sink_disabled{sink=\"partner\"} ") == 1);
+  CHECK(ceb_test_bridge_metric(
+            &g_b, "cebridge_sink_disabled{sink=\"partner\"} ") == 1);
   char *out = NULL;
-  CHECK_INT(run_cli("sink list", &out), 0);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, "sink list", &out), 0);
   CHECK_MSG(out && strstr(out, "partner") && strstr(out, "disabled") &&
                 strstr(out, "410"),
             "sink list: %s", out ? out : "");
   free(out);
-  CHECK_INT(run_cli("dlq list", &out), 1); /* nothing dead-lettered */
+  CHECK_INT(ceb_test_bridge_cli(&g_b, "dlq list", &out),
+            1); /* nothing dead-lettered */
   free(out);
   CHECK_INT(delivered(), 0);
 
@@ -212,7 +145,8 @@ int main(void) {
   CHECK_STR(g_ids[1], "m-2");
   CHECK_STR(g_ids[2], "m-3");
   pthread_mutex_unlock(&g_lock);
-  CHECK(metric(admin, "cebridge_sink_disabled{sink=\"partner\"} ") == 0);
+  CHECK(ceb_test_bridge_metric(
+            &g_b, "cebridge_sink_disabled{sink=\"partner\"} ") == 0);
 
   /* a second 410, and the CLI enables it in the store */
   atomic_store(&g_gone, 1);
@@ -221,7 +155,7 @@ int main(void) {
   /* the disabling is stored (worker 0 writes it): `sink list` shows it */
   CHECK(ceb_test_wait(listed_disabled, NULL, 30000));
   atomic_store(&g_gone, 0);
-  CHECK_INT(run_cli("sink enable partner", &out), 0);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, "sink enable partner", &out), 0);
   free(out);
   wait_arg four = {NULL, 4};
   CHECK(ceb_test_wait(got, &four, 30000));
@@ -229,8 +163,7 @@ int main(void) {
   CHECK_STR(g_ids[3], "m-4");
   pthread_mutex_unlock(&g_lock);
 
-  CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
+  CHECK_INT(ceb_test_pid_stop(g_b.pid, SIGTERM, 30000), 0);
   rx_stop(rx);
-  ceb_test_rmtree(g_dir);
   return ceb_test_done("integration_sink_gone");
 }

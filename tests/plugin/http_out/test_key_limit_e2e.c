@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "ceb_test.h"
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 
@@ -33,21 +33,7 @@ static void respond(void *arg, const rx_request *req, size_t index,
   resp->status = atomic_load(&g_fail) ? 503 : 204;
 }
 
-static char g_dir[512];
-
-static int read_int(const char *name) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  char *t = ceb_test_read_file(path, NULL);
-  int v = t ? atoi(t) : 0;
-  free(t);
-  return v;
-}
-
-static int ports_ready(void *arg) {
-  (void)arg;
-  return read_int("in.port") > 0 && read_int("admin.port") > 0;
-}
+static ceb_test_bridge g_b;
 
 typedef struct reply {
   long status;
@@ -112,16 +98,6 @@ static long post(int port, const char *id, const char *key, reply *out) {
   return r->status;
 }
 
-static double metric(int admin, const char *series) {
-  char url[128], *body = NULL;
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", admin);
-  if (ceb_test_http("GET", url, NULL, NULL, 0, &body) != 200) return -1;
-  const char *p = body ? strstr(body, series) : NULL;
-  double v = p ? atof(p + strlen(series)) : -1;
-  free(body);
-  return v;
-}
-
 #define TOKEN "a-token-for-the-key-limit-test"
 
 /* The keys view's entry of key (a new reference), NULL when absent. */
@@ -165,45 +141,21 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   rx_server *rx = rx_start(respond, NULL);
   CHECK(rx != NULL);
-  char *tmp = ceb_test_tmpdir("key-limit");
-  snprintf(g_dir, sizeof g_dir, "%s", tmp ? tmp : "/nonexistent");
-  free(tmp);
+  char *dir = ceb_test_tmpdir("key-limit");
   if (!rx) return ceb_test_done("integration_key_limit");
-  char conf_dir[600], text[2048];
-  snprintf(conf_dir, sizeof conf_dir, "%s/conf", g_dir);
-  snprintf(text, sizeof text,
-           "[bridge]\n"
-           "store = %s/store.db\n"
-           "admin.listen = 127.0.0.1:0\n"
-           "admin.port_file = %s/admin.port\n"
-           "admin.token = " TOKEN "\n"
-           "log.format = text\n"
-           "\n[source intermediary]\n"
-           "plugin = http\n"
-           "listen = 127.0.0.1:0\n"
-           "port_file = %s/in.port\n"
-           "auth = none\n"
-           "retry_after = 3s\n"
-           "\n[sink partner]\n"
-           "plugin = http\n"
-           "url = http://127.0.0.1:%d/hook\n"
-           "allow_insecure_http = true\n"
-           "\n[route to-partner]\n"
-           "from = intermediary\n"
-           "to = partner\n"
-           "order_by = subject\n"
-           "max_open_per_key = 2\n"
-           "retry.schedule = 0s 100ms 200ms\n"
-           "dlq = store\n",
-           g_dir, g_dir, g_dir, rx_port(rx));
-  CHECK_INT(mkdir(conf_dir, 0700), 0);
-  CHECK_INT(ceb_test_write_file(conf_dir, "bridge.conf", text), 0);
-  char log[600];
-  snprintf(log, sizeof log, "%s/bridge.log", g_dir);
-  pid_t pid = ceb_test_bridge_start(conf_dir, log);
-  CHECK(pid > 0 && ceb_test_wait(ports_ready, NULL, 30000));
-  g_in = read_int("in.port");
-  int admin = read_int("admin.port");
+  char text[2048];
+  ceb_test_webhook_opts o = {.token = TOKEN,
+                             .rx_port = rx_port(rx),
+                             .source_extra = "retry_after = 3s\n",
+                             .route_extra = "order_by = subject\n"
+                                            "max_open_per_key = 2\n"
+                                            "retry.schedule = 0s 100ms 200ms\n"
+                                            "dlq = store\n"};
+  CHECK_INT(ceb_test_webhook_conf(text, sizeof text, dir, &o), 0);
+  CHECK_INT(ceb_test_bridge_run(&g_b, dir, text, 30000), 0);
+  free(dir);
+  g_in = g_b.in_port;
+  int admin = g_b.admin_port;
 
   /* two open events of inst-a (the receiver fails them: retrying) */
   CHECK_INT(post(g_in, "a-1", "inst-a", NULL), 202);
@@ -218,7 +170,7 @@ int main(void) {
             "body %s", r.body);
   /* another institution is not held back by inst-a */
   CHECK_INT(post(g_in, "b-1", "inst-b", NULL), 202);
-  CHECK(metric(admin, "reason=\"key_limit\"} ") >= 1);
+  CHECK(ceb_test_bridge_metric(&g_b, "reason=\"key_limit\"} ") >= 1);
 
   /* the keys view: inst-a has 2 open, a failure, no success yet */
   g_admin = admin;
@@ -241,9 +193,8 @@ int main(void) {
   CHECK(ceb_test_wait(accepted_again, NULL, 30000));
   CHECK(ceb_test_wait(a_succeeded, NULL, 30000));
 
-  CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
+  CHECK_INT(ceb_test_pid_stop(g_b.pid, SIGTERM, 30000), 0);
   rx_stop(rx);
   curl_global_cleanup();
-  ceb_test_rmtree(g_dir);
   return ceb_test_done("integration_key_limit");
 }

@@ -9,17 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include <jansson.h>
 
 #include "ceb_test.h"
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 
-#define BIN CEB_TEST_BIN_DIR "/cebridge"
 #define TOKEN "an-operator-token-for-the-replay-test"
 
 static void respond(void *arg, const rx_request *req, size_t index,
@@ -30,7 +28,7 @@ static void respond(void *arg, const rx_request *req, size_t index,
   resp->status = 204;
 }
 
-static char g_dir[512];
+static ceb_test_bridge g_b;
 
 /* The bridge stamps received_at from the wall clock. */
 static int64_t wall_ms(void) {
@@ -40,20 +38,6 @@ static int64_t wall_ms(void) {
 }
 static int past(void *arg) {
   return wall_ms() > *(int64_t *)arg;
-}
-
-static int read_int(const char *name) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/%s", g_dir, name);
-  char *t = ceb_test_read_file(path, NULL);
-  int v = t ? atoi(t) : 0;
-  free(t);
-  return v;
-}
-
-static int ports_ready(void *arg) {
-  (void)arg;
-  return read_int("in.port") > 0 && read_int("admin.port") > 0;
 }
 
 static int post(int port, const char *id, const char *key, const char *type) {
@@ -71,16 +55,6 @@ static int post(int port, const char *id, const char *key, const char *type) {
                               "Content-Type: application/json",
                               NULL};
   return ceb_test_http("POST", url, hdrs, "{}", 2, NULL);
-}
-
-static int run_cli(const char *args, char **out) {
-  char cmd[1600], log[600];
-  snprintf(log, sizeof log, "%s/cli.out", g_dir);
-  snprintf(cmd, sizeof cmd, "timeout 60 '%s' %s -c '%s/conf' >'%s' 2>&1", BIN,
-           args, g_dir, log);
-  int st = system(cmd);
-  *out = ceb_test_read_file(log, NULL);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static const char *hdr(rx_server *rx, size_t i, const char *name) {
@@ -113,43 +87,19 @@ static int key_new(rx_server *rx, size_t i) {
 int main(void) {
   rx_server *rx = rx_start(respond, NULL);
   CHECK(rx != NULL);
-  char *tmp = ceb_test_tmpdir("replay-range");
-  snprintf(g_dir, sizeof g_dir, "%s", tmp ? tmp : "/nonexistent");
-  free(tmp);
+  char *dir = ceb_test_tmpdir("replay-range");
   if (!rx) return ceb_test_done("integration_replay_range");
-  char conf_dir[600], text[2048];
-  snprintf(conf_dir, sizeof conf_dir, "%s/conf", g_dir);
-  snprintf(text, sizeof text,
-           "[bridge]\n"
-           "store = %s/store.db\n"
-           "admin.listen = 127.0.0.1:0\n"
-           "admin.port_file = %s/admin.port\n"
-           "admin.token = " TOKEN "\n"
-           "log.format = text\n"
-           "store.poll_interval = 200ms\n"
-           "retention = 7d\n"
-           "\n[source intermediary]\n"
-           "plugin = http\n"
-           "listen = 127.0.0.1:0\n"
-           "port_file = %s/in.port\n"
-           "auth = none\n"
-           "\n[sink partner]\n"
-           "plugin = http\n"
-           "url = http://127.0.0.1:%d/hook\n"
-           "allow_insecure_http = true\n"
-           "\n[route to-partner]\n"
-           "from = intermediary\n"
-           "to = partner\n"
-           "order_by = subject\n"
-           "dlq = store\n",
-           g_dir, g_dir, g_dir, rx_port(rx));
-  CHECK_INT(mkdir(conf_dir, 0700), 0);
-  CHECK_INT(ceb_test_write_file(conf_dir, "bridge.conf", text), 0);
-  char log[600];
-  snprintf(log, sizeof log, "%s/bridge.log", g_dir);
-  pid_t pid = ceb_test_bridge_start(conf_dir, log);
-  CHECK(pid > 0 && ceb_test_wait(ports_ready, NULL, 30000));
-  int in = read_int("in.port"), admin = read_int("admin.port");
+  char text[2048];
+  ceb_test_webhook_opts o = {.token = TOKEN,
+                             .rx_port = rx_port(rx),
+                             .bridge_extra = "store.poll_interval = 200ms\n"
+                                             "retention = 7d\n",
+                             .route_extra = "order_by = subject\n"
+                                            "dlq = store\n"};
+  CHECK_INT(ceb_test_webhook_conf(text, sizeof text, dir, &o), 0);
+  CHECK_INT(ceb_test_bridge_run(&g_b, dir, text, 30000), 0);
+  free(dir);
+  int in = g_b.in_port, admin = g_b.admin_port;
   const char *T = "rio.inschrijving.gewijzigd", *O = "rio.other";
 
   /* window A */
@@ -172,7 +122,8 @@ int main(void) {
 
   /* a route that does not exist */
   char args[512], *out = NULL;
-  CHECK_INT(run_cli("replay --route nope --since -1h", &out), 2);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, "replay --route nope --since -1h", &out),
+            2);
   CHECK_MSG(out && strstr(out, "no route 'nope'"), "cli: %s", out ? out : "");
   free(out);
   char url[256], *body = NULL;
@@ -198,7 +149,7 @@ int main(void) {
   snprintf(args, sizeof args,
            "replay --route to-partner --since %s --until %s --dry-run", s3339,
            u3339);
-  CHECK_INT(run_cli(args, &out), 0);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, args, &out), 0);
   CHECK_MSG(out && strstr(out, "dry run: 4 events would be replayed"),
             "cli: %s", out ? out : "");
   free(out);
@@ -206,7 +157,7 @@ int main(void) {
            "replay --route to-partner --since %s --until %s --type %s "
            "--dry-run",
            s3339, u3339, T);
-  CHECK_INT(run_cli(args, &out), 0);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, args, &out), 0);
   CHECK_MSG(out && strstr(out, "dry run: 3 events would be replayed"),
             "cli: %s", out ? out : "");
   free(out);
@@ -240,7 +191,7 @@ int main(void) {
   snprintf(args, sizeof args,
            "replay --route to-partner --since %s --until %s --type %s", s3339,
            u3339, T);
-  CHECK_INT(run_cli(args, &out), 0);
+  CHECK_INT(ceb_test_bridge_cli(&g_b, args, &out), 0);
   CHECK_MSG(out && strstr(out, "3 events replayed"), "cli: %s", out ? out : "");
   free(out);
   CHECK_INT(post(in, "y1", "inst-1", T), 202);
@@ -256,8 +207,7 @@ int main(void) {
               hdr(rx, i, "ce-id"));
   CHECK_INT(total, 18);
 
-  CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
+  CHECK_INT(ceb_test_pid_stop(g_b.pid, SIGTERM, 30000), 0);
   rx_stop(rx);
-  ceb_test_rmtree(g_dir);
   return ceb_test_done("integration_replay_range");
 }
