@@ -503,6 +503,18 @@ static int all_done(void *arg) {
   return d;
 }
 
+typedef struct stats_want {
+  ceb_store *st;
+  uint64_t ops;
+} stats_want;
+
+static int stats_reached(void *arg) {
+  stats_want *w = arg;
+  uint64_t ops = 0;
+  ceb_store_commit_stats(w->st, NULL, &ops);
+  return ops >= w->ops;
+}
+
 static void test_group_commit(ceb_store *a) {
   g_peek = ceb_test_pg_connect(&g_pg);
   enum { N = 400 };
@@ -530,6 +542,9 @@ static void test_group_commit(ceb_store *a) {
   }
   CHECK_INT(ok, N);
   CHECK_INT(committed, N);
+  /* the committer counts a group after its callbacks ran */
+  stats_want sw = {a, o0 + N};
+  CHECK(ceb_test_wait(stats_reached, &sw, 10000));
   ceb_store_commit_stats(a, &b1, &o1);
   CHECK(o1 - o0 >= N);
   CHECK_MSG(b1 - b0 < N, "%llu transactions for %d ingests",
