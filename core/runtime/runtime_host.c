@@ -206,6 +206,7 @@ static const ceb_host k_host = {
     .queue_wake = cebr_queue_wake,
     .lead = cebr_lead,
     .submit_mapped = cebr_submit_mapped,
+    .submit_mapped_batch = cebr_submit_mapped_batch,
     .contract_get = host_contract_get,
     .contract_list = host_contract_list,
     .event_status = host_event_status,

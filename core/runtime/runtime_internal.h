@@ -64,10 +64,31 @@ ceb_runtime *cebr_of(ceb_instance *inst);
 
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg);
+/* cebr_submit with flags: CEBR_SUBMIT_AGAIN, the events were counted as
+ * received by an earlier call (submit_mapped_batch submits what is left
+ * after a document was refused). */
+#define CEBR_SUBMIT_AGAIN 1u
+int cebr_submit_ex(ceb_instance *inst, ceb_event *const *events, size_t count,
+                   const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg,
+                   unsigned flags);
 /* ceb_host.submit_mapped (runtime_mapped.c). */
 int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
                        void *cb_arg, char *err, size_t errlen);
+/* ceb_host.submit_mapped_batch, ABI 1.3 (runtime_mapped_batch.c). */
+int cebr_submit_mapped_batch(ceb_instance *inst, ceb_mapped_doc *docs, size_t n,
+                             const ceb_submit_opts *opts, ceb_submit_cb cb,
+                             void *cb_arg);
+/* Shared by both (runtime_mapped.c): a refusal by the mapping, logged and
+ * counted, its reason "mapping: <msg>" into err; returns CEB_EMAPPING. */
+int cebr_mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
+                       size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The program's outputs of r (r->nout of them) decoded into events[];
+ * CEB_OK, or CEB_EMAPPING through cebr_mapping_error (events decoded so
+ * far are left in events[] for the caller to unref). */
+int cebr_map_decode(ceb_runtime *rt, ceb_instance *inst, const ceb_map_req *r,
+                    ceb_event **events, char *err, size_t errlen);
 /* Counts a refusal in cebridge_events_rejected_total{reason}. */
 void cebr_reject_metric(ceb_runtime *rt, ceb_instance *inst,
                         const char *reason);

@@ -29,11 +29,8 @@ static void excerpt(const char *s, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-static int mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
-                         size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static int mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
-                         size_t errlen, const char *fmt, ...) {
+int cebr_mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
+                       size_t errlen, const char *fmt, ...) {
   char msg[600];
   va_list ap;
   va_start(ap, fmt);
@@ -46,27 +43,26 @@ static int mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
   return CEB_EMAPPING;
 }
 
-/* Decodes the program's outputs into events[]; CEB_OK or CEB_EMAPPING. */
-static int decode_outputs(ceb_runtime *rt, ceb_instance *inst,
-                          const ceb_map_req *r, ceb_event **events, char *err,
-                          size_t errlen) {
+int cebr_map_decode(ceb_runtime *rt, ceb_instance *inst, const ceb_map_req *r,
+                    ceb_event **events, char *err, size_t errlen) {
   size_t i = 0;
   for (const char *o = ceb_map_output(r, NULL); o;
        o = ceb_map_output(r, o), i++) {
     char ex[80];
     if (*o != '{') {
       excerpt(o, ex, sizeof ex);
-      return mapping_error(rt, inst, err, errlen,
-                           "output %zu is not a JSON object (a CloudEvent in "
-                           "the JSON format): %s",
-                           i + 1, ex);
+      return cebr_mapping_error(
+          rt, inst, err, errlen,
+          "output %zu is not a JSON object (a CloudEvent in "
+          "the JSON format): %s",
+          i + 1, ex);
     }
     ceb_error e;
     ceb_error_clear(&e);
     if (ceb_json_decode(o, strlen(o), &events[i], &e) != CEB_OK)
-      return mapping_error(rt, inst, err, errlen,
-                           "output %zu is not a CloudEvent: %s (%s)", i + 1,
-                           e.message, e.code);
+      return cebr_mapping_error(rt, inst, err, errlen,
+                                "output %zu is not a CloudEvent: %s (%s)",
+                                i + 1, e.message, e.code);
   }
   return CEB_OK;
 }
@@ -109,12 +105,12 @@ int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
     return CEB_EIO;
   }
   if (r.status != CEB_OK)
-    return mapping_error(rt, inst, err, errlen, "%s", r.reason);
+    return cebr_mapping_error(rt, inst, err, errlen, "%s", r.reason);
   if (r.nout == 0) {
     ceb_map_req_clear(&r);
-    return mapping_error(rt, inst, err, errlen,
-                         "the program output no event (an empty array, or "
-                         "empty)");
+    return cebr_mapping_error(rt, inst, err, errlen,
+                              "the program output no event (an empty array, or "
+                              "empty)");
   }
   ceb_event **events = calloc(r.nout, sizeof *events);
   if (!events) {
@@ -122,7 +118,7 @@ int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
     return CEB_ENOMEM;
   }
   size_t n = r.nout;
-  rc = decode_outputs(rt, inst, &r, events, err, errlen);
+  rc = cebr_map_decode(rt, inst, &r, events, err, errlen);
   ceb_map_req_clear(&r);
   if (rc == CEB_OK) {
     /* our own outputs: a summary of the first violation for err */

@@ -263,6 +263,12 @@ static int key_limits(ceb_runtime *rt, ceb_event *const *events, size_t count,
 
 int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
                 const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg) {
+  return cebr_submit_ex(inst, events, count, opts, cb, cb_arg, 0);
+}
+
+int cebr_submit_ex(ceb_instance *inst, ceb_event *const *events, size_t count,
+                   const ceb_submit_opts *opts, ceb_submit_cb cb, void *cb_arg,
+                   unsigned flags) {
   ceb_runtime *rt = cebr_of(inst);
   if (!rt || !events || count == 0 || !cb) return CEB_EINVAL;
   if (inst->role != CEB_ROLE_SOURCE) return CEB_EINVAL;
@@ -287,7 +293,7 @@ int cebr_submit(ceb_instance *inst, ceb_event *const *events, size_t count,
     cebr_reject_metric(rt, inst, "backpressure");
     return CEB_EBUSY;
   }
-  if (rt->metrics)
+  if (rt->metrics && !(flags & CEBR_SUBMIT_AGAIN))
     ceb_metrics_add(rt->metrics, "cebridge_events_received_total", inst->labels,
                     (double)count);
   ceb_violations local;

@@ -63,7 +63,9 @@ extern "C" {
  * ceb_host.contract_get and contract_list (the contract register,
  * read-only, for any role). ceb_submit_opts.key_limited (a key's
  * max_open_per_key refused the submit). */
-#define CEB_ABI_MINOR 2
+/* 1.3: ceb_host.submit_mapped_batch and ceb_mapped_doc (several input
+ * documents through one mapping round trip and one journal op). */
+#define CEB_ABI_MINOR 3
 
 #if defined(__GNUC__)
 #define CEB_EXPORT __attribute__((visibility("default")))
@@ -318,6 +320,18 @@ typedef enum ceb_metric_kind {
 
 /* ---- the host table ---- */
 
+/* ABI 1.3: one message of host->submit_mapped_batch. struct_size first:
+ * the host reads and writes only what it covers (a later minor may append
+ * members). */
+typedef struct ceb_mapped_doc {
+  uint32_t struct_size; /* sizeof(ceb_mapped_doc) as the plugin was built */
+  const char *doc;      /* in: the input document, a JSON text */
+  size_t len;           /* in: its length in bytes */
+  int status;           /* out: CEB_OK, CEB_EMAPPING, CEB_EVALIDATION, ... */
+  size_t nevents;       /* out: events the document became (CEB_OK) */
+  char reason[400];     /* out: one line, when status != CEB_OK */
+} ceb_mapped_doc;
+
 typedef struct ceb_host {
   uint32_t struct_size;
   uint32_t abi_major;
@@ -498,6 +512,44 @@ typedef struct ceb_host {
    * event_status) before calling. */
   int (*event_status)(ceb_instance *inst, const char *client, const char *id,
                       char **json, size_t *len);
+
+  /* ---- ABI 1.3 additions (appended: a 1.2 host's table ends above) ---- */
+
+  /* ABI 1.3: submit_mapped for n messages at once (a Kafka read, an MQTT
+   * burst). Check CEB_HOST_HAS(host, submit_mapped_batch) before calling;
+   * without it, call submit_mapped per message.
+   *
+   * docs[i].doc / len are message i's input document (borrowed for the
+   * call). The host runs the section's program on all of them in one
+   * round trip to a mapping worker (same bounds as submit_mapped: time
+   * and memory per document), then submits the events of every document
+   * the program mapped to valid events as ONE unit, in document order
+   * (one journal op, one cb), so the order of a key across the batch is
+   * the order of docs. Each document gets its own outcome in
+   * docs[i].status (and .reason, one line, when it is not CEB_OK):
+   *   CEB_OK: its events are in the unit (docs[i].nevents of them; 0 is
+   *     never OK: a program that outputs no event is CEB_EMAPPING).
+   *   CEB_EMAPPING: the program failed on it, timed out, ran out of
+   *     memory, its worker died, or it output something that is not a
+   *     CloudEvent ("mapping: <why>").
+   *   CEB_EVALIDATION / CEB_ETOOLARGE: one of its events was refused
+   *     (validation, profile, contracts, a route filter that failed):
+   *     "refused: <code>: <message>".
+   * A document refused this way costs only itself: the others are taken.
+   *
+   * Returns CEB_OK: every docs[i].status is set; cb is called exactly once
+   * (for the unit: durable or failed together) when at least one document
+   * is CEB_OK, and never when none is. Returns < 0 (CEB_EBUSY backpressure
+   * or a key's max_open_per_key with opts->key_limited set, CEB_ESHUTDOWN,
+   * CEB_EIO: the store cannot write or no mapping worker could start,
+   * CEB_ENOMEM, CEB_EINVAL: bad arguments or the section has no `map`):
+   * nothing was taken, cb is never called, every docs[i].status is that
+   * code. opts->violations / failed_index are not used. Blocks the calling
+   * thread while the programs run (about n documents' mapping time, each
+   * bounded by mapping.timeout). Any thread; thread-safe. */
+  int (*submit_mapped_batch)(ceb_instance *inst, struct ceb_mapped_doc *docs,
+                             size_t n, const ceb_submit_opts *opts,
+                             ceb_submit_cb cb, void *cb_arg);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

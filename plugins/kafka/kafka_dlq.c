@@ -48,17 +48,27 @@ int kafka_dlq_open(kafka_source *s, const ceb_config *cfg,
 
 void kafka_dlq_send(kafka_source *s, ko_part *sp, const rd_kafka_message_t *m,
                     const char *reason) {
-  const char *topic = rd_kafka_topic_name(m->rkt);
   ko_rec *r = ko_rec_new(&s->book, m->offset);
   if (!r) {
     ksrc_rewind(s, sp, m->offset, KO_PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
     return;
   }
+  kafka_dlq_send_rec(s, sp, m, reason, r, 0);
+}
+
+void kafka_dlq_send_rec(kafka_source *s, ko_part *sp,
+                        const rd_kafka_message_t *m, const char *reason,
+                        ko_rec *r, int appended) {
+  const char *topic = rd_kafka_topic_name(m->rkt);
   if (!s->dlq) {
     CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_ERROR,
             "skipping malformed record %s[%d]@%lld (no dlq_topic): %s", topic,
             (int)m->partition, (long long)m->offset, reason);
     ksrc_count(s, "skipped", 1);
+    if (appended) {
+      ksrc_settle(r, 1);
+      return;
+    }
     r->state = KO_DURABLE;
     pthread_mutex_lock(&s->lock);
     ko_append(sp, r);
@@ -80,14 +90,25 @@ void kafka_dlq_send(kafka_source *s, ko_part *sp, const rd_kafka_message_t *m,
   rd_kafka_header_add(h, "ceb_dlq_topic", -1, topic, -1);
   rd_kafka_header_add(h, "ceb_dlq_partition", -1, part, -1);
   rd_kafka_header_add(h, "ceb_dlq_offset", -1, off, -1);
-  pthread_mutex_lock(&s->lock);
-  ko_append(sp, r); /* in flight until the delivery report */
-  pthread_mutex_unlock(&s->lock);
+  if (!appended) {
+    pthread_mutex_lock(&s->lock);
+    ko_append(sp, r); /* in flight until the delivery report */
+    pthread_mutex_unlock(&s->lock);
+  }
   rd_kafka_resp_err_t e = rd_kafka_producev(
       s->dlq, RD_KAFKA_V_TOPIC(s->dlq_topic),
       RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(h),
       RD_KAFKA_V_OPAQUE(r), RD_KAFKA_V_END);
+  if (e && appended) {
+    /* records after it are in flight too: it fails, and the partition is
+     * read again from it (rewind_failed) */
+    rd_kafka_headers_destroy(h);
+    CEB_LOG(s->ki.host, s->ki.inst, CEB_LOG_WARN,
+            "DLQ produce failed (%s): retrying", rd_kafka_err2str(e));
+    ksrc_settle(r, 0);
+    return;
+  }
   if (e) {
     rd_kafka_headers_destroy(h);
     pthread_mutex_lock(&s->lock);

@@ -25,10 +25,14 @@
  * event is submitted again record by record, which isolates that one.
  *
  * With `map` (ABI 1.2) a record is not decoded: its input document
- * (kafka_doc.h) goes to host->submit_mapped on its own, and a record the
- * program refuses (CEB_EMAPPING) is dead-lettered like a malformed one,
- * with "mapping: <the program's error>" as ceb_dlq_reason: its offset is
- * committed only once the dead letter is acknowledged.
+ * (kafka_doc.h) goes to the host's mapping. With a 1.3 host the records of
+ * one read go to host->submit_mapped_batch together (one worker round trip,
+ * one journal op, as the unmapped batch); with a 1.2 host each goes to
+ * host->submit_mapped on its own. A record the host refuses (the program
+ * failed: "mapping: <the program's error>"; an event it made is invalid:
+ * "refused: <code>: <message>") is dead-lettered like a malformed one with
+ * that as ceb_dlq_reason: its offset is committed only once the dead
+ * letter is acknowledged.
  *
  * The offset book (records in flight, the commit watermark) is
  * kafka_offsets.c, commits kafka_commit.c, rebalances kafka_rebalance.c and
@@ -54,10 +58,17 @@
   100 /* also bounds the retry rate when                                       \
          accepting() and submit() disagree */
 
-/* One batch submit in flight: its callback settles every record. */
+/* One batch submit in flight: its callback settles every record. A mapped
+ * batch (submit_mapped_batch) learns which records the host took only when
+ * the call returns, and its callback may run before that: until resolved
+ * (under s->lock) the callback only leaves its result here, and the poll
+ * thread settles the taken records once it has sorted them out. */
 typedef struct src_batch {
   struct kafka_source *s;
   size_t n;
+  int resolved;   /* mapped: recs[0..n) are the records taken */
+  int has_result; /* mapped: the callback came before resolved */
+  int durable;
   ko_rec *recs[];
 } src_batch;
 
@@ -127,6 +138,27 @@ static void on_batch_submitted(void *arg, const ceb_submit_result *res) {
   pthread_cond_broadcast(&s->cond);
   pthread_mutex_unlock(&s->lock);
   free(b);
+}
+
+/* s->lock held: settles a mapped batch's taken records and frees it. */
+static void settle_mapped(src_batch *b, int durable) {
+  for (size_t i = 0; i < b->n; i++)
+    ko_settle(b->recs[i], durable);
+  pthread_cond_broadcast(&b->s->cond);
+  free(b);
+}
+
+static void on_mapped_batch(void *arg, const ceb_submit_result *res) {
+  src_batch *b = arg;
+  kafka_source *s = b->s;
+  pthread_mutex_lock(&s->lock);
+  if (b->resolved) {
+    settle_mapped(b, res->status == CEB_OK);
+  } else {
+    b->has_result = 1;
+    b->durable = res->status == CEB_OK;
+  }
+  pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- pause, rewind, resume (poll thread or rebalance callback) ---- */
@@ -354,6 +386,97 @@ static void pause_full(kafka_source *s, const src_entry *e, size_t n) {
   }
 }
 
+/* Each partition's first entry of e[0..n): rewound to it (the entries not
+ * taken, nothing of them appended), then every entry freed. */
+static void rewind_entries(kafka_source *s, src_entry *e, size_t n, int rc) {
+  for (size_t i = 0; i < n; i++) {
+    int first = 1;
+    for (size_t j = 0; j < i && first; j++)
+      first = e[j].sp != e[i].sp;
+    if (first)
+      ksrc_rewind(s, e[i].sp, e[i].m->offset,
+                  rc == CEB_EBUSY ? KO_PAUSE_BUSY : KO_PAUSE_FAILED,
+                  refused_backoff(rc));
+    ceb_event_unref(e[i].ev);
+    free(e[i].r);
+  }
+}
+
+/* A mapped source's entries e[0..n) (n >= 2, partitions taking) through
+ * host->submit_mapped_batch (ABI 1.3): one worker round trip for every
+ * record's input document and one journal op for the events of those the
+ * program mapped. A record the host refuses (the program failed on it, or
+ * an event it made is invalid) is dead-lettered with the host's reason;
+ * its offset waits for the dead letter's report like any other. A refusal
+ * of the whole batch (backpressure, draining, no worker) rewinds each
+ * partition to its first entry. */
+static void submit_mapped_range(kafka_source *s, src_entry *e, size_t n) {
+  ceb_mapped_doc *docs = calloc(n, sizeof *docs);
+  src_batch *b = malloc(sizeof *b + n * sizeof b->recs[0]);
+  int ok = docs && b;
+  for (size_t i = 0; ok && i < n; i++) {
+    kafka_doc_rec in;
+    kafka_doc_rec_of(e[i].m, &in);
+    char *doc = NULL;
+    ok = kafka_doc_build(&in, &doc, &docs[i].len) == CEB_OK;
+    docs[i].struct_size = sizeof docs[i];
+    docs[i].doc = doc;
+  }
+  int rc = CEB_ENOMEM;
+  if (ok) {
+    *b = (src_batch){.s = s, .n = n};
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++) {
+      ko_append(e[i].sp, e[i].r);
+      b->recs[i] = e[i].r;
+    }
+    pthread_mutex_unlock(&s->lock);
+    ceb_submit_opts opts = {.struct_size = sizeof opts};
+    rc = s->ki.host->submit_mapped_batch(s->ki.inst, docs, n, &opts,
+                                         on_mapped_batch, b);
+    if (rc != CEB_OK) { /* nothing taken: the appended tails go */
+      pthread_mutex_lock(&s->lock);
+      for (size_t i = 0; i < n; i++) {
+        int first = 1;
+        for (size_t j = 0; j < i && first; j++)
+          first = e[j].sp != e[i].sp;
+        if (first) ko_drop_from(e[i].sp, e[i].m->offset);
+      }
+      pthread_mutex_unlock(&s->lock);
+      for (size_t i = 0; i < n; i++)
+        e[i].r = NULL; /* freed by the drop */
+    }
+  }
+  for (size_t i = 0; docs && i < n; i++)
+    free((char *)docs[i].doc);
+  if (rc != CEB_OK) {
+    free(b);
+    free(docs);
+    ksrc_count(s, "refused", n);
+    rewind_entries(s, e, n, rc);
+    return;
+  }
+  size_t taken = 0;
+  for (size_t i = 0; i < n; i++)
+    if (docs[i].status == CEB_OK) b->recs[taken++] = e[i].r;
+  pthread_mutex_lock(&s->lock);
+  b->n = taken;
+  b->resolved = 1;
+  if (b->has_result)
+    settle_mapped(b, b->durable);
+  else if (taken == 0)
+    free(b); /* no callback comes */
+  pthread_mutex_unlock(&s->lock);
+  if (taken) ksrc_count(s, "submitted", taken);
+  for (size_t i = 0; i < n; i++)
+    if (docs[i].status != CEB_OK && part_takes(s, e[i].sp))
+      kafka_dlq_send_rec(s, e[i].sp, e[i].m, docs[i].reason, e[i].r, 1);
+    else if (docs[i].status != CEB_OK) /* revoked meanwhile: not ours */
+      ksrc_settle(e[i].r, 0);
+  free(docs);
+  pause_full(s, e, n);
+}
+
 /* Submits entries e[0..n) (offset order per partition) as one submit;
  * entries of partitions that stopped taking are dropped first. The host
  * refusing one event for its content (its failed_index) costs that record
@@ -374,6 +497,10 @@ static void submit_range(kafka_source *s, src_entry *e, size_t n) {
   if (n == 0) return;
   if (n == 1) {
     submit_one(s, &e[0]);
+    return;
+  }
+  if (s->mapped) {
+    submit_mapped_range(s, e, n);
     return;
   }
   ceb_event *evs[SRC_BATCH_MAX];
@@ -480,7 +607,8 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
   if (!sp || !part_takes(s, sp))
     return; /* paused or not ours: a seek/resume or the owner re-reads it */
 
-  if (s->mapped) { /* one submit_mapped per record: no batch to join */
+  if (s->mapped && !CEB_HOST_HAS(s->ki.host, submit_mapped_batch)) {
+    /* a 1.2 host: one submit_mapped per record, no batch to join */
     ko_rec *r = ko_rec_new(&s->book, m->offset);
     if (!r) {
       ksrc_rewind(s, sp, m->offset, KO_PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
@@ -488,6 +616,18 @@ static void handle(kafka_source *s, const rd_kafka_message_t *m) {
     }
     src_entry e = {NULL, r, sp, m};
     submit_one(s, &e);
+    return;
+  }
+  if (s->mapped) { /* joins the batch; mapped with it (submit_mapped_range) */
+    ko_rec *r = ko_rec_new(&s->book, m->offset);
+    if (!r) {
+      flush(s);
+      if (part_takes(s, sp))
+        ksrc_rewind(s, sp, m->offset, KO_PAUSE_FAILED, SRC_FAIL_BACKOFF_MS);
+      return;
+    }
+    if (s->npending_batch == SRC_BATCH_MAX) flush(s);
+    s->pending[s->npending_batch++] = (src_entry){NULL, r, sp, m};
     return;
   }
   char reason[400];

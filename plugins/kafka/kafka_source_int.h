@@ -110,6 +110,14 @@ int kafka_dlq_open(kafka_source *s, const ceb_config *cfg,
  * acknowledged. Poll thread; takes s->lock. */
 void kafka_dlq_send(kafka_source *s, ko_part *sp, const rd_kafka_message_t *m,
                     const char *reason);
+/* The same for a record r already in sp's FIFO (appended = 1: a mapped
+ * batch's record the host refused, in flight): r is settled by the dead
+ * letter's delivery report (durable), at once without a dlq_topic, or as
+ * failed when the produce cannot be queued (the partition is read again
+ * from it). appended = 0: r is new and appended here. Poll thread. */
+void kafka_dlq_send_rec(kafka_source *s, ko_part *sp,
+                        const rd_kafka_message_t *m, const char *reason,
+                        ko_rec *r, int appended);
 
 /* Serves delivery reports and replaces a producer that raised a fatal
  * error (its records fail, so their partitions are read again). Poll

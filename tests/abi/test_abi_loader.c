@@ -89,8 +89,8 @@ int main(void) {
   /* Cached: one handle per plugin name. */
   CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
   CHECK(again == good);
-  CHECK_INT(good->desc->abi_minor, 2);
-  /* 1.2 plugin, 1.2 host: the journaled bytes and the mapped body */
+  CHECK_INT(good->desc->abi_minor, 3);
+  /* 1.3 plugin, 1.3 host: the journaled bytes and the mapped body */
   CHECK_STR(deliver_one(good, sizeof(ceb_delivery)),
             "encoded 21 { mapped 4 application/xml 1");
   /* a delivery as a 1.1 host builds it: no mapped member read */
@@ -121,6 +121,10 @@ int main(void) {
   CHECK(old && old->desc->struct_size == CEB_PLUGIN_SIZE_1_0);
   if (old) CHECK_STR(deliver_one(old, sizeof(ceb_delivery)), "1.0");
   expect_reject(l, "nextminor", CEB_EABI, "newer than this host");
+  /* a 1.2 plugin (before submit_mapped_batch) loads in a 1.3 host */
+  ceb_loaded_plugin *m2 = NULL;
+  CHECK_INT(ceb_loader_load(l, "minor2", &m2, err, sizeof err), CEB_OK);
+  CHECK(m2 && m2->desc->abi_minor == 2 && CEB_ABI_MINOR == 3);
   /* ABI 1.1: a plugin using ceb_config_bind resolves it in libceb (RTLD_NOW)
    * and its init sees the bound fields equal the host's parsed values. */
   CHECK_INT(ceb_loader_load(l, "binds", &binds, err, sizeof err), CEB_OK);
@@ -219,6 +223,23 @@ int main(void) {
     h->struct_size =
         (uint32_t)(offsetof(ceb_host, contract_list) + sizeof(void *));
     CHECK(!CEB_HOST_HAS(h, event_status) && CEB_HOST_HAS(h, contract_list));
+    /* ABI 1.3: submit_mapped_batch is appended after every 1.2 member: a
+     * 1.2 host's table (ending at event_status) has none, whatever lies
+     * behind it */
+    h->struct_size = sizeof hh;
+    h->submit_mapped_batch = (void *)1;
+    CHECK(CEB_HOST_HAS(h, submit_mapped_batch));
+    CHECK(offsetof(ceb_host, submit_mapped_batch) >
+          offsetof(ceb_host, event_status));
+    CHECK_INT(sizeof(ceb_host),
+              offsetof(ceb_host, submit_mapped_batch) + sizeof(void *));
+    h->struct_size =
+        (uint32_t)(offsetof(ceb_host, event_status) + sizeof(void *));
+    CHECK(!CEB_HOST_HAS(h, submit_mapped_batch) &&
+          CEB_HOST_HAS(h, event_status));
+    /* ceb_mapped_doc starts with its struct_size, so a later minor can
+     * append to it (the host refuses a document shorter than its own) */
+    CHECK_INT(offsetof(ceb_mapped_doc, struct_size), 0);
   }
   {
     /* ceb_submit_opts.key_limited (1.2) is appended after the 1.0 members:

@@ -128,16 +128,9 @@ static int fake_submit(ceb_instance *inst, ceb_event *const *events,
   return CEB_OK;
 }
 
-/* ABI 1.2: records the document, runs the test's map function, then
- * continues as submit with what it made (nothing taken on a refusal). */
-static int fake_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
-                              const ceb_submit_opts *opts, ceb_submit_cb cb,
-                              void *cb_arg, char *err, size_t errlen) {
-  ceb_fake_host *f = fake_of(inst);
-  if (err && errlen)
-    err[0] = '\0';
-  if (!doc || !cb)
-    return CEB_EINVAL;
+/* Keeps a copy of an input document (ceb_fake_doc); CEB_OK or
+ * CEB_ENOMEM. */
+static int record_doc(ceb_fake_host *f, const char *doc, size_t len) {
   pthread_mutex_lock(&f->lock);
   char *copy = malloc(len + 1);
   if (copy && f->ndocs == f->capdocs) {
@@ -156,6 +149,23 @@ static int fake_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
   memcpy(copy, doc, len);
   copy[len] = '\0';
   f->docs[f->ndocs++] = copy;
+  pthread_mutex_unlock(&f->lock);
+  return CEB_OK;
+}
+
+/* ABI 1.2: records the document, runs the test's map function, then
+ * continues as submit with what it made (nothing taken on a refusal). */
+static int fake_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
+                              const ceb_submit_opts *opts, ceb_submit_cb cb,
+                              void *cb_arg, char *err, size_t errlen) {
+  ceb_fake_host *f = fake_of(inst);
+  if (err && errlen)
+    err[0] = '\0';
+  if (!doc || !cb)
+    return CEB_EINVAL;
+  if (record_doc(f, doc, len) != CEB_OK)
+    return CEB_ENOMEM;
+  pthread_mutex_lock(&f->lock);
   ceb_fake_map_fn fn = f->map_fn;
   void *arg = f->map_arg;
   pthread_mutex_unlock(&f->lock);
@@ -181,6 +191,72 @@ static int fake_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
       snprintf(err, errlen, "%s", why);
   }
   return st;
+}
+
+/* ABI 1.3: each document as fake_submit_mapped maps it, the events of
+ * every one mapped submitted as one unit (one nsubmits, one callback); a
+ * document the map function refuses gets its status and reason. Only
+ * when ceb_fake_host_batch_mapping enabled it. */
+static int fake_submit_mapped_batch(ceb_instance *inst, ceb_mapped_doc *docs,
+                                    size_t n, const ceb_submit_opts *opts,
+                                    ceb_submit_cb cb, void *cb_arg) {
+  ceb_fake_host *f = fake_of(inst);
+  if (!docs || !n || !cb)
+    return CEB_EINVAL;
+  pthread_mutex_lock(&f->lock);
+  ceb_fake_map_fn fn = f->map_fn;
+  void *arg = f->map_arg;
+  f->nmapped_batches++;
+  pthread_mutex_unlock(&f->lock);
+  ceb_event **all = calloc(n * 64, sizeof *all);
+  size_t total = 0;
+  int rc = all && fn ? CEB_OK : all ? CEB_EINVAL : CEB_ENOMEM;
+  for (size_t i = 0; rc == CEB_OK && i < n; i++) {
+    rc = record_doc(f, docs[i].doc, docs[i].len);
+    if (rc != CEB_OK)
+      break;
+    size_t k = 0;
+    docs[i].reason[0] = '\0';
+    docs[i].status = fn(arg, docs[i].doc, docs[i].len, all + total, 64, &k,
+                        docs[i].reason, sizeof docs[i].reason);
+    if (docs[i].status == CEB_OK && k == 0) {
+      docs[i].status = CEB_EMAPPING;
+      snprintf(docs[i].reason, sizeof docs[i].reason,
+               "mapping: the mapping output no event");
+    }
+    if (docs[i].status != CEB_OK) {
+      for (size_t j = 0; j < k; j++)
+        ceb_event_unref(all[total + j]);
+      k = 0;
+    }
+    docs[i].nevents = k;
+    total += k;
+  }
+  if (rc == CEB_OK && total)
+    rc = fake_submit(inst, all, total, opts, cb, cb_arg);
+  if (rc != CEB_OK) {
+    for (size_t j = 0; j < total; j++)
+      ceb_event_unref(all[j]);
+    for (size_t i = 0; i < n; i++) {
+      docs[i].status = rc;
+      docs[i].nevents = 0;
+    }
+  }
+  free(all);
+  return rc;
+}
+
+void ceb_fake_host_batch_mapping(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  f->host.submit_mapped_batch = fake_submit_mapped_batch;
+  pthread_mutex_unlock(&f->lock);
+}
+
+size_t ceb_fake_mapped_batches(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->nmapped_batches;
+  pthread_mutex_unlock(&f->lock);
+  return n;
 }
 
 void ceb_fake_set_map(ceb_fake_host *f, ceb_fake_map_fn fn, void *arg) {

@@ -71,6 +71,7 @@ typedef struct ceb_fake_host {
   void *map_arg;
   char **docs;
   size_t ndocs, capdocs;
+  size_t nmapped_batches; /* submit_mapped_batch calls (ABI 1.3) */
   pthread_t committer;
   int stop;
   struct ceb_fake_pending *queue_head, *queue_tail;
@@ -97,6 +98,12 @@ void ceb_fake_commit(ceb_fake_host *f, int status);
 /* Sets the map function submit_mapped runs (NULL: submit_mapped refuses
  * with CEB_EINVAL, as a host does for a section without `map`). */
 void ceb_fake_set_map(ceb_fake_host *f, ceb_fake_map_fn fn, void *arg);
+/* Gives the fake host->submit_mapped_batch (ABI 1.3; NULL otherwise, as in
+ * a 1.2 host): documents mapped one by one with the map function, the
+ * events of the ones it mapped submitted as one unit. Call before the
+ * plugin's init. ceb_fake_mapped_batches counts its calls. */
+void ceb_fake_host_batch_mapping(ceb_fake_host *f);
+size_t ceb_fake_mapped_batches(ceb_fake_host *f);
 /* Input documents handed to submit_mapped, and a malloc'd copy of the
  * i-th (NULL when absent). */
 size_t ceb_fake_doc_count(ceb_fake_host *f);

@@ -3,11 +3,15 @@
  * (far fewer submit calls than records), in offset order, all committed; a
  * batch the host refuses because of one event (CEB_EVALIDATION with its
  * failed_index) costs only that record, which goes to the DLQ topic, while
- * the records before and after it are journaled in order, still batched. */
+ * the records before and after it are journaled in order, still batched.
+ * A mapped source (`map`) with a 1.3 host batches the same way through
+ * submit_mapped_batch: the record the mapping refuses is dead-lettered with
+ * the host's reason, the others are journaled in offset order. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ceb_fake_host.h"
+#include "ceb_fake_map.h"
 #include "ceb_test.h"
 #include "config/ceb_config_build.h"
 #include "kafka_test_util.h"
@@ -50,18 +54,27 @@ static int refusing_submit(ceb_instance *inst, ceb_event *const *events,
   return real_host->submit(inst, events, count, opts, cb, cb_arg);
 }
 
+/* The next src_open: the section has `map`, and the host has
+ * submit_mapped_batch (ABI 1.3). */
+static int g_mapped;
+
 static int src_open(src_fixture *sx, const ceb_plugin *p, int refusing,
                     const char *const *kv) {
   memset(sx, 0, sizeof *sx);
   sx->p = p;
   sx->f = ceb_fake_host_new("in", CEB_ROLE_SOURCE);
   sx->f->mode = CEB_FAKE_COMMIT_NOW;
+  if (g_mapped) {
+    ceb_fake_host_batch_mapping(sx->f);
+    ceb_fake_set_map(sx->f, ceb_fake_map_payload, "value");
+  }
   ktest_validating_host(sx->f, &sx->host);
   validating = sx->host;
   real_host = &validating;
   if (refusing) sx->host.submit = refusing_submit;
   sx->cfg = ktest_config(p, CEB_ROLE_SOURCE, kv);
-  ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp"};
+  ceb_instance_info info = {sizeof info, "in", CEB_ROLE_SOURCE, "/tmp",
+                            g_mapped};
   int rc = p->init(&sx->host, &sx->f->inst, &info, sx->cfg, &sx->state);
   if (rc == CEB_OK && (rc = p->start(sx->state)) != CEB_OK)
     p->destroy(sx->state);
@@ -197,18 +210,85 @@ static void test_refused_in_batch(const ceb_plugin *p, ktest_mock *m,
   src_close(&sx);
 }
 
+/* Plain JSON records (no ce_ headers) {"id":"p-<i>"} with keys k0..k2,
+ * record ODD {"fail":"bad record"}; 0 once all are acknowledged. */
+static int produce_plain(rd_kafka_t *pr, const char *topic, int n, int odd) {
+  for (int i = 0; i < n; i++) {
+    char val[64], key[8];
+    if (i == odd)
+      snprintf(val, sizeof val, "{\"fail\":\"bad record\"}");
+    else
+      snprintf(val, sizeof val, "{\"id\":\"p-%d\"}", i);
+    snprintf(key, sizeof key, "k%d", i % 3);
+    rd_kafka_resp_err_t e = rd_kafka_producev(
+        pr, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_PARTITION(0),
+        RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(val, strlen(val)),
+        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    if (e) {
+      fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+      return -1;
+    }
+    rd_kafka_poll(pr, 0);
+  }
+  return rd_kafka_flush(pr, 20000) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
+}
+
+static void test_mapped_batch(const ceb_plugin *p, ktest_mock *m,
+                              rd_kafka_t *pr) {
+  enum { N = 60, ODD = 23 };
+  CHECK_INT(produce_plain(pr, "plain", N, ODD), 0);
+  const char *kv[] = {"brokers",   m->bootstrap, "group.id",
+                      "g-plain",   "topics",     "plain",
+                      "dlq_topic", "plain.dlq",  "rdkafka.session.timeout.ms",
+                      "6000",      NULL};
+  src_fixture sx;
+  g_mapped = 1;
+  CHECK_INT(src_open(&sx, p, 0, kv), CEB_OK);
+  g_mapped = 0;
+  if (!sx.state) return;
+  CHECK(ceb_fake_wait_events(sx.f, N - 1, 30000));
+  committed_arg a = {m->bootstrap, "g-plain", "plain", N};
+  CHECK(ceb_test_wait(committed_is, &a, 20000));
+  CHECK_INT(ceb_fake_event_count(sx.f), N - 1);
+  check_order(sx.f, "p", N, ODD); /* so every key's order too */
+  CHECK_INT(ceb_fake_doc_count(sx.f), N);
+  /* batched: one submit_mapped_batch (and one submit) per read, not per
+   * record */
+  size_t batches = ceb_fake_mapped_batches(sx.f);
+  pthread_mutex_lock(&sx.f->lock);
+  size_t submits = sx.f->nsubmits;
+  pthread_mutex_unlock(&sx.f->lock);
+  CHECK(batches > 0 && batches <= N / 4);
+  CHECK(submits > 0 && submits <= N / 4);
+
+  rd_kafka_t *r = ktest_reader(m->bootstrap, "plain.dlq", 1);
+  rd_kafka_message_t *dl[2];
+  CHECK_INT(ktest_read(r, dl, 2, 5000), 1);
+  char *v = ktest_header(dl[0], "ceb_dlq_offset");
+  CHECK_STR(v, "23");
+  free(v);
+  v = ktest_header(dl[0], "ceb_dlq_reason");
+  CHECK_STR(v, "mapping: bad record");
+  free(v);
+  rd_kafka_message_destroy(dl[0]);
+  ktest_reader_close(r);
+  src_close(&sx);
+}
+
 int main(void) {
   void *dl = NULL;
   const ceb_plugin *p = ktest_plugin(&dl);
   CHECK(p != NULL);
   ktest_mock m;
-  const char *topics[] = {"many:1", "mixed:1", "mixed.dlq:1", NULL};
+  const char *topics[] = {"many:1",  "mixed:1",     "mixed.dlq:1",
+                          "plain:1", "plain.dlq:1", NULL};
   CHECK_INT(ktest_mock_start(&m, topics), 0);
   rd_kafka_t *pr =
       m.pid > 0 ? ktest_producer_linger(m.bootstrap, "10000") : NULL;
   if (p && pr) {
     test_batches(p, &m, pr);
     test_refused_in_batch(p, &m, pr);
+    test_mapped_batch(p, &m, pr);
   }
   if (pr) rd_kafka_destroy(pr);
   ktest_mock_stop(&m);
