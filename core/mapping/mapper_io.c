@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -71,6 +72,34 @@ int cebm_recv(int fd, void *buf, size_t len, int64_t deadline) {
     }
     p += r;
     len -= (size_t)r;
+  }
+  return CEB_OK;
+}
+
+int cebm_recv_buffered(int fd, cebm_rbuf *b, void *buf, size_t len,
+                       int64_t deadline) {
+  char *p = buf;
+  while (len) {
+    if (b->off < b->len) {
+      size_t take = b->len - b->off < len ? b->len - b->off : len;
+      memcpy(p, b->p + b->off, take);
+      b->off += take;
+      p += take;
+      len -= take;
+      continue;
+    }
+    b->off = b->len = 0;
+    if (len >= b->cap) return cebm_recv(fd, p, len, deadline);
+    ssize_t r = recv(fd, b->p, b->cap, MSG_DONTWAIT);
+    if (r == 0) return CEB_EIO;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return CEB_EIO;
+      int rc = wait_fd(fd, POLLIN, deadline);
+      if (rc != CEB_OK) return rc;
+      continue;
+    }
+    b->len = (size_t)r;
   }
   return CEB_OK;
 }

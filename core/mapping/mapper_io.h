@@ -19,4 +19,18 @@ int cebm_send(int fd, struct iovec *iov, size_t n, int64_t deadline);
  * stream or error). */
 int cebm_recv(int fd, void *buf, size_t len, int64_t deadline);
 
+/* A read buffer for one worker socket: the answers of a batch arrive many
+ * per read (the worker sends them in bursts), so one recv serves several
+ * frames instead of two recv calls per item. Reset it whenever the socket
+ * changes (a new worker). */
+typedef struct cebm_rbuf {
+  char *p;
+  size_t cap, off, len;
+} cebm_rbuf;
+
+/* cebm_recv through b: what b holds first, then reads of up to b->cap
+ * (a read that large goes straight into buf). Same results. */
+int cebm_recv_buffered(int fd, cebm_rbuf *b, void *buf, size_t len,
+                       int64_t deadline);
+
 #endif

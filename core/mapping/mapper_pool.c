@@ -33,9 +33,13 @@
  * check. */
 #define SPAWN_WAIT_MS 10000
 
+/* Bytes of answers one read may take (a batch's answers come in bursts). */
+#define READ_BUF 65536
+
 typedef struct slot {
   cebm_proc proc;
-  int busy;                /* under the pool lock */
+  cebm_rbuf rb; /* the worker's answers read ahead; reset with a new one */
+  int busy;     /* under the pool lock */
   unsigned char *compiled; /* per program: this worker compiled it (the
                               first item's deadline allows the compile) */
 } slot;
@@ -140,6 +144,7 @@ static int spawn(ceb_mapper *m, slot *s, char *err, size_t errlen) {
   atomic_fetch_add(&m->spawns, 1);
   count(m, "cebridge_mapping_worker_starts_total", NULL, 1);
   memset(s->compiled, 0, m->nprog ? m->nprog : 1);
+  s->rb.off = s->rb.len = 0; /* nothing read ahead from the old one */
   int rc =
       cebm_spawn(m->path, m->opts.memory_max, m->opts.timeout_ms,
                  (const char *const *)m->programs, m->lens, m->nprog,
@@ -155,8 +160,10 @@ void ceb_mapper_free(ceb_mapper *m) {
     free(m->programs[i]);
   free(m->programs);
   free(m->lens);
-  for (int i = 0; m->slots && i < m->nslots; i++)
+  for (int i = 0; m->slots && i < m->nslots; i++) {
     free(m->slots[i].compiled);
+    free(m->slots[i].rb.p);
+  }
   free(m->slots);
   free(m->path);
   pthread_mutex_destroy(&m->lock);
@@ -197,7 +204,8 @@ ceb_mapper *ceb_mapper_new(const ceb_mapper_opts *opts,
     m->slots[i].proc = (cebm_proc){0, -1}; /* before any free */
   for (int i = 0; i < m->nslots; i++) {
     m->slots[i].compiled = calloc(n ? n : 1, 1);
-    if (!m->slots[i].compiled) {
+    m->slots[i].rb = (cebm_rbuf){.p = malloc(READ_BUF), .cap = READ_BUF};
+    if (!m->slots[i].compiled || !m->slots[i].rb.p) {
       snprintf(err, errlen, "mapping: out of memory");
       ceb_mapper_free(m);
       return NULL;
@@ -264,10 +272,11 @@ static int send_batch(slot *s, ceb_map_req **reqs, size_t n, int64_t deadline) {
 static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
                        int *memory) {
   uint32_t h[3];
-  int rc = cebm_recv(s->proc.fd, h, sizeof h, deadline);
+  int rc = cebm_recv_buffered(s->proc.fd, &s->rb, h, sizeof h, deadline);
   if (rc == CEB_OK && h[0] == CEBM_ST_COMPILED) {
     /* compiled for this item: its time limit starts now */
-    rc = cebm_recv(s->proc.fd, h, sizeof h, cebm_now_ms() + m->opts.timeout_ms);
+    rc = cebm_recv_buffered(s->proc.fd, &s->rb, h, sizeof h,
+                            cebm_now_ms() + m->opts.timeout_ms);
   }
   if (rc != CEB_OK) return rc;
   if (h[0] == CEBM_ST_MEMORY) {
@@ -278,7 +287,7 @@ static int read_answer(ceb_mapper *m, slot *s, ceb_map_req *r, int64_t deadline,
     return CEB_EIO;
   char *buf = malloc((size_t)h[2] + 1);
   if (!buf) return CEB_ENOMEM;
-  rc = cebm_recv(s->proc.fd, buf, h[2], deadline);
+  rc = cebm_recv_buffered(s->proc.fd, &s->rb, buf, h[2], deadline);
   if (rc != CEB_OK) {
     free(buf);
     return rc;

@@ -19,7 +19,9 @@
  *      (the input document, a JSON text).
  *    The worker reads the whole batch before running anything (so the
  *    host's writes never wait on the worker's), then answers item by item,
- *    in order, as each finishes:
+ *    in order, each within about 1 ms of its finishing (answers are sent
+ *    in bursts: at the batch's end, at 64 KiB, or 1 ms after the first one
+ *    held, whichever comes first):
  *      u32 status (ST_*), u32 noutputs, u32 len, len bytes:
  *      ST_OK: noutputs JSON texts, each followed by a NUL;
  *      ST_ERROR: the reason (one line, no NUL), noutputs 0.

@@ -24,11 +24,13 @@
 #include <fcntl.h>
 #include <jq.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mapping/mapper_proto.h"
@@ -66,11 +68,98 @@ static int read_u32(uint32_t *v) {
   return read_all(v, sizeof *v);
 }
 
+/* ---- answers, sent in bursts ----
+ * Why: written one by one, each answer of a batch costs the worker a
+ * write and the host a wake-up (a context switch, a poll and a recv) per
+ * item. Answers go to g_out instead; the serve loop sends it when a batch
+ * is done, and a timer sends it FLUSH_AFTER_NS after the first answer it
+ * holds, so an answer waits at most about that long even while a later
+ * item runs for its whole time limit (the host's deadline for an item is
+ * counted from when it starts waiting for it: a held answer must not make
+ * a good item look late, nor the compile's frame be late).
+ *
+ * The timer is a signal (SIGUSR1) on this, the only thread: a second
+ * thread would switch glibc's malloc to its multi-threaded paths for
+ * libjq's allocations (slower, and a program that exhausts
+ * mapping.memory_max was seen to run into the time limit first). The
+ * handler writes g_out only when the main flow is outside answer() /
+ * flush_out() (g_busy); otherwise it leaves the flush to them (g_late). */
+#define FLUSH_AFTER_NS 1000000L /* 1 ms */
+#define FLUSH_BYTES (64u * 1024u)
+
+static char *g_out; /* 2 * FLUSH_BYTES, allocated before the sandbox */
+static volatile size_t g_out_len;
+static volatile sig_atomic_t g_busy, g_late, g_out_failed;
+static timer_t g_timer;
+static int g_timer_ok; /* else every answer is sent at once */
+
+static void flush_now(void) {
+  if (g_out_len && !g_out_failed && write_all(g_out, g_out_len) != 0)
+    g_out_failed = 1;
+  g_out_len = 0;
+}
+
+static void on_flush_timer(int sig) {
+  (void)sig;
+  int saved = errno;
+  if (g_busy)
+    g_late = 1;
+  else
+    flush_now();
+  errno = saved;
+}
+
+static void enter(void) {
+  g_busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void leave(void) {
+  atomic_signal_fence(memory_order_seq_cst);
+  g_busy = 0;
+  atomic_signal_fence(memory_order_seq_cst);
+  if (g_late) { /* the timer fired inside: its flush is ours */
+    g_late = 0;
+    enter();
+    flush_now();
+    atomic_signal_fence(memory_order_seq_cst);
+    g_busy = 0;
+  }
+}
+
+static int flush_out(void) {
+  enter();
+  flush_now();
+  leave();
+  return g_out_failed ? -1 : 0;
+}
+
 static int answer(uint32_t status, uint32_t nout, const char *text,
                   size_t len) {
   uint32_t h[3] = {status, nout, (uint32_t)len};
-  if (write_all(h, sizeof h) != 0) return -1;
-  return len ? write_all(text, len) : 0;
+  enter();
+  if (sizeof h + len >= FLUSH_BYTES) {
+    /* a large answer goes straight out, after the ones held (no copy: it
+     * may be most of mapping.memory_max) */
+    flush_now();
+    if (!g_out_failed &&
+        (write_all(h, sizeof h) != 0 || (len && write_all(text, len) != 0)))
+      g_out_failed = 1;
+  } else {
+    /* g_out_len < FLUSH_BYTES here, and g_out holds 2 * FLUSH_BYTES */
+    int was_empty = g_out_len == 0;
+    memcpy(g_out + g_out_len, h, sizeof h);
+    if (len) memcpy(g_out + g_out_len + sizeof h, text, len);
+    g_out_len += sizeof h + len;
+    if (g_out_len >= FLUSH_BYTES || !g_timer_ok) {
+      flush_now();
+    } else if (was_empty) { /* the first held: the clock starts */
+      struct itimerspec at = {.it_value = {0, FLUSH_AFTER_NS}};
+      if (timer_settime(g_timer, 0, &at, NULL) != 0) flush_now();
+    }
+  }
+  leave();
+  return g_out_failed ? -1 : 0;
 }
 
 /* A reason is one line: jq's messages may quote the input (a parse error
@@ -89,6 +178,11 @@ static int answer_error(const char *reason) {
 static void on_nomem(void *arg) {
   (void)arg;
   static const uint32_t frame[3] = {CEBM_ST_MEMORY, 0, 0};
+  /* the answers held go first: they belong to the items before this one
+   * (g_busy keeps the timer's handler out of the buffer meanwhile) */
+  g_busy = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  flush_now();
   ssize_t n = write(g_fd, frame, sizeof frame);
   (void)n;
   _exit(3);
@@ -317,6 +411,7 @@ static int serve(program *progs, uint32_t nprogs) {
       if (rc != 0) return 1;
     }
     free(items);
+    if (flush_out() != 0) return 1; /* the batch's last answers */
   }
 }
 
@@ -376,6 +471,13 @@ int main(void) {
     if (!progs[i].text || read_all(progs[i].text, len) != 0) return 2;
     progs[i].text[len] = '\0';
   }
+  /* the answers' buffer and timer, before the memory limit */
+  if (!(g_out = malloc(2 * FLUSH_BYTES))) return 2;
+  struct sigaction sa = {.sa_handler = on_flush_timer, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  struct sigevent sev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1};
+  g_timer_ok = sigaction(SIGUSR1, &sa, NULL) == 0 &&
+               timer_create(CLOCK_MONOTONIC, &sev, &g_timer) == 0;
   sandbox(h[3]);
   int rc =
       flags & CEBM_INIT_CHECK ? check(progs, nprogs) : serve(progs, nprogs);
