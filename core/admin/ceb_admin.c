@@ -262,8 +262,13 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   struct sockaddr_in sa4 = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
   struct sockaddr *sa;
-  unsigned flags =
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+  /* A thread per connection (at most the 64 of CONNECTION_LIMIT): a call
+   * waiting on the store (a slow or locked query, a long replay) holds its
+   * own connection only; with one thread for all, /healthz and /readyz
+   * waited behind it and a liveness probe would restart the bridge. */
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_AUTO |
+                   MHD_USE_ERROR_LOG;
   if (inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host,
                 &sa4.sin_addr) == 1) {
     sa = (struct sockaddr *)&sa4;

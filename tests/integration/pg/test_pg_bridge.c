@@ -157,6 +157,76 @@ static int admin_says_unavailable(void *arg) {
   return ok;
 }
 
+/* A store read that waits (a table lock held by the test) holds its own
+ * admin connection only: /healthz, /readyz and other calls still answer.
+ * One libmicrohttpd thread served every admin connection before, so the
+ * liveness probe hung behind a slow DLQ query (kubelet would restart a
+ * bridge that is merely waiting on its database). */
+typedef struct slow_call {
+  pthread_t th;
+  char url[300];
+  char bearer[200];
+  long status;
+} slow_call;
+
+static void *slow_call_main(void *arg) {
+  slow_call *sc = arg;
+  const char *h[] = {sc->bearer, NULL};
+  hin_resp r = hin_request(sc->url, "GET", h, NULL, 0, 0);
+  sc->status = r.status;
+  hin_resp_free(&r);
+  return NULL;
+}
+
+/* 1 when a session of the bridge waits for a lock on the dlq table. */
+static int dlq_read_waits(void *arg) {
+  PGconn *c = arg;
+  PGresult *r =
+      PQexec(c, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type"
+                " = 'Lock' AND query LIKE '%FROM dlq%'");
+  int n = PQresultStatus(r) == PGRES_TUPLES_OK ? atoi(PQgetvalue(r, 0, 0)) : 0;
+  PQclear(r);
+  return n > 0;
+}
+
+static void slow_store_read(ceb_test_pg *pg, const char *dir, int aport) {
+  PGconn *lk = ceb_test_pg_connect(pg);
+  CHECK(lk != NULL);
+  if (!lk) return;
+  PGresult *r = PQexec(lk, "BEGIN; LOCK TABLE dlq IN ACCESS EXCLUSIVE MODE");
+  CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  slow_call sc = {.status = -1};
+  snprintf(sc.url, sizeof sc.url, "http://127.0.0.1:%d/v1/dlq", aport);
+  char tpath[700];
+  snprintf(tpath, sizeof tpath, "%s/admin.token", dir);
+  char *tok = ceb_test_read_file(tpath, NULL);
+  if (tok) tok[strcspn(tok, "\r\n")] = '\0';
+  snprintf(sc.bearer, sizeof sc.bearer, "Authorization: Bearer %s",
+           tok ? tok : "");
+  free(tok);
+  pthread_create(&sc.th, NULL, slow_call_main, &sc);
+  /* another session: pg_stat_activity is read once per transaction */
+  PGconn *watch = ceb_test_pg_connect(pg);
+  CHECK_MSG(watch && ceb_test_wait(dlq_read_waits, watch, 30000),
+            "the DLQ read never waited for the lock");
+  PQfinish(watch);
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/healthz", aport);
+  hin_resp h = hin_request(url, "GET", NULL, NULL, 0, 0);
+  CHECK_MSG(h.status == 200, "/healthz beside a waiting read: %ld", h.status);
+  hin_resp_free(&h);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/readyz", aport);
+  h = hin_request(url, "GET", NULL, NULL, 0, 0);
+  CHECK_MSG(h.status == 200, "/readyz beside a waiting read: %ld", h.status);
+  hin_resp_free(&h);
+  r = PQexec(lk, "COMMIT");
+  PQclear(r);
+  pthread_join(sc.th, NULL);
+  CHECK_INT(sc.status, 200); /* the waiting read completes */
+  PQfinish(lk);
+}
+
 typedef struct all_rx {
   rx_server *r;
   load *l;
@@ -314,6 +384,7 @@ int main(void) {
   CHECK_MSG(ceb_test_wait(all_delivered, &all, 120000),
             "%zu of %zu accepted events never delivered", all.missing, l.nok);
   CHECK_INT(atomic_load(&l.bad_503), 0);
+  slow_store_read(&pg, dir, aport);
   fprintf(stderr,
           "pg bridge: %d accepted, %d answered 503, %d other, %zu delivered\n",
           atomic_load(&l.accepted) + 1, atomic_load(&l.unavailable),
