@@ -8,11 +8,17 @@
  * filtered ones are journaled as one unit (one callback, one count of
  * received events, no second count for the retries that took the refused
  * ones out), the good ones reach the sink in document order per key, and
- * every document is accounted for. */
+ * every document is accounted for. Then a worker killed from outside
+ * (SIGKILL) while it runs an item of a batch: that item fails with the
+ * signal, the items before and after it are taken, nothing is lost. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static const char *k_conf =
     "[source in]\nplugin = testsource\n"
@@ -56,7 +62,139 @@ static int called(void *arg) {
   return n > 0;
 }
 
+/* ---- a worker killed mid-batch ---- */
+
+static const char *k_conf_kill =
+    "[source in]\nplugin = testsource\n"
+    "map = if .spin then last(range(1e18)) else {specversion: \"1.0\", id: "
+    ".id, type: \"nl.edu.ok\", source: \"urn:x:batch\", partitionkey: "
+    ".key} end\n"
+    "[sink out]\nplugin = testsink\n"
+    "[route r]\nfrom = in\nto = out\norder_by = partitionkey\n";
+
+/* CPU ticks (utime + stime) of this process's child pid, or -1. */
+static long long child_ticks(pid_t pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* after the command name */
+  int ppid = 0;
+  unsigned long long ut = 0, st = 0;
+  if (!p ||
+      sscanf(p + 2, "%*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ppid, &ut, &st) != 3 ||
+      ppid != (int)getpid())
+    return -1;
+  return (long long)(ut + st);
+}
+
+typedef struct spin_arg {
+  pid_t pid; /* out: the child that spins */
+} spin_arg;
+
+/* A child of this process named cebridge-mapper that has used 30 ticks
+ * (0.3 s) of CPU: the one running the endless item (the others idle). */
+static int find_spinning(void *arg) {
+  spin_arg *a = arg;
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && !a->pid) {
+    pid_t pid = (pid_t)atoi(e->d_name);
+    if (pid <= 0) continue;
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (!fgets(comm, sizeof comm, f)) comm[0] = '\0';
+    fclose(f);
+    if (strncmp(comm, "cebridge-mapper", 15) == 0 && child_ticks(pid) >= 30)
+      a->pid = pid;
+  }
+  closedir(d);
+  return a->pid != 0;
+}
+
+typedef struct batch_call {
+  const ceb_host *host;
+  ceb_instance *inst;
+  ceb_mapped_doc *docs;
+  size_t n;
+  waiter *w;
+  int rc;
+} batch_call;
+
+static void *call_batch(void *arg) {
+  batch_call *c = arg;
+  ceb_submit_opts o = {.struct_size = sizeof o};
+  c->rc = c->host->submit_mapped_batch(c->inst, c->docs, c->n, &o, on_durable,
+                                       c->w);
+  return NULL;
+}
+
+static void test_killed_worker(void) {
+  harness h;
+  if (harness_open(&h, "mapkill", "mapping.timeout = 60s\nmapping.workers = 2",
+                   k_conf_kill) != 0)
+    return;
+  testsink *out = harness_sink(&h, "out");
+  testsource *src = harness_source(&h, "in");
+  static const char *const texts[] = {
+      "{\"id\":\"k-1\",\"key\":\"a\"}", "{\"id\":\"k-2\",\"key\":\"b\"}",
+      "{\"spin\":true}", "{\"id\":\"k-3\",\"key\":\"a\"}",
+      "{\"id\":\"k-4\",\"key\":\"b\"}"};
+  enum { N = sizeof texts / sizeof texts[0] };
+  ceb_mapped_doc docs[N];
+  for (size_t i = 0; i < N; i++)
+    docs[i] = (ceb_mapped_doc){.struct_size = sizeof docs[i],
+                               .doc = texts[i],
+                               .len = strlen(texts[i])};
+  waiter w = {.calls = 0};
+  pthread_mutex_init(&w.lock, NULL);
+  batch_call c = {
+      testsource_host(src), testsource_instance(src), docs, N, &w, -1};
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, call_batch, &c), 0);
+  /* the worker that runs the endless item, found by its CPU time, and
+   * killed in the middle of the batch */
+  spin_arg a = {0};
+  CHECK(ceb_test_wait(find_spinning, &a, 30000));
+  if (a.pid) kill(a.pid, SIGKILL);
+  pthread_join(t, NULL);
+  CHECK_INT(c.rc, CEB_OK);
+  for (size_t i = 0; i < N; i++)
+    CHECK_MSG(docs[i].status == (i == 2 ? CEB_EMAPPING : CEB_OK),
+              "doc %zu: %d (%s)", i, docs[i].status, docs[i].reason);
+  CHECK_MSG(strstr(docs[2].reason, "the mapping worker died running this "
+                                   "item (signal 9"),
+            "%s", docs[2].reason);
+  CHECK(ceb_test_wait(called, &w, 30000));
+  pthread_mutex_lock(&w.lock);
+  CHECK_INT(w.calls, 1);
+  CHECK_INT(w.res.accepted, 4);
+  pthread_mutex_unlock(&w.lock);
+  CHECK(harness_wait_count(out, 4));
+  static const char *const ids[] = {"k-1", "k-2", "k-3", "k-4"};
+  for (size_t i = 0; i < 4; i++)
+    CHECK_INT(testsink_count_id(out, ids[i]), 1);
+  /* in order per key */
+  size_t at[4] = {0};
+  for (size_t i = 0; i < testsink_count(out); i++) {
+    testsink_seen seen;
+    for (size_t k = 0; testsink_get(out, i, &seen) && k < 4; k++)
+      if (strcmp(seen.id, ids[k]) == 0) at[k] = i;
+  }
+  CHECK(at[0] < at[2] && at[1] < at[3]);
+  pthread_mutex_destroy(&w.lock);
+  harness_close(&h);
+}
+
 int main(void) {
+  test_killed_worker();
   harness h;
   if (harness_open(&h, "mapbatch",
                    "mapping.timeout = 150ms\nmapping.workers = 2", k_conf) != 0)
