@@ -22,6 +22,9 @@
 # accepted event delivered), and write volume per event: PostgreSQL's WAL
 # (pg_stat_wal.wal_bytes) and the bridge's /proc/PID/io write_bytes (the
 # SQLite WAL and database; on PostgreSQL its own logs only).
+# PGSTATS=N in the environment: PostgreSQL loads pg_stat_statements and each
+# PostgreSQL run prints its N statements of most execution time (calls,
+# rows, total and mean ms): where PostgreSQL's CPU per event goes.
 set -eu
 DUR=15
 CONNS=64
@@ -103,6 +106,8 @@ start_pg() {
   as_pg "$PGBIN/postgres" -D "$WORK/pg/data" -p "$PGPORT" -k "$WORK/pg" \
     -h 127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200 \
     -c logging_collector=off -c log_min_messages=warning \
+    ${PGSTATS:+-c shared_preload_libraries=pg_stat_statements \
+      -c pg_stat_statements.track=all} \
     > "$WORK/pg/postgres.log" 2>&1 &
   PGJOB=$!
   w=0
@@ -193,6 +198,10 @@ INI
     # shellcheck disable=SC2046
     P0=$(sum_ticks $(pg_pids))
     W0=$(psql_q "$DB" "SELECT wal_bytes FROM pg_stat_wal")
+    if [ -n "${PGSTATS:-}" ]; then
+      psql_q "$DB" "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" > /dev/null
+      psql_q "$DB" "SELECT pg_stat_statements_reset()" > /dev/null
+    fi
   fi
   IO0=0
   for p in $BRIDGES; do IO0=$((IO0 + $(wbytes "$p"))); done
@@ -238,6 +247,13 @@ INI
                  ok ? dp * 1000000 / tck / ok : 0,
                  ok ? walb / ok : 0, ok ? io / ok : 0, ok, bad, l1, l2,
                  err ? "  " err : "" }' "$D/wrk.out"
+  if [ -n "$DB" ] && [ -n "${PGSTATS:-}" ]; then
+    psql_q "$DB" "SELECT calls, rows, round(total_exec_time::numeric, 0)
+      AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
+      left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+      FROM pg_stat_statements ORDER BY total_exec_time DESC
+      LIMIT $PGSTATS" | sed 's/^/    /'
+  fi
   for i in $(seq 1 $N); do
     if grep -qi "error" "$D/b$i/bridge.log"; then
       echo "  bridge $i log has errors:" >&2; grep -i error "$D/b$i/bridge.log" | head -3 >&2
