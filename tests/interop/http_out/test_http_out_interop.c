@@ -16,30 +16,12 @@
 
 #include "ceb_test.h"
 #include "http_webhook_sig.h"
-#include "ceb_test_rx.h"
 #include "sink_fixture.h"
+#include "swh_interop.h"
 
-#define NPM_TIMEOUT "300"
 #define NODE_TIMEOUT "120"
 #define SECRET_A "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define SECRET_B "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
-
-static int npm_ci(void) {
-  const char *cmd = "cd '" CEB_HTTP_OUT_NPM_DIR "' && timeout " NPM_TIMEOUT
-                    " npm ci --no-audit --no-fund --loglevel=error >&2";
-  int rc = system(cmd);
-  if (rc != 0)
-    fprintf(stderr, "npm ci failed (%d): is the npm registry reachable?\n", rc);
-  return rc;
-}
-
-static void respond(void *arg, const rx_request *req, size_t index,
-                    rx_response *resp) {
-  (void)arg;
-  (void)req;
-  (void)index;
-  resp->status = 204;
-}
 
 /* Delivers n events through a sink in `mode`; all must be acknowledged. */
 static void deliver_mode(rx_server *rx, const char *mode, int n) {
@@ -75,49 +57,6 @@ static void deliver_mode(rx_server *rx, const char *mode, int n) {
     CHECK_INT(st.info.outcome, CEB_ACK);
   }
   fx_free(&fx);
-}
-
-/* Saves the signature headers and bodies as the JSON verify.js reads. */
-static int save_requests(rx_server *rx, const char *path) {
-  json_t *all = json_array();
-  for (size_t i = 0; i < rx_count(rx); i++) {
-    const rx_request *r = rx_get(rx, i);
-    json_t *h = json_object();
-    static const char *names[] = {"webhook-id", "webhook-timestamp",
-                                  "webhook-signature"};
-    for (size_t k = 0; k < 3; k++) {
-      const char *v = ceb_headers_get(&r->headers, names[k]);
-      json_object_set_new(h, names[k], json_string(v ? v : ""));
-    }
-    json_array_append_new(
-        all, json_pack("{s:o,s:s%}", "headers", h, "body", r->body, r->len));
-  }
-  int rc = json_dump_file(all, path, JSON_COMPACT);
-  json_decref(all);
-  return rc;
-}
-
-static void node_checks_our_signatures(const char *file, size_t nreq) {
-  char cmd[1024];
-  snprintf(cmd, sizeof(cmd),
-           "cd '" CEB_HTTP_OUT_NPM_DIR "' && timeout " NODE_TIMEOUT
-           " node verify.js check '%s' '%s' '%s'",
-           file, SECRET_A, SECRET_B);
-  FILE *pp = popen(cmd, "r");
-  CHECK(pp != NULL);
-  if (!pp) return;
-  char line[256] = "";
-  if (!fgets(line, sizeof(line), pp)) line[0] = '\0';
-  int rc = pclose(pp);
-  CHECK_MSG(rc == 0, "verify.js check exited %d", rc);
-  json_error_t jerr;
-  json_t *res = json_loads(line, 0, &jerr);
-  CHECK_MSG(res != NULL, "verify.js output: %s", line);
-  /* every request verified with each of the two secrets; the forgeries of
-   * each request (stranger's key, altered body) rejected */
-  CHECK_INT(json_integer_value(json_object_get(res, "verified")), 2 * nreq);
-  CHECK_INT(json_integer_value(json_object_get(res, "rejected")), 2 * nreq);
-  json_decref(res);
 }
 
 static void we_check_node_signatures(void) {
@@ -166,10 +105,10 @@ static void we_check_node_signatures(void) {
 }
 
 int main(void) {
-  int rc = npm_ci();
+  int rc = swh_npm_ci(CEB_HTTP_OUT_NPM_DIR);
   CHECK_INT(rc, 0);
   if (rc != 0) return ceb_test_done("interop_http_out");
-  rx_server *rx = rx_start(respond, NULL);
+  rx_server *rx = rx_start(swh_answer_204, NULL);
   CHECK(rx != NULL);
   if (!rx) return ceb_test_done("interop_http_out");
   deliver_mode(rx, "binary", 3);
@@ -180,8 +119,14 @@ int main(void) {
   char *dir = ceb_test_tmpdir("http-out-interop");
   char file[512];
   snprintf(file, sizeof(file), "%s/requests.json", dir);
-  CHECK_INT(save_requests(rx, file), 0);
-  node_checks_our_signatures(file, nreq);
+  CHECK_INT(swh_save_requests(rx, file), 0);
+  /* every request verified with each of the two secrets; the forgeries of
+   * each request (stranger's key, altered body) rejected */
+  long verified, rejected;
+  swh_node_check(CEB_HTTP_OUT_NPM_DIR, file, SECRET_A " " SECRET_B, &verified,
+                 &rejected);
+  CHECK_INT(verified, 2 * nreq);
+  CHECK_INT(rejected, 2 * nreq);
   we_check_node_signatures();
   remove(file);
   rmdir(dir);
