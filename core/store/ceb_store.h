@@ -405,11 +405,16 @@ typedef struct ceb_dlq_filter {
   size_t limit;       /* 0: 100 for lists, no limit for replay/purge */
 } ceb_dlq_filter;
 
-/* Rows, newest first, without the event body:
- *   [{"id","seq","route","sink","reason","last_reason","status","attempts",
- *     "first_attempt_at","last_attempt_at","created_at","error","event_id",
- *     "source","type","replayed_at","replays","forwarded_at"}]
- * New reference, NULL on error. Blocking read. */
+/* The members of a ceb_store_dlq_list row, in the order every engine
+ * selects the columns they come from (one list, so the engines cannot
+ * drift apart): id, seq, route, sink, reason, last_reason, status,
+ * attempts, first_attempt_at, last_attempt_at, created_at, error,
+ * event_id, source, type, replayed_at, replays, forwarded_at. */
+#define CEB_DLQ_ROW_MEMBERS 18
+extern const char *const ceb_dlq_row_names[CEB_DLQ_ROW_MEMBERS];
+
+/* Rows, newest first, without the event body: objects of the members of
+ * ceb_dlq_row_names. New reference, NULL on error. Blocking read. */
 json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
 /* The dead letters of journal row seq (every route, every time it died),
  * oldest first, same shape as the list. New reference, NULL on error. Read

@@ -1,5 +1,5 @@
-/* What every engine shares of the store's types: state names and the
- * claim's memory. */
+/* What every engine shares of the store's types: state names, the DLQ
+ * row's members and the claim's memory. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +20,25 @@ const char *ceb_dstate_name(int state) {
   }
   return "unknown";
 }
+
+const char *const ceb_dlq_row_names[CEB_DLQ_ROW_MEMBERS] = {"id",
+                                                            "seq",
+                                                            "route",
+                                                            "sink",
+                                                            "reason",
+                                                            "last_reason",
+                                                            "status",
+                                                            "attempts",
+                                                            "first_attempt_at",
+                                                            "last_attempt_at",
+                                                            "created_at",
+                                                            "error",
+                                                            "event_id",
+                                                            "source",
+                                                            "type",
+                                                            "replayed_at",
+                                                            "replays",
+                                                            "forwarded_at"};
 
 void ceb_claim_free(ceb_claim *c) {
   if (!c) return;

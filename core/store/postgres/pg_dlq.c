@@ -46,27 +46,9 @@ static void bind_filter(cebpg_params *p, const ceb_dlq_filter *f) {
 }
 
 static json_t *dlq_row(const PGresult *r, int row) {
-  static const char *const names[] = {"id",
-                                      "seq",
-                                      "route",
-                                      "sink",
-                                      "reason",
-                                      "last_reason",
-                                      "status",
-                                      "attempts",
-                                      "first_attempt_at",
-                                      "last_attempt_at",
-                                      "created_at",
-                                      "error",
-                                      "event_id",
-                                      "source",
-                                      "type",
-                                      "replayed_at",
-                                      "replays",
-                                      "forwarded_at"};
   json_t *o = json_object();
-  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-    cebpg_json_col(o, names[i], r, row, i);
+  for (int i = 0; i < CEB_DLQ_ROW_MEMBERS; i++)
+    cebpg_json_col(o, ceb_dlq_row_names[i], r, row, i);
   return o;
 }
 

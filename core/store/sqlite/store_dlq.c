@@ -51,27 +51,9 @@ void cebs_dlq_bind(sqlite3_stmt *s, int first, const ceb_dlq_filter *f) {
   " replays, forwarded_at"
 
 static json_t *dlq_row(sqlite3_stmt *s) {
-  static const char *const names[] = {"id",
-                                      "seq",
-                                      "route",
-                                      "sink",
-                                      "reason",
-                                      "last_reason",
-                                      "status",
-                                      "attempts",
-                                      "first_attempt_at",
-                                      "last_attempt_at",
-                                      "created_at",
-                                      "error",
-                                      "event_id",
-                                      "source",
-                                      "type",
-                                      "replayed_at",
-                                      "replays",
-                                      "forwarded_at"};
   json_t *o = json_object();
-  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-    cebs_json_col(o, names[i], s, i);
+  for (int i = 0; i < CEB_DLQ_ROW_MEMBERS; i++)
+    cebs_json_col(o, ceb_dlq_row_names[i], s, i);
   return o;
 }
 
