@@ -50,6 +50,7 @@ static void refresh_store_counters(const ceb_admin_view *view, ceb_store *st) {
 int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c) {
   ceb_store *st = view->rt ? ceb_runtime_store(view->rt) : NULL;
   if (st) refresh_route_gauges(view, st);
+  if (view->rt) ceb_runtime_key_gauges(view->rt);
   if (st) refresh_store_counters(view, st);
   ceb_metrics_process_refresh(view->metrics);
   ceb_metrics_build_info(view->metrics);

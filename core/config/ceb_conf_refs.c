@@ -132,6 +132,41 @@ static void check_destination(const ceb_conf *conf, ceb_conf_errors *errs,
     missing_ref(conf, errs, file, line, r->name, key, "sink", v, sink_len);
 }
 
+/* Per-key metrics are bounded (ceb_key_metrics.h: at most 100 keys of at
+ * most 200 bytes) and need keys: without order_by there are none. */
+static void check_metrics_keys(ceb_conf_errors *errs,
+                               const ceb_conf_section *r) {
+  const ceb_config *cfg = r->cfg;
+  const char *v, *file, *ob;
+  int line;
+  const char *keys[] = {"metrics.keys", "metrics.keys_top"};
+  for (size_t k = 0; k < 2; k++) {
+    if (!entry_of(cfg, keys[k], &v, &file, &line)) continue;
+    if (!entry_of(cfg, "order_by", &ob, &(const char *){0}, &(int){0}) ||
+        !*ob) {
+      ceb_conf_error_add(errs, file, line, "order_by = ATTRIBUTE",
+                         "%s in [route %s] needs order_by: a route without "
+                         "ordering keys has none to count",
+                         keys[k], r->name);
+      continue;
+    }
+    if (k == 1) continue;
+    const char *const *items;
+    size_t n = ceb_config_list(cfg, "metrics.keys", &items);
+    if (n > 100)
+      ceb_conf_error_add(errs, file, line, "at most 100 keys",
+                         "metrics.keys in [route %s] names %zu keys", r->name,
+                         n);
+    for (size_t i = 0; i < n; i++)
+      if (strlen(items[i]) > 200) {
+        ceb_conf_error_add(errs, file, line, "keys of at most 200 bytes",
+                           "a key of %zu bytes in metrics.keys of [route %s]",
+                           strlen(items[i]), r->name);
+        break;
+      }
+  }
+}
+
 static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
                         const ceb_conf_section *r) {
   const ceb_config *cfg = r->cfg;
@@ -157,6 +192,7 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
     ceb_conf_error_add(errs, file, line,
                        "an attribute or extension name: a-z and 0-9",
                        "invalid order_by '%.64s' in [route %s]", v, r->name);
+  check_metrics_keys(errs, r);
   if (entry_of(cfg, "contract", &v, &file, &line) &&
       !ceb_conf_contract_pin_ok(v))
     ceb_conf_error_add(errs, file, line,

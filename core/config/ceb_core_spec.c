@@ -165,6 +165,18 @@ const ceb_config_spec ceb_spec_route[] = {
      "(backpressure, nothing is lost). Counts per order_by key: without "
      "order_by (or for an event without the attribute) there is no key and "
      "no limit. 0: unlimited."},
+    {"metrics.keys", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
+     "Ordering keys (of order_by) that get series of their own in the "
+     "per-key metrics (cebridge_key_*), e.g. metrics.keys = inst-a, inst-b; "
+     "at most 100, each at most 200 bytes. Other keys count under "
+     "key=\"other\" unless metrics.keys_top labels them."},
+    {"metrics.keys_top", CEB_CFG_INT, 0, "0", 0, 100, NULL,
+     "This many of the busiest other ordering keys (by events accepted, "
+     "ranked again at every scrape) get series of their own in the "
+     "per-key metrics; a key that drops out loses its series and counts "
+     "under key=\"other\" again. The ranking holds 8 keys per place, "
+     "however many distinct keys arrive. 0 (and no metrics.keys): no "
+     "per-key metrics."},
     {"timeout", CEB_CFG_DURATION, 0, "15s", 1, MS(3600), NULL,
      "Per-attempt timeout; a sink that has not settled by then counts as a "
      "retryable failure."},
@@ -301,6 +313,8 @@ const ceb_config_binding ceb_bind_route[] = {
     R("retry.max_attempts", retry_max_attempts),
     R("deadline", deadline_ms),
     R("max_open_per_key", max_open_per_key),
+    R("metrics.keys", metrics_keys),
+    R("metrics.keys_top", metrics_keys_top),
     R("timeout", timeout_ms),
     R("max_inflight", max_inflight),
     R_ORIGIN("max_inflight", max_inflight_origin),

@@ -93,7 +93,9 @@ typedef struct ceb_route_cfg {
   int64_t retry_max_delay_ms;
   int64_t retry_max_attempts;
   int64_t deadline_ms;
-  int64_t max_open_per_key; /* 0: unlimited */
+  int64_t max_open_per_key;      /* 0: unlimited */
+  ceb_config_items metrics_keys; /* keys with their own metrics label */
+  int64_t metrics_keys_top;      /* and this many of the busiest others */
   int64_t timeout_ms;
   int64_t max_inflight;
   const char *max_inflight_origin; /* "default" when unset */

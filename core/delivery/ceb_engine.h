@@ -60,6 +60,12 @@ typedef struct ceb_engine_route {
   const char *receipts_prefix;
   int map_program; /* egress mapping: a program of opts.mapper, or -1 */
   int dry_run;     /* evaluate, settle done "dry-run", never deliver */
+  /* per-key metrics (ceb_key_metrics.h): keys with their own label
+   * (borrowed, copied by ceb_engine_new) and how many more of the busiest;
+   * none and 0: no per-key metrics */
+  const char *const *metrics_keys;
+  size_t nmetrics_keys;
+  unsigned metrics_keys_top;
 } ceb_engine_route;
 
 typedef struct ceb_engine_opts {
@@ -86,6 +92,11 @@ typedef struct ceb_engine_opts {
  * the route is recounted and claimed at once), so the store must be closed
  * before ceb_engine_free. */
 int ceb_engine_new(const ceb_engine_opts *opts, ceb_engine **out);
+/* Any thread (the admin API's /metrics, before rendering): the per-key
+ * metrics' top N taken again (series of keys that left it removed) and
+ * their open-event gauges counted in the store (blocking reads, one per
+ * labelled key). Nothing for routes without per-key metrics. */
+void ceb_engine_key_gauges(ceb_engine *e);
 /* Control thread: puts a crashed run's in-progress rows back to pending,
  * loads the open counts and starts the workers. */
 int ceb_engine_start(ceb_engine *e);

@@ -40,6 +40,7 @@ void cebe_dctx_free(dctx *c) {
   if (!c) return;
   ceb_event_unref(c->ev);
   free(c->json);
+  free(c->order_key);
   cebe_mapped_free(c->mapped);
   free(c);
 }

@@ -67,6 +67,8 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   e->nsinks = o->nsinks;
   for (size_t i = 0; i < o->nroutes; i++) {
     if (o->routes[i].sink >= o->nsinks) {
+      for (size_t j = 0; j < i; j++)
+        ceb_key_metrics_free(e->routes[j].km);
       free(e->sinks);
       free(e->routes);
       free(e->threads);
@@ -78,7 +80,19 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
     e->routes[i].worker = (unsigned)(i % e->nworkers);
     snprintf(e->routes[i].labels, sizeof e->routes[i].labels, "route=\"%s\"",
              o->routes[i].name);
+    /* per-key metrics only where configured: other routes pay nothing */
+    if (e->metrics &&
+        (o->routes[i].nmetrics_keys || o->routes[i].metrics_keys_top)) {
+      e->routes[i].km = ceb_key_metrics_new(o->routes[i].metrics_keys,
+                                            o->routes[i].nmetrics_keys,
+                                            o->routes[i].metrics_keys_top);
+      if (!e->routes[i].km)
+        ceb_log_error("engine: route %s: per-key metrics off (out of memory "
+                      "or more than %d keys)",
+                      o->routes[i].name, CEB_KEY_METRICS_MAX);
+    }
   }
+  if (e->metrics) cebe_declare_key_metrics(e->metrics);
   e->nroutes = o->nroutes;
   pthread_mutex_init(&e->lock, NULL);
   pthread_cond_init(&e->cond, NULL);
@@ -189,6 +203,8 @@ void ceb_engine_free(ceb_engine *e) {
   }
   cebe_ptrset_free(&e->live);
   free(e->fwd);
+  for (size_t i = 0; i < e->nroutes; i++)
+    ceb_key_metrics_free(e->routes[i].km);
   pthread_mutex_destroy(&e->lock);
   pthread_cond_destroy(&e->cond);
   pthread_cond_destroy(&e->idle);
@@ -214,6 +230,8 @@ static void engine_ingested(void *arg, const ceb_ingest_batch *b) {
       if (idx >= e->nroutes) continue;
       e->routes[idx].open++;
       e->routes[idx].added++;
+      if (e->routes[idx].km && ie->routes[r].order_key)
+        ceb_key_metrics_seen(e->routes[idx].km, ie->routes[r].order_key);
       e->open_total++;
       added = 1;
     }
@@ -403,6 +421,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
        * sink sends them as they are instead of encoding ev again */
       c->json = cl->event_json;
       cl->event_json = NULL;
+      c->order_key = cl->order_key;
+      cl->order_key = NULL;
       cebe_idem_key(ev, rt->cfg.name, cl->replays, cl->replay_of ? cl->seq : 0,
                     c->idem_key);
       c->d = (ceb_delivery){.struct_size = sizeof c->d,
@@ -427,7 +447,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
                   .fence = cl->fence,
                   .received_at = cl->received_at,
                   .first_at = cl->first_at,
-                  .attempt = cl->attempt};
+                  .attempt = cl->attempt,
+                  .order_key = cl->order_key}; /* borrowed */
       ceb_settle_info info = {.struct_size = sizeof info,
                               .outcome = CEB_REJECT,
                               .retry_after_ms = -1,

@@ -7,6 +7,8 @@
  *                        ceb_engine_* calls but settle (and kick: base)
  *   engine_settle.c      settles (ceb_engine_settle) and their outcomes:
  *                        store writes, dead letters, receipts
+ *   engine_keys.c        per-key metrics: outcomes per ordering key, open
+ *                        events per key at scrape (ceb_key_metrics.h)
  *   engine_dlq_forward.c the dead-letter forwards' schedule and sends
  *   engine_send.c        handing attempts to sinks (a refusal is returned
  *                        to the caller above, which settles it) and the
@@ -29,6 +31,7 @@
 
 #include "delivery/ceb_circuit.h"
 #include "delivery/ceb_engine.h"
+#include "delivery/ceb_key_metrics.h"
 #include "delivery/ceb_rate_window.h"
 #include "delivery/ceb_token_bucket.h"
 
@@ -52,6 +55,7 @@ typedef struct dctx {
   struct ceb_egress_out *mapped; /* the egress mapping's result (d.mapped),
                                    owned */
   int host_settled;
+  char *order_key; /* the claim's, owned; NULL: unordered */
   char idem_key[65];
   char topic[256];
 } dctx;
@@ -122,6 +126,8 @@ typedef struct eng_route {
   unsigned worker;
   char labels[160];     /* route="..." */
   ceb_rate_window rate; /* recent outcomes (admin API), under e->lock */
+  ceb_key_metrics *km;  /* per-key metrics' labels, under e->lock; NULL:
+                           none */
 } eng_route;
 
 /* A set of live context pointers: settle checks membership before touching
@@ -188,6 +194,13 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info);
  * the sink off and defers c (see CEBE_DEFER), anything else is a RETRY
  * "deliver.<status>". Lock not held; c is freed. */
 void cebe_refused(ceb_engine *e, dctx *c, int rc);
+
+/* ---- engine_keys.c ---- */
+/* Declares the per-key families (ceb_engine_new, once). */
+void cebe_declare_key_metrics(ceb_metrics *m);
+/* Counts an attempt's recorded outcome (state: CEB_DS_*) of route under
+ * key's label when the route has per-key metrics. Lock not held. */
+void cebe_key_outcome(ceb_engine *e, size_t route, const char *key, int state);
 
 /* ---- engine_dlq_forward.c ---- */
 /* Forwards. Control thread, before the workers start: loads the dlq rows

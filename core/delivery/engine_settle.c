@@ -25,6 +25,7 @@ typedef struct outcome_op {
   uint32_t attempt;
   char *reason, *error, *dead_json;
   char *response; /* ACK: the peer's body excerpt (CEB_SETTLE_BODY_MAX) */
+  char *key;      /* the order key, on a route with per-key metrics */
   const char *dead_reason;
 } outcome_op;
 
@@ -34,6 +35,7 @@ static void outcome_free(outcome_op *op) {
   free(op->error);
   free(op->dead_json);
   free(op->response);
+  free(op->key);
   free(op);
 }
 
@@ -56,6 +58,7 @@ static void outcome_done(void *arg, int status) {
       }
       pthread_mutex_unlock(&e->lock);
     }
+    cebe_key_outcome(e, op->route, op->key, op->r.state);
     char labels[256];
     if (op->r.state == CEB_DS_DONE) {
       cebe_metric_add(e, "cebridge_events_delivered_total", rt->labels, 1);
@@ -147,6 +150,7 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   op->attempt = c->attempt;
   op->reason = info->reason ? strdup(info->reason) : NULL;
   op->error = info->detail ? strndup(info->detail, CEB_DL_ERROR_MAX) : NULL;
+  if (rt->km && c->order_key) op->key = strdup(c->order_key);
   op->r = (ceb_attempt_result){.seq = c->seq,
                                .route = rt->cfg.name,
                                .fence = c->fence,

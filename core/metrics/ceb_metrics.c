@@ -154,6 +154,25 @@ void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
   update(m, name, labels, CEB_MT_HISTOGRAM, seconds, 0);
 }
 
+void ceb_metrics_remove(ceb_metrics *m, const char *name, const char *labels) {
+  if (!m || !name) return;
+  if (!labels) labels = "";
+  pthread_mutex_lock(&m->lock);
+  for (family *f = m->families; f; f = f->next) {
+    if (strcmp(f->name, name) != 0) continue;
+    for (series **pp = &f->series; *pp; pp = &(*pp)->next) {
+      if (strcmp((*pp)->labels, labels) != 0) continue;
+      series *s = *pp;
+      *pp = s->next;
+      free(s->labels);
+      free(s->buckets);
+      free(s);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+}
+
 double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels) {
   double v = 0;
   if (!labels) labels = "";

@@ -37,6 +37,10 @@ void ceb_metrics_set_total(ceb_metrics *m, const char *name, const char *labels,
 void ceb_metrics_observe(ceb_metrics *m, const char *name, const char *labels,
                          double seconds);
 
+/* Drops a series (a label value that must not stay: a key that lost its
+ * own label in the per-key metrics); nothing when absent. */
+void ceb_metrics_remove(ceb_metrics *m, const char *name, const char *labels);
+
 /* Current value of a counter or gauge series (histograms: the count);
  * 0 when absent. For tests and the CLI. */
 double ceb_metrics_get(ceb_metrics *m, const char *name, const char *labels);

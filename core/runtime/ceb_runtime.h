@@ -105,6 +105,9 @@ json_t *ceb_runtime_event_status(ceb_runtime *rt, const char *id,
 /* Routes with queue depth, in-flight attempts, oldest age and the sink's
  * circuit state: see ceb_engine_routes_json. */
 json_t *ceb_runtime_routes(ceb_runtime *rt);
+/* Any thread, before /metrics renders: the per-key metrics' labels and
+ * open-event gauges brought up to date (ceb_engine_key_gauges). */
+void ceb_runtime_key_gauges(ceb_runtime *rt);
 /* The sinks' life cycle (ceb_engine_sinks_json) and an operator's enable
  * (ceb_engine_sink_enable: CEB_OK, CEB_ENOTFOUND, a store error). */
 json_t *ceb_runtime_sinks(ceb_runtime *rt);

@@ -196,19 +196,22 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
                    sec->host.route.max_inflight_origin, r->name,
                    fit.max_inflight, r->to, fit.batch_max, 2 * fit.batch_max);
     /* Engine sink indexes are instance indexes (non-sinks are unused). */
-    (*eroutes)[rt->nroutes - 1] =
-        (ceb_engine_route){.name = r->name,
-                           .sink = (size_t)to,
-                           .max_inflight = fit.max_inflight,
-                           .timeout_ms = r->timeout_ms,
-                           .retry = &r->retry,
-                           .dlq_sink = dlq,
-                           .dlq_topic = r->dlq_topic,
-                           .receipts_sink = rcp,
-                           .receipts_topic = r->receipts_topic,
-                           .receipts_prefix = r->receipts_prefix,
-                           .map_program = route_map(rt, r),
-                           .dry_run = dry_run || sec->host.route.dry_run};
+    (*eroutes)[rt->nroutes - 1] = (ceb_engine_route){
+        .name = r->name,
+        .sink = (size_t)to,
+        .max_inflight = fit.max_inflight,
+        .timeout_ms = r->timeout_ms,
+        .retry = &r->retry,
+        .dlq_sink = dlq,
+        .dlq_topic = r->dlq_topic,
+        .receipts_sink = rcp,
+        .receipts_topic = r->receipts_topic,
+        .receipts_prefix = r->receipts_prefix,
+        .map_program = route_map(rt, r),
+        .dry_run = dry_run || sec->host.route.dry_run,
+        .metrics_keys = sec->host.route.metrics_keys.items,
+        .nmetrics_keys = sec->host.route.metrics_keys.count,
+        .metrics_keys_top = (unsigned)sec->host.route.metrics_keys_top};
   }
   return CEB_OK;
 }

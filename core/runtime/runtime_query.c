@@ -29,6 +29,10 @@ json_t *ceb_runtime_routes(ceb_runtime *rt) {
   return ceb_engine_routes_json(rt->engine);
 }
 
+void ceb_runtime_key_gauges(ceb_runtime *rt) {
+  ceb_engine_key_gauges(rt->engine);
+}
+
 json_t *ceb_runtime_sinks(ceb_runtime *rt) {
   return ceb_engine_sinks_json(rt->engine);
 }
