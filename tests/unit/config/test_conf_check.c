@@ -243,8 +243,9 @@ static void check_errors(void) {
            "[route r3]\n"             /* 13 */
            "from = a\n"
            "to = s\n"
-           "dlq = s:\n"         /* 16: empty topic */
-           "contract = @^1\n"); /* 17: no name */
+           "dlq = s:\n"               /* 16: empty topic */
+           "contract = @^1\n"         /* 17: no name */
+           "metrics.keys_top = 5\n"); /* 18: no order_by, no keys */
   ceb_conf *conf = NULL;
   ceb_conf_errors errs;
   CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
@@ -346,7 +347,10 @@ static void check_errors(void) {
          NULL);
   expect(&errs, "30-r.conf", 16, "invalid dlq 's:'", NULL);
   expect(&errs, "30-r.conf", 17, "invalid contract pin '@^1'", NULL);
-  CHECK_INT(errs.count, 39);
+  expect(&errs, "30-r.conf", 18,
+         "metrics.keys_top in [route r3] needs order_by",
+         "order_by = ATTRIBUTE");
+  CHECK_INT(errs.count, 40);
 
   /* Secret values never reach the printed errors. */
   char *out = fx_print(&errs);
