@@ -21,6 +21,20 @@
 #include <jansson.h>
 
 #include "ceb_test.h"
+
+/* Under AddressSanitizer freed blocks wait in its quarantine (256 MiB by
+ * default) instead of being reused: RSS then measures the churn, not what
+ * is kept, and the bound is checked by the plain build only. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KM_RSS_BOUND 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KM_RSS_BOUND 0
+#endif
+#endif
+#ifndef KM_RSS_BOUND
+#define KM_RSS_BOUND 1
+#endif
 #include "ceb_test_proc.h"
 #include "rx_server.h"
 
@@ -325,8 +339,9 @@ int main(void) {
           rss_before, rss_after);
   /* bounded: the ranking holds 16 keys; the rest is the store's page cache
    * and allocator slack, far below a per-key growth */
-  CHECK_MSG(rss_after - rss_before < 24 * 1024, "RSS grew %ld kB",
-            rss_after - rss_before);
+  if (KM_RSS_BOUND)
+    CHECK_MSG(rss_after - rss_before < 24 * 1024, "RSS grew %ld kB",
+              rss_after - rss_before);
 
   /* the key status: inst-a succeeded and never failed, inst-b the other
    * way round; the same after a restart */
