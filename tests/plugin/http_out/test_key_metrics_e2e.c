@@ -36,7 +36,7 @@
 #define KM_RSS_BOUND 1
 #endif
 #include "ceb_test_proc.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 static void respond(void *arg, const rx_request *req, size_t index,
                     rx_response *resp) {
