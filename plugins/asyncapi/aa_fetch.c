@@ -1,5 +1,7 @@
 #include "aa_fetch.h"
 
+#include "http_body.h"
+
 #include <ceb/tls.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -9,27 +11,9 @@
 #include <strings.h>
 
 typedef struct sink {
-  char *buf;
-  size_t len, max;
-  int too_large;
+  http_body body; /* bounded by max_size */
   char *etag;
 } sink;
-
-static size_t on_body(char *data, size_t size, size_t n, void *arg) {
-  sink *s = arg;
-  size_t add = size * n;
-  if (s->len + add > s->max) {
-    s->too_large = 1;
-    return 0; /* aborts the transfer */
-  }
-  char *nb = realloc(s->buf, s->len + add + 1);
-  if (!nb) return 0;
-  memcpy(nb + s->len, data, add);
-  s->buf = nb;
-  s->len += add;
-  s->buf[s->len] = '\0';
-  return add;
-}
 
 static size_t on_header(char *data, size_t size, size_t n, void *arg) {
   sink *s = arg;
@@ -99,8 +83,8 @@ static int get_once(const char *url, const char *etag, const aa_http_opts *o,
       curl_slist_append(hdrs, "Accept: application/json, application/x-yaml, "
                               "application/yaml, text/yaml, */*;q=0.5");
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_body_write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &s->body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
@@ -117,8 +101,8 @@ static int get_once(const char *url, const char *etag, const aa_http_opts *o,
     if (rc == CURLE_OK) rc = curl_easy_perform(c);
     if (rc != CURLE_OK) {
       snprintf(err, errlen, "%s: %s", url,
-               s->too_large ? "document larger than max_size"
-                            : curl_easy_strerror(rc));
+               s->body.too_large ? "document larger than max_size"
+                                 : curl_easy_strerror(rc));
       out = -1;
     } else {
       curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
@@ -140,23 +124,23 @@ int aa_http_get(const char *url, const char *etag, const aa_http_opts *o,
              url);
     return -1;
   }
-  sink s = {.max = o->max_size, .etag = res->etag};
+  sink s = {.body = {.max = o->max_size}, .etag = res->etag};
   uint64_t gen = 0;
   int out = get_once(url, etag, o, &s, &res->status, &gen, err, errlen);
   /* An OAuth2 token the registry no longer takes (revoked, rotated keys):
    * one new token, one more try. */
   if (out == 0 && res->status == 401 && aa_auth_refused(o->auth, gen)) {
-    free(s.buf);
-    s = (sink){.max = o->max_size, .etag = res->etag};
+    free(s.body.data);
+    s = (sink){.body = {.max = o->max_size}, .etag = res->etag};
     res->etag[0] = '\0';
     out = get_once(url, etag, o, &s, &res->status, &gen, err, errlen);
   }
   if (out == 0 && res->status >= 200 && res->status < 300) {
-    if (!s.buf) s.buf = calloc(1, 1);
-    res->body = s.buf;
-    res->len = s.len;
+    if (!s.body.data) s.body.data = calloc(1, 1);
+    res->body = s.body.data;
+    res->len = s.body.len;
   } else {
-    free(s.buf);
+    free(s.body.data);
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "http_jwks.h"
 
+#include "http_body.h"
+
 #include "http_in_util.h"
 
 #include <ceb/ceb.h>
@@ -278,28 +280,6 @@ static int parse_jwks(http_jwks *j, const char *text, size_t len,
   return CEB_OK;
 }
 
-typedef struct fetch_buf {
-  char *data;
-  size_t len;
-  int too_large;
-} fetch_buf;
-
-static size_t fetch_write(char *ptr, size_t size, size_t nmemb, void *arg) {
-  fetch_buf *b = arg;
-  size_t n = size * nmemb;
-  if (b->len + n > JWKS_MAX_BYTES) {
-    b->too_large = 1;
-    return 0;
-  }
-  char *nd = realloc(b->data, b->len + n + 1);
-  if (!nd) return 0;
-  memcpy(nd + b->len, ptr, n);
-  b->data = nd;
-  b->len += n;
-  b->data[b->len] = '\0';
-  return n;
-}
-
 /* Ends a fetch under way when the keys are freed (shutdown). */
 static int fetch_progress(void *arg, curl_off_t dt, curl_off_t dn,
                           curl_off_t ut, curl_off_t un) {
@@ -313,9 +293,9 @@ static int fetch_progress(void *arg, curl_off_t dt, curl_off_t dn,
 static int fetch_url(http_jwks *j, char **out, size_t *len) {
   CURL *c = curl_easy_init();
   if (!c) return CEB_ENOMEM;
-  fetch_buf b = {0};
+  http_body b = {.max = JWKS_MAX_BYTES};
   curl_easy_setopt(c, CURLOPT_URL, j->url);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fetch_write);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_body_write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, JWKS_FETCH_TIMEOUT_MS);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);

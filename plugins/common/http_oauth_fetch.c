@@ -10,6 +10,7 @@
 
 #include <ceb/status.h>
 
+#include "http_body.h"
 #include "http_oauth.h"
 
 /* Token endpoint answers are small; a bigger one is not a token. */
@@ -35,28 +36,6 @@ int http_oauth_config_read(const ceb_config *cfg, http_oauth_config *oc,
   return 0;
 }
 
-typedef struct body_buf {
-  char *p;
-  size_t len;
-  int too_large;
-} body_buf;
-
-static size_t on_body(char *data, size_t size, size_t n, void *arg) {
-  body_buf *b = arg;
-  size_t add = size * n;
-  if (b->len + add > MAX_TOKEN_RESPONSE) {
-    b->too_large = 1;
-    return 0;
-  }
-  char *nb = realloc(b->p, b->len + add + 1);
-  if (!nb) return 0;
-  memcpy(nb + b->len, data, add);
-  b->p = nb;
-  b->len += add;
-  b->p[b->len] = '\0';
-  return add;
-}
-
 const char *http_oauth_client_fetch(http_oauth_client *c, CURL *easy,
                                     int64_t now_ms, uint64_t *generation,
                                     char *err, size_t errlen) {
@@ -69,11 +48,11 @@ const char *http_oauth_client_fetch(http_oauth_client *c, CURL *easy,
     snprintf(err, errlen, "token request: %s", ceb_strerror(rc));
     return NULL;
   }
-  body_buf b = {0};
+  http_body b = {.max = MAX_TOKEN_RESPONSE};
   curl_easy_setopt(easy, CURLOPT_URL, http_oauth_client_url(c));
   curl_easy_setopt(easy, CURLOPT_POSTFIELDS, form);
   curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)strlen(form));
-  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, http_body_write);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, &b);
   if (user) {
     curl_easy_setopt(easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
@@ -92,11 +71,12 @@ const char *http_oauth_client_fetch(http_oauth_client *c, CURL *easy,
   if (cc != CURLE_OK) {
     snprintf(err, errlen, "token endpoint: %s",
              b.too_large ? "response too large" : curl_easy_strerror(cc));
-    free(b.p);
+    free(b.data);
     return NULL;
   }
-  rc = http_oauth_client_complete(c, status, b.p, b.len, now_ms, err, errlen);
-  if (b.p) OPENSSL_cleanse(b.p, b.len);
-  free(b.p);
+  rc =
+      http_oauth_client_complete(c, status, b.data, b.len, now_ms, err, errlen);
+  if (b.data) OPENSSL_cleanse(b.data, b.len);
+  free(b.data);
   return rc == CEB_OK ? http_oauth_client_token(c, now_ms, generation) : NULL;
 }
