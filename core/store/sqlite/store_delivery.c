@@ -460,7 +460,7 @@ int cebs_attempt_run(sqlite3 *db, void *arg) {
     if (rc != CEB_OK) return rc;
   }
   /* retrying: claimable again at next_at; settled: the key's next row is */
-  rc = cebs_ready_changed(db, r->route, r->seq);
+  rc = cebs_ready_settled(db, r->route, r->seq);
   if (rc != CEB_OK || again) return rc;
   sqlite3_stmt *j = cebs_stmt(db, SQL_SETTLE_JOURNAL);
   if (!j) return CEB_EIO;

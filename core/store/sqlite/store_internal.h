@@ -244,6 +244,11 @@ int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq);
 /* Any other change of a row's state or next_at (outcome, replay,
  * recovery): recomputes the row and, for a keyed row, its key's head. */
 int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq);
+/* cebs_ready_changed after seq, the row its key had in progress, was
+ * settled (done, dead, retrying or deferred): no row of the key is in
+ * progress now (one at a time), so its entry is its oldest unsettled row,
+ * found without looking for one in progress. */
+int cebs_ready_settled(sqlite3 *db, const char *route, int64_t seq);
 
 /* Committer, at a handle's first claim: the lease_owner.id of instance
  * (added when new; owners no claim names any more are dropped). CEB_OK or

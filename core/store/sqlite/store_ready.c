@@ -113,10 +113,10 @@ int cebs_ready_taken(sqlite3 *db, const char *route, int64_t seq) {
   return rc;
 }
 
-/* Reads the key's entry into *seq, *state, *next_at (state -1: none). */
-static int key_head(sqlite3 *db, const char *route, const char *key,
-                    int64_t *seq, int *state, int64_t *next_at) {
-  *state = -1;
+/* The key's row in progress into *seq, *next_at (*state
+ * CEB_DS_INFLIGHT), if it has one. */
+static int key_claimed(sqlite3 *db, const char *route, const char *key,
+                       int64_t *seq, int *state, int64_t *next_at) {
   sqlite3_stmt *c = cebs_stmt(db, SQL_KEY_CLAIMED);
   if (!c) return CEB_EIO;
   sqlite3_bind_text(c, 1, route, -1, SQLITE_STATIC);
@@ -124,9 +124,7 @@ static int key_head(sqlite3 *db, const char *route, const char *key,
   int rc = sqlite3_step(c);
   /* an aggregate: one row, NULL when the key has no row in progress
    * (MIN's row gives next_at, SQLite's bare-column rule) */
-  if (rc == SQLITE_ROW && sqlite3_column_type(c, 0) == SQLITE_NULL)
-    rc = SQLITE_DONE;
-  if (rc == SQLITE_ROW) {
+  if (rc == SQLITE_ROW && sqlite3_column_type(c, 0) != SQLITE_NULL) {
     *seq = sqlite3_column_int64(c, 0);
     *state = CEB_DS_INFLIGHT;
     *next_at = sqlite3_column_int64(c, 1);
@@ -137,12 +135,17 @@ static int key_head(sqlite3 *db, const char *route, const char *key,
     ceb_log_error("store: ready claimed: %s", sqlite3_errmsg(db));
     return CEB_EIO;
   }
-  if (rc == SQLITE_ROW) return CEB_OK;
+  return CEB_OK;
+}
+
+/* The key's oldest unsettled row into *seq, *state, *next_at, if any. */
+static int key_oldest(sqlite3 *db, const char *route, const char *key,
+                      int64_t *seq, int *state, int64_t *next_at) {
   sqlite3_stmt *h = cebs_stmt(db, SQL_KEY_OLDEST);
   if (!h) return CEB_EIO;
   sqlite3_bind_text(h, 1, route, -1, SQLITE_STATIC);
   sqlite3_bind_text(h, 2, key, -1, SQLITE_STATIC);
-  rc = sqlite3_step(h);
+  int rc = sqlite3_step(h);
   if (rc == SQLITE_ROW) {
     *seq = sqlite3_column_int64(h, 0);
     *state = sqlite3_column_int(h, 1);
@@ -157,12 +160,27 @@ static int key_head(sqlite3 *db, const char *route, const char *key,
   return CEB_OK;
 }
 
+/* Reads the key's entry into *seq, *state, *next_at (state -1: none).
+ * none_claimed: the caller knows no row of the key is in progress (it just
+ * settled the one that was). */
+static int key_head(sqlite3 *db, const char *route, const char *key,
+                    int none_claimed, int64_t *seq, int *state,
+                    int64_t *next_at) {
+  *state = -1;
+  if (!none_claimed) {
+    int rc = key_claimed(db, route, key, seq, state, next_at);
+    if (rc != CEB_OK || *state >= 0) return rc;
+  }
+  return key_oldest(db, route, key, seq, state, next_at);
+}
+
 /* Recomputes a key's entry: the row in progress, else its oldest
  * unsettled row (key_head). */
-static int refresh_key(sqlite3 *db, const char *route, const char *key) {
+static int refresh_key(sqlite3 *db, const char *route, const char *key,
+                       int none_claimed) {
   int64_t seq = 0, next_at = 0;
   int state = -1;
-  int rc = key_head(db, route, key, &seq, &state, &next_at);
+  int rc = key_head(db, route, key, none_claimed, &seq, &state, &next_at);
   if (rc != CEB_OK) return rc;
   sqlite3_stmt *d = cebs_stmt(db, SQL_DEL_KEY);
   if (!d) return CEB_EIO;
@@ -176,7 +194,8 @@ static int refresh_key(sqlite3 *db, const char *route, const char *key) {
   return CEB_OK;
 }
 
-int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
+static int changed(sqlite3 *db, const char *route, int64_t seq,
+                   int none_claimed) {
   sqlite3_stmt *s = cebs_stmt(db, SQL_ROW);
   if (!s) return CEB_EIO;
   sqlite3_bind_int64(s, 1, seq);
@@ -197,7 +216,7 @@ int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
   sqlite3_clear_bindings(s);
   if (has_key && !key) return CEB_ENOMEM;
   if (has_key) {
-    rc = refresh_key(db, route, key);
+    rc = refresh_key(db, route, key, none_claimed);
     free(key);
     return rc;
   }
@@ -205,4 +224,12 @@ int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
   if (rc == CEB_OK && state < CEB_DS_DONE)
     rc = insert(db, route, seq, next_at, NULL);
   return rc;
+}
+
+int cebs_ready_changed(sqlite3 *db, const char *route, int64_t seq) {
+  return changed(db, route, seq, 0);
+}
+
+int cebs_ready_settled(sqlite3 *db, const char *route, int64_t seq) {
+  return changed(db, route, seq, 1);
 }
