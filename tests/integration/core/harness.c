@@ -330,3 +330,13 @@ int harness_wait_queued(harness *h, const char *route, long long n) {
   queued_arg a = {h, route, n};
   return ceb_test_wait(queued_reached, &a, 10000);
 }
+
+long long harness_metric(harness *h, const char *needle) {
+  char *text = ceb_metrics_render(h->metrics);
+  long long v = -1;
+  const char *p = text ? strstr(text, needle) : NULL;
+  const char *sp = p ? strchr(p, ' ') : NULL;
+  if (sp) v = atoll(sp + 1);
+  free(text);
+  return v;
+}

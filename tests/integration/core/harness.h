@@ -79,5 +79,9 @@ int harness_wait_state(harness *h, const char *id, const char *route,
 long long harness_queued(harness *h, const char *route);
 /* Waits until harness_queued(h, route) == n. */
 int harness_wait_queued(harness *h, const char *route, long long n);
+/* The value of the first metrics line holding needle (a series as
+ * rendered, e.g. "cebridge_mapping_errors_total{source=\"raw\"}"), or -1
+ * when no line holds it. */
+long long harness_metric(harness *h, const char *needle);
 
 #endif

@@ -27,15 +27,6 @@ static const char *k_conf =
     "filter = if .type == \"nl.edu.err\" then error(\"filter boom\") "
     "else .type != \"nl.edu.skip\" end\n";
 
-static long long metric(harness *h, const char *needle) {
-  char *text = ceb_metrics_render(h->metrics);
-  long long v = -1;
-  const char *p = text ? strstr(text, needle) : NULL;
-  if (p) v = atoll(strchr(p, ' ') + 1);
-  free(text);
-  return v;
-}
-
 static int mapped(harness *h, const char *src, const char *doc,
                   ceb_submit_result *res, char *err, size_t errlen) {
   ceb_violations v;
@@ -141,16 +132,17 @@ int main(void) {
   CHECK_INT(testsink_count(out), 5); /* m-1 b-1 b-2 m-3 f-2 */
   CHECK_INT(testsink_count_id(out, "m-2"), 0);
   CHECK_INT(testsink_count_id(out, "f-0"), 0);
-  CHECK_INT(metric(&h, "cebridge_events_rejected_total{role=\"source\","
-                       "plugin=\"testsource\",instance=\"in\",reason="
-                       "\"mapping\"}"),
+  CHECK_INT(harness_metric(&h, "cebridge_events_rejected_total{role=\"source\","
+                               "plugin=\"testsource\",instance=\"in\",reason="
+                               "\"mapping\"}"),
             2);
   /* the pool's own counters: the timeout, and the worker that replaced
    * the killed one (2 at start) */
-  CHECK_INT(metric(&h, "cebridge_mapping_failures_total{reason=\"timeout\"}"),
-            1);
-  CHECK(metric(&h, "\ncebridge_mapping_worker_starts_total ") >= 3);
-  CHECK(metric(&h, "\ncebridge_mapping_runs_total ") >= 10);
+  CHECK_INT(
+      harness_metric(&h, "cebridge_mapping_failures_total{reason=\"timeout\"}"),
+      1);
+  CHECK(harness_metric(&h, "\ncebridge_mapping_worker_starts_total ") >= 3);
+  CHECK(harness_metric(&h, "\ncebridge_mapping_runs_total ") >= 10);
   harness_close(&h);
   return ceb_test_done("integration_core_mapping");
 }

@@ -31,15 +31,6 @@ static const char *k_conf =
     "filter = if .type == \"nl.edu.err\" then error(\"filter boom\") "
     "else .type != \"nl.edu.skip\" end\n";
 
-static long long metric(harness *h, const char *needle) {
-  char *text = ceb_metrics_render(h->metrics);
-  long long v = -1;
-  const char *p = text ? strstr(text, needle) : NULL;
-  if (p) v = atoll(strchr(p, ' ') + 1);
-  free(text);
-  return v;
-}
-
 typedef struct waiter {
   pthread_mutex_t lock;
   int calls;
@@ -282,12 +273,13 @@ int main(void) {
 
   /* received once each (7 events were mapped: the retries that took the
    * refused ones out do not count them again); the worker replaced */
-  CHECK_INT(metric(&h, "cebridge_events_received_total{role=\"source\","
-                       "plugin=\"testsource\",instance=\"in\"}"),
+  CHECK_INT(harness_metric(&h, "cebridge_events_received_total{role=\"source\","
+                               "plugin=\"testsource\",instance=\"in\"}"),
             7);
-  CHECK_INT(metric(&h, "cebridge_mapping_failures_total{reason=\"timeout\"}"),
-            1);
-  CHECK(metric(&h, "\ncebridge_mapping_worker_starts_total ") >= 3);
+  CHECK_INT(
+      harness_metric(&h, "cebridge_mapping_failures_total{reason=\"timeout\"}"),
+      1);
+  CHECK(harness_metric(&h, "\ncebridge_mapping_worker_starts_total ") >= 3);
 
   /* a source without documents, or a document too old to write into */
   CHECK_INT(host->submit_mapped_batch(testsource_instance(src), docs, 0, &o,
