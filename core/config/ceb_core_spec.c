@@ -209,6 +209,14 @@ const ceb_config_spec ceb_spec_route[] = {
      "Evaluate everything (filter, contract, mapping) but send nothing: each "
      "delivery settles done with reason dry-run and what would have been "
      "sent in its status and the log."},
+    {"callbacks", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "This route sends the callbacks its from sources' clients ask for "
+     "(X-Callback, or clients.CLIENT.callback of the http source) instead of "
+     "events: it takes no event by matching; once an event that asked for "
+     "one reaches its final status (done, error, time-out), its status "
+     "document is posted to the client's URL through this route's sink (an "
+     "http sink with callback_urls = true), retried on this route's "
+     "schedule."},
     CEB_CONFIG_SPEC_END};
 
 const ceb_config_spec ceb_spec_source_common[] = {
@@ -328,6 +336,7 @@ const ceb_config_binding ceb_bind_route[] = {
     R("map", map),
     R_ORIGIN("map", map_origin),
     R("dry_run", dry_run),
+    R("callbacks", callbacks),
     CEB_CONFIG_BINDING_END};
 #undef R
 #undef R_ORIGIN

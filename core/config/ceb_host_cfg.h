@@ -106,6 +106,7 @@ typedef struct ceb_route_cfg {
   const char *filter, *filter_origin; /* jq program text or file:path */
   const char *map, *map_origin;
   int dry_run;
+  int callbacks; /* callbacks = true */
 } ceb_route_cfg;
 
 /* [source NAME] */

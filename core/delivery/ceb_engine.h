@@ -66,6 +66,10 @@ typedef struct ceb_engine_route {
   const char *const *metrics_keys;
   size_t nmetrics_keys;
   unsigned metrics_keys_top;
+  /* a callbacks route (route key callbacks = true): its deliveries are the
+   * clients' callbacks the store queued at the final settle of their
+   * events; each is sent as the mapped output opts.callback_doc makes */
+  int callbacks;
 } ceb_engine_route;
 
 typedef struct ceb_engine_opts {
@@ -84,6 +88,17 @@ typedef struct ceb_engine_opts {
                          work other writers added that no wake-up announced
                          and for claims whose lease expired; <= 0: 2 s */
   ceb_mapper *mapper; /* borrowed, may be NULL: runs routes' map_program */
+  /* Callbacks routes: the egress object (include/ceb/plugin.h, "egress
+   * mappings": body = the event's status document, headers, topic = the
+   * client's URL) of the callback of journal row seq (event id), a
+   * malloc'd JSON text; NULL with *retry 1 when it cannot be made now (a
+   * store read failed), 0 when it never can (the URL is gone). Called on
+   * an engine worker, blocking store reads allowed. NULL: such
+   * deliveries are dead-lettered. Filled in by the runtime, which knows
+   * the job status (core/runtime/runtime_callback.c). */
+  char *(*callback_doc)(void *arg, int64_t seq, const char *id, int *retry,
+                        char *why, size_t whylen);
+  void *callback_arg;
 } ceb_engine_opts;
 
 /* Control thread. CEB_OK or < 0. The arrays in opts are copied. The

@@ -28,6 +28,8 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   e->store = o->store;
   e->metrics = o->metrics;
   e->mapper = o->mapper;
+  e->callback_doc = o->callback_doc;
+  e->callback_arg = o->callback_arg;
   e->clock = o->clock;
   e->clock_arg = o->clock_arg;
   e->nworkers = o->workers ? o->workers : 1;
@@ -298,7 +300,9 @@ static size_t map_ready(ceb_engine *e, size_t r, dctx **ready, size_t n) {
   eng_route *rt = &e->routes[r];
   char(*why)[CEBE_MAP_WHY] = calloc(n, sizeof *why);
   int *retry = calloc(n, sizeof *retry);
-  if (why && retry) {
+  if (why && retry && rt->cfg.callbacks) {
+    cebe_callback_claimed(e, ready, n, why, retry);
+  } else if (why && retry) {
     cebe_map_claimed(e->mapper, rt->cfg.map_program, ready, n, why, retry);
   } else { /* never sent unmapped: tried again later */
     free(why);
@@ -313,12 +317,14 @@ static size_t map_ready(ceb_engine *e, size_t r, dctx **ready, size_t n) {
     }
     const char *w = why ? why[i] : "mapping: out of memory";
     int again = !why || retry[i];
-    ceb_log_warn("engine: route %s: event %s: egress mapping failed: %s",
-                 rt->cfg.name, ceb_event_get(c->ev, "id"), w);
+    ceb_log_warn("engine: route %s: event %s: %s failed: %s", rt->cfg.name,
+                 ceb_event_get(c->ev, "id"),
+                 rt->cfg.callbacks ? "callback document" : "egress mapping", w);
     ceb_settle_info info = {.struct_size = sizeof info,
                             .outcome = again ? CEB_RETRY : CEB_REJECT,
                             .retry_after_ms = -1,
-                            .reason = "mapping",
+                            .reason =
+                                rt->cfg.callbacks ? "callback" : "mapping",
                             .detail = w};
     pthread_mutex_lock(&e->lock);
     rt->inflight--;
@@ -463,7 +469,8 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
     }
   }
   ceb_claims_free(claims, count);
-  if (!refuse && nready && ready && rt->cfg.map_program >= 0 && e->mapper)
+  if (!refuse && nready && ready &&
+      ((rt->cfg.map_program >= 0 && e->mapper) || rt->cfg.callbacks))
     nready = map_ready(e, r, ready, nready);
   pthread_mutex_lock(&e->lock);
   size_t unused = n - count;

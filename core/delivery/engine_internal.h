@@ -145,6 +145,10 @@ void cebe_ptrset_free(ptrset *s);
 struct ceb_engine {
   ceb_store *store;
   ceb_mapper *mapper; /* borrowed; egress mappings (NULL: none) */
+  /* callbacks routes' documents (ceb_engine_opts.callback_doc) */
+  char *(*callback_doc)(void *arg, int64_t seq, const char *id, int *retry,
+                        char *why, size_t whylen);
+  void *callback_arg;
   ceb_metrics *metrics;
   int64_t (*clock)(void *);
   void *clock_arg;
@@ -296,6 +300,11 @@ ceb_event *cebe_receipt(const ceb_event *ev, const char *route,
  * Blocks the calling worker for at most about n x mapping.timeout. */
 size_t cebe_map_claimed(ceb_mapper *mapper, int program, dctx **cs, size_t n,
                         char (*why)[CEBE_MAP_WHY], int *retry);
+/* The callbacks of a callbacks route's claimed contexts: each gets the
+ * mapped output of its callback document (ceb_engine_opts.callback_doc),
+ * or why[i] (retry[i] when it may work later). Returns how many failed. */
+size_t cebe_callback_claimed(ceb_engine *e, dctx **cs, size_t n,
+                             char (*why)[CEBE_MAP_WHY], int *retry);
 /* Frees a context's mapped result (a ceb_egress_out). */
 void cebe_mapped_free(struct ceb_egress_out *m);
 

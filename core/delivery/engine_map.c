@@ -11,6 +11,8 @@
 #include "delivery/engine_internal.h"
 #include "mapping/ceb_mapping_egress.h"
 
+#include <ceb/status.h>
+
 void cebe_mapped_free(ceb_egress_out *m) {
   ceb_egress_free(m);
 }
@@ -56,5 +58,32 @@ size_t cebe_map_claimed(ceb_mapper *mapper, int program, dctx **cs, size_t n,
     ceb_map_req_clear(r);
   }
   free(reqs);
+  return failed;
+}
+
+size_t cebe_callback_claimed(ceb_engine *e, dctx **cs, size_t n,
+                             char (*why)[CEBE_MAP_WHY], int *retry) {
+  size_t failed = 0;
+  for (size_t i = 0; i < n; i++) {
+    why[i][0] = '\0';
+    retry[i] = 0;
+    char *doc = NULL;
+    if (!e->callback_doc)
+      snprintf(why[i], CEBE_MAP_WHY, "this bridge makes no callbacks");
+    else
+      doc = e->callback_doc(e->callback_arg, cs[i]->seq,
+                            ceb_event_get(cs[i]->ev, "id"), &retry[i], why[i],
+                            CEBE_MAP_WHY);
+    if (doc) {
+      /* the same reader as a program's output: one shape for the sinks */
+      ceb_egress_out *m = ceb_egress_read(doc, why[i], CEBE_MAP_WHY);
+      cs[i]->mapped = m;
+      if (m) cs[i]->d.mapped = ceb_egress_mapped(m);
+      free(doc);
+    } else if (!why[i][0]) {
+      snprintf(why[i], CEBE_MAP_WHY, "no callback document");
+    }
+    if (!cs[i]->mapped) failed++;
+  }
   return failed;
 }

@@ -39,6 +39,20 @@ static void outcome_free(outcome_op *op) {
   free(op);
 }
 
+/* The store queued a callback delivery to route with this settle (in its
+ * transaction): counted open and claimed at once, as an ingest's rows. */
+static void cebe_callback_queued(ceb_engine *e, const char *route) {
+  pthread_mutex_lock(&e->lock);
+  for (size_t r = 0; r < e->nroutes; r++)
+    if (strcmp(e->routes[r].cfg.name, route) == 0) {
+      e->routes[r].open++;
+      e->routes[r].added++;
+      e->open_total++;
+    }
+  cebe_kick_locked(e);
+  pthread_mutex_unlock(&e->lock);
+}
+
 static void outcome_done(void *arg, int status) {
   outcome_op *op = arg;
   ceb_engine *e = op->e;
@@ -59,7 +73,15 @@ static void outcome_done(void *arg, int status) {
       pthread_mutex_unlock(&e->lock);
     }
     cebe_key_outcome(e, op->route, op->key, op->r.state);
+    if (op->r.callback_queued[0])
+      cebe_callback_queued(e, op->r.callback_queued);
     char labels[256];
+    if (rt->cfg.callbacks && op->r.state != CEB_DS_RETRYING &&
+        op->r.state != CEB_DS_PENDING) {
+      snprintf(labels, sizeof labels, "%s,result=\"%s\"", rt->labels,
+               op->r.state == CEB_DS_DONE ? "sent" : "failed");
+      cebe_metric_add(e, "cebridge_callbacks_total", labels, 1);
+    }
     if (op->r.state == CEB_DS_DONE) {
       cebe_metric_add(e, "cebridge_events_delivered_total", rt->labels, 1);
       if (e->metrics)

@@ -20,6 +20,10 @@ static const struct {
     {"cebridge_delivery_settles_fenced_total",
      "Attempt outcomes the store refused: the claim's lease had ended and "
      "another claim took the delivery (or it was settled already)."},
+    {"cebridge_callbacks_total",
+     "Clients' callbacks (X-Callback) of a callbacks route by result: sent "
+     "(the client's endpoint took it) or failed (dead-lettered after the "
+     "route's retries)."},
     {"cebridge_route_queue_depth",
      "Undelivered events per route, counted in the store at scrape time."},
     {"cebridge_route_oldest_age_seconds",

@@ -44,6 +44,8 @@ typedef struct ceb_route {
   int64_t timeout_ms;
   uint32_t max_inflight;
   int64_t max_open_per_key; /* open deliveries per order key; 0: no limit */
+  int callbacks; /* callbacks = true: sends its sources' clients' callbacks
+                    and takes no event by matching */
 } ceb_route;
 
 /* Builds a route from its checked, bound config (ceb_conf_section's

@@ -27,6 +27,7 @@ int ceb_pattern_match(const char *pattern, const char *value) {
 
 int ceb_route_matches(const ceb_route *r, const char *source,
                       const ceb_event *ev) {
+  if (r->callbacks) return 0; /* its deliveries are queued by the store */
   int from = 0;
   for (size_t i = 0; i < r->nfrom && !from; i++)
     from = source && strcmp(r->from[i], source) == 0;

@@ -167,6 +167,7 @@ int ceb_route_parse(const char *name, const ceb_route_cfg *rc, ceb_route **out,
   r->timeout_ms = rc->timeout_ms;
   r->max_inflight = (uint32_t)rc->max_inflight;
   r->max_open_per_key = rc->max_open_per_key;
+  r->callbacks = rc->callbacks;
   if (r->max_inflight == 0) r->max_inflight = 1;
   if (!r->from || !r->name || !r->to || !r->receipts_prefix) {
     ceb_route_free(r);

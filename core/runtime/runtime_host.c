@@ -176,13 +176,19 @@ static int host_event_status(ceb_instance *inst, const char *client,
   if (!rt || !id || !json || !len) return CEB_EINVAL;
   *json = NULL;
   json_t *o = NULL;
-  int st = cebr_job_status(rt->store, client, id, &o);
+  int st = cebr_job_status(rt, client, id, &o);
   if (st != CEB_OK) return st;
   *json = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!*json) return CEB_ENOMEM;
   *len = strlen(*json);
   return CEB_OK;
+}
+
+/* ABI 1.3: whether a callbacks route takes inst's callbacks. */
+static int host_callbacks(ceb_instance *inst) {
+  ceb_runtime *rt = cebr_of(inst);
+  return rt && cebr_callback_route(rt, inst->name) != NULL;
 }
 
 static const ceb_host k_host = {
@@ -210,6 +216,7 @@ static const ceb_host k_host = {
     .contract_get = host_contract_get,
     .contract_list = host_contract_list,
     .event_status = host_event_status,
+    .callbacks = host_callbacks,
 };
 
 const ceb_host *cebr_host_table(void) {

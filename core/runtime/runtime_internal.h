@@ -89,6 +89,12 @@ int cebr_mapping_error(ceb_runtime *rt, ceb_instance *inst, char *err,
  * far are left in events[] for the caller to unref). */
 int cebr_map_decode(ceb_runtime *rt, ceb_instance *inst, const ceb_map_req *r,
                     ceb_event **events, char *err, size_t errlen);
+/* Callbacks (runtime_callback.c): ceb_engine_opts.callback_doc, and the
+ * callbacks route of source instance `source` (the first route with
+ * callbacks = true whose from names it; NULL: none). */
+char *cebr_callback_doc(void *arg, int64_t seq, const char *id, int *retry,
+                        char *why, size_t whylen);
+const char *cebr_callback_route(ceb_runtime *rt, const char *source);
 /* Counts a refusal in cebridge_events_rejected_total{reason}. */
 void cebr_reject_metric(ceb_runtime *rt, ceb_instance *inst,
                         const char *reason);

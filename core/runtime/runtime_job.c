@@ -11,6 +11,7 @@
 #include <ceb/ceb.h>
 
 #include "delivery/ceb_deadletter.h"
+#include "runtime/runtime_internal.h"
 #include "store/ceb_store.h"
 
 /* The dead letter of route in the event's DLQ rows (its newest: a replayed
@@ -114,9 +115,32 @@ static json_t *routes_view(json_t *routes) {
   return arr;
 }
 
-int cebr_job_status(ceb_store *st, const char *client, const char *id,
+/* 1 when route is a callbacks route of rt. */
+static int hidden(const ceb_runtime *rt, const char *route) {
+  for (size_t r = 0; route && r < rt->nroutes; r++)
+    if (rt->routes[r]->callbacks && strcmp(rt->routes[r]->name, route) == 0)
+      return 1;
+  return 0;
+}
+
+/* ev's routes without the callbacks routes (a new array). */
+static json_t *visible_routes(const ceb_runtime *rt, json_t *routes) {
+  json_t *out = json_array();
+  size_t i;
+  json_t *row;
+  json_array_foreach(routes, i, row) {
+    if (!hidden(rt, json_string_value(json_object_get(row, "route"))))
+      json_array_append(out, row);
+  }
+  return out;
+}
+
+static json_t *job_of(ceb_runtime *rt, json_t *ev);
+
+int cebr_job_status(ceb_runtime *rt, const char *client, const char *id,
                     json_t **out) {
   *out = NULL;
+  ceb_store *st = rt ? rt->store : NULL;
   if (!st || !id || !*id) return CEB_EINVAL;
   if (!client) client = "";
   json_t *all = ceb_store_event_status(st, id, NULL);
@@ -134,12 +158,40 @@ int cebr_job_status(ceb_store *st, const char *client, const char *id,
     json_decref(all);
     return CEB_ENOTFOUND;
   }
+  *out = job_of(rt, ev);
+  json_decref(all);
+  return *out ? CEB_OK : CEB_ENOMEM;
+}
+
+int cebr_job_status_seq(ceb_runtime *rt, int64_t seq, const char *id,
+                        json_t **out) {
+  *out = NULL;
+  ceb_store *st = rt ? rt->store : NULL;
+  if (!st || !id || !*id) return CEB_EINVAL;
+  json_t *all = ceb_store_event_status(st, id, NULL);
+  if (!all) return CEB_EIO;
+  json_t *ev = NULL;
+  size_t i;
+  json_t *row;
+  json_array_foreach(all, i, row) {
+    if (json_integer_value(json_object_get(row, "seq")) == seq) ev = row;
+  }
+  if (ev) *out = job_of(rt, ev);
+  json_decref(all);
+  return !ev ? CEB_ENOTFOUND : *out ? CEB_OK : CEB_ENOMEM;
+}
+
+/* The job document of one event row of ceb_store_event_status. */
+static json_t *job_of(ceb_runtime *rt, json_t *ev) {
+  ceb_store *st = rt->store;
+  size_t i;
+  json_t *row;
   json_t *o = json_object();
   static const char *const keys[] = {"id", "source", "type", "received_at",
                                      NULL};
   for (int k = 0; keys[k]; k++)
     json_object_set(o, keys[k], json_object_get(ev, keys[k]));
-  json_t *routes = json_object_get(ev, "routes");
+  json_t *routes = visible_routes(rt, json_object_get(ev, "routes"));
   json_t *dead = NULL;
   int open = 0;
   json_array_foreach(routes, i, row) {
@@ -153,7 +205,6 @@ int cebr_job_status(ceb_store *st, const char *client, const char *id,
   else
     set_done(o, routes);
   json_object_set_new(o, "routes", routes_view(routes));
-  json_decref(all);
-  *out = o;
-  return CEB_OK;
+  json_decref(routes);
+  return o;
 }

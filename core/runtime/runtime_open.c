@@ -150,6 +150,16 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
     ceb_route *r = NULL;
     int rc = ceb_route_parse(sec->name, &sec->host.route, &r, err, errlen);
     if (rc != CEB_OK) return rc;
+    const ceb_route_cfg *hc = &sec->host.route;
+    if (r->callbacks && (hc->map || hc->filter || hc->order_by || r->nmatch)) {
+      /* what it sends is made by the host (runtime_callback.c) */
+      snprintf(err, errlen,
+               "%s:%d: route %s: callbacks = true takes no match, filter, map "
+               "or order_by: its deliveries are the clients' callbacks",
+               sec->file, sec->line, r->name);
+      ceb_route_free(r);
+      return CEB_ECONFIG;
+    }
     rt->route_filter[rt->nroutes] =
         ceb_mapping_set_find(rt->maps, "route", r->name, "filter");
     rt->routes[rt->nroutes++] = r;
@@ -211,7 +221,8 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
         .dry_run = dry_run || sec->host.route.dry_run,
         .metrics_keys = sec->host.route.metrics_keys.items,
         .nmetrics_keys = sec->host.route.metrics_keys.count,
-        .metrics_keys_top = (unsigned)sec->host.route.metrics_keys_top};
+        .metrics_keys_top = (unsigned)sec->host.route.metrics_keys_top,
+        .callbacks = r->callbacks};
   }
   return CEB_OK;
 }
@@ -325,7 +336,9 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
                           .workers = (unsigned)b->workers,
                           .max_queued = b->backpressure_max_queued,
                           .poll_ms = b->store.poll_interval_ms,
-                          .mapper = rt->mapper};
+                          .mapper = rt->mapper,
+                          .callback_doc = cebr_callback_doc,
+                          .callback_arg = rt};
     rc = ceb_engine_new(&eo, &rt->engine);
     if (rc != CEB_OK)
       snprintf(err, errlen, "runtime: cannot create the delivery engine: %s",

@@ -281,6 +281,14 @@ int cebr_submit_ex(ceb_instance *inst, ceb_event *const *events, size_t count,
           ? opts->key_limited
           : NULL;
   if (key_limited) *key_limited = 0;
+  /* ABI 1.3: the client's callback URL (the source checked its form) */
+  const char *callback =
+      opts && opts->struct_size >=
+                  offsetof(ceb_submit_opts, callback) + sizeof(char *)
+          ? opts->callback
+          : NULL;
+  if (callback && !cebr_callback_route(rt, inst->name))
+    return CEB_EUNSUPPORTED; /* no route sends this source's callbacks */
   if (atomic_load(&rt->draining) || !rt->started) return CEB_ESHUTDOWN;
   /* A store that cannot write (full disk, I/O error, damage) could never
    * make the events durable: refuse before taking anything (sources answer
@@ -379,7 +387,7 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
                        void *cb_arg, const unsigned char *hit, size_t nr,
                        char **pre, size_t *pre_len) {
   ingest_job *j = calloc(1, sizeof *j);
-  size_t scap = count * 5 + nr + 1;
+  size_t scap = count * 6 + nr + 1;
   if (j) {
     j->events = calloc(count, sizeof *j->events);
     j->routes = calloc(nr ? nr : 1, sizeof *j->routes);
@@ -397,6 +405,13 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
   int64_t now = cebr_now(rt);
   j->submitted_at = now;
   const char *client = opts ? opts->client : NULL;
+  const char *callback =
+      opts && opts->struct_size >=
+                  offsetof(ceb_submit_opts, callback) + sizeof(char *)
+          ? opts->callback
+          : NULL;
+  /* the route's name lives as long as the runtime */
+  const char *cb_route = callback ? cebr_callback_route(rt, inst->name) : NULL;
   size_t off = 0;
   for (size_t i = 0; i < count; i++) {
     const ceb_event *ev = events[i];
@@ -431,6 +446,14 @@ static int journal_job(ceb_runtime *rt, ceb_instance *inst,
           .index = r};
       off++;
       ie->nroutes++;
+    }
+    if (cb_route) {
+      ie->callback_route = cb_route;
+      ie->callback_url = keep(j, callback, scap);
+      if (!ie->callback_url) {
+        job_free(j);
+        return CEB_ENOMEM;
+      }
     }
     if (!ie->json || !ie->source || !ie->id) {
       job_free(j);

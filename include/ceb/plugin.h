@@ -65,6 +65,10 @@ extern "C" {
  * max_open_per_key refused the submit). */
 /* 1.3: ceb_host.submit_mapped_batch and ceb_mapped_doc (several input
  * documents through one mapping round trip and one journal op). */
+/* 1.3: callbacks (docs/integration-guide.md "Callbacks"):
+ * ceb_submit_opts.callback (the client's callback URL for the events of a
+ * submit) and ceb_host.callbacks (whether a route sends the source's
+ * callbacks). */
 #define CEB_ABI_MINOR 3
 
 #if defined(__GNUC__)
@@ -152,6 +156,15 @@ typedef struct ceb_submit_opts {
    * (HTTP: 429 with Retry-After; 0 for general backpressure: 503). A
    * plugin built before 1.2 gets a plain CEB_EBUSY. */
   int *key_limited;
+  /* ABI 1.3, in, optional: a URL the host posts each event's final job
+   * status to (done, error, time-out: the document ceb_host.event_status
+   * gives), through the route with callbacks = true that takes this
+   * source's callbacks. The source checks its form (https, or http to a
+   * loopback address; bounded length); the host copies it. Set only when
+   * CEB_HOST_HAS(host, callbacks) and callbacks(inst) is 1: a host without
+   * such a route answers CEB_EUNSUPPORTED (HTTP 400), and a 1.2 host
+   * ignores it. Events no route takes get no callback. */
+  const char *callback;
 } ceb_submit_opts;
 
 /* ---- sinks: deliver and settle ---- */
@@ -550,6 +563,12 @@ typedef struct ceb_host {
   int (*submit_mapped_batch)(ceb_instance *inst, struct ceb_mapped_doc *docs,
                              size_t n, const ceb_submit_opts *opts,
                              ceb_submit_cb cb, void *cb_arg);
+
+  /* ABI 1.3: 1 when a route with callbacks = true sends the callbacks of inst's
+   * events (ceb_submit_opts.callback is honoured), else 0. Fixed for the
+   * life of the configuration; a source may ask once at start. Check
+   * CEB_HOST_HAS(host, callbacks) before calling. Any thread. */
+  int (*callbacks)(ceb_instance *inst);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

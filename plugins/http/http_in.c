@@ -53,12 +53,20 @@ static int add_client(const char *key, const char *value, void *arg) {
   http_source *s = c->s;
   const char *name = key + strlen("clients.");
   size_t n = strlen(name);
+  static const char cb_suffix[] = ".callback";
+  if (n > sizeof cb_suffix - 1 &&
+      strcmp(name + n - (sizeof cb_suffix - 1), cb_suffix) == 0) {
+    c->st = http_in_callback_default(s, key, name, n - (sizeof cb_suffix - 1),
+                                     value);
+    return c->st != CEB_OK;
+  }
   static const char suffix[] = ".types";
   if (n <= sizeof suffix - 1 ||
       strcmp(name + n - (sizeof suffix - 1), suffix) != 0) {
     LOG(s, CEB_LOG_ERROR,
-        "%s (%s): expected clients.<client>.types = <type patterns>", key,
-        ceb_config_origin(s->cfg, key));
+        "%s (%s): expected clients.<client>.types = <type patterns> or "
+        "clients.<client>.callback = <URL>",
+        key, ceb_config_origin(s->cfg, key));
     c->st = CEB_ECONFIG;
     return 1;
   }
@@ -205,6 +213,12 @@ static int init_config(http_source *s) {
   clients_ctx cc = {s, CEB_OK};
   ceb_config_foreach(cfg, "clients.", add_client, &cc);
   if (cc.st != CEB_OK) return cc.st;
+  if (s->ncb_defaults > 0 && !s->auth_oauth2) {
+    LOG(s, CEB_LOG_ERROR,
+        "clients.<client>.callback needs auth = oauth2 (the client is the "
+        "token's identity)");
+    return CEB_ECONFIG;
+  }
   if (s->nclients > 0 && !s->auth_oauth2) {
     LOG(s, CEB_LOG_ERROR,
         "clients.<client>.types needs auth = oauth2 (the "
@@ -387,6 +401,9 @@ void http_source_destroy(void *state) {
   for (size_t i = 0; i < s->nclients; i++)
     free(s->clients[i].client);
   free(s->clients);
+  for (size_t i = 0; i < s->ncb_defaults; i++)
+    free(s->cb_defaults[i].client);
+  free(s->cb_defaults);
   http_tls_listener_free(&s->tls);
   free(s->name);
   pthread_cond_destroy(&s->cond);

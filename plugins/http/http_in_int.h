@@ -56,6 +56,11 @@ typedef struct http_source {
   http_jwt_rules rules;
   http_client_types *clients;
   size_t nclients;
+  /* clients.<client>.callback: each client's default callback URL
+   * (checked at init; http_in_callback.c) */
+  http_client_types *cb_defaults; /* patterns: the URL */
+  size_t ncb_defaults;
+  int callbacks; /* the host sends this source's callbacks (ABI 1.3) */
   http_idem_mode idem;
   http_ratelimit *ratelimit; /* NULL: no limit */
   double rate;
@@ -91,6 +96,12 @@ typedef struct http_conns http_conns;
  * resumed requests are closed by the daemon's shutdown; their submit
  * callbacks, when they come, only touch the request record. */
 void http_source_resume_all(http_source *s);
+
+/* Init: clients.<client>.callback = url (client: client_len bytes), the
+ * URL checked (CEB_ECONFIG with key's origin logged). Control thread. */
+int http_in_callback_default(http_source *s, const char *key,
+                             const char *client, size_t client_len,
+                             const char *url);
 
 /* The MHD access handler and completion callback. */
 enum MHD_Result http_source_handle(void *cls, struct MHD_Connection *conn,

@@ -54,6 +54,9 @@ typedef struct http_req {
 
   char client[256]; /* "" when anonymous */
   int has_client;
+  const char *callback; /* the callback URL of the request's events (the
+                           X-Callback header's, or the client's default;
+                           borrowed), NULL: none */
   char idem_key[HTTP_IDEM_KEY_LEN + 1];
   int has_key;
   int idem_reserved;
@@ -96,6 +99,13 @@ void http_req_unavailable(http_req *r, const char *code, const char *detail);
 /* The per-client rate limit (rate_limit): 1 within it, 0 refused with
  * 429 in r->reply. MHD thread. */
 int http_in_rate_ok(http_req *r);
+
+/* Callbacks (http_in_callback.c). The request's callback URL into
+ * r->callback: the X-Callback header's when sent (1; 0 with a 400 problem
+ * naming the header in r->reply when it is malformed, sent twice, or the
+ * host sends no callbacks for this source), else the client's default
+ * (clients.<client>.callback). MHD thread. */
+int http_in_callback_of(http_req *r);
 
 /* http_in_auth.c, MHD thread. */
 

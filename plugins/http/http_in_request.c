@@ -372,6 +372,7 @@ static int after_auth(http_req *r) {
     return 0;
   }
   if (!http_in_rate_ok(r)) return 0;
+  if (!http_in_callback_of(r)) return 0;
   const char *ct = ceb_headers_get(&r->headers, "Content-Type");
   /* with a mapping any body is the program's to judge */
   if (!s->mapped && ceb_http_mode_of(ct) == CEB_MODE_BINARY &&

@@ -76,7 +76,9 @@ const ceb_config_spec http_source_spec[] = {
         "clients.", CEB_CFG_STRING, CEB_CFG_PREFIX, NULL, 0, 0, NULL,
         "clients.CLIENT.types = nl.edu.*|nl.duo.x: event types CLIENT may "
         "send (exact, prefix*, *suffix, *). Once any is set, unlisted clients "
-        "are refused."},
+        "are refused. clients.CLIENT.callback = URL: the callback URL of "
+        "CLIENT's events when a request has no X-Callback (https, or http to "
+        "a loopback address; needs a route with callbacks = true)."},
     {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0, "off|optional|required",
      "Idempotency-Key (UUID v4) handling: ignored, honoured when sent, or "
      "required."},

@@ -182,6 +182,11 @@ static void reply_submit_error(http_req *r, int st, ceb_violations *v,
     http_req_unavailable(r, "draining", "the bridge is shutting down");
   } else if (st == CEB_EINVAL) {
     http_reply_problem(&r->reply, 400, "event.rejected", ceb_strerror(st));
+  } else if (st == CEB_EUNSUPPORTED && r->callback) {
+    /* the host lost its callbacks route between the check and the submit
+     * (never within one configuration) */
+    http_reply_problem(&r->reply, 400, "callback.unsupported",
+                       "X-Callback: this intermediary sends no callbacks");
   } else if (st == CEB_EFORBIDDEN) {
     http_reply_problem(&r->reply, 403, "event.forbidden", ceb_strerror(st));
   } else {
@@ -210,7 +215,8 @@ static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
                           ceb_headers_get(&r->headers, "traceparent"),
                           v,
                           &failed,
-                          &key_limited};
+                          &key_limited,
+                          r->callback};
   pthread_mutex_lock(&s->lock);
   s->pending++;
   pthread_mutex_unlock(&s->lock);

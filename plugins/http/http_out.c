@@ -34,6 +34,12 @@ const ceb_config_spec http_sink_spec[] = {
      "http source); 0 keeps none."},
     {"allow_insecure_http", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Allow plain http:// URLs (loopback tests only)."},
+    {"callback_urls", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "This sink sends the clients' callbacks of a route with callbacks = "
+     "true: each goes to the URL the client gave (X-Callback; https, or "
+     "http to a loopback address, checked again before sending) instead of "
+     "url, with a circuit per URL. url stays the destination of anything "
+     "else routed here."},
     {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "CA bundle for the endpoint's certificate (default: system store)."},
     {"tls.client_cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
@@ -210,6 +216,7 @@ static int setup_auth(http_sink *s, const ceb_config *cfg) {
 static int setup(http_sink *s, const ceb_config *cfg) {
   int oom = 0;
   s->allow_insecure = ceb_config_bool(cfg, "allow_insecure_http", 0);
+  s->callback_urls = ceb_config_bool(cfg, "callback_urls", 0);
   const char *mode = ceb_config_str(cfg, "mode");
   s->mode = !mode || strcmp(mode, "binary") == 0 ? CEB_MODE_BINARY
             : strcmp(mode, "structured") == 0    ? CEB_MODE_STRUCTURED
@@ -276,7 +283,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   s->idle = calloc((size_t)s->max_connections + 2, sizeof(*s->idle));
   s->multi = curl_multi_init();
   if (!s->batch || !s->idle || !s->multi) return CEB_ENOMEM;
-  if (s->url_templated) {
+  if (s->url_templated || s->callback_urls) {
     /* the host's circuit keys (the sink section's circuit.*) per
      * destination */
     s->dests =

@@ -82,6 +82,7 @@ typedef struct http_sink {
   int64_t timeout_ms;
   size_t excerpt_max; /* response_excerpt: body bytes kept on success */
   int allow_insecure;
+  int callback_urls;   /* a mapped delivery's topic is its URL (callbacks) */
   http_tls_client tls; /* policy, CA, client certificate */
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */

@@ -2,6 +2,8 @@
  * and the easy-handle setup for every kind of exchange. Loop thread. */
 #include "http_out_int.h"
 
+#include "http_callback.h"
+
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -307,7 +309,20 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
       http_sink_req_free(s, r);
       return NULL;
     }
-    if (rc == CEB_OK && s->url_templated) {
+    if (rc == CEB_OK && mo && mo->topic && s->callback_urls) {
+      /* a client's callback: its own URL, checked as at ingest (the row
+       * could have been written by anything with the store) */
+      char why[128];
+      if (http_callback_url_check(mo->topic, why, sizeof why) != CEB_OK) {
+        char detail[200];
+        snprintf(detail, sizeof detail, "the callback URL is refused: %s", why);
+        reject_all(s, ds, n, "callback.url", detail);
+        r->nd = 0;
+        http_sink_req_free(s, r);
+        return NULL;
+      }
+      r->url = strdup(mo->topic);
+    } else if (rc == CEB_OK && s->url_templated) {
       rc = http_sink_url_expand(s->url, ds[0]->event, &r->url);
       if (rc == CEB_ENOTFOUND) {
         reject_all(s, ds, n, "url.attribute",
@@ -522,7 +537,9 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   const char *url =
       r->kind == HTTP_REQ_TOKEN ? http_oauth_client_url(s->oauth) : r->url;
   SETOPT(e, CURLOPT_URL, url);
-  SETOPT(e, CURLOPT_PROTOCOLS_STR, s->allow_insecure ? "http,https" : "https");
+  /* callbacks: http only to loopback addresses (http_callback_url_check) */
+  SETOPT(e, CURLOPT_PROTOCOLS_STR,
+         s->allow_insecure || s->callback_urls ? "http,https" : "https");
   SETOPT(e, CURLOPT_FOLLOWLOCATION, 0L);
   SETOPT(e, CURLOPT_NOSIGNAL, 1L);
   SETOPT(e, CURLOPT_TCP_KEEPALIVE, 1L);

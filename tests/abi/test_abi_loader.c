@@ -231,8 +231,8 @@ int main(void) {
     CHECK(CEB_HOST_HAS(h, submit_mapped_batch));
     CHECK(offsetof(ceb_host, submit_mapped_batch) >
           offsetof(ceb_host, event_status));
-    CHECK_INT(sizeof(ceb_host),
-              offsetof(ceb_host, submit_mapped_batch) + sizeof(void *));
+    CHECK(sizeof(ceb_host) >=
+          offsetof(ceb_host, submit_mapped_batch) + sizeof(void *));
     h->struct_size =
         (uint32_t)(offsetof(ceb_host, event_status) + sizeof(void *));
     CHECK(!CEB_HOST_HAS(h, submit_mapped_batch) &&
@@ -240,6 +240,17 @@ int main(void) {
     /* ceb_mapped_doc starts with its struct_size, so a later minor can
      * append to it (the host refuses a document shorter than its own) */
     CHECK_INT(offsetof(ceb_mapped_doc, struct_size), 0);
+    /* 1.3: callbacks follows submit_mapped_batch; a 1.2 host's table ends
+     * before both, so a source sees no callbacks there */
+    h->callbacks = (int (*)(ceb_instance *))(void *)1;
+    h->struct_size = sizeof hh;
+    CHECK(CEB_HOST_HAS(h, callbacks));
+    CHECK(offsetof(ceb_host, callbacks) >
+          offsetof(ceb_host, submit_mapped_batch));
+    CHECK_INT(sizeof(ceb_host), offsetof(ceb_host, callbacks) + sizeof(void *));
+    h->struct_size =
+        (uint32_t)(offsetof(ceb_host, event_status) + sizeof(void *));
+    CHECK(!CEB_HOST_HAS(h, callbacks) && CEB_HOST_HAS(h, event_status));
   }
   {
     /* ceb_submit_opts.key_limited (1.2) is appended after the 1.0 members:
@@ -248,8 +259,12 @@ int main(void) {
      * it (runtime_submit.c) */
     CHECK(offsetof(ceb_submit_opts, key_limited) >=
           offsetof(ceb_submit_opts, failed_index) + sizeof(size_t *));
+    /* 1.3: callback follows key_limited; the host reads it only when
+     * struct_size covers it (a 1.2 plugin's opts end before) */
+    CHECK(offsetof(ceb_submit_opts, callback) >=
+          offsetof(ceb_submit_opts, key_limited) + sizeof(int *));
     CHECK_INT(sizeof(ceb_submit_opts),
-              offsetof(ceb_submit_opts, key_limited) + sizeof(int *));
+              offsetof(ceb_submit_opts, callback) + sizeof(char *));
   }
 
   /* ceb_settle_info: the 1.2 response body follows every 1.0 member, so a
