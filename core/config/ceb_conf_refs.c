@@ -167,6 +167,49 @@ static void check_metrics_keys(ceb_conf_errors *errs,
   }
 }
 
+/* callbacks = true: what the route sends is made by the host (the
+ * clients' status documents, core/runtime/runtime_callback.c), so nothing
+ * selects or shapes events on it; and its sink must send each to the
+ * client's own URL (the http sink's callback_urls, read from its section
+ * as a plugin would). */
+static void check_callbacks(const ceb_conf *conf, ceb_conf_errors *errs,
+                            const ceb_conf_section *r) {
+  const char *v, *file;
+  int line;
+  if (!entry_of(r->cfg, "callbacks", &v, &file, &line) ||
+      !ceb_config_bool(r->cfg, "callbacks", 0))
+    return;
+  static const char *const not_with[] = {"filter", "map", "order_by", NULL};
+  for (int k = 0; not_with[k]; k++)
+    if (ceb_config_str(r->cfg, not_with[k]))
+      ceb_conf_error_add(
+          errs, file, line, "its deliveries are the clients' callbacks",
+          "[route %s]: callbacks = true takes no %s", r->name, not_with[k]);
+  size_t n = cebi_config_count(r->cfg);
+  for (size_t i = 0; i < n; i++) {
+    const char *k, *kv, *kf;
+    int kl;
+    cebi_config_entry(r->cfg, i, &k, &kv, &kf, &kl);
+    if (strncmp(k, "match.", 6) == 0) {
+      ceb_conf_error_add(
+          errs, file, line, "its deliveries are the clients' callbacks",
+          "[route %s]: callbacks = true takes no %s", r->name, k);
+      break;
+    }
+  }
+  const char *to = ceb_config_str(r->cfg, "to");
+  for (size_t i = 0; to && i < conf->count; i++) {
+    const ceb_conf_section *s = &conf->sections[i];
+    if (s->name && strcmp(s->kind, "sink") == 0 && strcmp(s->name, to) == 0 &&
+        !ceb_config_bool(s->cfg, "callback_urls", 0))
+      ceb_conf_error_add(errs, file, line,
+                         "set callback_urls = true on an http sink",
+                         "[route %s]: callbacks = true needs a sink that sends "
+                         "to each client's URL; [sink %s] has no callback_urls",
+                         r->name, to);
+  }
+}
+
 static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
                         const ceb_conf_section *r) {
   const ceb_config *cfg = r->cfg;
@@ -188,6 +231,7 @@ static void check_route(const ceb_conf *conf, ceb_conf_errors *errs,
     missing_ref(conf, errs, file, line, r->name, "to", "sink", v, strlen(v));
   check_destination(conf, errs, r, "dlq", 1, 1);
   check_destination(conf, errs, r, "receipts", 0, 0);
+  check_callbacks(conf, errs, r);
   if (entry_of(cfg, "order_by", &v, &file, &line) && !ceb_conf_attr_ok(v))
     ceb_conf_error_add(errs, file, line,
                        "an attribute or extension name: a-z and 0-9",

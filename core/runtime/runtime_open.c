@@ -150,16 +150,7 @@ static int build_routes(ceb_runtime *rt, ceb_engine_route **eroutes,
     ceb_route *r = NULL;
     int rc = ceb_route_parse(sec->name, &sec->host.route, &r, err, errlen);
     if (rc != CEB_OK) return rc;
-    const ceb_route_cfg *hc = &sec->host.route;
-    if (r->callbacks && (hc->map || hc->filter || hc->order_by || r->nmatch)) {
-      /* what it sends is made by the host (runtime_callback.c) */
-      snprintf(err, errlen,
-               "%s:%d: route %s: callbacks = true takes no match, filter, map "
-               "or order_by: its deliveries are the clients' callbacks",
-               sec->file, sec->line, r->name);
-      ceb_route_free(r);
-      return CEB_ECONFIG;
-    }
+
     rt->route_filter[rt->nroutes] =
         ceb_mapping_set_find(rt->maps, "route", r->name, "filter");
     rt->routes[rt->nroutes++] = r;

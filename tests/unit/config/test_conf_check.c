@@ -520,7 +520,39 @@ static void check_several_refs(void) {
   free(dir);
 }
 
+/* A callbacks route: nothing selects or shapes what it sends, and its sink
+ * must send to each client's URL (callback_urls); errors at the callbacks
+ * line. */
+static void check_callbacks_route(void) {
+  char *dir = ceb_test_tmpdir("conf-check-callbacks");
+  fx_write(dir, "a.conf",
+           "[source s]\nplugin = web\n"
+           "[sink plain]\nplugin = web\n"
+           "[sink cb]\nplugin = web\ncallback_urls = true\n"       /* 5-7 */
+           "[route bad]\nfrom = s\nto = plain\ncallbacks = true\n" /* 11 */
+           "order_by = institution\nmatch.type = x\n"
+           "[route good]\nfrom = s\nto = cb\ncallbacks = true\n"
+           "[route events]\nfrom = s\nto = plain\norder_by = institution\n");
+  ceb_conf *conf = NULL;
+  ceb_conf_errors errs;
+  CHECK_INT(ceb_conf_load(dir, &conf, &errs), CEB_OK);
+  CHECK_INT(ceb_conf_check(conf, NULL, NULL, &errs), CEB_ECONFIG);
+  expect(&errs, "a.conf", 11, "[route bad]: callbacks = true takes no order_by",
+         NULL);
+  expect(&errs, "a.conf", 11,
+         "[route bad]: callbacks = true takes no match.type", NULL);
+  expect(&errs, "a.conf", 11,
+         "[route bad]: callbacks = true needs a sink that sends to each "
+         "client's URL; [sink plain] has no callback_urls",
+         "set callback_urls = true on an http sink");
+  CHECK_INT(errs.count, 3);
+  ceb_conf_free(conf);
+  fx_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
+  check_callbacks_route();
   check_several_refs();
   check_secret_files();
   check_ok();
