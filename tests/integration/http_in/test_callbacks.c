@@ -21,7 +21,7 @@
 #include "ceb_test_proc.h"
 #include "hin_harness.h"
 #include "http_webhook_sig.h"
-#include "rx_server.h"
+#include "ceb_test_rx.h"
 
 static const char k_secret[] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
