@@ -8,6 +8,7 @@
 #include <ceb/status.h>
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Fills err (may be NULL) with status, code and a printf-style message;
  * returns status so callers can `return cebi_fail(...)`. */
@@ -17,6 +18,20 @@ int cebi_fail(ceb_error *err, int status, const char *code, const char *fmt,
 /* 1 when the len bytes are well-formed UTF-8 (no overlongs, no surrogates)
  * without NUL bytes. */
 int cebi_utf8_valid(const void *buf, size_t len);
+
+/* The CloudEvents "String" rule on a NUL-terminated attribute value
+ * (ceb_ce_string.c): CEBI_STR_OK, or what the first offending character
+ * is, with its code point in *cp_out (0 for bad UTF-8) and its byte offset
+ * in *at_out (either may be NULL). Pure; any thread. */
+typedef enum cebi_str_fault {
+  CEBI_STR_OK = 0,
+  CEBI_STR_CONTROL,   /* U+0000-U+001F, U+007F-U+009F */
+  CEBI_STR_SURROGATE, /* U+D800-U+DFFF (CESU-8 bytes) */
+  CEBI_STR_NONCHAR,   /* U+FDD0-U+FDEF, U+xFFFE, U+xFFFF */
+  CEBI_STR_UTF8       /* not well-formed UTF-8 */
+} cebi_str_fault;
+cebi_str_fault cebi_ce_string_check(const char *value, uint32_t *cp_out,
+                                    size_t *at_out);
 
 /* Case-insensitive comparison of the media type's "type/subtype" (parameters
  * and surrounding whitespace ignored) with `essence`. */

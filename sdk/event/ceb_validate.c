@@ -30,6 +30,10 @@
  * | ce.attr.uri                   | error   | a URI extension is an absolute URI                |
  * | ce.attr.uri_ref               | error   | a URI-reference extension is a URI-reference      |
  * | ce.attr.timestamp             | error   | a Timestamp extension is RFC 3339                 |
+ * | ce.attr.string                | error   | a String value has no control characters,         |
+ * |                               |         | surrogates or noncharacters (CloudEvents 1.0.2    |
+ * |                               |         | type system; every attribute, whatever its type)  |
+ * | ce.attr.utf8                  | error   | an attribute value is well-formed UTF-8           |
  * | ce.data.json                  | error   | JSON-kind data must be one valid JSON value       |
  * | ce.data.text                  | error   | text-kind data must be valid UTF-8                |
  * | event.too_large               | error   | ceb_event_size() over max_size (default 64 KiB)   |
@@ -214,6 +218,31 @@ static void check_typed(ctx *c, const char *name, const char *v,
   }
 }
 
+/* The String rule on every value (ceb_ce_string.c). The message names the
+ * code point as U+XXXX, never the byte itself: it is echoed to clients and
+ * written to logs. */
+static void check_string(ctx *c, const char *name, const char *v) {
+  uint32_t cp;
+  size_t at;
+  cebi_str_fault f = cebi_ce_string_check(v, &cp, &at);
+  if (f == CEBI_STR_OK) return;
+  /* a name that breaks ce.attr.name may hold anything: not repeated */
+  const char *shown = ceb_valid_attr_name(name) ? name : "(invalid name)";
+  if (f == CEBI_STR_UTF8) {
+    add(c, SEV_ERROR, "ce.attr.utf8", name,
+        "'%s' is not valid UTF-8 (byte 0x%02X at offset %zu)", shown,
+        (unsigned)(unsigned char)v[at], at);
+    return;
+  }
+  const char *what = f == CEBI_STR_CONTROL     ? "a control character"
+                     : f == CEBI_STR_SURROGATE ? "a surrogate"
+                                               : "a noncharacter";
+  add(c, SEV_ERROR, "ce.attr.string", name,
+      "'%s' contains U+%04X (%s) at byte %zu; a CloudEvents String has no "
+      "control characters, surrogates or noncharacters",
+      shown, (unsigned)cp, what, at);
+}
+
 static void check_name_length(ctx *c, const char *name) {
   if (strlen(name) > NLGOV_NAME_MAX)
     add(c, SEV_PROFILE, "nlgov.attr.name_length", name,
@@ -233,6 +262,7 @@ static void check_attributes(ctx *c, const ceb_event *ev) {
     else if (!ceb_valid_attr_name(name))
       add(c, SEV_ERROR, "ce.attr.name", name,
           "attribute name '%.64s' must use only a-z and 0-9", name);
+    check_string(c, name, v);
     if (!ceb_attr_is_context(name)) check_typed(c, name, v, t);
     if (c->nlgov != CEB_PROFILE_OFF) check_name_length(c, name);
   }

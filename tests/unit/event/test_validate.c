@@ -254,7 +254,120 @@ static void test_checked_once(void) {
   ceb_event_unref(ev);
 }
 
+/* Validates a minimal event with `value` in subject and returns the
+ * violation `code` on it (NULL when the value is accepted; any other
+ * violation fails the check). */
+static const ceb_violation *string_rule(const char *value, ceb_violations *v) {
+  ceb_event *ev = minimal();
+  CHECK_INT(ceb_event_set(ev, "subject", value), CEB_OK);
+  size_t errors = ceb_event_validate(ev, NULL, v);
+  ceb_event_unref(ev);
+  CHECK_MSG(errors == v->count && errors <= 1, "%zu errors, %zu items", errors,
+            v->count);
+  return v->count ? &v->items[0] : NULL;
+}
+
+/* Expects value (a subject) refused with code and a message naming the
+ * code point as `uplus` (U+XXXX), none of its bytes raw. */
+static void expect_refused(const char *value, const char *code,
+                           const char *uplus) {
+  ceb_violations v;
+  const ceb_violation *x = string_rule(value, &v);
+  CHECK_MSG(x != NULL, "%s: accepted", uplus);
+  if (!x) return;
+  CHECK_STR(x->code, code);
+  CHECK_STR(x->attribute, "subject");
+  CHECK_INT(x->severity, CEB_SEV_ERROR);
+  if (uplus)
+    CHECK_MSG(strstr(x->message, uplus) != NULL, "'%s' does not name %s",
+              x->message, uplus);
+  for (const unsigned char *p = (const unsigned char *)x->message; *p; p++)
+    CHECK_MSG(*p >= 0x20 && *p < 0x7F, "raw byte 0x%02X in the message", *p);
+}
+
+static void expect_taken(const char *value, const char *what) {
+  ceb_violations v;
+  const ceb_violation *x = string_rule(value, &v);
+  CHECK_MSG(x == NULL, "%s refused: %s", what, x ? x->message : "");
+}
+
+/* CloudEvents 1.0.2 "String": no U+0000-U+001F, U+007F-U+009F, surrogates,
+ * U+FDD0-U+FDEF, U+xFFFE or U+xFFFF; each range's edges, in UTF-8. */
+static void test_string_rule(void) {
+  expect_refused("a\x1f"
+                 "b",
+                 "ce.attr.string", "U+001F");
+  expect_refused("\t", "ce.attr.string", "U+0009");
+  expect_refused("x\x1b[31m", "ce.attr.string", "U+001B");
+  expect_taken("a b ~", "U+0020, U+007E");
+  expect_refused("a\x7f", "ce.attr.string", "U+007F");
+  expect_refused("\xc2\x80", "ce.attr.string", "U+0080");
+  expect_refused("next\xc2\x85line", "ce.attr.string", "U+0085");
+  expect_refused("\xc2\x9f", "ce.attr.string", "U+009F");
+  expect_taken("\xc2\xa0", "U+00A0");
+  expect_taken("\xed\x9f\xbf", "U+D7FF");
+  expect_refused("\xed\xa0\x80", "ce.attr.string", "U+D800"); /* CESU-8 */
+  expect_refused("\xed\xbf\xbf", "ce.attr.string", "U+DFFF");
+  expect_taken("\xee\x80\x80", "U+E000");
+  expect_taken("\xef\xb7\x8f", "U+FDCF");
+  expect_refused("\xef\xb7\x90", "ce.attr.string", "U+FDD0");
+  expect_refused("\xef\xb7\xaf", "ce.attr.string", "U+FDEF");
+  expect_taken("\xef\xb7\xb0", "U+FDF0");
+  expect_taken("\xef\xbf\xbd", "U+FFFD");
+  expect_refused("\xef\xbf\xbe", "ce.attr.string", "U+FFFE");
+  expect_refused("\xef\xbf\xbf", "ce.attr.string", "U+FFFF");
+  expect_taken("\xf0\x90\x80\x80", "U+10000");
+  expect_refused("\xf0\x9f\xbf\xbe", "ce.attr.string", "U+1FFFE");
+  expect_refused("\xf0\x9f\xbf\xbf", "ce.attr.string", "U+1FFFF");
+  expect_refused("\xf4\x8f\xbf\xbf", "ce.attr.string", "U+10FFFF");
+  expect_taken("\xf4\x8f\xbf\xbd", "U+10FFFD");
+  expect_taken("caf\xc3\xa9 \xf0\x9f\x98\x80", "a 4-byte emoji");
+  /* the first offending character is the one named */
+  expect_refused("ok \xef\xbf\xbf then \t", "ce.attr.string", "U+FFFF");
+  /* not UTF-8 at all: its own code, the byte in hex */
+  expect_refused("\xff", "ce.attr.utf8", "0xFF");
+  expect_refused("a\xc3", "ce.attr.utf8", "offset 1");  /* cut short */
+  expect_refused("\xc0\xaf", "ce.attr.utf8", "0xC0");   /* overlong '/' */
+  expect_refused("\xe0\x80\xaf", "ce.attr.utf8", NULL); /* overlong */
+  expect_refused("\xf0\x80\x80\xaf", "ce.attr.utf8", NULL);
+  expect_refused("\xf4\x90\x80\x80", "ce.attr.utf8", NULL); /* > 10FFFF */
+  expect_refused("\x80", "ce.attr.utf8", NULL);
+
+  /* every attribute, context or extension, whatever its type */
+  static const struct {
+    const char *name;
+    ceb_attr_type t;
+  } attrs[] = {{"id", CEB_ATTR_STRING},      {"source", CEB_ATTR_URI_REF},
+               {"type", CEB_ATTR_STRING},    {"datacontenttype", 0},
+               {"dataschema", CEB_ATTR_URI}, {"time", CEB_ATTR_TIMESTAMP},
+               {"ext", CEB_ATTR_STRING},     {"flag", CEB_ATTR_BOOLEAN},
+               {"num", CEB_ATTR_INTEGER},    {"bin", CEB_ATTR_BINARY},
+               {"uri", CEB_ATTR_URI},        {"ref", CEB_ATTR_URI_REF},
+               {"ts", CEB_ATTR_TIMESTAMP},   {"specversion", 0}};
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+    ceb_event *ev = minimal();
+    CHECK_INT(ceb_event_set_typed(ev, attrs[i].name, attrs[i].t, "1.0\x1b"),
+              CEB_OK);
+    ceb_violations v;
+    CHECK(ceb_event_validate(ev, NULL, &v) >= 1);
+    const ceb_violation *x = find(&v, "ce.attr.string");
+    CHECK_MSG(x != NULL, "%s: no ce.attr.string", attrs[i].name);
+    if (x) CHECK_STR(x->attribute, attrs[i].name);
+    CHECK(!ceb_event_checked(ev));
+    ceb_event_unref(ev);
+  }
+  /* a hostile name is not repeated in the message */
+  ceb_event *ev = minimal();
+  CHECK_INT(ceb_event_set(ev, "x\x1b", "\x1b"), CEB_OK);
+  ceb_violations v;
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 2);
+  const ceb_violation *x = find(&v, "ce.attr.string");
+  CHECK(x != NULL && strchr(x->message, 0x1b) == NULL);
+  ceb_event_unref(ev);
+}
+
 int main(void) {
+  test_string_rule();
   test_checked_once();
   test_cloudevents_rules();
   test_size_and_truncation();
