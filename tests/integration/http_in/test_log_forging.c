@@ -1,11 +1,15 @@
 /* Log forging through the real `cebridge run` binary with the text log
- * format (bridge.d's default): an event whose id holds a newline (logged
- * as unrouted) and a bearer token whose kid holds a newline (logged as an
- * unknown kid) each leave one escaped record, never a line of their own:
- * every line of the log starts with a record's timestamp. The same kind of
- * id dead-lettered: `cebridge dlq list` and `cebridge status` print it
- * escaped, so it cannot move the operator's terminal (ESC, BEL, the C1
- * CSI went out raw before). */
+ * format (bridge.d's default). An event id with a newline, CR, ESC, BEL or
+ * the C1 CSI breaks the CloudEvents String rule and is refused (422
+ * ce.attr.string). What the rule allows but a log reader or terminal may
+ * still act on, the line and paragraph separators and the bidi overrides,
+ * is escaped: such an id (logged as unrouted) and a bearer token whose kid
+ * holds a newline (logged as an unknown kid) each leave one escaped record,
+ * never a line of their own: every line of the log starts with a record's
+ * timestamp. The same kind of id dead-lettered: `cebridge dlq list` and
+ * `cebridge status` print it escaped (stores written before the rule may
+ * also hold control characters: the same escaper handles those,
+ * unit_log_escape). */
 #include <ctype.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,6 +19,11 @@
 #include "hin_harness.h"
 
 #define FORGED "2026-01-01T00:00:00.000Z error engine: FORGED"
+/* U+202E (right-to-left override) and U+2029 (paragraph separator) */
+#define DEAD_ID                                                                \
+  "d\xe2\x80\xae"                                                              \
+  "DER\xe2\x80\xa9"                                                            \
+  "x"
 
 typedef struct log_wait {
   char path[512];
@@ -113,14 +122,19 @@ static int dlq_listed(void *arg) {
   return cli(w->args, w->out) == 0;
 }
 
-/* 1 when text holds no control byte but line ends, no DEL and no C1
- * control in UTF-8 (U+0080..U+009F: 0xc2 0x80..0x9f). */
+/* 1 when text holds no control byte but line ends, no DEL, no C1
+ * control in UTF-8 (U+0080..U+009F: 0xc2 0x80..0x9f) and no separator or
+ * bidi override (U+2028..U+202E: 0xe2 0x80 0xa8..0xae). */
 static int terminal_safe(const char *text, size_t len) {
   for (size_t i = 0; i < len; i++) {
     unsigned char b = (unsigned char)text[i];
     if ((b < 0x20 && b != '\n') || b == 0x7f) return 0;
     if (b == 0xc2 && i + 1 < len && (unsigned char)text[i + 1] >= 0x80 &&
         (unsigned char)text[i + 1] <= 0x9f)
+      return 0;
+    if (b == 0xe2 && i + 2 < len && (unsigned char)text[i + 1] == 0x80 &&
+        (unsigned char)text[i + 2] >= 0xa8 &&
+        (unsigned char)text[i + 2] <= 0xae)
       return 0;
   }
   return 1;
@@ -134,17 +148,14 @@ static void cli_escapes(const char *conf, const char *dir) {
   CHECK_MSG(ceb_test_wait(dlq_listed, &w, 30000), "no dead letter listed");
   size_t len = 0;
   char *text = ceb_test_read_file(out, &len);
-  CHECK(text && strstr(text, "d\\x1b[31mRED\\x07\\u009b2J"));
+  CHECK(text && strstr(text, "d\\u202eDER\\u2029x"));
   CHECK_MSG(text && terminal_safe(text, len), "dlq list: %s", text);
   free(text);
   snprintf(out, sizeof out, "%s/status.txt", dir);
-  char *status[] = {"status", "-c", (char *)conf,
-                    "d\x1b[31mRED\x07\xc2\x9b"
-                    "2J",
-                    NULL};
+  char *status[] = {"status", "-c", (char *)conf, DEAD_ID, NULL};
   CHECK_INT(cli(status, out), 0);
   text = ceb_test_read_file(out, &len);
-  CHECK(text && strstr(text, "event d\\x1b[31mRED\\x07\\u009b2J "));
+  CHECK(text && strstr(text, "event d\\u202eDER\\u2029x "));
   CHECK_MSG(text && terminal_safe(text, len), "status: %s", text);
   free(text);
 }
@@ -167,16 +178,25 @@ int main(void) {
 
   char *claims = hin_claims("partner-a", 300, -10, NULL, NULL);
   char *good = hin_token(iss, "RS256", "rsa1", claims);
-  /* an event id with a newline, CR and ESC, of a type no route takes */
+  /* control characters in an id: refused by the String rule */
   CHECK_INT(post(url, good,
                  "{\"specversion\":\"1.0\",\"id\":\"x\\n" FORGED
                  "\\r\\n\\u001b[2J\",\"source\":\"urn:t\","
                  "\"type\":\"nl.edu.other\"}"),
-            202);
-  /* ESC, BEL and the C1 CSI, dead-lettered */
+            422);
   CHECK_INT(post(url, good,
                  "{\"specversion\":\"1.0\",\"id\":\"d\\u001b[31mRED\\u0007"
                  "\\u009b2J\",\"source\":\"urn:t\",\"type\":\"nl.edu.dead\"}"),
+            422);
+  /* a line separator, of a type no route takes */
+  CHECK_INT(post(url, good,
+                 "{\"specversion\":\"1.0\",\"id\":\"x\\u2028" FORGED
+                 "\\u2029\",\"source\":\"urn:t\",\"type\":\"nl.edu.other\"}"),
+            202);
+  /* a right-to-left override and a paragraph separator, dead-lettered */
+  CHECK_INT(post(url, good,
+                 "{\"specversion\":\"1.0\",\"id\":\"d\\u202eDER\\u2029x\","
+                 "\"source\":\"urn:t\",\"type\":\"nl.edu.dead\"}"),
             202);
   /* a kid with a newline: refused, and logged as an unknown kid */
   char *bad = hin_token(iss, "RS256", "k\n" FORGED, claims);
@@ -211,7 +231,7 @@ int main(void) {
   CHECK(lines > 2);
   CHECK_INT(records, lines);
   /* both hostile values are there, escaped */
-  CHECK(text && strstr(text, "event x\\n" FORGED "\\r\\n\\x1b[2J from"));
+  CHECK(text && strstr(text, "event x\\u2028" FORGED "\\u2029 from"));
   CHECK(text && strstr(text, "unknown kid k\\n" FORGED));
   if (ceb_test_failures) fprintf(stderr, "--- log ---\n%s\n", text);
   free(text);
