@@ -10,13 +10,21 @@
 static const cebi_binding k_kafka = {"ce_", 0, 1, NULL, "kafka"};
 
 /* A key that is not UTF-8 text (e.g. a serialised binary key) cannot be a
- * string attribute; it is left unmapped rather than failing the record. */
+ * string attribute; it is left unmapped rather than failing the record. So
+ * is one that is UTF-8 but not a CloudEvents String (control characters,
+ * noncharacters: a binary key that happens to decode): the key is the
+ * producer's Kafka metadata, not an attribute the client set, and mapping
+ * it would make the validator refuse the whole record. */
 static int map_key(ceb_event *ev, const void *key, size_t key_len,
                    ceb_error *err) {
   if (!key || !key_len || ceb_event_get(ev, "partitionkey") ||
       key_len > CEB_ATTR_VALUE_MAX || !cebi_utf8_valid(key, key_len))
     return CEB_OK;
   char *k = cebi_memdup(key, key_len);
+  if (k && cebi_ce_string_check(k, NULL, NULL) != CEBI_STR_OK) {
+    free(k);
+    return CEB_OK;
+  }
   int rc = k ? ceb_event_set(ev, "partitionkey", k) : CEB_ENOMEM;
   free(k);
   return rc == CEB_OK ? rc : cebi_fail(err, rc, "ce.nomem", "out of memory");

@@ -1,7 +1,9 @@
 /* HTTP, Kafka and MQTT bindings: header mapping, percent-encoding, data
  * kinds, structured mode, bad input, and lossless round trips. */
 #include <ceb/codec.h>
+#include <ceb/validate.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,9 +98,9 @@ static void test_http_binary_decode(void) {
     ceb_headers k = {0};
     ceb_headers_add(&k, "ce-id", "1", 1);
     ceb_headers_add(&k, "content-type", "application/json", 16);
-    CHECK_INT(ceb_http_decode(&k, bodies[i].body, strlen(bodies[i].body), &ev,
-                              &err),
-              CEB_OK);
+    CHECK_INT(
+        ceb_http_decode(&k, bodies[i].body, strlen(bodies[i].body), &ev, &err),
+        CEB_OK);
     CHECK_INT(ceb_event_data_kind(ev), CEB_DATA_JSON);
     char *out = NULL;
     size_t n = 0;
@@ -386,7 +388,93 @@ static void test_mqtt(void) {
   ceb_event_unref(ev);
 }
 
+/* 1 when ev (consumed) breaks the String rule on `attr`: each binding
+ * decodes such a value as it is and leaves the one validator to refuse it. */
+static int string_refused(ceb_event *ev, const char *attr) {
+  if (!ev) return 0;
+  ceb_violations v;
+  int hit = 0;
+  if (ceb_event_validate(ev, NULL, &v) > 0)
+    for (size_t i = 0; i < v.count; i++)
+      hit |= !strcmp(v.items[i].code, "ce.attr.string") &&
+             !strcmp(v.items[i].attribute, attr);
+  ceb_event_unref(ev);
+  return hit;
+}
+
+static void base_headers(ceb_headers *h, const char *prefix) {
+  static const char *const names[] = {"specversion", "id", "source", "type"};
+  static const char *const values[] = {"1.0", "1", "urn:t", "nl.x.y"};
+  for (size_t i = 0; i < 4; i++) {
+    char n[32];
+    snprintf(n, sizeof n, "%s%s", prefix, names[i]);
+    ceb_headers_add(h, n, values[i], strlen(values[i]));
+  }
+}
+
+/* The CloudEvents String rule and the bindings: a control character that
+ * arrives percent-encoded (HTTP), raw in a header or user property (Kafka,
+ * MQTT 5) or as a JSON escape (structured, batch) decodes, and the
+ * validator refuses it. A Kafka record key that is not a String is left
+ * unmapped, as a key that is not UTF-8 is: it is not the client's
+ * attribute, and the record is still taken. */
+static void test_string_rule(void) {
+  ceb_headers h = {0};
+  ceb_event *ev = NULL;
+  ceb_error err;
+  base_headers(&h, "ce-");
+  ceb_headers_add(&h, "ce-subject", "a%09b", 5);
+  CHECK_INT(ceb_http_decode(&h, NULL, 0, &ev, &err), CEB_OK);
+  CHECK_STR(ceb_event_get(ev, "subject"), "a\tb");
+  CHECK(string_refused(ev, "subject"));
+  ceb_headers_clear(&h);
+
+  base_headers(&h, "ce_");
+  ceb_headers_add(&h, "ce_myext", "\x1b[2J", 4);
+  ev = NULL;
+  CHECK_INT(ceb_kafka_decode(&h, NULL, 0, NULL, 0, &ev, &err), CEB_OK);
+  CHECK(string_refused(ev, "myext"));
+  ceb_headers_clear(&h);
+
+  base_headers(&h, "ce_");
+  ev = NULL;
+  CHECK_INT(ceb_kafka_decode(&h, "k\x01", 2, NULL, 0, &ev, &err), CEB_OK);
+  CHECK(ev && ceb_event_get(ev, "partitionkey") == NULL);
+  ceb_violations v;
+  CHECK_INT(ceb_event_validate(ev, NULL, &v), 0);
+  ceb_event_unref(ev);
+  ev = NULL;
+  CHECK_INT(ceb_kafka_decode(&h, "k\xef\xbf\xbf", 4, NULL, 0, &ev, &err),
+            CEB_OK);
+  CHECK(ev && ceb_event_get(ev, "partitionkey") == NULL);
+  ceb_event_unref(ev);
+  ceb_headers_clear(&h);
+
+  base_headers(&h, "");
+  ceb_headers_add(&h, "subject", "next\xc2\x85line", 10);
+  ev = NULL;
+  CHECK_INT(ceb_mqtt_decode(5, &h, "application/json", "{}", 2, &ev, &err),
+            CEB_OK);
+  CHECK(string_refused(ev, "subject"));
+  ceb_headers_clear(&h);
+
+  const char *js = "{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"urn:t\","
+                   "\"type\":\"nl.x.y\",\"subject\":\"a\\u0009b\"}";
+  ev = NULL;
+  CHECK_INT(ceb_json_decode(js, strlen(js), &ev, &err), CEB_OK);
+  CHECK(string_refused(ev, "subject"));
+  const char *batch = "[{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":"
+                      "\"urn:t\",\"type\":\"nl.x.y\",\"myext\":\"\\u007f\"}]";
+  ceb_event **evs = NULL;
+  size_t n = 0;
+  CHECK_INT(ceb_batch_decode(batch, strlen(batch), &evs, &n, &err), CEB_OK);
+  CHECK_INT(n, 1);
+  if (n == 1) CHECK(string_refused(ceb_event_ref(evs[0]), "myext"));
+  ceb_events_free(evs, n);
+}
+
 int main(void) {
+  test_string_rule();
   test_http_binary_decode();
   test_http_encode();
   test_round_trip_kinds();
