@@ -23,9 +23,12 @@ static void refresh_route_gauges(const ceb_admin_view *view, ceb_store *st) {
     char labels[160];
     snprintf(labels, sizeof labels, "route=\"%s\"", s->name);
     int64_t depth = ceb_store_count_open(st, s->name);
-    int64_t oldest = ceb_store_oldest_open(st, s->name);
-    ceb_metrics_set(m, "cebridge_route_queue_depth", labels,
-                    depth < 0 ? 0 : (double)depth);
+    int64_t oldest = depth < 0 ? depth : ceb_store_oldest_open(st, s->name);
+    /* a failed read leaves the last figure read (never 0: "nothing
+     * waiting" while the store is away would silence an alert); /readyz
+     * says the store is away */
+    if (depth < 0 || oldest < 0) continue;
+    ceb_metrics_set(m, "cebridge_route_queue_depth", labels, (double)depth);
     ceb_metrics_set(m, "cebridge_route_oldest_age_seconds", labels,
                     oldest > 0 && now > oldest ? (double)(now - oldest) / 1e3
                                                : 0);
@@ -63,10 +66,30 @@ int ceb_admin_metrics(const ceb_admin_view *view, struct MHD_Connection *c) {
   return rc;
 }
 
+/* Why a route's queue figures are unknown, once per answer: the store's
+ * own reason while it cannot write (PostgreSQL away, a failing disk), else
+ * the read failed on its own. */
+static json_t *queue_unknown(ceb_store *st) {
+  char why[300] = "", text[400];
+  if (ceb_store_writable(st, why, sizeof why))
+    snprintf(text, sizeof text, "the store's queue read failed");
+  else
+    snprintf(text, sizeof text, "the store is unavailable (%s)",
+             why[0] ? why : "no reason given");
+  return json_string(text);
+}
+
+/* Each configured route with its figures from the store. A figure the
+ * store cannot give now (the read failed) is null with the reason in
+ * "queue_unknown", never 0: an operator must not read "nothing waiting"
+ * while the store is away. The rest of the answer (the configuration, the
+ * engine's live view) needs no store and is still given. Once a read failed
+ * while the store cannot write, the other routes are not asked (each would
+ * fail the same way, a PostgreSQL connect timeout each). */
 static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
   const ceb_conf *conf = view->conf;
   int64_t now = view->now_ms(view->clock_arg);
-  json_t *arr = json_array();
+  json_t *arr = json_array(), *unknown = NULL;
   for (size_t i = 0; i < conf->count; i++) {
     const ceb_conf_section *s = &conf->sections[i];
     if (strcmp(s->kind, "route") != 0) continue;
@@ -74,16 +97,25 @@ static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
     json_t *jf = json_array();
     for (size_t k = 0; k < rc->from.count; k++)
       json_array_append_new(jf, json_string(rc->from.items[k]));
-    int64_t depth = ceb_store_count_open(st, s->name);
-    int64_t oldest = ceb_store_oldest_open(st, s->name);
-    json_array_append_new(
-        arr,
-        json_pack("{s:s, s:o, s:s, s:s, s:I, s:I, s:s?}", "name", s->name,
-                  "from", jf, "to", rc->to, "dlq", rc->dlq, "queue_depth",
-                  (json_int_t)(depth < 0 ? 0 : depth), "oldest_age_ms",
-                  (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0),
-                  "contract", rc->contract));
+    int64_t depth = -1, oldest = -1;
+    if (!unknown || ceb_store_writable(st, NULL, 0)) {
+      depth = ceb_store_count_open(st, s->name);
+      oldest = depth < 0 ? depth : ceb_store_oldest_open(st, s->name);
+    }
+    int known = depth >= 0 && oldest >= 0;
+    if (!known && !unknown) unknown = queue_unknown(st);
+    json_t *o = json_pack(
+        "{s:s, s:o, s:s, s:s, s:o, s:o, s:s?}", "name", s->name, "from", jf,
+        "to", rc->to, "dlq", rc->dlq, "queue_depth",
+        known ? json_integer((json_int_t)depth) : json_null(), "oldest_age_ms",
+        known ? json_integer(
+                    (json_int_t)(oldest > 0 && now > oldest ? now - oldest : 0))
+              : json_null(),
+        "contract", rc->contract);
+    if (!known) json_object_set(o, "queue_unknown", unknown);
+    json_array_append_new(arr, o);
   }
+  json_decref(unknown);
   return arr;
 }
 

@@ -13,13 +13,22 @@ function pct(x) {
   return typeof x === 'number' ? (x * 100).toFixed(1) + ' %' : '—';
 }
 
+// GET /v1/routes gives queue_depth and oldest_age_ms null (with the reason
+// in queue_unknown) when the store cannot be read, e.g. PostgreSQL is away.
+function known(r) {
+  return r.queue_depth !== null && r.oldest_age_ms !== null;
+}
+
 function routeRow(r) {
   const dl = el('a', { href: '#/dlq?route=' + encodeURIComponent(r.name) }, 'show');
   return el('tr', { 'data-route': r.name },
     el('th', { scope: 'row' }, r.name),
     el('td', {}, `${(r.from || []).join(', ')} → ${r.to}`),
-    el('td', { class: 'num', 'data-col': 'depth' }, String(r.queue_depth ?? 0)),
-    el('td', { class: 'num', 'data-col': 'oldest' }, age(r.oldest_age_ms)),
+    // null: the store could not say (queue_unknown gives the reason), never 0
+    known(r)
+      ? el('td', { class: 'num', 'data-col': 'depth' }, String(r.queue_depth ?? 0))
+      : el('td', { class: 'num', 'data-col': 'depth', title: r.queue_unknown || '' }, 'unknown'),
+    el('td', { class: 'num', 'data-col': 'oldest' }, known(r) ? age(r.oldest_age_ms) : 'unknown'),
     el('td', { class: 'num', 'data-col': 'inflight' },
       r.inflight === undefined ? '—' : `${r.inflight} / ${r.max_inflight}`),
     el('td', { 'data-col': 'circuit' }, r.circuit ? badge(r.circuit) : '—'),
@@ -46,7 +55,8 @@ function sinkRows(routes, sinks) {
     if (!by.has(name)) by.set(name, { name, routes: [], waiting: 0 });
     const s = by.get(name);
     s.routes.push(r.name);
-    s.waiting += r.queue_depth || 0;
+    if (known(r)) s.waiting += r.queue_depth || 0;
+    else s.unknown = true;
     if (!s.circuit && r.circuit) s.circuit = r.circuit;
   }
   return [...by.values()].map((s) => {
@@ -58,7 +68,7 @@ function sinkRows(routes, sinks) {
         s.disabled_at ? ', since ' : '', s.disabled_at ? when(s.disabled_at) : '', ') ',
         el('button', {
           type: 'button', class: 'secondary', 'aria-label': `Enable sink ${s.name}`,
-          onclick: () => enableSink(s.name, s.waiting),
+          onclick: () => enableSink(s.name, s.unknown ? null : s.waiting),
         }, 'Enable'));
     }
     return el('tr', { 'data-sink': s.name },
@@ -70,7 +80,9 @@ function sinkRows(routes, sinks) {
 
 async function enableSink(name, waiting) {
   const ok = await confirmAction('Enable sink',
-    `Enable sink ${name}? Its ${waiting} waiting event${waiting === 1 ? '' : 's'} ` +
+    `Enable sink ${name}? Its ` +
+    (waiting === null ? 'waiting events (how many is unknown now) '
+                      : `${waiting} waiting event${waiting === 1 ? '' : 's'} `) +
     'will be sent to the endpoint again, in order.', 'Enable');
   if (!ok) {
     announce('Enable cancelled.');
@@ -136,12 +148,16 @@ export async function refresh() {
   fillRows($('#sinks tbody'), sinkRows(routes, Array.isArray(sinks) ? sinks : null), 4,
     'No sinks.');
   instancesTable(cluster);
-  const depth = routes.reduce((n, r) => n + (r.queue_depth || 0), 0);
+  const unknown = routes.find((r) => !known(r));
+  const depth = unknown ? null : routes.reduce((n, r) => n + (r.queue_depth || 0), 0);
   const now = new Date();
-  $('#overview-updated').textContent = 'Updated ' + now.toLocaleTimeString();
+  $('#overview-updated').textContent = 'Updated ' + now.toLocaleTimeString() +
+    (unknown ? ` — queue figures unknown: ${unknown.queue_unknown || 'the store cannot be read'}` : '');
   // Speak only changes, not every poll.
-  if (lastDepth !== null && depth !== lastDepth)
+  if (lastDepth !== null && depth !== null && depth !== lastDepth)
     announce(`Queue depth now ${depth} across ${routes.length} routes`);
+  else if (unknown && lastDepth !== null)
+    announce('Queue figures unknown: the store cannot be read');
   lastDepth = depth;
   return routes;
 }

@@ -227,6 +227,29 @@ static void slow_store_read(ceb_test_pg *pg, const char *dir, int aport) {
   PQfinish(lk);
 }
 
+/* GET /v1/routes while the database is away: the route is listed with
+ * its configuration, its queue figures null and the store's reason (it
+ * said queue_depth 0: "nothing waiting" with 4 clients' events pending). */
+static int routes_say_unknown(void *arg) {
+  admin_down *a = arg;
+  char url[300];
+  snprintf(url, sizeof url, "%s/v1/routes", a->base);
+  const char *h[] = {a->bearer, NULL};
+  hin_resp r = hin_request(url, "GET", h, NULL, 0, 0);
+  json_t *doc = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+  json_t *route = json_array_get(doc, 0);
+  const char *why = json_string_value(json_object_get(route, "queue_unknown"));
+  int ok = json_is_null(json_object_get(route, "queue_depth")) &&
+           json_is_null(json_object_get(route, "oldest_age_ms")) && why &&
+           strstr(why, "the store is unavailable") &&
+           json_is_string(json_object_get(route, "to")) &&
+           json_is_string(json_object_get(route, "circuit"));
+  a->last = r.status;
+  json_decref(doc);
+  hin_resp_free(&r);
+  return ok;
+}
+
 typedef struct all_rx {
   rx_server *r;
   load *l;
@@ -369,6 +392,9 @@ int main(void) {
     ad.path = "/v1/dlq/replay?route=partners&dry_run=true";
     CHECK_MSG(ceb_test_wait(admin_says_unavailable, &ad, 30000),
               "admin %s %s while down: %ld", ad.method, ad.path, ad.last);
+    CHECK_MSG(ceb_test_wait(routes_say_unknown, &ad, 30000),
+              "GET /v1/routes while down: %ld, queue figures not null",
+              ad.last);
   }
   CHECK_INT(ceb_test_pg_up(&pg), 0);
   acc.want = atomic_load(&l.accepted) + 100;
