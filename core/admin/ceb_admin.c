@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin/ceb_admin_conns.h"
 #include "admin/ceb_admin_guard.h"
 #include "admin/ceb_admin_internal.h"
 #include "admin/ceb_admin_tls.h"
@@ -30,8 +31,19 @@ struct ceb_admin {
   _Atomic(ceb_admin_guard *) guard;
   atomic_int ready;
   int port;
-  ceb_admin_tls tls; /* no cert: plain HTTP */
+  ceb_admin_tls tls;      /* no cert: plain HTTP */
+  ceb_admin_conns *conns; /* deadlines and eviction (ceb_admin_conns.h) */
 };
+
+/* Connection slots (a thread each). A new connection past them closes the
+ * one waiting longest for its request head (ceb_admin_conns_admit);
+ * libmicrohttpd's own limit is higher by ADMIN_CONN_SPARE, for the
+ * connections closed that way whose threads have not cleaned up yet. */
+#define ADMIN_CONN_MAX 64u
+#define ADMIN_CONN_SPARE 16u
+/* libmicrohttpd's idle timeout (s), and the deadline of the next request
+ * head on a kept-alive connection (its clock starts at the answer). */
+#define ADMIN_IDLE_TIMEOUT_S 30u
 
 void ceb_admin_headers(struct MHD_Response *r) {
   MHD_add_response_header(r, "Content-Security-Policy", CEB_ADMIN_CSP);
@@ -211,9 +223,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
   int get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   /* *con_cls counts the body bytes drained so far, plus one */
   if (*con_cls == NULL) {
-    int refused = head_checks(a, c, url, get);
-    if (refused >= 0) return (enum MHD_Result)refused;
+    ceb_admin_conns_head_done(c); /* the body's deadline starts */
     *con_cls = (void *)(uintptr_t)1;
+    int refused = head_checks(a, c, url, get);
+    if (refused >= 0 && !ceb_admin_conns_busy(c)) return MHD_NO;
+    if (refused >= 0) return (enum MHD_Result)refused;
     return MHD_YES;
   }
   if (*upload_size) {
@@ -224,6 +238,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
     *con_cls = (void *)(seen + 1);
     return MHD_YES;
   }
+  /* the request is complete: answered, never cut off by the guard */
+  if (!ceb_admin_conns_busy(c)) return MHD_NO;
   if (strcmp(url, "/healthz") == 0 && get)
     return (enum MHD_Result)ceb_admin_reply(c, 200, "application/json",
                                             "{\"status\":\"ok\"}", 15);
@@ -245,6 +261,38 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c,
                                             "no such admin endpoint");
 }
 
+/* MHD_OPTION_NOTIFY_CONNECTION: the guard's record of each connection, as
+ * its socket context. MHD's threads. */
+static void on_connection(void *cls, struct MHD_Connection *c,
+                          void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode code) {
+  ceb_admin *a = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    *socket_ctx = ceb_admin_conns_opened(a->conns, c);
+  else
+    ceb_admin_conns_closed(a->conns, *socket_ctx);
+}
+
+/* MHD_OPTION_NOTIFY_COMPLETED: the answer went out (or the request ended):
+ * the next request head's deadline starts. The connection's thread. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+  (void)cls;
+  (void)con_cls;
+  (void)toe;
+  ceb_admin_conns_done(c);
+}
+
+/* MHD_OPTION_ACCEPT_POLICY_CALLBACK: at ADMIN_CONN_MAX, a new connection
+ * is taken only in the place of one the guard evicts. Listening thread. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr,
+                                 socklen_t addrlen) {
+  (void)addr;
+  (void)addrlen;
+  ceb_admin *a = cls;
+  return ceb_admin_conns_admit(a->conns) ? MHD_YES : MHD_NO;
+}
+
 int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
                     size_t errlen) {
   *out = NULL;
@@ -262,7 +310,7 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
   struct sockaddr_in sa4 = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
   struct sockaddr *sa;
-  /* A thread per connection (at most the 64 of CONNECTION_LIMIT): a call
+  /* A thread per connection (at most ADMIN_CONN_MAX): a call
    * waiting on the store (a slow or locked query, a long replay) holds its
    * own connection only; with one thread for all, /healthz and /readyz
    * waited behind it and a liveness probe would restart the bridge. */
@@ -306,12 +354,25 @@ int ceb_admin_start(const ceb_admin_view *view, ceb_admin **out, char *err,
     tls[3] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   }
   atomic_store(&a->ready, 1);
-  a->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, handle, a, MHD_OPTION_SOCK_ADDR, sa,
-      MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)64, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+  ceb_admin_conns_cfg gc = {.head_ms = cfg->admin.request_head_timeout_ms,
+                            .keepalive_ms =
+                                (int64_t)ADMIN_IDLE_TIMEOUT_S * 1000,
+                            .body_ms = cfg->admin.request_body_timeout_ms,
+                            .max_conn = ADMIN_CONN_MAX};
+  a->conns = ceb_admin_conns_new(view->metrics, &gc);
+  if (a->conns)
+    a->mhd = MHD_start_daemon(
+        flags, 0, on_accept, a, handle, a,
+        /* first: the options' own errors are logged by it too */
+        MHD_OPTION_EXTERNAL_LOGGER, ceb_admin_conns_mhd_log, a->conns,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, a,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+        MHD_OPTION_CONNECTION_TIMEOUT, ADMIN_IDLE_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, ADMIN_CONN_MAX + ADMIN_CONN_SPARE,
+        MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!a->mhd) {
+    ceb_admin_conns_free(a->conns);
     snprintf(err, errlen, "admin API cannot listen on %s (in use?%s)", listen,
              a->tls.cert ? ", or admin.tls.cert / admin.tls.key unusable" : "");
     ceb_admin_tls_free(&a->tls);
@@ -368,6 +429,7 @@ int ceb_admin_port(const ceb_admin *a) {
 void ceb_admin_stop(ceb_admin *a) {
   if (!a) return;
   MHD_stop_daemon(a->mhd);
+  ceb_admin_conns_free(a->conns); /* after the daemon: no connection left */
   ceb_admin_guard_free(atomic_load(&a->guard));
   if (a->token) OPENSSL_cleanse(a->token, strlen(a->token));
   free(a->token);

@@ -62,6 +62,17 @@ const ceb_config_spec ceb_spec_bridge[] = {
     CEB_TLS_LISTENER_POLICY_SPEC("admin."),
     {"admin.port_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "File the admin API writes its bound port to (useful with port 0)."},
+    {"admin.request_head_timeout", CEB_CFG_DURATION, 0, "10s", 100, MS(3600),
+     NULL,
+     "A connection to the admin API whose request head (request line and "
+     "headers) is not complete this long after it opened is closed, however "
+     "slowly it keeps sending (the next request of a kept-alive connection "
+     "gets 30 s). When all 64 connections are taken, the one waiting longest "
+     "for its head is closed for a new one, so probes and operators get in."},
+    {"admin.request_body_timeout", CEB_CFG_DURATION, 0, "10s", 100, MS(3600),
+     NULL,
+     "A request body (the admin API takes none, at most 64 KiB are read) "
+     "not complete this long after its head closes the connection."},
     {"log.format", CEB_CFG_ENUM, 0, "json", 0, 0, "json|text",
      "Log line format."},
     {"log.level", CEB_CFG_ENUM, 0, "info", 0, 0, "error|warn|info|debug",
@@ -279,6 +290,8 @@ const ceb_config_binding ceb_bind_bridge[] = {
     B_ORIGIN("admin.tls.key", admin.tls_key_origin),
     B_ORIGIN("admin.tls.priority", admin.tls_priority_origin),
     B("admin.port_file", admin.port_file),
+    B("admin.request_head_timeout", admin.request_head_timeout_ms),
+    B("admin.request_body_timeout", admin.request_body_timeout_ms),
     B("log.format", log.format),
     B("log.level", log.level),
     B("profile", profile),

@@ -24,6 +24,7 @@ typedef struct ceb_admin_cfg {
   const char *tls_key, *tls_key_origin;
   const char *tls_priority_origin; /* the policy itself: ceb_tls_priority */
   const char *port_file;
+  int64_t request_head_timeout_ms, request_body_timeout_ms;
 } ceb_admin_cfg;
 
 typedef struct ceb_log_cfg {

@@ -38,6 +38,10 @@ static const struct {
     {"cebridge_mapping_worker_starts_total",
      "Mapping worker processes started (at start, and to replace one "
      "killed after a timeout, the memory limit or a crash)."},
+    {"cebridge_admin_connections_closed_total",
+     "Connections the admin API closed itself, by reason (request head or "
+     "body not complete within its deadline, evicted for a new client when "
+     "every connection was taken)."},
     /* http plugin: intermediary (source) */
     {"cebridge_http_requests_total", "Intermediary requests by status code."},
     {"cebridge_http_request_duration_seconds",
