@@ -2,17 +2,26 @@
  * parser the sink sends with, so that what is checked is what is sent. */
 #include "http_callback.h"
 
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <strings.h>
 
 #include <ceb/status.h>
 #include <curl/curl.h>
 
+/* A loopback name: an IPv4 literal in 127.0.0.0/8 (a literal: a name such
+ * as 127.0.0.1.example.org is not one), [::1] or localhost. */
 static int loopback_host(const char *host) {
+  struct in_addr a;
   /* curl gives an IPv6 literal in brackets */
-  return strncmp(host, "127.", 4) == 0 || strcmp(host, "[::1]") == 0 ||
-         strcasecmp(host, "localhost") == 0;
+  return (inet_pton(AF_INET, host, &a) == 1 &&
+          (ntohl(a.s_addr) >> 24) == 127) ||
+         strcmp(host, "[::1]") == 0 || strcasecmp(host, "localhost") == 0;
 }
 
 int http_callback_url_check(const char *url, char *why, size_t whylen) {
@@ -66,4 +75,142 @@ int http_callback_url_check(const char *url, char *why, size_t whylen) {
   curl_free(frag);
   curl_url_cleanup(u);
   return rc;
+}
+
+int http_callback_url_norm(const char *url, char *out, size_t n) {
+  CURLU *u = curl_url();
+  if (!u) return CEB_ENOMEM;
+  char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
+  int rc = CEB_EINVAL;
+  if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
+          CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+    for (char *p = scheme; *p; p++)
+      *p = (char)tolower((unsigned char)*p);
+    for (char *p = host; *p; p++)
+      *p = (char)tolower((unsigned char)*p);
+    int w = snprintf(out, n, "%s://%s:%s%s", scheme, host, port, path);
+    if (w > 0 && (size_t)w < n) rc = CEB_OK;
+  }
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_free(path);
+  curl_url_cleanup(u);
+  return rc;
+}
+
+int http_callback_url_allowed(const char *norm, char *const *prefixes,
+                              size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(prefixes[i]);
+    if (strncmp(norm, prefixes[i], len) != 0) continue;
+    /* the whole prefix matched: the path must go on at a segment's start */
+    if (norm[len] == '\0' || norm[len] == '/' ||
+        (len > 0 && prefixes[i][len - 1] == '/'))
+      return 1;
+  }
+  return 0;
+}
+
+int http_callback_url_loopback(const char *url) {
+  CURLU *u = curl_url();
+  char *host = NULL;
+  int yes = 0;
+  if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+    yes = loopback_host(host);
+  curl_free(host);
+  curl_url_cleanup(u);
+  return yes;
+}
+
+/* The class of an IPv4 address (host order) for callbacks. */
+enum addr_class { ADDR_PUBLIC, ADDR_PRIVATE, ADDR_LOOPBACK, ADDR_NEVER };
+
+static enum addr_class v4_class(uint32_t a, const char **what) {
+  static const struct {
+    uint32_t net, mask;
+    enum addr_class c;
+    const char *what;
+  } table[] = {
+      {0x00000000, 0xff000000, ADDR_NEVER, "unspecified (0.0.0.0/8)"},
+      {0x7f000000, 0xff000000, ADDR_LOOPBACK, "loopback (127.0.0.0/8)"},
+      {0xa9fe0000, 0xffff0000, ADDR_NEVER, "link-local (169.254.0.0/16)"},
+      {0xe0000000, 0xf0000000, ADDR_NEVER, "multicast (224.0.0.0/4)"},
+      {0xf0000000, 0xf0000000, ADDR_NEVER, "reserved (240.0.0.0/4)"},
+      {0x0a000000, 0xff000000, ADDR_PRIVATE, "private (10.0.0.0/8)"},
+      {0xac100000, 0xfff00000, ADDR_PRIVATE, "private (172.16.0.0/12)"},
+      {0xc0a80000, 0xffff0000, ADDR_PRIVATE, "private (192.168.0.0/16)"},
+      {0x64400000, 0xffc00000, ADDR_PRIVATE, "shared (100.64.0.0/10)"},
+      {0xc6120000, 0xfffe0000, ADDR_PRIVATE, "benchmarking (198.18.0.0/15)"},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if ((a & table[i].mask) == table[i].net) {
+      *what = table[i].what;
+      return table[i].c;
+    }
+  *what = "public";
+  return ADDR_PUBLIC;
+}
+
+static enum addr_class v6_class(const unsigned char *b, const char **what) {
+  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+                                           0, 0, 0, 0, 0xff, 0xff};
+  static const unsigned char zero[16] = {0};
+  if (memcmp(b, mapped, 12) == 0)
+    return v4_class((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
+                        (uint32_t)b[14] << 8 | b[15],
+                    what);
+  if (memcmp(b, zero, 15) == 0 && b[15] == 1) {
+    *what = "loopback (::1)";
+    return ADDR_LOOPBACK;
+  }
+  if (memcmp(b, zero, 16) == 0) {
+    *what = "unspecified (::)";
+    return ADDR_NEVER;
+  }
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) {
+    *what = "link-local (fe80::/10)";
+    return ADDR_NEVER;
+  }
+  if (b[0] == 0xff) {
+    *what = "multicast (ff00::/8)";
+    return ADDR_NEVER;
+  }
+  if ((b[0] & 0xfe) == 0xfc) {
+    *what = "unique local (fc00::/7)";
+    return ADDR_PRIVATE;
+  }
+  *what = "public";
+  return ADDR_PUBLIC;
+}
+
+int http_callback_addr_check(const struct sockaddr *sa, int loopback_named,
+                             int allow_private, char *why, size_t whylen) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  const char *what = "unknown family";
+  enum addr_class c = ADDR_NEVER;
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+    inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    c = v4_class(ntohl(in->sin_addr.s_addr), &what);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    c = v6_class(in6->sin6_addr.s6_addr, &what);
+  }
+  if (c == ADDR_PUBLIC || (c == ADDR_PRIVATE && allow_private) ||
+      (c == ADDR_LOOPBACK && loopback_named))
+    return CEB_OK;
+  snprintf(why, whylen, "the callback's host resolved to %s, a %s address%s",
+           text, what,
+           c == ADDR_PRIVATE ? " (callback_private_networks = false)"
+           : c == ADDR_LOOPBACK
+               ? " reached by a name that is not a loopback host"
+               : "");
+  return CEB_EFORBIDDEN;
 }

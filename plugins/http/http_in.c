@@ -213,6 +213,7 @@ static int init_config(http_source *s) {
   clients_ctx cc = {s, CEB_OK};
   ceb_config_foreach(cfg, "clients.", add_client, &cc);
   if (cc.st != CEB_OK) return cc.st;
+  if ((st = http_in_callback_allow_init(s)) != CEB_OK) return st;
   if (s->ncb_defaults > 0 && !s->auth_oauth2) {
     LOG(s, CEB_LOG_ERROR,
         "clients.<client>.callback needs auth = oauth2 (the client is the "
@@ -404,6 +405,7 @@ void http_source_destroy(void *state) {
   for (size_t i = 0; i < s->ncb_defaults; i++)
     free(s->cb_defaults[i].client);
   free(s->cb_defaults);
+  http_in_callback_allow_free(s);
   http_tls_listener_free(&s->tls);
   free(s->name);
   pthread_cond_destroy(&s->cond);

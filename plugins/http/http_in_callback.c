@@ -3,7 +3,8 @@
  * request, the URL its events' final status is posted to, or has a default
  * (clients.<client>.callback). The URL is checked here, before anything is
  * submitted (http_callback.h: https, or http to a loopback address; a
- * bounded length; no control characters), and handed to the host with the
+ * bounded length; no control characters; under callback_allow when it is
+ * set), and handed to the host with the
  * submit (ceb_submit_opts.callback, ABI 1.3), which journals it with the
  * events. */
 #include "http_in_req.h"
@@ -33,6 +34,52 @@ int http_in_callback_default(http_source *s, const char *key,
   if (!nc[s->ncb_defaults].client) return CEB_ENOMEM;
   s->ncb_defaults++;
   return CEB_OK;
+}
+
+/* 1 when url lies under callback_allow (or there is none). */
+static int allowed(const http_source *s, const char *url) {
+  if (s->ncb_allow == 0) return 1;
+  char norm[HTTP_CALLBACK_NORM_MAX];
+  return http_callback_url_norm(url, norm, sizeof norm) == CEB_OK &&
+         http_callback_url_allowed(norm, s->cb_allow, s->ncb_allow);
+}
+
+int http_in_callback_allow_init(http_source *s) {
+  const char *const *items = NULL;
+  size_t n = ceb_config_list(s->cfg, "callback_allow", &items);
+  if (n == 0) return CEB_OK;
+  const char *origin = ceb_config_origin(s->cfg, "callback_allow");
+  if (!(s->cb_allow = calloc(n, sizeof *s->cb_allow))) return CEB_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    char why[160] = "", norm[HTTP_CALLBACK_NORM_MAX];
+    if (http_callback_url_check(items[i], why, sizeof why) != CEB_OK ||
+        (strchr(items[i], '?') && snprintf(why, sizeof why, "has a query")) ||
+        http_callback_url_norm(items[i], norm, sizeof norm) != CEB_OK) {
+      if (!why[0]) snprintf(why, sizeof why, "does not parse");
+      LOG(s, CEB_LOG_ERROR,
+          "callback_allow (%s): item %zu is not a callback URL prefix: %s",
+          origin, i + 1, why);
+      return CEB_ECONFIG;
+    }
+    if (!(s->cb_allow[i] = strdup(norm))) return CEB_ENOMEM;
+    s->ncb_allow++;
+  }
+  for (size_t i = 0; i < s->ncb_defaults; i++)
+    if (!allowed(s, s->cb_defaults[i].patterns)) {
+      LOG(s, CEB_LOG_ERROR,
+          "clients.%s.callback: not under callback_allow (%s)",
+          s->cb_defaults[i].client, origin);
+      return CEB_ECONFIG;
+    }
+  return CEB_OK;
+}
+
+void http_in_callback_allow_free(http_source *s) {
+  for (size_t i = 0; i < s->ncb_allow; i++)
+    free(s->cb_allow[i]);
+  free(s->cb_allow);
+  s->cb_allow = NULL;
+  s->ncb_allow = 0;
 }
 
 /* 1 when the host sends this source's callbacks (asked once: fixed for the
@@ -72,7 +119,12 @@ int http_in_callback_of(http_req *r) {
         len = r->headers.items[i].value_len;
     if (len != strlen(url)) {
       snprintf(why, sizeof why, "contains a control character");
-    } else if (http_callback_url_check(url, why, sizeof why) == CEB_OK) {
+    } else if (http_callback_url_check(url, why, sizeof why) != CEB_OK) {
+      /* why says it */
+    } else if (!allowed(s, url)) {
+      snprintf(why, sizeof why,
+               "not under a URL this intermediary allows (callback_allow)");
+    } else {
       why[0] = '\0';
     }
     if (why[0]) {

@@ -60,6 +60,10 @@ typedef struct http_source {
    * (checked at init; http_in_callback.c) */
   http_client_types *cb_defaults; /* patterns: the URL */
   size_t ncb_defaults;
+  /* callback_allow, normalised (http_callback_url_norm): the URL prefixes
+   * an X-Callback must lie under; none: any URL the check allows */
+  char **cb_allow;
+  size_t ncb_allow;
   int callbacks; /* the host sends this source's callbacks (ABI 1.3) */
   http_idem_mode idem;
   http_ratelimit *ratelimit; /* NULL: no limit */
@@ -99,6 +103,11 @@ void http_source_resume_all(http_source *s);
 
 /* Init: clients.<client>.callback = url (client: client_len bytes), the
  * URL checked (CEB_ECONFIG with key's origin logged). Control thread. */
+/* Reads callback_allow and checks every client's default callback against
+ * it (a config error names the key and its file:line). Init thread. */
+int http_in_callback_allow_init(http_source *s);
+/* Frees what http_in_callback_allow_init kept. */
+void http_in_callback_allow_free(http_source *s);
 int http_in_callback_default(http_source *s, const char *key,
                              const char *client, size_t client_len,
                              const char *url);

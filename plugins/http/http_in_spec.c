@@ -79,6 +79,14 @@ const ceb_config_spec http_source_spec[] = {
         "are refused. clients.CLIENT.callback = URL: the callback URL of "
         "CLIENT's events when a request has no X-Callback (https, or http to "
         "a loopback address; needs a route with callbacks = true)."},
+    {"callback_allow", CEB_CFG_LIST, 0, NULL, 0, 0, NULL,
+     "URL prefixes a callback must lie under (X-Callback and "
+     "clients.CLIENT.callback), e.g. https://rio.example.nl/callbacks/: the "
+     "same scheme, host and port, and a path that equals the prefix's or "
+     "continues it at a '/' (compared after libcurl's normalisation, dot "
+     "segments removed). Unset: any https URL (or http to a loopback "
+     "address). Set it when the clients are known: a client's URL is a "
+     "request the bridge makes on its behalf."},
     {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0, "off|optional|required",
      "Idempotency-Key (UUID v4) handling: ignored, honoured when sent, or "
      "required."},

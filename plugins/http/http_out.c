@@ -40,6 +40,14 @@ const ceb_config_spec http_sink_spec[] = {
      "http to a loopback address, checked again before sending) instead of "
      "url, with a circuit per URL. url stays the destination of anything "
      "else routed here."},
+    {"callback_private_networks", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
+     "With callback_urls: callbacks may also reach addresses of private "
+     "networks (10/8, 172.16/12, 192.168/16, 100.64/10, 198.18/15, "
+     "fc00::/7). Whatever this says, a callback never connects to a "
+     "link-local (169.254/16, fe80::/10: metadata services), multicast, "
+     "unspecified or reserved address, nor to a loopback address unless "
+     "its URL names a loopback host; checked on the address connected to, "
+     "after name resolution."},
     {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "CA bundle for the endpoint's certificate (default: system store)."},
     {"tls.client_cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
@@ -217,6 +225,8 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   int oom = 0;
   s->allow_insecure = ceb_config_bool(cfg, "allow_insecure_http", 0);
   s->callback_urls = ceb_config_bool(cfg, "callback_urls", 0);
+  s->callback_private =
+      ceb_config_bool(cfg, "callback_private_networks", 0);
   const char *mode = ceb_config_str(cfg, "mode");
   s->mode = !mode || strcmp(mode, "binary") == 0 ? CEB_MODE_BINARY
             : strcmp(mode, "structured") == 0    ? CEB_MODE_STRUCTURED

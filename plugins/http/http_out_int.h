@@ -58,6 +58,10 @@ typedef struct http_req {
   char allowed_rate[32]; /* WebHook-Allowed-Rate of a handshake's answer */
   int refreshed;         /* already re-sent once after a 401 */
   int dest_passed;       /* its destination's circuit let it through */
+  int callback;          /* a client's callback: its address is checked */
+  int callback_loopback; /* its URL names a loopback host */
+  int callback_private;  /* the sink's callback_private_networks */
+  char refused[192];     /* why its address was refused (at connect) */
   uint64_t token_generation;
   int64_t started_mono_ms;
 } http_req;
@@ -83,6 +87,7 @@ typedef struct http_sink {
   size_t excerpt_max; /* response_excerpt: body bytes kept on success */
   int allow_insecure;
   int callback_urls;   /* a mapped delivery's topic is its URL (callbacks) */
+  int callback_private; /* callbacks may reach private networks */
   http_tls_client tls; /* policy, CA, client certificate */
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */

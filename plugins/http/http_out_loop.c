@@ -307,6 +307,18 @@ static void complete_delivery(http_sink *s, http_req *r, CURLcode res,
   double secs = (double)(http_sink_mono_ms() - r->started_mono_ms) / 1000.0;
   s->host->metric(s->inst, CEB_METRIC_HISTOGRAM, "http_sink_delivery_seconds",
                   NULL, secs);
+  if (res != CURLE_OK && r->refused[0]) {
+    /* a callback to an address it may not reach: no answer will change
+     * that, so it is not retried (dead-lettered on the callbacks route),
+     * and the destination's circuit is left alone */
+    CEB_LOG(s->host, s->inst, CEB_LOG_WARN, "callback refused: %s",
+            r->refused);
+    dest_unsent(s, r);
+    http_sink_settle_req(s, r, CEB_REJECT, 0, "callback.address", r->refused,
+                         -1, 0);
+    http_sink_req_free(s, r);
+    return;
+  }
   if (res != CURLE_OK) {
     dest_result(s, r, CEB_RETRY, 0);
     http_sink_settle_req(s, r, CEB_RETRY, 0,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <openssl/evp.h>
@@ -322,6 +323,9 @@ http_req *http_sink_req_new(http_sink *s, ceb_delivery **ds, size_t n) {
         return NULL;
       }
       r->url = strdup(mo->topic);
+      r->callback = 1;
+      r->callback_loopback = http_callback_url_loopback(mo->topic);
+      r->callback_private = s->callback_private;
     } else if (rc == CEB_OK && s->url_templated) {
       rc = http_sink_url_expand(s->url, ds[0]->event, &r->url);
       if (rc == CEB_ENOTFOUND) {
@@ -512,6 +516,23 @@ static int build_headers(http_sink *s, http_req *r, const char *token) {
   return CEB_OK;
 }
 
+/* libcurl's socket opener for a client's callback: the address it is about
+ * to connect to, after resolution, must be one a callback may reach
+ * (http_callback_addr_check: no link-local metadata service, no inner
+ * network unless callback_private_networks). A refused address fails the
+ * transfer (CURLE_COULDNT_CONNECT, or the next address is tried); the
+ * reason stays in r->refused for the settle. Runs on the loop thread. */
+static curl_socket_t open_callback_socket(void *arg, curlsocktype purpose,
+                                          struct curl_sockaddr *a) {
+  http_req *r = arg;
+  if (purpose == CURLSOCKTYPE_IPCXN &&
+      http_callback_addr_check(&a->addr, r->callback_loopback,
+                               r->callback_private, r->refused,
+                               sizeof r->refused) != CEB_OK)
+    return CURL_SOCKET_BAD;
+  return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
 #define SETOPT(e, opt, val)                                                    \
   do {                                                                         \
     if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK) return CEB_EINTERNAL; \
@@ -531,6 +552,7 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   r->allowed_origin[0] = '\0';
   r->allowed_rate[0] = '\0';
   r->errbuf[0] = '\0';
+  r->refused[0] = '\0';
   int rc = build_headers(s, r, token);
   if (rc != CEB_OK) return rc;
   CURL *e = r->easy;
@@ -553,6 +575,10 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   SETOPT(e, CURLOPT_HEADERDATA, r);
   SETOPT(e, CURLOPT_ERRORBUFFER, r->errbuf);
   SETOPT(e, CURLOPT_PRIVATE, r);
+  if (r->kind == HTTP_REQ_DELIVERY && r->callback) {
+    SETOPT(e, CURLOPT_OPENSOCKETFUNCTION, open_callback_socket);
+    SETOPT(e, CURLOPT_OPENSOCKETDATA, r);
+  }
   if (r->kind == HTTP_REQ_DELIVERY) {
     SETOPT(e, CURLOPT_POST, 1L);
     SETOPT(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);

@@ -1,0 +1,135 @@
+/* The callback URL rules of plugins/common/http_callback.c: the ingest
+ * check, callback_allow's prefixes after normalisation (dot segments,
+ * case, default ports, a prefix that must end at a segment) and the
+ * addresses a callback may connect to (server-side request forgery: the
+ * client chooses the URL, the bridge makes the request). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ceb_test.h"
+#include "http_callback.h"
+
+#include <ceb/status.h>
+
+static int v4(const char *a, int loopback_named, int allow_private) {
+  struct sockaddr_in in = {.sin_family = AF_INET};
+  CHECK_INT(inet_pton(AF_INET, a, &in.sin_addr), 1);
+  char why[192] = "";
+  int rc = http_callback_addr_check((struct sockaddr *)&in, loopback_named,
+                                    allow_private, why, sizeof why);
+  if (rc != CEB_OK) CHECK_MSG(strstr(why, a) != NULL, "why: %s", why);
+  return rc == CEB_OK;
+}
+
+static int v6(const char *a, int loopback_named, int allow_private) {
+  struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+  CHECK_INT(inet_pton(AF_INET6, a, &in6.sin6_addr), 1);
+  char why[192] = "";
+  return http_callback_addr_check((struct sockaddr *)&in6, loopback_named,
+                                  allow_private, why,
+                                  sizeof why) == CEB_OK;
+}
+
+static int allowed(const char *url, const char *prefix) {
+  char nu[HTTP_CALLBACK_NORM_MAX], np[HTTP_CALLBACK_NORM_MAX];
+  if (http_callback_url_norm(url, nu, sizeof nu) != CEB_OK) return -1;
+  CHECK_INT(http_callback_url_norm(prefix, np, sizeof np), CEB_OK);
+  char *list[] = {np};
+  return http_callback_url_allowed(nu, list, 1);
+}
+
+static void test_addresses(void) {
+  /* public */
+  CHECK_INT(v4("93.184.216.34", 0, 0), 1);
+  CHECK_INT(v6("2001:db8::1", 0, 0), 1);
+  /* never, whatever the options: metadata services, unspecified, multicast */
+  CHECK_INT(v4("169.254.169.254", 1, 1), 0);
+  CHECK_INT(v4("0.0.0.0", 1, 1), 0);
+  CHECK_INT(v4("224.0.0.1", 1, 1), 0);
+  CHECK_INT(v4("255.255.255.255", 1, 1), 0);
+  CHECK_INT(v6("fe80::1", 1, 1), 0);
+  CHECK_INT(v6("::", 1, 1), 0);
+  CHECK_INT(v6("ff02::1", 1, 1), 0);
+  CHECK_INT(v6("::ffff:169.254.169.254", 1, 1), 0);
+  /* private: only with callback_private_networks */
+  const char *priv[] = {"10.0.0.1",     "172.16.0.1",  "172.31.255.255",
+                        "192.168.1.1",  "100.64.0.1",  "198.18.0.1"};
+  for (size_t i = 0; i < sizeof priv / sizeof priv[0]; i++) {
+    CHECK_MSG(v4(priv[i], 0, 0) == 0, "%s allowed", priv[i]);
+    CHECK_MSG(v4(priv[i], 0, 1) == 1, "%s refused with private", priv[i]);
+  }
+  CHECK_INT(v4("172.32.0.1", 0, 0), 1); /* just past 172.16/12 */
+  CHECK_INT(v4("100.128.0.1", 0, 0), 1); /* just past 100.64/10 */
+  CHECK_INT(v6("fd00::1", 0, 0), 0);
+  CHECK_INT(v6("fd00::1", 0, 1), 1);
+  CHECK_INT(v6("::ffff:10.1.2.3", 0, 0), 0);
+  /* loopback: only when the URL itself names a loopback host */
+  CHECK_INT(v4("127.0.0.1", 0, 1), 0);
+  CHECK_INT(v4("127.0.0.1", 1, 0), 1);
+  CHECK_INT(v6("::1", 0, 1), 0);
+  CHECK_INT(v6("::1", 1, 0), 1);
+  CHECK_INT(v6("::ffff:127.0.0.1", 0, 1), 0);
+}
+
+static void test_loopback_named(void) {
+  CHECK_INT(http_callback_url_loopback("http://127.0.0.1:9/cb"), 1);
+  CHECK_INT(http_callback_url_loopback("http://[::1]:9/cb"), 1);
+  CHECK_INT(http_callback_url_loopback("http://LocalHost/cb"), 1);
+  CHECK_INT(http_callback_url_loopback("https://127.0.0.1.nip.io/cb"), 0);
+  CHECK_INT(http_callback_url_loopback("https://example.org/cb"), 0);
+}
+
+static void test_allow(void) {
+  const char *p = "https://RIO.example.nl/callbacks/";
+  CHECK_INT(allowed("https://rio.example.nl/callbacks/42", p), 1);
+  CHECK_INT(allowed("https://rio.example.nl:443/callbacks/42", p), 1);
+  CHECK_INT(allowed("HTTPS://rio.EXAMPLE.nl/callbacks/", p), 1);
+  CHECK_INT(allowed("https://rio.example.nl/callbacks/../admin", p), 0);
+  CHECK_INT(allowed("https://rio.example.nl/other", p), 0);
+  CHECK_INT(allowed("https://rio.example.nl:8443/callbacks/1", p), 0);
+  CHECK_INT(allowed("http://rio.example.nl/callbacks/1", p), 0);
+  CHECK_INT(allowed("https://rio.example.nl.evil.org/callbacks/1", p), 0);
+  CHECK_INT(allowed("https://evil.org/https://rio.example.nl/callbacks/", p),
+            0);
+  /* a prefix without a trailing '/' ends at a segment */
+  const char *q = "https://rio.example.nl/cb";
+  CHECK_INT(allowed("https://rio.example.nl/cb", q), 1);
+  CHECK_INT(allowed("https://rio.example.nl/cb/1", q), 1);
+  CHECK_INT(allowed("https://rio.example.nl/cbx", q), 0);
+  /* an origin alone takes every path of it */
+  CHECK_INT(allowed("https://rio.example.nl/any/path", "https://rio.example.nl"),
+            1);
+  /* the query is not part of the comparison */
+  CHECK_INT(allowed("https://rio.example.nl/cb?x=1", q), 1);
+}
+
+static void test_check(void) {
+  char why[160];
+  CHECK_INT(http_callback_url_check("https://rio.example.nl/cb", why,
+                                    sizeof why),
+            CEB_OK);
+  CHECK_INT(http_callback_url_check("http://10.0.0.1/cb", why, sizeof why),
+            CEB_EINVAL);
+  /* plain http to a name that only starts like a loopback address */
+  CHECK_INT(http_callback_url_check("http://127.0.0.1.nip.io/cb", why,
+                                    sizeof why),
+            CEB_EINVAL);
+  CHECK_INT(http_callback_url_check("http://127.evil.example/cb", why,
+                                    sizeof why),
+            CEB_EINVAL);
+  CHECK_INT(http_callback_url_check("http://127.0.0.2:8/cb", why, sizeof why),
+            CEB_OK);
+  CHECK_INT(http_callback_url_check("https://u:p@rio.example.nl/", why,
+                                    sizeof why),
+            CEB_EINVAL);
+}
+
+int main(void) {
+  test_addresses();
+  test_loopback_named();
+  test_allow();
+  test_check();
+  return ceb_test_done("unit_http_callback");
+}
