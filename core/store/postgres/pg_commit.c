@@ -1,8 +1,9 @@
 /* The committers of the PostgreSQL engine: a few threads, each with its
  * own connection, run the queued writes of the hot path (ingest, settle, claim,
  * DLQ forwarded) in groups: one transaction per group, sent in libpq
- * pipeline mode (BEGIN, one multi-row statement for every ingest of the
- * group, one statement per other op, COMMIT: one round trip), and calls
+ * pipeline mode (BEGIN, the key locks, one multi-row statement for every
+ * ingest of the group, one for every settle (pg_settle.c: one per round),
+ * one statement per other op, COMMIT: one round trip), and calls
  * the ops' done only once COMMIT succeeded. Durability is the server's
  * synchronous_commit: with "on" (PostgreSQL's default) COMMIT returns once
  * the WAL is flushed; an operator who lowers it trades that (docs/
@@ -128,7 +129,15 @@ static PGresult *next_result(PGconn *c) {
   return r;
 }
 
-enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3, SLOT_LOCK = -4 };
+/* What each statement of the pipeline was: an op's index (>= 0), or one of
+ * these; SLOT_SETTLE0 - r is the settle statement of round r. */
+enum {
+  SLOT_BEGIN = -1,
+  SLOT_INGEST = -2,
+  SLOT_COMMIT = -3,
+  SLOT_LOCK = -4,
+  SLOT_SETTLE0 = -16
+};
 
 /* Runs ops[0..n) as one transaction in pipeline mode. Returns CEB_OK (each
  * op's status set), CEB_EIO when the connection was lost (reported to the
@@ -136,15 +145,26 @@ enum { SLOT_BEGIN = -1, SLOT_INGEST = -2, SLOT_COMMIT = -3, SLOT_LOCK = -4 };
 static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
                         size_t n) {
   cebpg_op **ing = malloc(n * sizeof *ing);
+  cebpg_op **set = malloc(n * sizeof *set);
+  size_t *round = malloc((n + 1) * sizeof *round);
   int *slots = malloc((n + 4) * sizeof *slots);
-  if (!ing || !slots) {
+  size_t ni = 0, ns = 0, nslots = 0, nrounds = 0;
+  if (ing && set && round && slots) {
+    for (size_t i = 0; i < n; i++) {
+      if (ops[i]->kind == CEBPG_OP_INGEST) ing[ni++] = ops[i];
+      if (ops[i]->kind == CEBPG_OP_SETTLE) set[ns++] = ops[i];
+    }
+    /* the group's outcomes in as few statements as there are outcomes of
+     * one seq (usually one: pg_settle.c) */
+    nrounds = cebpg_settle_rounds(set, ns, round);
+  }
+  if (!ing || !set || !round || !slots || (ns && !nrounds)) {
     free(ing);
+    free(set);
+    free(round);
     free(slots);
     return CEB_ENOMEM;
   }
-  size_t ni = 0, nslots = 0;
-  for (size_t i = 0; i < n; i++)
-    if (ops[i]->kind == CEBPG_OP_INGEST) ing[ni++] = ops[i];
   int sent_ok = PQenterPipelineMode(c) == 1;
   if (sent_ok) {
     sent_ok = PQsendQueryParams(c, "BEGIN", 0, NULL, NULL, NULL, NULL, 0);
@@ -160,12 +180,14 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
     sent_ok = k >= 0;
     if (k > 0) slots[nslots++] = SLOT_INGEST;
   }
+  for (size_t r = 0; sent_ok && r < nrounds; r++) {
+    int k = cebpg_settle_send(c, &set[round[r]], round[r + 1] - round[r]);
+    sent_ok = k >= 0;
+    if (k > 0) slots[nslots++] = SLOT_SETTLE0 - (int)r;
+  }
   for (size_t i = 0; sent_ok && i < n; i++) {
     int k = 0;
     switch (ops[i]->kind) {
-    case CEBPG_OP_SETTLE:
-      k = cebpg_settle_send(c, ops[i]);
-      break;
     case CEBPG_OP_CLAIM:
       k = cebpg_claim_send(s, c, ops[i]);
       break;
@@ -193,13 +215,16 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
     }
     ExecStatusType st = PQresultStatus(r);
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    if (ok && slots[k] == SLOT_INGEST)
+    if (ok && slots[k] == SLOT_INGEST) {
       ok = cebpg_ingest_recv(r, ing, ni) == CEB_OK;
-    else if (ok && slots[k] >= 0) {
+    } else if (ok && slots[k] <= SLOT_SETTLE0) {
+      size_t rd = (size_t)(SLOT_SETTLE0 - slots[k]);
+      ok = cebpg_settle_recv(r, &set[round[rd]], round[rd + 1] - round[rd]) ==
+           CEB_OK;
+    } else if (ok && slots[k] >= 0) {
       cebpg_op *op = ops[slots[k]];
-      int orc = op->kind == CEBPG_OP_SETTLE  ? cebpg_settle_recv(r, op)
-                : op->kind == CEBPG_OP_CLAIM ? cebpg_claim_recv(r, op)
-                                             : cebpg_fwd_recv(r, op);
+      int orc = op->kind == CEBPG_OP_CLAIM ? cebpg_claim_recv(r, op)
+                                           : cebpg_fwd_recv(r, op);
       ok = orc == CEB_OK;
     }
     if (!ok && rc == CEB_OK) {
@@ -231,6 +256,8 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
   }
   PQclear(bad);
   free(ing);
+  free(set);
+  free(round);
   free(slots);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* Deliveries on PostgreSQL: claims with leases and fencing tokens (FIFO per
- * order key across instances), attempt outcomes checked against the token,
- * recovery of this instance's claims, and the counts and status reads. */
+ * order key across instances; the outcomes checked against the token are
+ * pg_settle.c's), recovery of this instance's claims, and the counts and
+ * status reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 extern const char cebpg_sql_ingest[];
 extern const char cebpg_sql_keylock[];
+extern const char cebpg_sql_settle[];
 
 /* Due rows of the route: in progress under a lease that ended (its holder
  * is taken to be gone), then pending or retrying rows without a key or
@@ -37,86 +39,6 @@ static const char SQL_CLAIM[] =
     " d.first_at, d.replays, d.fence, d.lease_until, d.next_at,"
     " j.replay_of";
 
-/* The outcome, only while the row is in progress under the claim's token;
- * a refund ($8) gives the attempt back. A dead letter gets its DLQ id from
- * the sequence in the same update, so that the DLQ row and the link are one
- * statement. A settled keyed row hands the head to its key's oldest other
- * unsettled row (the key is locked: pg_keylock.c). */
-static const char SQL_SETTLE[] =
-    "WITH u AS (UPDATE delivery SET state = $3::smallint, next_at = $4,"
-    " last_status = CASE WHEN $8::boolean THEN last_status ELSE $5::integer "
-    "END,"
-    " last_reason = CASE WHEN $8::boolean THEN last_reason ELSE $6::text END,"
-    " last_error = CASE WHEN $8::boolean THEN last_error ELSE $7::text END,"
-    " first_at = CASE WHEN $8::boolean AND attempts = 1 THEN NULL ELSE "
-    "first_at END,"
-    " attempts = attempts - CASE WHEN $8::boolean THEN 1 ELSE 0 END,"
-    /* what the peer answered, for the client's job status: kept from the
-     * attempt that delivered */
-    " response = CASE WHEN $8::boolean THEN response ELSE $14::text END,"
-    " lease_owner = NULL, lease_until = NULL,"
-    " dlq_id = CASE WHEN $3::smallint = 4 THEN nextval('dlq_id_seq') ELSE "
-    "dlq_id END"
-    " WHERE seq = $1 AND route = $2 AND state = 1 AND fence = $9"
-    " RETURNING seq, route, attempts, first_at, last_at, dlq_id, order_key),"
-    " pr AS (UPDATE delivery SET head = true WHERE route = $2 AND seq ="
-    " (SELECT p.seq FROM delivery p, u WHERE p.route = $2 AND"
-    " p.order_key = u.order_key AND p.state < 3 AND p.seq <> $1"
-    " ORDER BY p.seq LIMIT 1) AND $3::smallint IN (3, 4)),"
-    /* the client's callback (X-Callback): when this settle makes the
-     * status final (the last open route), its delivery is queued here, in
-     * the same statement; the journal row stays open for it. lk locks the
-     * settle row and reads its newest version, so of two routes settling
-     * at once on two connections the later one sees the count the earlier
-     * left. */
-    " lk AS (SELECT open_routes FROM journal_settle WHERE seq = $1"
-    " AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u) FOR UPDATE),"
-    " cb AS (UPDATE callback SET queued_at = $10::bigint WHERE seq = $1"
-    " AND queued_at IS NULL AND (SELECT open_routes FROM lk) <= 1"
-    " RETURNING route),"
-    " cbd AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
-    " head) SELECT $1, route, 0, $10::bigint, NULL, false FROM cb),"
-    " js AS (UPDATE journal_settle SET open_routes = open_routes - 1"
-    " + (SELECT count(*) FROM cb)::integer,"
-    " settled_at = CASE WHEN open_routes - 1 <= 0 AND NOT EXISTS (SELECT 1"
-    " FROM cb) THEN $10::bigint END"
-    " WHERE seq = $1 AND $3::smallint IN (3, 4) AND EXISTS (SELECT 1 FROM u)),"
-    " q AS (INSERT INTO dlq (id, seq, route, sink, reason, last_reason,"
-    " status, attempts, first_at, last_at, error, event, event_id, source,"
-    " type, created_at) SELECT u.dlq_id, u.seq, u.route, $11, $12, $6::text, "
-    "$5::integer,"
-    " u.attempts, u.first_at, u.last_at, $7::text, $13, j.id, j.source, j.type,"
-    " $10::bigint FROM u JOIN journal j ON j.seq = u.seq WHERE $3::smallint = "
-    "4)"
-    /* a failed attempt into the history (ceb_store_attempts_of) */
-    " , a AS (INSERT INTO attempt (seq, route, n, started_at, at, status,"
-    " reason, dead) SELECT u.seq, u.route, $15::integer, $16::bigint,"
-    " $10::bigint, $5::integer, $6::text, $3::smallint = 4 FROM u"
-    " WHERE $3::smallint IN (2, 4))"
-    /* the key's last success or failure (key_status), outliving its rows;
-     * GREATEST skips NULLs */
-    " , k AS (INSERT INTO key_status (route, order_key, last_success_at,"
-    " last_failure_at, last_at) SELECT u.route, u.order_key,"
-    " CASE WHEN $3::smallint = 3 THEN $10::bigint END,"
-    " CASE WHEN $3::smallint IN (2, 4) THEN $10::bigint END, $10::bigint"
-    " FROM u WHERE u.order_key IS NOT NULL AND $3::smallint IN (2, 3, 4)"
-    " ON CONFLICT (route, order_key) DO UPDATE SET last_success_at ="
-    " GREATEST(key_status.last_success_at, EXCLUDED.last_success_at),"
-    " last_failure_at = GREATEST(key_status.last_failure_at,"
-    " EXCLUDED.last_failure_at),"
-    " last_at = GREATEST(key_status.last_at, EXCLUDED.last_at))"
-    /* no row updated: a resend after a lost connection whose first
-     * sending committed finds its own outcome (the same fence, the state
-     * and next_at it wrote; a claim bumps the fence, a recovery or a lost
-     * claim's release resets the state without setting next_at to ours).
-     * Read only then: CASE evaluates the subquery only on that path. */
-    " SELECT (SELECT count(*) FROM u), (SELECT dlq_id FROM u WHERE "
-    "$3::smallint = 4), CASE WHEN NOT EXISTS (SELECT 1 FROM u) THEN"
-    " (SELECT CASE WHEN $3::smallint = 4 THEN coalesce(p.dlq_id, 0) ELSE 0"
-    " END FROM delivery p WHERE p.seq = $1 AND p.route = $2 AND p.fence = $9"
-    " AND p.state = $3::smallint AND p.next_at = $4 AND p.lease_owner IS"
-    " NULL) END, (SELECT route FROM cb)";
-
 static const char SQL_FORWARDED[] =
     "UPDATE dlq SET forwarded_at = $2 WHERE id = $1";
 
@@ -125,7 +47,7 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
     const char *name, *sql;
   } stmts[] = {{"ceb_ingest", cebpg_sql_ingest},
                {"ceb_claim", SQL_CLAIM},
-               {"ceb_settle", SQL_SETTLE},
+               {"ceb_settle", cebpg_sql_settle},
                {"ceb_forwarded", SQL_FORWARDED},
                {"ceb_keylock", cebpg_sql_keylock}};
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
@@ -204,82 +126,6 @@ int cebpg_claim(ceb_store_impl *s, const char *route, int64_t now, size_t max,
   *out = a.out;
   *count = a.count;
   return CEB_OK;
-}
-
-/* ---- settle ---- */
-
-typedef struct settle_params {
-  cebpg_params p;
-  char err[CEBPG_ERROR_MAX + 1];
-} settle_params;
-
-int cebpg_settle_send(PGconn *c, cebpg_op *op) {
-  ceb_attempt_result *r = op->arg;
-  settle_params sp = {.p = {.n = 0}};
-  cebpg_params *p = &sp.p;
-  int again = r->state == CEB_DS_RETRYING || r->state == CEB_DS_PENDING;
-  int refund = r->refund && r->state == CEB_DS_PENDING;
-  cebpg_p_int(p, r->seq);
-  cebpg_p_text(p, r->route);
-  cebpg_p_int(p, r->state);
-  cebpg_p_int(p, again ? r->next_at : r->now);
-  if (r->status_code)
-    cebpg_p_int(p, r->status_code);
-  else
-    cebpg_p_text(p, NULL);
-  cebpg_p_text(p, r->reason);
-  cebpg_p_text(p, cebpg_cut_error(r->error, sp.err));
-  cebpg_p_text(p, refund ? "t" : "f");
-  cebpg_p_int(p, r->fence);
-  cebpg_p_int(p, r->now);
-  cebpg_p_text(p, r->sink ? r->sink : "");
-  cebpg_p_text(p, r->dead_reason ? r->dead_reason : "rejected");
-  cebpg_p_text(p, r->dead_json ? r->dead_json : "{}");
-  cebpg_p_text(p, r->state == CEB_DS_DONE ? r->response : NULL);
-  cebpg_p_int(p, r->attempt);
-  if (r->started_at > 0)
-    cebpg_p_int(p, r->started_at);
-  else
-    cebpg_p_text(p, NULL);
-  return PQsendQueryPrepared(c, "ceb_settle", p->n, p->v, NULL, NULL, 0) == 1
-             ? 1
-             : -1;
-}
-
-int cebpg_settle_recv(PGresult *res, cebpg_op *op) {
-  ceb_attempt_result *r = op->arg;
-  r->callback_queued[0] = '\0';
-  if (PQntuples(res) != 1) return CEB_EINTERNAL;
-  if (cebpg_int(res, 0, 0) == 0) {
-    if (!PQgetisnull(res, 0, 2)) {
-      /* already applied: this outcome, sent before the connection was
-       * lost, committed (SQL_SETTLE); not a lost lease */
-      if (r->state == CEB_DS_DEAD) r->dlq_id = cebpg_int(res, 0, 2);
-      op->status = CEB_OK;
-      return CEB_OK;
-    }
-    op->status = CEB_ECONFLICT; /* not in progress under this token */
-    return CEB_OK;
-  }
-  if (r->state == CEB_DS_DEAD) r->dlq_id = cebpg_int(res, 0, 1);
-  if (!PQgetisnull(res, 0, 3))
-    snprintf(r->callback_queued, sizeof r->callback_queued, "%s",
-             PQgetvalue(res, 0, 3));
-  op->status = CEB_OK;
-  return CEB_OK;
-}
-
-int cebpg_settle(ceb_store_impl *s, ceb_attempt_result *r,
-                 ceb_store_done_fn done, void *arg) {
-  cebpg_op *op = calloc(1, sizeof *op);
-  if (!op) return CEB_ENOMEM;
-  op->kind = CEBPG_OP_SETTLE;
-  op->arg = r;
-  op->done = done;
-  op->done_arg = arg;
-  int rc = cebpg_submit(s, op);
-  if (rc != CEB_OK) free(op);
-  return rc;
 }
 
 /* ---- DLQ forwarded (async, on the committer) ---- */

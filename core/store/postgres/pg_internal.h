@@ -133,7 +133,8 @@ int cebpg_submit(ceb_store_impl *s, cebpg_op *op);
 /* Queues a new op and waits for it: its status. */
 int cebpg_call(ceb_store_impl *s, int kind, void *arg);
 
-/* ---- pg_ingest.c, pg_delivery.c: the pipelined statements ---- */
+/* ---- pg_ingest.c, pg_settle.c, pg_delivery.c: the pipelined statements
+ * ---- */
 /* Prepares the committer's statements on a new connection. */
 int cebpg_prepare_all(ceb_store_impl *s, PGconn *c);
 /* Sends one statement for every ingest op of the group (all in one);
@@ -144,8 +145,19 @@ int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n);
 /* Sends the key locks of the group's keyed ingests and settles
  * (pg_keylock.c); 0 when there is nothing to lock, 1 sent, < 0 failed. */
 int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n);
-int cebpg_settle_send(PGconn *c, cebpg_op *op);
-int cebpg_settle_recv(PGresult *r, cebpg_op *op);
+/* pg_settle.c: orders the group's settle ops set[0..n) into rounds in
+ * which no seq appears twice (the k-th outcome of a seq in group order goes
+ * to round k), keeping their order within a round; round r is
+ * set[start[r] .. start[r + 1]) (start holds n + 1). Returns the count of
+ * rounds, 0 when n is 0 or out of memory. */
+size_t cebpg_settle_rounds(cebpg_op **set, size_t n, size_t *start);
+/* Sends one statement for the settles of one round (all in one); returns 1
+ * sent, 0 for none, < 0 failed. */
+int cebpg_settle_send(PGconn *c, cebpg_op **ops, size_t n);
+/* Reads its result into the ops: status CEB_OK (applied, or already applied
+ * by a resend's first sending) or CEB_ECONFLICT (lease lost), dlq_id and
+ * callback_queued. */
+int cebpg_settle_recv(PGresult *r, cebpg_op **ops, size_t n);
 int cebpg_claim_send(ceb_store_impl *s, PGconn *c, cebpg_op *op);
 int cebpg_claim_recv(PGresult *r, cebpg_op *op);
 int cebpg_fwd_send(PGconn *c, cebpg_op *op);

@@ -8,7 +8,8 @@
  * 0 with the reason, ingest refused, recovery by itself); schema versions
  * (a newer database refused, store.migrate off); passwords never in an
  * error; an outcome resent after its answer was lost (pg_drop_proxy.h)
- * reported applied, not as a lost lease. The generic contract of a store is
+ * reported applied, not as a lost lease; a group's outcomes in one
+ * statement, each with its own answer. The generic contract of a store is
  * tests/store/'s. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -553,6 +554,190 @@ static void test_group_commit(ceb_store *a) {
   PQfinish(g_peek);
 }
 
+/* ---- a group's outcomes in one statement ---- */
+
+/* Outcomes queued at once settle a group in one statement (pg_settle.c),
+ * each with its own answer: done, retrying and dead (each dead letter its
+ * own DLQ id) applied; a stale token refused (CEB_ECONFLICT) and its row
+ * unchanged; the second route of an event settling its journal row; the
+ * same outcome twice in one group (a later round) reported applied, one
+ * with another time refused; a key's head handed on. */
+enum { SG_N = 48 };
+typedef struct sg_op {
+  ceb_attempt_result r;
+  int status;
+  int want;
+} sg_op;
+static atomic_int g_sg_done = 0;
+static void sg_done(void *arg, int status) {
+  ((sg_op *)arg)->status = status;
+  atomic_fetch_add(&g_sg_done, 1);
+}
+static int sg_all(void *arg) {
+  return atomic_load(&g_sg_done) >= *(int *)arg;
+}
+
+static long long peek_int(PGconn *c, const char *sql, int64_t seq) {
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)seq);
+  const char *p[1] = {v};
+  PGresult *r = PQexecParams(c, sql, 1, NULL, p, NULL, NULL, 0);
+  long long x = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+                        !PQgetisnull(r, 0, 0)
+                    ? atoll(PQgetvalue(r, 0, 0))
+                    : -1;
+  PQclear(r);
+  return x;
+}
+
+static void test_settle_group(ceb_store *a) {
+  PGconn *peek = ceb_test_pg_connect(&g_pg);
+  for (int i = 0; i < SG_N; i++) {
+    char id[32];
+    snprintf(id, sizeof id, "sg-%d", i);
+    ceb_ingest_route rt[2] = {{.route = "sg", .first_at = 1000},
+                              {.route = "sg2", .first_at = 1000}};
+    ceb_ingest_event e = {.source = "urn:test",
+                          .id = id,
+                          .type = "t",
+                          .json = "{}",
+                          .json_len = 2,
+                          .routes = rt,
+                          .nroutes = 2};
+    ceb_ingest_batch b = {.events = &e, .count = 1, .now = 1000};
+    CHECK_INT(ceb_store_ingest_wait(a, &b), CEB_OK);
+  }
+  CHECK_INT(ingest1(a, "sgk-1", "sgk", "k", 1000, NULL), 1);
+  int64_t k2 = 0;
+  CHECK_INT(ingest1(a, "sgk-2", "sgk", "k", 1000, &k2), 1);
+  ceb_claim *c1 = NULL, *c2 = NULL, *ck = NULL;
+  size_t n1 = 0, n2 = 0, nk = 0;
+  CHECK_INT(ceb_store_claim(a, "sg", 2000, SG_N, 600000, &c1, &n1), CEB_OK);
+  CHECK_INT(ceb_store_claim(a, "sg2", 2000, SG_N, 600000, &c2, &n2), CEB_OK);
+  CHECK_INT(ceb_store_claim(a, "sgk", 2000, 10, 600000, &ck, &nk), CEB_OK);
+  CHECK_INT(n1, SG_N);
+  CHECK_INT(n2, SG_N);
+  CHECK_INT(nk, 1);
+  if (n1 != SG_N || n2 != SG_N || nk != 1) goto out;
+  enum { NOPS = 2 * SG_N + 3 };
+  sg_op *ops = calloc(NOPS, sizeof *ops);
+  size_t n = 0;
+  for (size_t i = 0; i < n1; i++) {
+    static const int st[] = {CEB_DS_DONE, CEB_DS_RETRYING, CEB_DS_DEAD,
+                             CEB_DS_DONE};
+    sg_op *o = &ops[n++];
+    o->r = (ceb_attempt_result){.seq = c1[i].seq,
+                                .route = "sg",
+                                .fence = c1[i].fence,
+                                .state = st[i % 4],
+                                .next_at = 9000,
+                                .now = 3000,
+                                .status_code = i % 4 == 2 ? 400 : 200,
+                                .reason = "r",
+                                .attempt = 1,
+                                .sink = "s",
+                                .dead_reason = "rejected",
+                                .dead_json = "{}"};
+    o->want = CEB_OK;
+    if (i % 4 == 3) { /* a token another claim replaced */
+      o->r.fence = c1[i].fence + 1;
+      o->want = CEB_ECONFLICT;
+    }
+  }
+  for (size_t i = 0; i < n2; i++) {
+    sg_op *o = &ops[n++];
+    o->r = (ceb_attempt_result){.seq = c2[i].seq,
+                                .route = "sg2",
+                                .fence = c2[i].fence,
+                                .state = CEB_DS_DONE,
+                                .now = 3000,
+                                .status_code = 200,
+                                .reason = "ok",
+                                .attempt = 1};
+    o->want = CEB_OK;
+  }
+  /* the same outcome again (applied already), then one with another time
+   * (not in progress any more) */
+  ops[n] = ops[n - 1];
+  n++;
+  ops[n] = ops[n - 1];
+  ops[n].r.now = 3001;
+  ops[n].want = CEB_ECONFLICT;
+  n++;
+  ops[n].r = (ceb_attempt_result){.seq = ck[0].seq,
+                                  .route = "sgk",
+                                  .fence = ck[0].fence,
+                                  .state = CEB_DS_DONE,
+                                  .now = 3000,
+                                  .status_code = 200,
+                                  .reason = "ok",
+                                  .attempt = 1};
+  ops[n].want = CEB_OK;
+  n++;
+  uint64_t b0, o0, b1, o1;
+  ceb_store_commit_stats(a, &b0, &o0);
+  atomic_store(&g_sg_done, 0);
+  for (size_t i = 0; i < n; i++) {
+    ops[i].status = 1;
+    CHECK_INT(ceb_store_settle(a, &ops[i].r, sg_done, &ops[i]), CEB_OK);
+  }
+  int want = (int)n;
+  CHECK(ceb_test_wait(sg_all, &want, 60000));
+  stats_want sw = {a, o0 + n};
+  CHECK(ceb_test_wait(stats_reached, &sw, 10000));
+  ceb_store_commit_stats(a, &b1, &o1);
+  CHECK_MSG(b1 - b0 < n, "%llu transactions for %zu settles",
+            (unsigned long long)(b1 - b0), n);
+  for (size_t i = 0; i < n; i++) {
+    CHECK_MSG(ops[i].status == ops[i].want, "op %zu (seq %lld %s): %d, not %d",
+              i, (long long)ops[i].r.seq, ops[i].r.route, ops[i].status,
+              ops[i].want);
+    if (i < n1 && i % 4 == 2) {
+      CHECK(ops[i].r.dlq_id > 0);
+      for (size_t j = 0; j < i; j++) /* each its own */
+        CHECK(ops[j].r.dlq_id != ops[i].r.dlq_id || j % 4 != 2);
+      json_t *d = ceb_store_dlq_show(a, ops[i].r.dlq_id);
+      CHECK(d != NULL);
+      json_decref(d);
+    }
+    if (i < n1 && i % 4 == 3) { /* refused: still in progress, untouched */
+      CHECK_INT(peek_int(peek,
+                         "SELECT state * 1000 + coalesce(last_status, 0)"
+                         " FROM delivery WHERE seq = $1 AND route = 'sg'",
+                         ops[i].r.seq),
+                1000);
+    }
+    if (i < n1) { /* the journal row: settled when both routes are */
+      long long open = peek_int(
+          peek, "SELECT open_routes FROM journal_settle WHERE seq = $1",
+          ops[i].r.seq);
+      long long settled =
+          peek_int(peek,
+                   "SELECT count(*) FROM journal_settle WHERE seq = $1"
+                   " AND settled_at IS NOT NULL",
+                   ops[i].r.seq);
+      int final = i % 4 == 0 || i % 4 == 2;
+      CHECK_MSG(open == (final ? 0 : 1) && settled == final,
+                "seq %lld: open %lld settled %lld", (long long)ops[i].r.seq,
+                open, settled);
+    }
+  }
+  CHECK_INT(ceb_store_count_open(a, "sg"), SG_N / 2);
+  CHECK_INT(ceb_store_count_open(a, "sg2"), 0);
+  /* the key's next row is its head now */
+  ceb_claims_free(ck, nk);
+  ck = NULL;
+  CHECK_INT(ceb_store_claim(a, "sgk", 3100, 10, 600000, &ck, &nk), CEB_OK);
+  CHECK_INT(nk, 1);
+  if (nk == 1) CHECK_INT(ck[0].seq, k2);
+  free(ops);
+out:
+  ceb_claims_free(c1, n1);
+  ceb_claims_free(c2, n2);
+  ceb_claims_free(ck, nk);
+  PQfinish(peek);
+}
+
 /* ---- the database goes away ---- */
 
 static int is_writable(void *arg) {
@@ -749,6 +934,7 @@ int main(void) {
     test_cluster_parts(a, b);
     test_attempt_history(a);
     test_group_commit(a);
+    test_settle_group(a);
     test_unreachable(a);
   }
   test_resend_applied();
