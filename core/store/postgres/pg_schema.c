@@ -188,7 +188,7 @@ static const char *const k_migrations[] = {
     "CREATE INDEX attempt_seq ON attempt (seq);",
     /* 7: per ordering key of a route, the last delivered and the last
      * failed attempt (GET /v1/routes/{route}/keys), written by the
-     * settle statement itself (pg_delivery.c), so that they outlive the
+     * settle statement itself (pg_settle.c), so that they outlive the
      * key's delivery rows; a key untouched for the retention goes at
      * sweep. Filled from the delivery rows the database holds. */
     "CREATE TABLE key_status ("
