@@ -61,12 +61,15 @@ const char cebpg_sql_settle[] =
     /* the client's callback (X-Callback): when a settle makes the status
      * final (the last open route), its delivery is queued here, in the
      * same statement; the journal row stays open for it. lk locks the
-     * settle rows (in seq order: two groups never wait on each other in a
-     * circle) and reads their newest version, so of two routes settling
-     * at once on two connections the later one sees the count the earlier
-     * left. */
+     * settle rows of events with a callback not queued yet (in seq order:
+     * two groups never wait on each other in a circle) and reads their
+     * newest version, so of two routes settling at once on two connections
+     * the later one sees the count the earlier left. Only those: a row
+     * lock is a WAL record, and js's update reads the newest version by
+     * itself. */
     " lk AS (SELECT s.seq, s.open_routes FROM journal_settle s WHERE s.seq"
-    " IN (SELECT u.seq FROM u WHERE u.nstate IN (3, 4)) ORDER BY s.seq"
+    " IN (SELECT u.seq FROM u JOIN callback c ON c.seq = u.seq"
+    " WHERE u.nstate IN (3, 4) AND c.queued_at IS NULL) ORDER BY s.seq"
     " FOR UPDATE OF s),"
     " cb AS (UPDATE callback c SET queued_at = u.at FROM lk JOIN u"
     " ON u.seq = lk.seq WHERE c.seq = lk.seq AND c.queued_at IS NULL"
