@@ -37,6 +37,21 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
  * (ceb_admin_contracts.c); sub is the part after "/contracts/". */
 int ceb_admin_contract_get(const ceb_admin_view *view, struct MHD_Connection *c,
                            const char *sub);
+/* Bounds of an event's status and timeline answers. An id longer than
+ * ADMIN_ID_MAX bytes is refused (400 id_too_long; the intermediary's
+ * GET /v1/events/{id} has the same bound). Of an id many events carry
+ * (one per source, per client), the newest ADMIN_EVENTS_MAX; of an event's
+ * failed attempts and dead letters (a retry-forever route, an event
+ * replayed and dead again thousands of times), the newest
+ * ADMIN_HISTORY_MAX each. Each answer says "truncated" when it left
+ * older ones out, and the store reads no more than that (plus one). */
+#define ADMIN_ID_MAX 512
+#define ADMIN_EVENTS_MAX 20
+#define ADMIN_HISTORY_MAX 100
+
+/* Removes the oldest (first) items of arr past max; 1 when it did. */
+int ceb_admin_keep_newest(json_t *arr, size_t max);
+
 /* GET /v1/events/{id}/timeline (ceb_admin_timeline.c); id unescaped. */
 int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
                        const char *id, const char *source);

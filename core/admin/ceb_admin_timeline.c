@@ -9,7 +9,11 @@
  * journal, the store's history of failed attempts, the delivery rows (the
  * successful attempt) and the event's dead letters. An engine without the
  * history (ceb_store_attempts_of NULL) gives the first and last attempt of
- * each run instead. MHD's threads; store read connections only. */
+ * each run instead. Bounded (ceb_admin_internal.h): the newest
+ * ADMIN_EVENTS_MAX matches ("truncated" at the top when more), and per
+ * event the newest ADMIN_HISTORY_MAX failed attempts and dead letters
+ * ("truncated" on the event when older ones were left out). MHD's threads;
+ * store read connections only. */
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,14 +101,20 @@ static void failed_attempts(json_t *tl, json_t *hist) {
   }
 }
 
-static json_t *timeline_of(ceb_store *st, json_t *ev) {
+/* *cut set when older attempts or dead letters were left out. */
+static json_t *timeline_of(ceb_store *st, json_t *ev, int *cut) {
   json_t *tl = json_array();
   add(tl, num(ev, "received_at"), "received", NULL, NULL);
   /* NULL: the engine keeps no history; the delivery rows and dead
    * letters then give the first and last attempt of each run */
-  json_t *hist = ceb_store_attempts_of(st, num(ev, "seq"));
+  json_t *hist =
+      ceb_store_attempts_of_max(st, num(ev, "seq"), ADMIN_HISTORY_MAX + 1);
+  *cut = ceb_admin_keep_newest(hist, ADMIN_HISTORY_MAX);
   failed_attempts(tl, hist);
-  json_t *dead = ceb_store_dlq_of_seq(st, num(ev, "seq")), *d;
+  json_t *dead =
+      ceb_store_dlq_of_seq_max(st, num(ev, "seq"), ADMIN_HISTORY_MAX + 1);
+  *cut |= ceb_admin_keep_newest(dead, ADMIN_HISTORY_MAX);
+  json_t *d;
   size_t i;
   json_array_foreach(dead, i, d) {
     const char *route = json_string_value(json_object_get(d, "route"));
@@ -155,7 +165,7 @@ static json_t *timeline_of(ceb_store *st, json_t *ev) {
 int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
                        const char *id, const char *source) {
   ceb_store *st = ceb_runtime_store(view->rt);
-  json_t *s = ceb_store_event_status(st, id, source);
+  json_t *s = ceb_store_event_status_max(st, id, source, ADMIN_EVENTS_MAX + 1);
   if (!s)
     return ceb_admin_store_problem(c, ceb_runtime_store(view->rt),
                                    "status query failed");
@@ -165,6 +175,7 @@ int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
                              "no event with that id was accepted (or it "
                              "expired after the retention period)");
   }
+  int events_cut = ceb_admin_keep_newest(s, ADMIN_EVENTS_MAX);
   json_t *out = json_array(), *ev;
   size_t i;
   json_array_foreach(s, i, ev) {
@@ -176,10 +187,13 @@ int ceb_admin_timeline(const ceb_admin_view *view, struct MHD_Connection *c,
                                           : json_null());
     json_object_set_new(o, "routes",
                         json_incref(json_object_get(ev, "routes")));
-    json_object_set_new(o, "timeline", timeline_of(st, ev));
+    int cut = 0;
+    json_object_set_new(o, "timeline", timeline_of(st, ev, &cut));
+    json_object_set_new(o, "truncated", json_boolean(cut));
     json_array_append_new(out, o);
   }
   json_decref(s);
   return ceb_admin_reply_json(c, 200,
-                              json_pack("{s:s, s:o}", "id", id, "events", out));
+                              json_pack("{s:s, s:o, s:b}", "id", id, "events",
+                                        out, "truncated", events_cut));
 }

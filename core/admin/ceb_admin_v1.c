@@ -119,6 +119,13 @@ static json_t *routes_json(const ceb_admin_view *view, ceb_store *st) {
   return arr;
 }
 
+int ceb_admin_keep_newest(json_t *arr, size_t max) {
+  int cut = 0;
+  while (json_array_size(arr) > max && json_array_remove(arr, 0) == 0)
+    cut = 1;
+  return cut;
+}
+
 const char *ceb_admin_arg(struct MHD_Connection *c, const char *name) {
   const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
   return v && *v ? v : NULL;
@@ -280,13 +287,19 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
       return ceb_admin_problem(c, 404, "not_found",
                                "use /v1/events/{id}/status or "
                                "/v1/events/{id}/timeline");
-    char idbuf[512];
+    /* never cut to fit: a cut id would be another event's */
+    if ((size_t)(end - id) > ADMIN_ID_MAX)
+      return ceb_admin_problem(c, 400, "id_too_long",
+                               "the event id is longer than 512 bytes: no "
+                               "event's status can be looked up by it");
+    char idbuf[ADMIN_ID_MAX + 1];
     /* libmicrohttpd decoded the path once already: an id holding '%'
      * stays as it is */
     snprintf(idbuf, sizeof idbuf, "%.*s", (int)(end - id), id);
     if (timeline)
       return ceb_admin_timeline(view, c, idbuf, ceb_admin_arg(c, "source"));
-    json_t *s = ceb_store_event_status(st, idbuf, ceb_admin_arg(c, "source"));
+    json_t *s = ceb_store_event_status_max(
+        st, idbuf, ceb_admin_arg(c, "source"), ADMIN_EVENTS_MAX + 1);
     if (!s) return ceb_admin_store_problem(c, st, "status query failed");
     if (json_array_size(s) == 0) {
       json_decref(s);
@@ -294,8 +307,10 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
                                "no event with that id was accepted (or it "
                                "expired after the retention period)");
     }
-    return ceb_admin_reply_json(
-        c, 200, json_pack("{s:s, s:o}", "id", idbuf, "events", s));
+    int cut = ceb_admin_keep_newest(s, ADMIN_EVENTS_MAX);
+    return ceb_admin_reply_json(c, 200,
+                                json_pack("{s:s, s:o, s:b}", "id", idbuf,
+                                          "events", s, "truncated", cut));
   }
 
   if (strcmp(path, "/dlq") == 0 && get) {

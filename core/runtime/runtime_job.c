@@ -14,6 +14,16 @@
 #include "runtime/runtime_internal.h"
 #include "store/ceb_store.h"
 
+/* Bounds of one lookup: an id longer than JOB_ID_MAX is no id a client can
+ * look up (CEB_EINVAL; the intermediary answers 400 before asking); of the
+ * events carrying an id (one per source and client) the newest
+ * JOB_EVENTS_MAX are read, of an event's dead letters (one per route and
+ * death: an event replayed and dead again) the newest JOB_DLQ_MAX. Each
+ * lookup is then a bounded read whatever the store holds. */
+#define JOB_ID_MAX 512
+#define JOB_EVENTS_MAX 100
+#define JOB_DLQ_MAX 100
+
 /* The dead letter of route in the event's DLQ rows (its newest: a replayed
  * event may have died before). */
 static const char *dead_reason(json_t *dlq, const char *route) {
@@ -57,8 +67,8 @@ static const char *open_status(json_t *routes) {
 /* error / time-out of the first route that died. */
 static void set_failed(ceb_store *st, json_t *ev, json_t *out, json_t *rt) {
   const char *route = json_string_value(json_object_get(rt, "route"));
-  json_t *dlq = ceb_store_dlq_of_seq(
-      st, (int64_t)json_integer_value(json_object_get(ev, "seq")));
+  json_t *dlq = ceb_store_dlq_of_seq_max(
+      st, (int64_t)json_integer_value(json_object_get(ev, "seq")), JOB_DLQ_MAX);
   const char *why = dead_reason(dlq, route ? route : "");
   int timeout = why && strcmp(why, CEB_DEAD_DEADLINE) == 0;
   const char *reason = json_string_value(json_object_get(rt, "last_reason"));
@@ -141,9 +151,9 @@ int cebr_job_status(ceb_runtime *rt, const char *client, const char *id,
                     json_t **out) {
   *out = NULL;
   ceb_store *st = rt ? rt->store : NULL;
-  if (!st || !id || !*id) return CEB_EINVAL;
+  if (!st || !id || !*id || strlen(id) > JOB_ID_MAX) return CEB_EINVAL;
   if (!client) client = "";
-  json_t *all = ceb_store_event_status(st, id, NULL);
+  json_t *all = ceb_store_event_status_max(st, id, NULL, JOB_EVENTS_MAX);
   if (!all) return CEB_EIO;
   /* the newest of this client's events with that id: (client, source, id)
    * is the key, so another source may have used the same id */
@@ -168,6 +178,8 @@ int cebr_job_status_seq(ceb_runtime *rt, int64_t seq, const char *id,
   *out = NULL;
   ceb_store *st = rt ? rt->store : NULL;
   if (!st || !id || !*id) return CEB_EINVAL;
+  /* not bounded to the newest: the callback of this very row must be
+   * built, however many newer events share its id */
   json_t *all = ceb_store_event_status(st, id, NULL);
   if (!all) return CEB_EIO;
   json_t *ev = NULL;

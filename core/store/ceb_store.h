@@ -385,6 +385,11 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route);
  * Times are ms since the epoch. Blocking read. */
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source);
+/* The same, of the newest max matches only (max 0: all): an id many
+ * events carry (one per source, each replay of a client's) costs a
+ * bounded read. Ask for one more than you show to know there are more. */
+json_t *ceb_store_event_status_max(ceb_store *st, const char *id,
+                                   const char *source, size_t max);
 
 /* The callback URL kept with journal row seq (ceb_ingest_event.
  * callback_url), malloc'd (caller frees); NULL with *status CEB_ENOTFOUND
@@ -420,6 +425,9 @@ json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f);
  * oldest first, same shape as the list. New reference, NULL on error. Read
  * connection. */
 json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq);
+/* The same, of the newest max rows only (max 0: all), oldest first: an
+ * event replayed and dead again thousands of times costs a bounded read. */
+json_t *ceb_store_dlq_of_seq_max(ceb_store *st, int64_t seq, size_t max);
 /* The failed attempts of journal row seq, every route, oldest first:
  *   [{"route","n","started_at","at","status","reason","outcome"}]
  * outcome: "retrying" or "dead". An attempt that delivered is not listed:
@@ -429,6 +437,9 @@ json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq);
  * caller then has the delivery rows' first and last attempt). Read
  * connection. */
 json_t *ceb_store_attempts_of(ceb_store *st, int64_t seq);
+/* The same, of the newest max attempts only (max 0: all), oldest first: a
+ * retry-forever route's 100k attempts cost a bounded read. */
+json_t *ceb_store_attempts_of_max(ceb_store *st, int64_t seq, size_t max);
 /* One row with "event" (the dead-letter event as JSON); NULL when absent. */
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id);
 

@@ -86,8 +86,9 @@ typedef struct ceb_store_engine {
   int (*recover)(ceb_store_impl *self, int64_t now);
   int64_t (*count_open)(ceb_store_impl *self, const char *route);
   int64_t (*oldest_open)(ceb_store_impl *self, const char *route);
+  /* max > 0: only the newest max matches (ceb_store_event_status_max) */
   json_t *(*event_status)(ceb_store_impl *self, const char *id,
-                          const char *source);
+                          const char *source, size_t max);
 
   json_t *(*dlq_list)(ceb_store_impl *self, const ceb_dlq_filter *f);
   json_t *(*dlq_show)(ceb_store_impl *self, int64_t id);
@@ -141,7 +142,8 @@ typedef struct ceb_store_engine {
   int (*shared)(ceb_store_impl *self);
   int (*try_lead)(ceb_store_impl *self, const char *task, int64_t now);
 
-  json_t *(*dlq_of_seq)(ceb_store_impl *self, int64_t seq);
+  /* max > 0: only the newest max rows (ceb_store_dlq_of_seq_max) */
+  json_t *(*dlq_of_seq)(ceb_store_impl *self, int64_t seq, size_t max);
 
   /* The cluster view: this instance's heartbeat (which also drops rows
    * silent for an hour), its leaving, and the view (ceb_store.h). */
@@ -150,7 +152,7 @@ typedef struct ceb_store_engine {
   int (*leave)(ceb_store_impl *self);
   json_t *(*cluster)(ceb_store_impl *self, int64_t now);
   /* optional (NULL: the engine keeps no attempt history) */
-  json_t *(*attempts_of)(ceb_store_impl *self, int64_t seq);
+  json_t *(*attempts_of)(ceb_store_impl *self, int64_t seq, size_t max);
   /* Sink life cycle (ceb_store_sink_state_*): one row per sink, shared by
    * the instances on the store (PostgreSQL: a table like SQLite's). */
   int (*sink_state_get)(ceb_store_impl *self, const char *sink,

@@ -271,8 +271,13 @@ int64_t ceb_store_oldest_open(ceb_store *st, const char *route) {
 
 json_t *ceb_store_event_status(ceb_store *st, const char *id,
                                const char *source) {
+  return ceb_store_event_status_max(st, id, source, 0);
+}
+
+json_t *ceb_store_event_status_max(ceb_store *st, const char *id,
+                                   const char *source, size_t max) {
   if (!id) return NULL;
-  return st->eng->event_status(st->impl, id, source);
+  return st->eng->event_status(st->impl, id, source, max);
 }
 
 /* ---- DLQ ---- */
@@ -282,11 +287,19 @@ json_t *ceb_store_dlq_list(ceb_store *st, const ceb_dlq_filter *f) {
 }
 
 json_t *ceb_store_dlq_of_seq(ceb_store *st, int64_t seq) {
-  return st->eng->dlq_of_seq(st->impl, seq);
+  return ceb_store_dlq_of_seq_max(st, seq, 0);
+}
+
+json_t *ceb_store_dlq_of_seq_max(ceb_store *st, int64_t seq, size_t max) {
+  return st->eng->dlq_of_seq(st->impl, seq, max);
 }
 
 json_t *ceb_store_attempts_of(ceb_store *st, int64_t seq) {
-  return st->eng->attempts_of ? st->eng->attempts_of(st->impl, seq) : NULL;
+  return ceb_store_attempts_of_max(st, seq, 0);
+}
+
+json_t *ceb_store_attempts_of_max(ceb_store *st, int64_t seq, size_t max) {
+  return st->eng->attempts_of ? st->eng->attempts_of(st->impl, seq, max) : NULL;
 }
 
 json_t *ceb_store_dlq_show(ceb_store *st, int64_t id) {

@@ -77,7 +77,10 @@ typedef struct http_source {
                  to the map program as its input document (http_in_doc.h) */
   int serve_openapi, serve_contracts; /* http_in_publish.c */
   int serve_status;                   /* http_in_publish.c */
-  char *openapi;                      /* this configuration's document */
+  /* job status lookups in progress: each holds a listener thread on a
+   * store read (http_in_publish.c bounds them) */
+  atomic_uint status_lookups;
+  char *openapi; /* this configuration's document */
   size_t openapi_len;
 
   /* runtime */

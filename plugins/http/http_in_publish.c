@@ -16,7 +16,7 @@
 
 #define CONTRACTS_PREFIX "/v1/contracts"
 #define STATUS_PREFIX "/v1/events/"
-#define STATUS_ID_MAX 512 /* longer is no id this bridge took */
+#define STATUS_ID_MAX 512 /* longer: 400 event.id_too_long */
 
 const http_route http_in_routes[] = {
     {HTTP_ROUTE_EVENTS, "POST", "/events"},
@@ -58,13 +58,13 @@ static int contract_shape(const char *url) {
   return segment_ok(ver, strlen(ver), ".+-", 64) ? 3 : 0;
 }
 
-/* 1 when url is GET /v1/events/{id}'s: an id of 1 .. STATUS_ID_MAX bytes
- * (event ids may hold '/', so everything after the prefix). */
+/* 1 when url is GET /v1/events/{id}'s: an id of 1 byte or more (event
+ * ids may hold '/', so everything after the prefix); serve_status refuses
+ * one over STATUS_ID_MAX. */
 static int status_shape(const char *url) {
   size_t pn = strlen(STATUS_PREFIX);
   if (strncmp(url, STATUS_PREFIX, pn) != 0) return 0;
-  size_t n = strlen(url + pn);
-  return n > 0 && n <= STATUS_ID_MAX;
+  return url[pn] != '\0';
 }
 
 http_route_id http_in_route(const http_source *s, const char *method,
@@ -211,8 +211,17 @@ static void serve_contract(http_req *r, const char *url) {
   free(doc);
 }
 
+/* Lookups at once per intermediary: each is a store read on a listener
+ * thread, which serves every other connection of that thread (ingest
+ * too) only after it; at most half the listener threads (at least one)
+ * wait on the store, the others go on taking events. */
+static unsigned status_lookups_max(const http_source *s) {
+  return s->threads > 1 ? s->threads / 2 : 1;
+}
+
 /* The job status of the caller's own event (the host's event_status): an
- * id it never sent, or another client's, is the same 404. */
+ * id it never sent, or another client's, is the same 404; an id longer
+ * than STATUS_ID_MAX bytes 400 (no lookup: the store is not asked). */
 static void serve_status(http_req *r, const char *id) {
   http_source *s = r->src;
   if (!CEB_HOST_HAS(s->host, event_status)) {
@@ -220,10 +229,25 @@ static void serve_status(http_req *r, const char *id) {
                        "this host keeps no job status (ABI 1.2 needed)");
     return;
   }
+  if (strlen(id) > STATUS_ID_MAX) {
+    http_reply_problem(&r->reply, 400, "event.id_too_long",
+                       "the event id is longer than 512 bytes: no job "
+                       "status can be looked up by it");
+    return;
+  }
+  if (atomic_fetch_add(&s->status_lookups, 1) >= status_lookups_max(s)) {
+    atomic_fetch_sub(&s->status_lookups, 1);
+    http_reply_problem(&r->reply, 503, "status.busy",
+                       "too many job status lookups at once: ask again "
+                       "after Retry-After");
+    http_reply_retry_after(&r->reply, s->retry_after_s);
+    return;
+  }
   char *json = NULL;
   size_t len = 0;
   int st = s->host->event_status(s->inst, r->has_client ? r->client : NULL, id,
                                  &json, &len);
+  atomic_fetch_sub(&s->status_lookups, 1);
   if (st == CEB_OK) {
     http_reply_take(&r->reply, 200, "application/json", json, len);
     return;

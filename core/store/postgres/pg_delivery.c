@@ -293,21 +293,31 @@ int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
                   &p, 0);
 }
 
+/* LIMIT $n of a query: max, or NULL (LIMIT ALL) for 0. */
+static void p_limit(cebpg_params *p, size_t max) {
+  if (max)
+    cebpg_p_int(p, (int64_t)max);
+  else
+    cebpg_p_text(p, NULL);
+}
+
 json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
-                           const char *source) {
+                           const char *source, size_t max) {
   if (!id) return NULL;
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, id);
   cebpg_p_text(&p, source);
+  p_limit(&p, max);
   PGresult *r = cebpg_query(
       s, "status",
       "SELECT j.seq, j.client, j.source, j.id, j.type, j.received_at,"
       " j.unrouted, s.settled_at, d.route, d.state, d.attempts, d.next_at,"
       " d.first_at, d.last_at, d.last_status, d.last_reason, d.last_error,"
-      " d.order_key, d.dlq_id, d.response FROM journal j"
+      " d.order_key, d.dlq_id, d.response FROM (SELECT * FROM journal"
+      " WHERE id = $1 AND ($2::text IS NULL OR source = $2)"
+      " ORDER BY seq DESC LIMIT $3::bigint) j"
       " LEFT JOIN journal_settle s ON s.seq = j.seq"
       " LEFT JOIN delivery d ON d.seq = j.seq"
-      " WHERE j.id = $1 AND ($2::text IS NULL OR j.source = $2)"
       " ORDER BY j.seq, d.route",
       &p);
   if (!r) return NULL;
@@ -360,12 +370,15 @@ json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
   return arr;
 }
 
-json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq) {
+json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq, size_t max) {
   cebpg_params p = {.n = 0};
   cebpg_p_int(&p, seq);
+  p_limit(&p, max);
+  /* the newest max, read back oldest first */
   PGresult *r = cebpg_query(s, "attempts of seq",
                             "SELECT route, n, started_at, at, status, reason,"
-                            " dead FROM attempt WHERE seq = $1 ORDER BY id",
+                            " dead FROM (SELECT * FROM attempt WHERE seq = $1"
+                            " ORDER BY id DESC LIMIT $2::bigint) a ORDER BY id",
                             &p);
   if (!r) return NULL;
   static const char *const cols[] = {"route",  "n",      "started_at", "at",

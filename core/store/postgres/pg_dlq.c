@@ -68,12 +68,19 @@ json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f) {
   return arr;
 }
 
-json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq) {
+json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq, size_t max) {
   cebpg_params p = {.n = 0};
   cebpg_p_int(&p, seq);
-  PGresult *r = cebpg_query(
-      s, "dlq of seq",
-      "SELECT " DLQ_COLS " FROM dlq WHERE seq = $1 ORDER BY id", &p);
+  if (max)
+    cebpg_p_int(&p, (int64_t)max);
+  else
+    cebpg_p_text(&p, NULL); /* LIMIT NULL: all */
+  /* the newest max, read back oldest first */
+  PGresult *r = cebpg_query(s, "dlq of seq",
+                            "SELECT " DLQ_COLS " FROM (SELECT * FROM dlq"
+                            " WHERE seq = $1 ORDER BY id DESC"
+                            " LIMIT $2::bigint) d ORDER BY id",
+                            &p);
   if (!r) return NULL;
   json_t *arr = json_array();
   for (int i = 0; i < PQntuples(r); i++)

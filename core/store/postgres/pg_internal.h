@@ -228,11 +228,11 @@ int cebpg_recover(ceb_store_impl *s, int64_t now);
 int64_t cebpg_count_open(ceb_store_impl *s, const char *route);
 int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route);
 json_t *cebpg_event_status(ceb_store_impl *s, const char *id,
-                           const char *source);
+                           const char *source, size_t max);
 json_t *cebpg_dlq_list(ceb_store_impl *s, const ceb_dlq_filter *f);
 json_t *cebpg_dlq_show(ceb_store_impl *s, int64_t id);
-json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq);
-json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq);
+json_t *cebpg_dlq_of_seq(ceb_store_impl *s, int64_t seq, size_t max);
+json_t *cebpg_attempts_of(ceb_store_impl *s, int64_t seq, size_t max);
 int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
                      int dry_run, size_t *count, json_t *replayed);
 int cebpg_dlq_purge(ceb_store_impl *s, const ceb_dlq_filter *f, int dry_run,

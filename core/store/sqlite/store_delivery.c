@@ -397,15 +397,19 @@ static int log_failed(sqlite3 *db, const ceb_attempt_result *r) {
   return CEB_OK;
 }
 
-json_t *cebs_attempts_of(cebs_store *st, int64_t seq) {
+json_t *cebs_attempts_of(cebs_store *st, int64_t seq, size_t max) {
   sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
+  /* the newest max (LIMIT -1: all), read back oldest first */
   if (sqlite3_prepare_v2(db,
                          "SELECT route, n, started_at, at, status, reason,"
-                         " dead FROM attempt WHERE seq = ?1 ORDER BY rowid",
+                         " dead FROM (SELECT rowid AS r, * FROM attempt"
+                         " WHERE seq = ?1 ORDER BY rowid DESC LIMIT ?2)"
+                         " ORDER BY r",
                          -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(s, 1, seq);
+    sqlite3_bind_int64(s, 2, max ? (sqlite3_int64)max : -1);
     arr = json_array();
     static const char *const cols[] = {"route",  "n",      "started_at", "at",
                                        "status", "reason", NULL};
@@ -633,7 +637,8 @@ static json_t *status_row(sqlite3_stmt *j, sqlite3_stmt *d) {
   return o;
 }
 
-json_t *cebs_event_status(cebs_store *st, const char *id, const char *source) {
+json_t *cebs_event_status(cebs_store *st, const char *id, const char *source,
+                          size_t max) {
   if (!id) return NULL;
   size_t ncand = 0;
   int64_t *cand = id_candidates(st, id, &ncand);
@@ -659,11 +664,12 @@ json_t *cebs_event_status(cebs_store *st, const char *id, const char *source) {
   if (ok) {
     sqlite3_bind_text(j, 1, id, -1, SQLITE_STATIC);
     cebs_bind_text(j, 2, source);
-    for (size_t c = 0; c < ncand; c++) { /* ascending: oldest first */
+    /* newest first, at most max, then put oldest first */
+    for (size_t c = ncand; c-- > 0 && (!max || json_array_size(arr) < max);) {
       sqlite3_reset(j);
       sqlite3_bind_int64(j, 3, cand[c]);
       if (sqlite3_step(j) == SQLITE_ROW)
-        json_array_append_new(arr, status_row(j, d));
+        json_array_insert_new(arr, 0, status_row(j, d));
     }
   } else {
     ceb_log_error("store: status query: %s", sqlite3_errmsg(db));

@@ -78,15 +78,18 @@ json_t *cebs_dlq_list(cebs_store *st, const ceb_dlq_filter *f) {
   return arr;
 }
 
-json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq) {
+json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq, size_t max) {
   sqlite3 *db = cebs_read_begin(st);
   sqlite3_stmt *s = NULL;
   json_t *arr = NULL;
+  /* the newest max (LIMIT -1: all), read back oldest first */
   if (sqlite3_prepare_v2(db,
-                         "SELECT " DLQ_COLS " FROM dlq WHERE seq = ?1"
+                         "SELECT " DLQ_COLS " FROM (SELECT * FROM dlq"
+                         " WHERE seq = ?1 ORDER BY id DESC LIMIT ?2)"
                          " ORDER BY id",
                          -1, &s, NULL) == SQLITE_OK) {
     sqlite3_bind_int64(s, 1, seq);
+    sqlite3_bind_int64(s, 2, max ? (sqlite3_int64)max : -1);
     arr = json_array();
     while (sqlite3_step(s) == SQLITE_ROW)
       json_array_append_new(arr, dlq_row(s));

@@ -309,7 +309,8 @@ int cebs_settle(cebs_store *st, ceb_attempt_result *r, ceb_store_done_fn done,
 int cebs_recover(cebs_store *st, int64_t now);
 int64_t cebs_count_open(cebs_store *st, const char *route);
 int64_t cebs_oldest_open(cebs_store *st, const char *route);
-json_t *cebs_event_status(cebs_store *st, const char *id, const char *source);
+json_t *cebs_event_status(cebs_store *st, const char *id, const char *source,
+                          size_t max);
 json_t *cebs_dlq_list(cebs_store *st, const ceb_dlq_filter *f);
 json_t *cebs_dlq_show(cebs_store *st, int64_t id);
 int cebs_dlq_replay(cebs_store *st, const ceb_dlq_filter *f, int64_t now,
@@ -352,9 +353,9 @@ int cebs_try_lead(cebs_store *st, const char *task, int64_t now);
 int cebs_heartbeat(cebs_store *st, const ceb_store_member *m, int64_t now);
 int cebs_leave(cebs_store *st);
 json_t *cebs_cluster(cebs_store *st, int64_t now);
-json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq);
+json_t *cebs_dlq_of_seq(cebs_store *st, int64_t seq, size_t max);
 /* ceb_store_attempts_of (store_delivery.c). */
-json_t *cebs_attempts_of(cebs_store *st, int64_t seq);
+json_t *cebs_attempts_of(cebs_store *st, int64_t seq, size_t max);
 /* store_sinks.c: the sink life-cycle rows */
 int cebs_sink_state_get(cebs_store *st, const char *sink, ceb_sink_state *out);
 int cebs_sink_state_put(cebs_store *st, const char *sink,

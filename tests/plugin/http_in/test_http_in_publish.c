@@ -26,7 +26,7 @@
 static char g_base[128];
 
 static hin_resp get(const char *path, const char *authz) {
-  char url[512];
+  char url[1024];
   snprintf(url, sizeof url, "%s%s", g_base, path);
   const char *const hdrs[] = {authz, NULL};
   return hin_request(url, "GET", authz ? hdrs : NULL, NULL, 0, 0);
@@ -171,6 +171,22 @@ static void test_open(void) {
   r = get("/v1/events/p2", NULL);
   CHECK_INT(r.status, 404);
   CHECK(hin_json_str(&r, "code", "event.unknown"));
+  { /* an id over 512 bytes: 400 before any lookup (it was a 404
+     * not_found of no route); 512 bytes are looked up */
+    char path[600] = "/v1/events/";
+    size_t n = strlen(path);
+    memset(path + n, 'x', 513);
+    path[n + 513] = '\0';
+    hin_resp_free(&r);
+    r = get(path, NULL);
+    CHECK_INT(r.status, 400);
+    CHECK(hin_json_str(&r, "code", "event.id_too_long"));
+    path[n + 512] = '\0';
+    hin_resp_free(&r);
+    r = get(path, NULL);
+    CHECK_INT(r.status, 404);
+    CHECK(hin_json_str(&r, "code", "event.unknown"));
+  }
   hin_resp_free(&r);
 
   /* the register */
