@@ -1,5 +1,6 @@
 #include "ceb_test_bridge.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,32 @@ double ceb_test_bridge_metric(const ceb_test_bridge *b, const char *series) {
   double v = p ? atof(p + strlen(series)) : -1;
   free(body);
   return v;
+}
+
+int ceb_test_route_state_is(const char *conf_dir, const char *id,
+                            const char *route, const char *state) {
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd,
+           "%s/cebridge status '%s' -c '%s' --json 2>/dev/null",
+           CEB_TEST_BIN_DIR, id, conf_dir);
+  FILE *f = popen(cmd, "r");
+  if (!f) return 0;
+  char buf[16384];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  pclose(f);
+  buf[n] = '\0';
+  json_t *j = json_loads(buf, 0, NULL);
+  int found = 0;
+  size_t i, k;
+  json_t *ev, *rt;
+  json_t *evs = json_is_array(j) ? j : json_object_get(j, "events");
+  json_array_foreach(evs, i, ev) {
+    json_array_foreach(json_object_get(ev, "routes"), k, rt) {
+      const char *r = json_string_value(json_object_get(rt, "route"));
+      const char *s = json_string_value(json_object_get(rt, "state"));
+      if (r && s && strcmp(r, route) == 0 && strcmp(s, state) == 0) found = 1;
+    }
+  }
+  json_decref(j);
+  return found;
 }

@@ -47,6 +47,13 @@ int ceb_test_bridge_run(ceb_test_bridge *b, const char *dir,
  * it did not exit), *out its output (malloc'd, may be NULL). */
 int ceb_test_bridge_cli(const ceb_test_bridge *b, const char *args, char **out);
 
+/* 1 when `cebridge status <id> -c <conf_dir> --json` (a reader beside a
+ * running bridge) shows an event id whose route is in state (e.g.
+ * "callbacks", "done"): that outcome is committed, so a kill -9 cannot
+ * undo it. 0 otherwise, also when the CLI fails. */
+int ceb_test_route_state_is(const char *conf_dir, const char *id,
+                            const char *route, const char *state);
+
 /* 1 when the bridge's log holds needle. */
 int ceb_test_bridge_log_has(const ceb_test_bridge *b, const char *needle);
 

@@ -258,6 +258,41 @@ size_t rx_count_path(rx_server *rx, const char *prefix) {
   return n;
 }
 
+size_t rx_count_exact(rx_server *rx, const char *path) {
+  size_t n = 0;
+  pthread_mutex_lock(&rx->lock);
+  for (size_t i = 0; i < rx->count; i++)
+    if (strcmp(rx->reqs[i]->path, path) == 0) n++;
+  pthread_mutex_unlock(&rx->lock);
+  return n;
+}
+
+const rx_request *rx_nth_exact(rx_server *rx, const char *path, size_t i) {
+  const rx_request *found = NULL;
+  size_t k = 0;
+  pthread_mutex_lock(&rx->lock);
+  for (size_t n = 0; n < rx->count && !found; n++)
+    if (strcmp(rx->reqs[n]->path, path) == 0 && k++ == i) found = rx->reqs[n];
+  pthread_mutex_unlock(&rx->lock);
+  return found;
+}
+
+typedef struct exact_wait {
+  rx_server *rx;
+  const char *path;
+  size_t n;
+} exact_wait;
+
+static int has_exact(void *arg) {
+  exact_wait *w = arg;
+  return rx_count_exact(w->rx, w->path) >= w->n;
+}
+
+int rx_wait_exact(rx_server *rx, const char *path, size_t n, long timeout_ms) {
+  exact_wait w = {rx, path, n};
+  return ceb_test_wait(has_exact, &w, timeout_ms);
+}
+
 typedef struct wait_arg {
   rx_server *rx;
   size_t n;

@@ -60,6 +60,12 @@ size_t rx_count(rx_server *rx);
 const rx_request *rx_get(rx_server *rx, size_t i);
 /* Requests whose path starts with prefix. */
 size_t rx_count_path(rx_server *rx, const char *prefix);
+/* Requests whose path is exactly path; the i-th of them (0-based; borrowed
+ * like rx_get) or NULL; waiting until n of them were recorded (1 when they
+ * were, 0 past the deadline). */
+size_t rx_count_exact(rx_server *rx, const char *path);
+const rx_request *rx_nth_exact(rx_server *rx, const char *path, size_t i);
+int rx_wait_exact(rx_server *rx, const char *path, size_t n, long timeout_ms);
 /* Waits until n requests were recorded (1 when they were, 0 past the
  * deadline). May be called from a handler: it then holds that answer
  * until other requests arrived. */

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 #include "hin_harness.h"
@@ -52,41 +53,6 @@ static void handler(void *arg, const rx_request *req, size_t index,
     resp->len = (size_t)snprintf(resp->body, sizeof resp->body,
                                  "{\"resource\":\"programs/1\"}");
   }
-}
-
-/* The i-th request to path (0-based), or NULL. */
-static const rx_request *nth(rx_server *rx, const char *path, size_t i) {
-  size_t k = 0;
-  for (size_t n = 0; n < rx_count(rx); n++) {
-    const rx_request *r = rx_get(rx, n);
-    if (strcmp(r->path, path) == 0 && k++ == i) return r;
-  }
-  return NULL;
-}
-
-static size_t count_path(rx_server *rx, const char *path) {
-  size_t k = 0;
-  for (size_t n = 0; n < rx_count(rx); n++)
-    k += strcmp(rx_get(rx, n)->path, path) == 0;
-  return k;
-}
-
-typedef struct path_wait {
-  rx_server *rx;
-  const char *path;
-  size_t n;
-} path_wait;
-
-static int has_n(void *arg) {
-  path_wait *w = arg;
-  return count_path(w->rx, w->path) >= w->n;
-}
-
-static int wait_path(rx_server *rx, const char *path, size_t n) {
-  path_wait w = {rx, path, n};
-  int ok = ceb_test_wait(has_n, &w, 60000);
-  CHECK_MSG(ok, "no %zu request(s) to %s", n, path);
-  return ok;
 }
 
 /* Checks the callback request for event id: signed per Standard Webhooks
@@ -128,9 +94,15 @@ static int r1_answered(void *arg) {
 }
 
 /* The last request to path, or NULL. */
+static int wait_exact(rx_server *rx, const char *path, size_t n) {
+  int ok = rx_wait_exact(rx, path, n, 60000);
+  CHECK_MSG(ok, "no %zu request(s) to %s", n, path);
+  return ok;
+}
+
 static const rx_request *last(rx_server *rx, const char *path) {
-  size_t n = count_path(rx, path);
-  return n ? nth(rx, path, n - 1) : NULL;
+  size_t n = rx_count_exact(rx, path);
+  return n ? rx_nth_exact(rx, path, n - 1) : NULL;
 }
 
 /* 1 when the store holds id's callback delivery as done (`cebridge status
@@ -143,30 +115,7 @@ typedef struct settled_wait {
 
 static int callback_settled(void *arg) {
   settled_wait *w = arg;
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "%s/cebridge status %s -c %s --json 2>/dev/null",
-           CEB_TEST_BIN_DIR, w->id, w->conf);
-  FILE *f = popen(cmd, "r");
-  if (!f) return 0;
-  char buf[8192];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  pclose(f);
-  buf[n] = '\0';
-  json_t *j = json_loads(buf, 0, NULL);
-  int done = 0;
-  size_t i, k;
-  json_t *ev, *rt;
-  json_t *evs = json_is_array(j) ? j : json_object_get(j, "events");
-  json_array_foreach(evs, i, ev) {
-    json_array_foreach(json_object_get(ev, "routes"), k, rt) {
-      const char *r = json_string_value(json_object_get(rt, "route"));
-      const char *s = json_string_value(json_object_get(rt, "state"));
-      if (r && s && strcmp(r, "callbacks") == 0 && strcmp(s, "done") == 0)
-        done = 1;
-    }
-  }
-  json_decref(j);
-  return done;
+  return ceb_test_route_state_is(w->conf, w->id, "callbacks", "done");
 }
 
 /* ---- the bridge ---- */
@@ -340,24 +289,24 @@ int main(void) {
   CHECK_INT(post(authz[1], "d-1", "d", NULL, NULL), 202);
 
   /* done: after the partner took it */
-  wait_path(rx, "/cb/a-1", 1);
-  CHECK_INT((int)count_path(rx, "/a") >= 1, 1);
-  json_t *doc = check_callback(nth(rx, "/cb/a-1", 0), "a-1", "done");
+  wait_exact(rx, "/cb/a-1", 1);
+  CHECK_INT((int)rx_count_exact(rx, "/a") >= 1, 1);
+  json_t *doc = check_callback(rx_nth_exact(rx, "/cb/a-1", 0), "a-1", "done");
   CHECK_INT(json_integer_value(
                 json_object_get(json_object_get(doc, "response"), "status")),
             200);
   json_decref(doc);
   /* error: the partner refused (dead-lettered) */
-  wait_path(rx, "/cb/b-1", 1);
-  doc = check_callback(nth(rx, "/cb/b-1", 0), "b-1", "error");
+  wait_exact(rx, "/cb/b-1", 1);
+  doc = check_callback(rx_nth_exact(rx, "/cb/b-1", 0), "b-1", "error");
   json_decref(doc);
   /* time-out: the route's deadline passed */
-  wait_path(rx, "/cb/c-1", 1);
-  doc = check_callback(nth(rx, "/cb/c-1", 0), "c-1", "time-out");
+  wait_exact(rx, "/cb/c-1", 1);
+  doc = check_callback(rx_nth_exact(rx, "/cb/c-1", 0), "c-1", "time-out");
   json_decref(doc);
   /* the client's default URL */
-  wait_path(rx, "/cb/default", 1);
-  doc = check_callback(nth(rx, "/cb/default", 0), "d-1", "done");
+  wait_exact(rx, "/cb/default", 1);
+  doc = check_callback(rx_nth_exact(rx, "/cb/default", 0), "d-1", "done");
   json_decref(doc);
 
   /* the four are settled in the store: the kill below cannot repeat them */
@@ -370,26 +319,26 @@ int main(void) {
 
   /* a receiver that fails: retried on the callbacks route's schedule, and
    * the callback outlives a kill -9 of the bridge */
-  wait_path(rx, "/cb/r-1", 2);
+  wait_exact(rx, "/cb/r-1", 2);
   CHECK_INT(ceb_test_pid_stop(pid, SIGKILL, 30000), -1); /* killed */
-  size_t before = count_path(rx, "/cb/r-1");
+  size_t before = rx_count_exact(rx, "/cb/r-1");
   __atomic_store_n(&rs.flaky_ok, 1, __ATOMIC_RELEASE);
   pid = start_bridge(conf, log, port);
   CHECK(ceb_test_wait(r1_answered, &rs, 60000));
   /* an attempt the killed bridge had sent may still have been on its way
    * (at least once: the restarted bridge sends it again); the one answered
    * 200 is the last */
-  CHECK(count_path(rx, "/cb/r-1") >= before + 1);
+  CHECK(rx_count_exact(rx, "/cb/r-1") >= before + 1);
   doc = check_callback(last(rx, "/cb/r-1"), "r-1", "done");
   json_decref(doc);
 
   /* exactly once each: the status documents were answered 200 and nothing
    * more came, the restart included (its recovery sent nothing again) */
-  CHECK_INT((int)count_path(rx, "/cb/a-1"), 1);
-  CHECK_INT((int)count_path(rx, "/cb/b-1"), 1);
-  CHECK_INT((int)count_path(rx, "/cb/c-1"), 1);
-  CHECK_INT((int)count_path(rx, "/cb/default"), 1);
-  CHECK_INT((int)count_path(rx, "/a") >= 3, 1); /* a-1, r-1, d-1 */
+  CHECK_INT((int)rx_count_exact(rx, "/cb/a-1"), 1);
+  CHECK_INT((int)rx_count_exact(rx, "/cb/b-1"), 1);
+  CHECK_INT((int)rx_count_exact(rx, "/cb/c-1"), 1);
+  CHECK_INT((int)rx_count_exact(rx, "/cb/default"), 1);
+  CHECK_INT((int)rx_count_exact(rx, "/a") >= 3, 1); /* a-1, r-1, d-1 */
 
   CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
   if (ceb_test_failures) {

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ceb_test_bridge.h"
 #include "ceb_test_proc.h"
 #include "ceb_test_rx.h"
 #include "hin_harness.h"
@@ -59,19 +60,6 @@ static void handler(void *arg, const rx_request *req, size_t index,
              req->event_id ? req->event_id : "?");
     rx_reply(resp, 200, "application/json", body);
   }
-}
-
-static size_t count_path(rx_server *rx, const char *path) {
-  size_t k = 0;
-  for (size_t n = 0; n < rx_count(rx); n++)
-    k += strcmp(rx_get(rx, n)->path, path) == 0;
-  return k;
-}
-
-static const rx_request *first(rx_server *rx, const char *path) {
-  for (size_t n = 0; n < rx_count(rx); n++)
-    if (strcmp(rx_get(rx, n)->path, path) == 0) return rx_get(rx, n);
-  return NULL;
 }
 
 /* ---- the client ---- */
@@ -151,7 +139,7 @@ static int poll_round(void *arg) {
     json_decref(doc);
     char cb[64];
     snprintf(cb, sizeof cb, "/cb/%s", k_ids[i]);
-    if (count_path(ps->rx, cb) == 0) all = 0;
+    if (rx_count_exact(ps->rx, cb) == 0) all = 0;
   }
   return all;
 }
@@ -165,30 +153,7 @@ typedef struct settled_wait {
 
 static int callback_settled(void *arg) {
   settled_wait *w = arg;
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "%s/cebridge status %s -c %s --json 2>/dev/null",
-           CEB_TEST_BIN_DIR, w->id, w->conf);
-  FILE *f = popen(cmd, "r");
-  if (!f) return 0;
-  char buf[8192];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  pclose(f);
-  buf[n] = '\0';
-  json_t *j = json_loads(buf, 0, NULL);
-  int done = 0;
-  size_t i, k;
-  json_t *ev, *rt;
-  json_t *evs = json_is_array(j) ? j : json_object_get(j, "events");
-  json_array_foreach(evs, i, ev) {
-    json_array_foreach(json_object_get(ev, "routes"), k, rt) {
-      const char *r = json_string_value(json_object_get(rt, "route"));
-      const char *s = json_string_value(json_object_get(rt, "state"));
-      if (r && s && strcmp(r, "callbacks") == 0 && strcmp(s, "done") == 0)
-        done = 1;
-    }
-  }
-  json_decref(j);
-  return done;
+  return ceb_test_route_state_is(w->conf, w->id, "callbacks", "done");
 }
 
 /* The callback request of event i: signed, its token, its body the final
@@ -197,9 +162,9 @@ static void check_callback(rx_server *rx, int i) {
   const char *id = k_ids[i];
   char path[64];
   snprintf(path, sizeof path, "/cb/%s", id);
-  CHECK_MSG(count_path(rx, path) == 1, "callback of %s arrived %zu times", id,
-            count_path(rx, path));
-  const rx_request *r = first(rx, path);
+  CHECK_MSG(rx_count_exact(rx, path) == 1, "callback of %s arrived %zu times",
+            id, rx_count_exact(rx, path));
+  const rx_request *r = rx_nth_exact(rx, path, 0);
   if (!r) return;
   CHECK_STR(r->method, "POST");
   const char *ct = ceb_headers_get(&r->headers, "Content-Type");
@@ -370,9 +335,9 @@ int main(void) {
 
   /* the partner: a's and c's once each in order, b's three attempts
    * each, all of b-1's before b-2's first (one ordering key) */
-  CHECK_INT((int)count_path(rx, "/a"), 2);
-  CHECK_INT((int)count_path(rx, "/c"), 2);
-  CHECK_INT((int)count_path(rx, "/b"), 2 * ATTEMPTS);
+  CHECK_INT((int)rx_count_exact(rx, "/a"), 2);
+  CHECK_INT((int)rx_count_exact(rx, "/c"), 2);
+  CHECK_INT((int)rx_count_exact(rx, "/b"), 2 * ATTEMPTS);
   {
     int seen[3][2] = {{0}}; /* per institution: requests of its 1st, 2nd */
     for (size_t n = 0; n < rx_count(rx); n++) {
