@@ -1,5 +1,6 @@
 #include "ceb_test_proc.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,8 +20,7 @@ int ceb_proc_start(ceb_proc *p, char *const argv[], const char *log_path) {
   memset(p, 0, sizeof *p);
   snprintf(p->log_path, sizeof p->log_path, "%s", log_path);
   pid_t pid = fork();
-  if (pid < 0)
-    return -1;
+  if (pid < 0) return -1;
   if (pid == 0) {
     int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
@@ -39,8 +41,7 @@ int ceb_proc_start(ceb_proc *p, char *const argv[], const char *log_path) {
 }
 
 int ceb_proc_alive(ceb_proc *p) {
-  if (p->pid <= 0)
-    return 0;
+  if (p->pid <= 0) return 0;
   int status;
   pid_t r = waitpid(p->pid, &status, WNOHANG);
   if (r == p->pid) {
@@ -52,11 +53,9 @@ int ceb_proc_alive(ceb_proc *p) {
 
 int ceb_proc_stop(ceb_proc *p, int sig, int64_t timeout_ms) {
   if (p->pid < 0)
-    return -p->pid - 1 >= 0 && WIFEXITED(-p->pid - 1)
-               ? WEXITSTATUS(-p->pid - 1)
-               : 128;
-  if (p->pid == 0)
-    return -1;
+    return -p->pid - 1 >= 0 && WIFEXITED(-p->pid - 1) ? WEXITSTATUS(-p->pid - 1)
+                                                      : 128;
+  if (p->pid == 0) return -1;
   kill(p->pid, sig);
   int64_t end = ceb_test_now_ms() + timeout_ms;
   for (;;) {
@@ -64,8 +63,7 @@ int ceb_proc_stop(ceb_proc *p, int sig, int64_t timeout_ms) {
     pid_t r = waitpid(p->pid, &status, WNOHANG);
     if (r == p->pid) {
       p->pid = 0;
-      return WIFEXITED(status) ? WEXITSTATUS(status)
-                               : 128 + WTERMSIG(status);
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     if (ceb_test_now_ms() >= end) {
       kill(p->pid, SIGKILL);
@@ -88,10 +86,8 @@ pid_t ceb_test_bridge_start(const char *confdir, const char *log_path) {
 }
 
 int ceb_test_pid_stop(pid_t pid, int sig, int64_t timeout_ms) {
-  if (pid <= 0)
-    return -1;
-  if (sig)
-    kill(pid, sig);
+  if (pid <= 0) return -1;
+  if (sig) kill(pid, sig);
   int64_t end = ceb_test_now_ms() + timeout_ms;
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
@@ -110,8 +106,7 @@ int ceb_test_write_file(const char *dir, const char *name, const char *text) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   FILE *f = fopen(path, "w");
-  if (!f)
-    return -1;
+  if (!f) return -1;
   fputs(text, f);
   return fclose(f);
 }
@@ -124,8 +119,7 @@ typedef struct port_wait {
 static int port_ready(void *arg) {
   port_wait *w = arg;
   char *t = ceb_test_read_file(w->path, NULL);
-  if (!t)
-    return 0;
+  if (!t) return 0;
   w->port = atoi(t);
   free(t);
   return w->port > 0;
@@ -136,7 +130,6 @@ int ceb_test_wait_port_file(const char *path, int64_t timeout_ms) {
   return ceb_test_wait(port_ready, &w, timeout_ms) ? w.port : -1;
 }
 
-
 typedef struct membuf {
   char *p;
   size_t len;
@@ -146,8 +139,7 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *arg) {
   membuf *b = arg;
   size_t add = size * n;
   char *np = realloc(b->p, b->len + add + 1);
-  if (!np)
-    return 0;
+  if (!np) return 0;
   memcpy(np + b->len, ptr, add);
   b->p = np;
   b->len += add;
@@ -156,11 +148,10 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *arg) {
 }
 
 int ceb_test_http(const char *method, const char *url,
-                  const char *const *headers, const char *body,
-                  size_t body_len, char **body_out) {
+                  const char *const *headers, const char *body, size_t body_len,
+                  char **body_out) {
   CURL *c = curl_easy_init();
-  if (!c)
-    return -1;
+  if (!c) return -1;
   membuf b = {NULL, 0};
   struct curl_slist *hl = NULL;
   for (size_t i = 0; headers && headers[i]; i++)
@@ -189,4 +180,30 @@ int ceb_test_http(const char *method, const char *url,
   else
     free(b.p);
   return status;
+}
+
+int ceb_test_tcp_connect(int port, int timeout_s) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  struct timeval tv = {timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)port)};
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ceb_test_send_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
 }

@@ -37,11 +37,17 @@ int ceb_test_wait_port_file(const char *path, int64_t timeout_ms);
 /* Removes a directory tree (test temp dirs). */
 void ceb_test_rmtree(const char *path);
 
+/* A TCP connection to 127.0.0.1:port whose reads and writes give up after
+ * timeout_s seconds (raw requests: slow or malformed clients), or -1. */
+int ceb_test_tcp_connect(int port, int timeout_s);
+/* Writes all n bytes (no SIGPIPE): 0, or -1 when the peer went away. */
+int ceb_test_send_all(int fd, const char *p, size_t n);
+
 /* One HTTP request with libcurl. headers: NULL-terminated "Name: value"
  * strings (may be NULL). *body_out is malloc'd (NUL-terminated), may be NULL
  * to discard. Returns the HTTP status, or -1 on a transport error. */
 int ceb_test_http(const char *method, const char *url,
-                  const char *const *headers, const char *body,
-                  size_t body_len, char **body_out);
+                  const char *const *headers, const char *body, size_t body_len,
+                  char **body_out);
 
 #endif

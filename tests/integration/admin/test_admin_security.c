@@ -243,40 +243,18 @@ static void guarded_api(void) {
 
 /* A connection to the admin API whose reads give up after 20 s (the
  * listener's idle timeout is 30 s: a reply must come long before). */
-static int raw_connect(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  struct timeval tv = {20, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t)g_port)};
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
+static int admin_connect(void) {
+  return ceb_test_tcp_connect(g_port, 20);
 }
 
 /* Sends head (a request head announcing a body that is never sent) and
  * reads what comes back before the read times out; "" when nothing. */
 static void head_only(const char *head, char *out, size_t size) {
   out[0] = '\0';
-  int fd = raw_connect();
+  int fd = admin_connect();
   CHECK(fd >= 0);
   if (fd < 0) return;
-  CHECK_INT(send_all(fd, head, strlen(head)), 0);
+  CHECK_INT(ceb_test_send_all(fd, head, strlen(head)), 0);
   size_t len = 0;
   ssize_t n;
   while (len + 1 < size && (n = recv(fd, out + len, size - 1 - len, 0)) > 0) {
@@ -320,7 +298,7 @@ static void bodies_refused(void) {
   CHECK(strstr(got, "body.unsupported") != NULL);
 
   /* chunked with the token: cut off after a bounded amount */
-  int fd = raw_connect();
+  int fd = admin_connect();
   CHECK(fd >= 0);
   if (fd >= 0) {
     snprintf(head, sizeof head,
@@ -328,7 +306,7 @@ static void bodies_refused(void) {
              "Host: 127.0.0.1:%d\r\n%s\r\n"
              "Transfer-Encoding: chunked\r\n\r\n",
              g_port, g_bearer);
-    int cut = send_all(fd, head, strlen(head)) != 0;
+    int cut = ceb_test_send_all(fd, head, strlen(head)) != 0;
     static char chunk[16 * 1024 + 16];
     int hl = snprintf(chunk, sizeof chunk, "4000\r\n");
     memset(chunk + hl, 'x', 16 * 1024);
@@ -337,7 +315,7 @@ static void bodies_refused(void) {
     /* 1 MiB, 16 times the limit, then silence: the server must have
      * closed (end of stream or a reset), not be waiting for more */
     for (int i = 0; i < 64 && !cut; i++)
-      cut = send_all(fd, chunk, clen) != 0;
+      cut = ceb_test_send_all(fd, chunk, clen) != 0;
     char b[512];
     ssize_t n = 0;
     int err = 0;

@@ -61,33 +61,6 @@ static int start(ceb_proc *p, const char *log_name) {
   return ceb_test_wait_port_file(port, 30000);
 }
 
-/* A connection whose reads and writes give up after rcv_s seconds. */
-static int raw_connect(int rcv_s) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  struct timeval tv = {rcv_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t)g_port)};
-  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-  if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-static int send_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w <= 0) return -1;
-    p += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Reads an answer to its end (the server closes after it: Connection:
  * close) into out; 0 when it starts with want. */
 static int read_answer(int fd, char *out, size_t size, const char *want) {
@@ -111,14 +84,14 @@ static int get_ok(const char *path, char *body, size_t size) {
     size = sizeof own;
   }
   body[0] = '\0';
-  int fd = raw_connect(3);
+  int fd = ceb_test_tcp_connect(g_port, 3);
   if (fd < 0) return 0;
   char req[256];
   snprintf(req, sizeof req,
            "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
            "Connection: close\r\n\r\n",
            path, g_port);
-  int ok = send_all(fd, req, strlen(req)) == 0 &&
+  int ok = ceb_test_send_all(fd, req, strlen(req)) == 0 &&
            read_answer(fd, body, size, "HTTP/1.1 200") == 0;
   close(fd);
   return ok;
@@ -200,8 +173,8 @@ static void drip_start(drip *d, int n) {
   snprintf(head, sizeof head,
            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: ", g_port);
   for (int i = 0; i < DRIPPERS; i++) {
-    d->fd[i] = i < n ? raw_connect(5) : -1;
-    if (d->fd[i] >= 0 && send_all(d->fd[i], head, strlen(head)) != 0) {
+    d->fd[i] = i < n ? ceb_test_tcp_connect(g_port, 5) : -1;
+    if (d->fd[i] >= 0 && ceb_test_send_all(d->fd[i], head, strlen(head)) != 0) {
       close(d->fd[i]);
       d->fd[i] = -1;
     }
@@ -307,23 +280,23 @@ static void deadlines(void) {
   if (g_port <= 0) return;
   char head[300];
   /* a head dripped byte by byte, never complete */
-  int fd = raw_connect(1);
+  int fd = ceb_test_tcp_connect(g_port, 1);
   CHECK(fd >= 0);
   snprintf(head, sizeof head,
            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: ", g_port);
-  CHECK_INT(send_all(fd, head, strlen(head)), 0);
+  CHECK_INT(ceb_test_send_all(fd, head, strlen(head)), 0);
   ended e = {fd, "x"};
   CHECK_MSG(ceb_test_wait(stream_ended, &e, 60000),
             "a dripping head was not closed");
   close(fd);
   /* a complete head announcing 10 body bytes, dripped */
-  fd = raw_connect(1);
+  fd = ceb_test_tcp_connect(g_port, 1);
   CHECK(fd >= 0);
   snprintf(head, sizeof head,
            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
            "Content-Length: 1000\r\n\r\n",
            g_port);
-  CHECK_INT(send_all(fd, head, strlen(head)), 0);
+  CHECK_INT(ceb_test_send_all(fd, head, strlen(head)), 0);
   e.fd = fd;
   CHECK_MSG(ceb_test_wait(stream_ended, &e, 60000),
             "a dripping body was not closed");
@@ -333,13 +306,13 @@ static void deadlines(void) {
   CHECK_MSG(closed_now("body_timeout") >= 1, "body_timeout: %g",
             closed_now("body_timeout"));
   /* two requests on one kept-alive connection are answered */
-  fd = raw_connect(10);
+  fd = ceb_test_tcp_connect(g_port, 10);
   CHECK(fd >= 0);
   snprintf(head, sizeof head,
            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", g_port);
   char buf[1024];
   for (int i = 0; i < 2; i++) {
-    CHECK_INT(send_all(fd, head, strlen(head)), 0);
+    CHECK_INT(ceb_test_send_all(fd, head, strlen(head)), 0);
     ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
     buf[n > 0 ? n : 0] = '\0';
     CHECK_MSG(strncmp(buf, "HTTP/1.1 200", 12) == 0, "request %d: '%.40s'",
