@@ -6,11 +6,11 @@
  * and 64 of them (CONNECTION_LIMIT) held every slot: the operator and the
  * /healthz and /readyz probes were locked out for as long as they kept
  * dripping (a liveness probe then restarts the bridge). The intermediary
- * has its own guard (plugins/common/http_guard.c); core/ may not link
- * plugin code and the admin API needs much less of it (no minimum body
- * rate: it takes no bodies; no per-address shares), hence this small one.
+ * has the same guard with its own keys (plugins/common/http_guard.c).
  *
- * The guard closes
+ * The guard itself is lib/mhd_guard (shared with the intermediary's
+ * listeners through plugins/common/http_guard.c): this file binds it to
+ * the admin API's config keys, metrics and log. It closes
  *  - a connection whose request head is not complete within head_ms of its
  *    start, or within keepalive_ms of the previous answer on a kept-alive
  *    connection (head_timeout);
@@ -20,11 +20,7 @@
  *    waited longest for its request head (at least 1 s), so that a new
  *    connection (a probe, the operator) takes its place (evicted).
  * A request being answered (a store read, a replay) is never closed by the
- * guard. Closing is shutdown(2) of the socket from the guard's thread (or
- * libmicrohttpd's listening thread, for an eviction): the connection's own
- * thread sees the end of the stream and cleans up (libmicrohttpd calls the
- * CLOSED notification before close(2), so the descriptor is not reused
- * under the guard). Each close is counted in
+ * guard. Each close is counted in
  * cebridge_admin_connections_closed_total{reason} and logged at most once
  * per 10 s per reason with the count and the last client's address.
  *
@@ -47,7 +43,8 @@ typedef struct ceb_admin_conns_cfg {
 } ceb_admin_conns_cfg;
 
 typedef struct ceb_admin_conns ceb_admin_conns;
-typedef struct ceb_admin_conn ceb_admin_conn;
+/* a connection's record: lib/mhd_guard's */
+typedef struct mhd_guard_conn ceb_admin_conn;
 
 /* Starts the guard's thread; metrics is borrowed (outlives the guard).
  * NULL on allocation or thread failure. Control thread. */

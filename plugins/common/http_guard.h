@@ -1,25 +1,22 @@
-/* Connection guard of the intermediary's listeners: deadlines and a
- * minimum data rate per request, and a reserve of connection slots.
+/* Connection guard of the plugins' listeners (the intermediary, the pull
+ * API): deadlines and a minimum data rate per request, and a reserve of
+ * connection slots.
  *
- * libmicrohttpd's connection_timeout is an inactivity timer that every byte
- * resets, so a client sending a header byte a second holds its slot for
- * ever, and enough of them (or of idle connections) keep every other client
- * out. The guard closes
+ * The guard itself is lib/mhd_guard (mhd_guard.h says why libmicrohttpd
+ * needs one and how it closes connections; the admin API uses it too):
+ * this file binds it to a plugin's host (metrics http_connections_closed_
+ * total{reason} and the gauge http_connections_open, the host's log) and
+ * to the sources' config keys, so plugins see only this header. It closes
  *  - a connection whose request head is not complete within head_ms of its
  *    start (first request) or keepalive_ms of the previous response;
  *  - a request whose body is not complete within body_ms of its head, or
- *    that falls below min_rate bytes/s after RATE_GRACE_MS;
+ *    that falls below min_rate bytes/s after 5 s;
  *  - when the open connections reach max_conn - reserve, the connection that
  *    has waited longest for its request head (slow, idle or kept alive), one
  *    per new connection, so that new clients find a slot.
  * A request being handled (submitted, waiting for durability, answered) is
- * never closed by the guard. Closing is shutdown(2) of the socket from the
- * guard's thread: libmicrohttpd sees the end of the stream and cleans up on
- * its own thread (it calls the CLOSED notification before close(2), so the
- * descriptor cannot be reused under the guard). Each close is counted by
- * reason (metric http_connections_closed_total{reason}) and logged at most
- * once per 10 s per reason, with the count and one client address; the
- * gauge http_connections_open counts the connections.
+ * never closed by the guard. Each close is counted by reason and logged at
+ * most once per 10 s per reason, with the count and one client address.
  *
  * Threading: one guard per source, shared by its daemons; every function is
  * thread-safe. Records belong to the guard (created by opened, freed by
@@ -33,6 +30,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* The same values as lib/mhd_guard's mhd_guard_reason, in its order. */
 typedef enum http_close_reason {
   HTTP_CLOSE_HEAD_TIMEOUT = 0, /* head not complete within its deadline */
   HTTP_CLOSE_BODY_TIMEOUT,     /* body not complete within its deadline */
@@ -49,7 +47,8 @@ typedef struct http_guard_cfg {
 } http_guard_cfg;
 
 typedef struct http_guard http_guard;
-typedef struct http_guard_conn http_guard_conn;
+/* a connection's record: lib/mhd_guard's */
+typedef struct mhd_guard_conn http_guard_conn;
 
 /* Starts the guard's thread. NULL on allocation or thread failure. */
 http_guard *http_guard_new(const ceb_host *host, ceb_instance *inst,

@@ -9,6 +9,9 @@
  *    plugins/<name>/ and put no folder of the source tree on the include
  *    path besides include/, the plugin's own folder and plugins/common/
  *    (no core/, no sdk/, no other plugin's folder).
+ * plugins/common/ alone may also use lib/ (libraries below both the host
+ * and the plugins, e.g. lib/mhd_guard): its headers then stay private to
+ * plugins/common/'s files, so a plugin still sees only plugins/common/.
  * Each violation is reported with the file (and line) that makes it. */
 #include "ceb_test.h"
 
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 static char src_root[PATH_MAX];
+static char lib_root[PATH_MAX]; /* <src>/lib */
 static size_t includes_seen;
 
 /* snprintf into a PATH_MAX buffer; a path that does not fit is a failure. */
@@ -40,6 +44,19 @@ static void resolve(const char *dir, const char *name, char *out) {
   char joined[PATH_MAX * 2];
   PATHF(joined, "%s/%s", dir, name);
   if (!realpath(joined, out)) out[0] = '\0';
+}
+
+/* name resolved in one of lib/'s libraries (lib/<x>/name), else "". */
+static void resolve_in_lib(const char *name, char *out) {
+  out[0] = '\0';
+  DIR *d = opendir(lib_root);
+  for (struct dirent *e = d ? readdir(d) : NULL; e && !out[0]; e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char dir[PATH_MAX];
+    PATHF(dir, "%s/%s", lib_root, e->d_name);
+    resolve(dir, name, out);
+  }
+  if (d) closedir(d);
 }
 
 /* Checks the quoted includes of one file of plugin folder own. */
@@ -83,8 +100,11 @@ static void scan_file(const char *path, const char *own, const char *common,
     char found[PATH_MAX] = "";
     for (size_t i = 0; i < 4 && !found[0]; i++)
       resolve(dirs[i], name, found);
-    int ok = found[0] && (inside(found, own) || inside(found, common) ||
-                          inside(found, sdk));
+    int in_common = inside(path, common);
+    if (!found[0] && in_common) resolve_in_lib(name, found);
+    int ok = found[0] &&
+             (inside(found, own) || inside(found, common) ||
+              inside(found, sdk) || (in_common && inside(found, lib_root)));
     CHECK_MSG(ok,
               "%s:%d: #include \"%s\" is outside include/ceb/, the plugin's "
               "folder and plugins/common/%s%s",
@@ -139,7 +159,9 @@ static void check_flag_dir(const char *dir, const char *file) {
   char common[PATH_MAX], inc[PATH_MAX];
   PATHF(common, "%s/plugins/common", src_root);
   PATHF(inc, "%s/include", src_root);
-  int ok = strcmp(real, inc) == 0 || inside(real, own) || inside(real, common);
+  int ok = strcmp(real, inc) == 0 || inside(real, own) ||
+           inside(real, common) ||
+           (inside(file, common) && inside(real, lib_root));
   CHECK_MSG(ok,
             "%s is compiled with %s on its include path (a plugin sees only "
             "include/, its own folder and plugins/common/)",
@@ -201,6 +223,7 @@ static void check_compile_commands(void) {
 
 int main(void) {
   CHECK(realpath(CEB_SOURCE_DIR, src_root) != NULL);
+  PATHF(lib_root, "%s/lib", src_root);
   char plugins[PATH_MAX], common[PATH_MAX], sdk[PATH_MAX];
   PATHF(plugins, "%s/plugins", src_root);
   PATHF(common, "%s/plugins/common", src_root);
