@@ -28,6 +28,11 @@
 # ROUTE_EXTRA (environment): lines added to the route's section, e.g.
 # ROUTE_EXTRA="metrics.keys_top = 20" to measure the per-key metrics (the
 # subjects are k0..k999); a build that does not know a key fails to start.
+# SOURCE_EXTRA (environment): lines added to the intermediary's section, e.g.
+# SOURCE_EXTRA="threads = 1".
+# PER_THREAD=1 (environment): also one line per bridge thread name with its
+# CPU and voluntary/involuntary context switches per event over the same
+# window (/proc/PID/task/*/stat and status; threads of one name summed).
 set -eu
 DUR=15
 CONNS="16 64"
@@ -57,6 +62,17 @@ cleanup() {
 trap 'cleanup; rm -rf "$WORK"' EXIT INT TERM
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# per thread name: CPU ticks, voluntary and involuntary switches (the name
+# may hold spaces: the fields after ")" are counted from there)
+threads() {
+  for t in /proc/"$1"/task/*; do
+    n=$(tr ' ' _ < "$t/comm")
+    c=$(sed 's/.*) //' "$t/stat" | awk '{print $12 + $13}')
+    awk -v n="$n" -v c="$c" '/^voluntary_ctxt/ { v = $2 }
+      /^nonvoluntary_ctxt/ { nv = $2 } END { print n, c, v, nv }' "$t/status"
+  done | awk '{ c[$1] += $2; v[$1] += $3; nv[$1] += $4 }
+    END { for (k in c) print k, c[k], v[k], nv[k] }' | sort
+}
 waitfile() { # path, seconds
   i=0
   while [ ! -s "$1" ]; do
@@ -107,6 +123,7 @@ idempotency = off
 # every wrk connection comes from 127.0.0.1: with the default per-address
 # limit (64) wrk -c256 measured refused connections and reconnects
 max_connections_per_ip = 4096
+${SOURCE_EXTRA:-}
 
 [sink out]
 $SINK
@@ -125,6 +142,7 @@ INI
   # one second of warm-up (connections, producer, first pages), not counted
   wrk -t2 -c"$C" -d1s -s "$HERE/wrk_cloudevents.lua" "$URL" > /dev/null
   T0=$(ticks "$BRIDGE")
+  [ "${PER_THREAD:-0}" = 1 ] && threads "$BRIDGE" > "$D/threads0"
   LOAD=$(cut -d' ' -f1 /proc/loadavg)
   wrk -t2 -c"$C" -d"${DUR}s" --latency -s "$HERE/wrk_cloudevents.lua" "$URL" > "$D/wrk.out"
   # until idle: every accepted event delivered
@@ -136,6 +154,7 @@ INI
     prev=$cur; n=$((n + 1))
   done
   T1=$(ticks "$BRIDGE")
+  [ "${PER_THREAD:-0}" = 1 ] && threads "$BRIDGE" > "$D/threads1"
   LOAD2=$(cut -d' ' -f1 /proc/loadavg)
   awk -v b="$B" -v s="$S" -v c="$C" -v dt=$((T1 - T0)) -v tck="$TCK" \
       -v dur="$DUR" -v l1="$LOAD" -v l2="$LOAD2" '
@@ -151,6 +170,14 @@ INI
                  s, c, b, ok / dur, p50 / 1000, p99 / 1000,
                  ok ? dt * 1000000 / tck / ok : 0, ok, bad, l1, l2,
                  err ? "  " err : "" }' "$D/wrk.out"
+  if [ "${PER_THREAD:-0}" = 1 ]; then
+    OK=$(awk '/ requests in / { r = $1 } /Non-2xx or 3xx/ { b = $5 }
+              END { print r - b }' "$D/wrk.out")
+    join "$D/threads0" "$D/threads1" | awk -v ok="$OK" -v tck="$TCK" '
+      ok > 0 { printf "    %-16s CPU %6.1f us/event  switches %5.3f + %5.3f/event\n",
+                      $1, ($5 - $2) * 1000000 / tck / ok, ($6 - $3) / ok,
+                      ($7 - $4) / ok }'
+  fi
   if grep -q "error\|ERROR" "$D/bridge.log"; then
     echo "  bridge log has errors:" >&2; grep -i error "$D/bridge.log" | head -3 >&2
   fi
