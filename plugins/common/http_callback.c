@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <ceb/status.h>
 #include <curl/curl.h>
@@ -85,8 +85,7 @@ int http_callback_url_norm(const char *url, char *out, size_t n) {
   if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) ==
-          CURLUE_OK &&
+      curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
     for (char *p = scheme; *p; p++)
       *p = (char)tolower((unsigned char)*p);
@@ -140,6 +139,8 @@ static enum addr_class v4_class(uint32_t a, const char **what) {
       {0x00000000, 0xff000000, ADDR_NEVER, "unspecified (0.0.0.0/8)"},
       {0x7f000000, 0xff000000, ADDR_LOOPBACK, "loopback (127.0.0.0/8)"},
       {0xa9fe0000, 0xffff0000, ADDR_NEVER, "link-local (169.254.0.0/16)"},
+      {0x646464c8, 0xffffffff, ADDR_NEVER,
+       "metadata service (100.100.100.200)"},
       {0xe0000000, 0xf0000000, ADDR_NEVER, "multicast (224.0.0.0/4)"},
       {0xf0000000, 0xf0000000, ADDR_NEVER, "reserved (240.0.0.0/4)"},
       {0x0a000000, 0xff000000, ADDR_PRIVATE, "private (10.0.0.0/8)"},
@@ -157,14 +158,29 @@ static enum addr_class v4_class(uint32_t a, const char **what) {
   return ADDR_PUBLIC;
 }
 
+static uint32_t v4_at(const unsigned char *b, int i0, int i1, int i2, int i3) {
+  return (uint32_t)b[i0] << 24 | (uint32_t)b[i1] << 16 | (uint32_t)b[i2] << 8 |
+         b[i3];
+}
+
+/* An IPv6 address that carries an IPv4 address some translator, tunnel or
+ * stack delivers to is judged as that IPv4 address: otherwise
+ * 64:ff9b::169.254.169.254 through a NAT64 gateway would reach the
+ * metadata service. */
 static enum addr_class v6_class(const unsigned char *b, const char **what) {
-  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+  static const unsigned char mapped[12] = {0, 0, 0, 0, 0,    0,
                                            0, 0, 0, 0, 0xff, 0xff};
+  static const unsigned char translated[12] = {0, 0, 0,    0,    0, 0,
+                                               0, 0, 0xff, 0xff, 0, 0};
+  static const unsigned char nat64[12] = {0, 0x64, 0xff, 0x9b, 0, 0,
+                                          0, 0,    0,    0,    0, 0};
+  static const unsigned char nat64_local[6] = {0, 0x64, 0xff, 0x9b, 0, 1};
+  static const unsigned char aws_imds[16] = {
+      0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0x54};
   static const unsigned char zero[16] = {0};
-  if (memcmp(b, mapped, 12) == 0)
-    return v4_class((uint32_t)b[12] << 24 | (uint32_t)b[13] << 16 |
-                        (uint32_t)b[14] << 8 | b[15],
-                    what);
+  if (memcmp(b, mapped, 12) == 0 || memcmp(b, translated, 12) == 0 ||
+      memcmp(b, nat64, 12) == 0)
+    return v4_class(v4_at(b, 12, 13, 14, 15), what);
   if (memcmp(b, zero, 15) == 0 && b[15] == 1) {
     *what = "loopback (::1)";
     return ADDR_LOOPBACK;
@@ -172,6 +188,20 @@ static enum addr_class v6_class(const unsigned char *b, const char **what) {
   if (memcmp(b, zero, 16) == 0) {
     *what = "unspecified (::)";
     return ADDR_NEVER;
+  }
+  if (memcmp(b, zero, 12) == 0) /* IPv4-compatible ::a.b.c.d */
+    return v4_class(v4_at(b, 12, 13, 14, 15), what);
+  if (memcmp(b, nat64_local, 6) == 0) /* 64:ff9b:1::/48, RFC 6052 2.2 */
+    return v4_class(v4_at(b, 6, 7, 9, 10), what);
+  if (b[0] == 0x20 && b[1] == 0x02) /* 6to4 2002::/16 */
+    return v4_class(v4_at(b, 2, 3, 4, 5), what);
+  if (memcmp(b, aws_imds, 16) == 0) {
+    *what = "metadata service (fd00:ec2::254)";
+    return ADDR_NEVER;
+  }
+  if (b[0] == 0xfe && (b[1] & 0xc0) == 0xc0) {
+    *what = "site-local (fec0::/10)";
+    return ADDR_PRIVATE;
   }
   if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) {
     *what = "link-local (fe80::/10)";

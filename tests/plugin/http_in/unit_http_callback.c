@@ -28,8 +28,7 @@ static int v6(const char *a, int loopback_named, int allow_private) {
   CHECK_INT(inet_pton(AF_INET6, a, &in6.sin6_addr), 1);
   char why[192] = "";
   return http_callback_addr_check((struct sockaddr *)&in6, loopback_named,
-                                  allow_private, why,
-                                  sizeof why) == CEB_OK;
+                                  allow_private, why, sizeof why) == CEB_OK;
 }
 
 static int allowed(const char *url, const char *prefix) {
@@ -54,13 +53,13 @@ static void test_addresses(void) {
   CHECK_INT(v6("ff02::1", 1, 1), 0);
   CHECK_INT(v6("::ffff:169.254.169.254", 1, 1), 0);
   /* private: only with callback_private_networks */
-  const char *priv[] = {"10.0.0.1",     "172.16.0.1",  "172.31.255.255",
-                        "192.168.1.1",  "100.64.0.1",  "198.18.0.1"};
+  const char *priv[] = {"10.0.0.1",    "172.16.0.1", "172.31.255.255",
+                        "192.168.1.1", "100.64.0.1", "198.18.0.1"};
   for (size_t i = 0; i < sizeof priv / sizeof priv[0]; i++) {
     CHECK_MSG(v4(priv[i], 0, 0) == 0, "%s allowed", priv[i]);
     CHECK_MSG(v4(priv[i], 0, 1) == 1, "%s refused with private", priv[i]);
   }
-  CHECK_INT(v4("172.32.0.1", 0, 0), 1); /* just past 172.16/12 */
+  CHECK_INT(v4("172.32.0.1", 0, 0), 1);  /* just past 172.16/12 */
   CHECK_INT(v4("100.128.0.1", 0, 0), 1); /* just past 100.64/10 */
   CHECK_INT(v6("fd00::1", 0, 0), 0);
   CHECK_INT(v6("fd00::1", 0, 1), 1);
@@ -71,6 +70,43 @@ static void test_addresses(void) {
   CHECK_INT(v6("::1", 0, 1), 0);
   CHECK_INT(v6("::1", 1, 0), 1);
   CHECK_INT(v6("::ffff:127.0.0.1", 0, 1), 0);
+}
+
+/* IPv6 forms that carry an IPv4 address a translator or tunnel reaches:
+ * each is judged as the IPv4 address it carries, so none is a way round
+ * the IPv4 rules (a NAT64 gateway forwards 64:ff9b::169.254.169.254 to
+ * the metadata service). Cloud metadata services outside link-local are
+ * never reached, even with callback_private_networks. */
+static void test_embedded_v4(void) {
+  /* NAT64 well-known prefix 64:ff9b::/96 (RFC 6052) */
+  CHECK_INT(v6("64:ff9b::169.254.169.254", 1, 1), 0);
+  CHECK_INT(v6("64:ff9b::10.0.0.1", 0, 0), 0);
+  CHECK_INT(v6("64:ff9b::10.0.0.1", 0, 1), 1);
+  CHECK_INT(v6("64:ff9b::127.0.0.1", 0, 1), 0);
+  CHECK_INT(v6("64:ff9b::93.184.216.34", 0, 0), 1);
+  /* NAT64 local-use prefix 64:ff9b:1::/48: the IPv4 address around the
+   * reserved octet 8 (RFC 6052 2.2): a9fe:a9fe is 169.254.169.254 */
+  CHECK_INT(v6("64:ff9b:1:a9fe:a9:fe00::", 1, 1), 0);
+  CHECK_INT(v6("64:ff9b:1:0a00:0:100::", 0, 0), 0);
+  CHECK_INT(v6("64:ff9b:1:5db8:d8:2200::", 0, 0), 1);
+  /* IPv4-compatible ::a.b.c.d and IPv4-translated ::ffff:0:a.b.c.d */
+  CHECK_INT(v6("::169.254.169.254", 1, 1), 0);
+  CHECK_INT(v6("::10.0.0.1", 0, 0), 0);
+  CHECK_INT(v6("::127.0.0.1", 0, 1), 0);
+  CHECK_INT(v6("::ffff:0:169.254.169.254", 1, 1), 0);
+  CHECK_INT(v6("::ffff:0:10.0.0.1", 0, 0), 0);
+  /* 6to4 2002::/16: the relay's IPv4 address in bits 16-47 */
+  CHECK_INT(v6("2002:a9fe:a9fe::1", 1, 1), 0);
+  CHECK_INT(v6("2002:0a00:0001::1", 0, 0), 0);
+  CHECK_INT(v6("2002:7f00:0001::1", 0, 1), 0);
+  /* deprecated site-local fec0::/10 is a private network */
+  CHECK_INT(v6("fec0::1", 0, 0), 0);
+  CHECK_INT(v6("fec0::1", 0, 1), 1);
+  /* metadata services outside link-local: AWS's IPv6 fd00:ec2::254,
+   * Alibaba Cloud's 100.100.100.200 (inside 100.64/10) */
+  CHECK_INT(v6("fd00:ec2::254", 1, 1), 0);
+  CHECK_INT(v4("100.100.100.200", 1, 1), 0);
+  CHECK_INT(v6("::ffff:100.100.100.200", 1, 1), 0);
 }
 
 static void test_loopback_named(void) {
@@ -99,35 +135,36 @@ static void test_allow(void) {
   CHECK_INT(allowed("https://rio.example.nl/cb/1", q), 1);
   CHECK_INT(allowed("https://rio.example.nl/cbx", q), 0);
   /* an origin alone takes every path of it */
-  CHECK_INT(allowed("https://rio.example.nl/any/path", "https://rio.example.nl"),
-            1);
+  CHECK_INT(
+      allowed("https://rio.example.nl/any/path", "https://rio.example.nl"), 1);
   /* the query is not part of the comparison */
   CHECK_INT(allowed("https://rio.example.nl/cb?x=1", q), 1);
 }
 
 static void test_check(void) {
   char why[160];
-  CHECK_INT(http_callback_url_check("https://rio.example.nl/cb", why,
-                                    sizeof why),
-            CEB_OK);
+  CHECK_INT(
+      http_callback_url_check("https://rio.example.nl/cb", why, sizeof why),
+      CEB_OK);
   CHECK_INT(http_callback_url_check("http://10.0.0.1/cb", why, sizeof why),
             CEB_EINVAL);
   /* plain http to a name that only starts like a loopback address */
-  CHECK_INT(http_callback_url_check("http://127.0.0.1.nip.io/cb", why,
-                                    sizeof why),
-            CEB_EINVAL);
-  CHECK_INT(http_callback_url_check("http://127.evil.example/cb", why,
-                                    sizeof why),
-            CEB_EINVAL);
+  CHECK_INT(
+      http_callback_url_check("http://127.0.0.1.nip.io/cb", why, sizeof why),
+      CEB_EINVAL);
+  CHECK_INT(
+      http_callback_url_check("http://127.evil.example/cb", why, sizeof why),
+      CEB_EINVAL);
   CHECK_INT(http_callback_url_check("http://127.0.0.2:8/cb", why, sizeof why),
             CEB_OK);
-  CHECK_INT(http_callback_url_check("https://u:p@rio.example.nl/", why,
-                                    sizeof why),
-            CEB_EINVAL);
+  CHECK_INT(
+      http_callback_url_check("https://u:p@rio.example.nl/", why, sizeof why),
+      CEB_EINVAL);
 }
 
 int main(void) {
   test_addresses();
+  test_embedded_v4();
   test_loopback_named();
   test_allow();
   test_check();
