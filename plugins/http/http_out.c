@@ -48,6 +48,12 @@ const ceb_config_spec http_sink_spec[] = {
      "unspecified or reserved address, nor to a loopback address unless "
      "its URL names a loopback host; checked on the address connected to, "
      "after name resolution."},
+    {"callback_proxy", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
+     "With callback_urls: the proxy callbacks go out through "
+     "(http://host:port). Callbacks never use a proxy from the environment "
+     "(http_proxy, https_proxy, ALL_PROXY): through a proxy, the address "
+     "checked is the proxy's, so this proxy must itself refuse what a "
+     "callback may not reach."},
     {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "CA bundle for the endpoint's certificate (default: system store)."},
     {"tls.client_cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
@@ -225,8 +231,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   int oom = 0;
   s->allow_insecure = ceb_config_bool(cfg, "allow_insecure_http", 0);
   s->callback_urls = ceb_config_bool(cfg, "callback_urls", 0);
-  s->callback_private =
-      ceb_config_bool(cfg, "callback_private_networks", 0);
+  s->callback_private = ceb_config_bool(cfg, "callback_private_networks", 0);
   const char *mode = ceb_config_str(cfg, "mode");
   s->mode = !mode || strcmp(mode, "binary") == 0 ? CEB_MODE_BINARY
             : strcmp(mode, "structured") == 0    ? CEB_MODE_STRUCTURED
@@ -266,6 +271,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
   oom = oom || http_tls_client_load(&s->tls, cfg, "") != CEB_OK;
   s->user_agent = dup_cfg(cfg, "user_agent", &oom);
   s->origin = dup_cfg(cfg, "handshake.origin", &oom);
+  s->callback_proxy = dup_cfg(cfg, "callback_proxy", &oom);
   if (!s->origin && !oom) {
     char host[256] = "";
     if (gethostname(host, sizeof(host) - 1) != 0 || !*host)
@@ -323,6 +329,7 @@ static void sink_free(http_sink *s) {
   http_tls_client_free(&s->tls);
   free(s->user_agent);
   free(s->origin);
+  free(s->callback_proxy);
   pthread_cond_destroy(&s->cond);
   pthread_mutex_destroy(&s->lock);
   free(s);

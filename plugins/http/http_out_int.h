@@ -86,9 +86,10 @@ typedef struct http_sink {
   int64_t timeout_ms;
   size_t excerpt_max; /* response_excerpt: body bytes kept on success */
   int allow_insecure;
-  int callback_urls;   /* a mapped delivery's topic is its URL (callbacks) */
+  int callback_urls;    /* a mapped delivery's topic is its URL (callbacks) */
   int callback_private; /* callbacks may reach private networks */
-  http_tls_client tls; /* policy, CA, client certificate */
+  char *callback_proxy; /* callback_proxy, or NULL: callbacks go direct */
+  http_tls_client tls;  /* policy, CA, client certificate */
   char *user_agent;
   struct curl_slist *static_headers; /* headers.<Name> and User-Agent */
   int handshake;

@@ -4,9 +4,11 @@
 
 #include "http_callback.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -533,6 +535,39 @@ static curl_socket_t open_callback_socket(void *arg, curlsocktype purpose,
   return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
+/* libcurl's check before a request is sent, on the connection it will go
+ * out on: a callback can also be sent on a connection kept from an earlier
+ * transfer of this sink (its url, an OAuth2 token request) to the same
+ * host and port, which open_callback_socket never saw. The address that
+ * connection is to must be one a callback may reach. Runs on the loop
+ * thread. */
+static int callback_prereq(void *arg, char *primary_ip, char *local_ip,
+                           int primary_port, int local_port) {
+  (void)local_ip;
+  (void)local_port;
+  http_req *r = arg;
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+  if (primary_ip && inet_pton(AF_INET, primary_ip, &in->sin_addr) == 1) {
+    in->sin_family = AF_INET;
+    in->sin_port = htons((uint16_t)primary_port);
+  } else if (primary_ip &&
+             inet_pton(AF_INET6, primary_ip, &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons((uint16_t)primary_port);
+  } /* else: family unset, which the check refuses */
+  if (http_callback_addr_check((struct sockaddr *)&ss, r->callback_loopback,
+                               r->callback_private, r->refused,
+                               sizeof r->refused) != CEB_OK)
+    return CURL_PREREQFUNC_ABORT;
+  /* an address refused before this one (the resolver gave several) is no
+   * reason to reject a transfer that fails later on this one */
+  r->refused[0] = '\0';
+  return CURL_PREREQFUNC_OK;
+}
+
 #define SETOPT(e, opt, val)                                                    \
   do {                                                                         \
     if (curl_easy_setopt((e), (opt), (val)) != CURLE_OK) return CEB_EINTERNAL; \
@@ -578,6 +613,13 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   if (r->kind == HTTP_REQ_DELIVERY && r->callback) {
     SETOPT(e, CURLOPT_OPENSOCKETFUNCTION, open_callback_socket);
     SETOPT(e, CURLOPT_OPENSOCKETDATA, r);
+    SETOPT(e, CURLOPT_PREREQFUNCTION, callback_prereq);
+    SETOPT(e, CURLOPT_PREREQDATA, r);
+    /* no proxy from the environment (http_proxy, https_proxy, ALL_PROXY):
+     * through a proxy, the address checked is the proxy's and the proxy
+     * reaches whatever host the client named; only the operator's explicit
+     * callback_proxy, which must enforce the policy itself */
+    SETOPT(e, CURLOPT_PROXY, s->callback_proxy ? s->callback_proxy : "");
   }
   if (r->kind == HTTP_REQ_DELIVERY) {
     SETOPT(e, CURLOPT_POST, 1L);
