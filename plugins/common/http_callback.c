@@ -163,6 +163,32 @@ static uint32_t v4_at(const unsigned char *b, int i0, int i1, int i2, int i3) {
          b[i3];
 }
 
+/* The local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215): the operator's
+ * translator may use any RFC 6052 prefix length inside it (/48, /56, /64,
+ * /96), so where its IPv4 address sits cannot be known from the address.
+ * Judged as a private network (the translator is the operator's) unless
+ * one of the layouts carries an address a callback may never reach or a
+ * loopback address; 0.0.0.0/8 under a layout is the zero padding of
+ * another layout, not a finding. */
+static enum addr_class nat64_local_class(const unsigned char *b,
+                                         const char **what) {
+  static const int at[4][4] = {
+      {6, 7, 9, 10}, {7, 9, 10, 11}, {9, 10, 11, 12}, {12, 13, 14, 15}};
+  enum addr_class worst = ADDR_PRIVATE;
+  *what = "local-use NAT64 (64:ff9b:1::/48)";
+  for (size_t i = 0; i < 4; i++) {
+    const char *w;
+    uint32_t a = v4_at(b, at[i][0], at[i][1], at[i][2], at[i][3]);
+    if (a >> 24 == 0) continue;
+    enum addr_class c = v4_class(a, &w);
+    if (c == ADDR_NEVER || (c == ADDR_LOOPBACK && worst != ADDR_NEVER)) {
+      worst = c;
+      *what = w;
+    }
+  }
+  return worst;
+}
+
 /* An IPv6 address that carries an IPv4 address some translator, tunnel or
  * stack delivers to is judged as that IPv4 address: otherwise
  * 64:ff9b::169.254.169.254 through a NAT64 gateway would reach the
@@ -191,10 +217,15 @@ static enum addr_class v6_class(const unsigned char *b, const char **what) {
   }
   if (memcmp(b, zero, 12) == 0) /* IPv4-compatible ::a.b.c.d */
     return v4_class(v4_at(b, 12, 13, 14, 15), what);
-  if (memcmp(b, nat64_local, 6) == 0) /* 64:ff9b:1::/48, RFC 6052 2.2 */
-    return v4_class(v4_at(b, 6, 7, 9, 10), what);
+  if (memcmp(b, nat64_local, 6) == 0) return nat64_local_class(b, what);
   if (b[0] == 0x20 && b[1] == 0x02) /* 6to4 2002::/16 */
     return v4_class(v4_at(b, 2, 3, 4, 5), what);
+  if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+    /* Teredo 2001::/32: the client's IPv4 address, inverted, in the last
+     * 32 bits (RFC 4380 4) */
+    uint32_t a = ~v4_at(b, 12, 13, 14, 15);
+    return v4_class(a, what);
+  }
   if (memcmp(b, aws_imds, 16) == 0) {
     *what = "metadata service (fd00:ec2::254)";
     return ADDR_NEVER;

@@ -48,8 +48,12 @@ struct sockaddr;
  * services live), multicast, broadcast and reserved ranges. Refused unless
  * allow_private: private networks (10/8, 172.16/12, 192.168/16, the shared
  * 100.64/10, 198.18/15, fc00::/7). Loopback only when loopback_named (the
- * URL itself names a loopback host). IPv4-mapped IPv6 addresses are judged
- * as their IPv4 address. CEB_OK, or CEB_EFORBIDDEN with the reason (and the
+ * URL itself names a loopback host). IPv6 forms that carry an IPv4
+ * address (mapped, translated, IPv4-compatible, NAT64 64:ff9b::/96, 6to4,
+ * Teredo) are judged as that IPv4 address; the local-use NAT64 prefix
+ * 64:ff9b:1::/48 as a private network, or never when an address it may
+ * carry is one. Cloud metadata addresses outside link-local
+ * (100.100.100.200, fd00:ec2::254) are never reached. CEB_OK, or CEB_EFORBIDDEN with the reason (and the
  * address) in why. Reentrant. */
 int http_callback_addr_check(const struct sockaddr *sa, int loopback_named,
                              int allow_private, char *why, size_t whylen);

@@ -43,17 +43,20 @@ const ceb_config_spec http_sink_spec[] = {
     {"callback_private_networks", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "With callback_urls: callbacks may also reach addresses of private "
      "networks (10/8, 172.16/12, 192.168/16, 100.64/10, 198.18/15, "
-     "fc00::/7). Whatever this says, a callback never connects to a "
-     "link-local (169.254/16, fe80::/10: metadata services), multicast, "
+     "fc00::/7, fec0::/10, 64:ff9b:1::/48). Whatever this says, a callback "
+     "never connects to a link-local (169.254/16, fe80::/10) or other "
+     "metadata service address (100.100.100.200, fd00:ec2::254), multicast, "
      "unspecified or reserved address, nor to a loopback address unless "
      "its URL names a loopback host; checked on the address connected to, "
      "after name resolution."},
     {"callback_proxy", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
-     "With callback_urls: the proxy callbacks go out through "
-     "(http://host:port). Callbacks never use a proxy from the environment "
-     "(http_proxy, https_proxy, ALL_PROXY): through a proxy, the address "
-     "checked is the proxy's, so this proxy must itself refuse what a "
-     "callback may not reach."},
+     "With callback_urls: every callback goes out through this proxy "
+     "(http://host:port) and the bridge checks no callback address itself "
+     "(it connects only to the proxy, which resolves the client's host): "
+     "the proxy must refuse link-local, private-network and loopback "
+     "destinations. Unset, callbacks go direct and are checked; they never "
+     "use a proxy from the environment (http_proxy, https_proxy, "
+     "ALL_PROXY, no_proxy)."},
     {"tls.ca_file", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
      "CA bundle for the endpoint's certificate (default: system store)."},
     {"tls.client_cert", CEB_CFG_PATH, 0, NULL, 0, 0, NULL,
@@ -68,7 +71,8 @@ const ceb_config_spec http_sink_spec[] = {
      "case-insensitive)."},
     {"handshake", CEB_CFG_BOOL, 0, "false", 0, 0, NULL,
      "Validate the endpoint with a CloudEvents webhook OPTIONS handshake "
-     "before the first delivery."},
+     "before the first delivery. Not with callback_urls (a config error: "
+     "one handshake cannot stand for every client's callback URL)."},
     {"handshake.origin", CEB_CFG_STRING, 0, NULL, 0, 0, NULL,
      "WebHook-Request-Origin sent in the handshake (default: host name)."},
     {"webhook.secrets", CEB_CFG_LIST, CEB_CFG_SECRET, NULL, 0, 0, NULL,
@@ -196,6 +200,49 @@ static int check_file(http_sink *s, const char *key, const char *path) {
   return CEB_OK;
 }
 
+/* The callback keys that only make sense together (file:line of the key
+ * in the message). */
+static int check_callbacks(http_sink *s, const ceb_config *cfg) {
+  /* The handshake is made once per sink, with the first queued request's
+   * URL, and opens the gate for everything after it: with callback_urls
+   * that URL may be a client's (an OPTIONS request the callback address
+   * checks never saw) and every other client's URL would go unasked.
+   * Refused rather than guarded: no single handshake can stand for the
+   * clients' endpoints. */
+  if (s->handshake && s->callback_urls) {
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "handshake (%s): not with callback_urls = true (one handshake "
+            "per sink cannot stand for every client's callback URL); send "
+            "callbacks through a sink of their own",
+            ceb_config_origin(cfg, "handshake"));
+    return CEB_ECONFIG;
+  }
+  if (s->callback_proxy && !s->callback_urls) {
+    CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+            "callback_proxy (%s): only for a sink with callback_urls = true",
+            ceb_config_origin(cfg, "callback_proxy"));
+    return CEB_ECONFIG;
+  }
+  if (s->callback_proxy) {
+    CURLU *u = curl_url();
+    char *host = NULL;
+    int bad = !u ||
+              curl_url_set(u, CURLUPART_URL, s->callback_proxy,
+                           CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+                  CURLUE_OK ||
+              curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK;
+    curl_free(host);
+    curl_url_cleanup(u);
+    if (bad) {
+      CEB_LOG(s->host, s->inst, CEB_LOG_ERROR,
+              "callback_proxy (%s): not a proxy URL (http://host:port)",
+              ceb_config_origin(cfg, "callback_proxy"));
+      return CEB_ECONFIG;
+    }
+  }
+  return CEB_OK;
+}
+
 static char *dup_cfg(const ceb_config *cfg, const char *key, int *oom) {
   const char *v = ceb_config_str(cfg, key);
   if (!v || !*v) return NULL;
@@ -280,6 +327,7 @@ static int setup(http_sink *s, const ceb_config *cfg) {
     oom = !s->origin;
   }
   if (oom) return CEB_ENOMEM;
+  if ((rc = check_callbacks(s, cfg)) != CEB_OK) return rc;
   if ((rc = check_file(s, "tls.ca_file", s->tls.ca_file)) != CEB_OK ||
       (rc = check_file(s, "tls.client_cert", s->tls.client_cert)) != CEB_OK ||
       (rc = check_file(s, "tls.client_key", s->tls.client_key)) != CEB_OK)

@@ -610,16 +610,25 @@ int http_sink_req_prepare(http_sink *s, http_req *r, const char *token,
   SETOPT(e, CURLOPT_HEADERDATA, r);
   SETOPT(e, CURLOPT_ERRORBUFFER, r->errbuf);
   SETOPT(e, CURLOPT_PRIVATE, r);
-  if (r->kind == HTTP_REQ_DELIVERY && r->callback) {
+  if (r->kind == HTTP_REQ_DELIVERY && r->callback && !s->callback_proxy) {
     SETOPT(e, CURLOPT_OPENSOCKETFUNCTION, open_callback_socket);
     SETOPT(e, CURLOPT_OPENSOCKETDATA, r);
     SETOPT(e, CURLOPT_PREREQFUNCTION, callback_prereq);
     SETOPT(e, CURLOPT_PREREQDATA, r);
     /* no proxy from the environment (http_proxy, https_proxy, ALL_PROXY):
-     * through a proxy, the address checked is the proxy's and the proxy
-     * reaches whatever host the client named; only the operator's explicit
-     * callback_proxy, which must enforce the policy itself */
-    SETOPT(e, CURLOPT_PROXY, s->callback_proxy ? s->callback_proxy : "");
+     * through a proxy, the address checked would be the proxy's while the
+     * proxy reaches whatever host the client named */
+    SETOPT(e, CURLOPT_PROXY, "");
+  } else if (r->kind == HTTP_REQ_DELIVERY && r->callback) {
+    /* the operator's callback_proxy: the only address connected to is the
+     * proxy's, which the operator chose (typically on an inner network,
+     * which the address check would refuse), and the proxy resolves the
+     * client's host: the proxy enforces the policy, not this check. Every
+     * callback goes through it: no_proxy from the environment is ignored
+     * (an empty CURLOPT_NOPROXY replaces it), else a client's host named
+     * there would go direct and unchecked. */
+    SETOPT(e, CURLOPT_PROXY, s->callback_proxy);
+    SETOPT(e, CURLOPT_NOPROXY, "");
   }
   if (r->kind == HTTP_REQ_DELIVERY) {
     SETOPT(e, CURLOPT_POST, 1L);

@@ -9,8 +9,13 @@
  *   (callback.address, one attempt), never received.
  * - A proxy from the environment (http_proxy) is not used for callbacks:
  *   through it, the address checked would be the proxy's. The callback
- *   arrives directly; the proxy sees nothing. The sink's explicit
- *   callback_proxy is used. */
+ *   arrives directly; the proxy sees nothing.
+ * - The sink's explicit callback_proxy takes every callback, though it
+ *   sits on an inner address and the environment's no_proxy names the
+ *   client's host; it is a config error (file:line) without callback_urls
+ *   or when it is no URL.
+ * - handshake = true with callback_urls = true is a config error at its
+ *   file:line (cebridge check). */
 #include <jansson.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -143,8 +148,54 @@ static void write_conf(const char *dir, int tport, int rport,
   ceb_test_write_file(path, "00-bridge.conf", text);
 }
 
+/* `cebridge check` on a one-sink configuration with extra keys: 1 when it
+ * refused it naming key and 00-bridge.conf:line (key NULL: 1 when it
+ * accepted it). */
+static int check_refuses(const char *dir, const char *sink_extra,
+                         const char *key) {
+  char path[512], text[1024], cmd[1200], out[8192] = "";
+  snprintf(path, sizeof path, "%s/bad", dir);
+  mkdir(path, 0700);
+  snprintf(text, sizeof text,
+           "[bridge]\nstore = %s/bad.db\nprofile = off\n"
+           "\n[source cb]\nplugin = http\nlisten = 127.0.0.1:0\n"
+           "auth = none\n"
+           "\n[sink callbacks]\nplugin = http\n"
+           "url = https://partner.example/op\n"
+           "webhook.secrets = %s\n%s"
+           "\n[route callbacks]\nfrom = cb\nto = callbacks\n%s",
+           dir, k_secret, sink_extra,
+           strstr(sink_extra, "callback_urls") ? "callbacks = true\n" : "");
+  ceb_test_write_file(path, "00-bridge.conf", text);
+  snprintf(cmd, sizeof cmd, "%s/cebridge check -c %s 2>&1", CEB_TEST_BIN_DIR,
+           path);
+  FILE *f = popen(cmd, "r");
+  size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+  out[n] = '\0';
+  int rc = f ? pclose(f) : -1;
+  int ok = key ? rc != 0 && strstr(out, key) && strstr(out, "00-bridge.conf:")
+               : rc == 0;
+  if (!ok)
+    fprintf(stderr, "check (%s) said (rc %d): %s\n", key ? key : "ok", rc,
+            out);
+  return ok;
+}
+
 int main(void) {
   char *dir = ceb_test_tmpdir("callback-egress");
+
+  /* a handshake on a callbacks sink would be an OPTIONS request to the
+   * first client's URL, unchecked, standing for every other client's:
+   * refused at its file:line; callback_proxy is only for callbacks */
+  CHECK(check_refuses(dir, "callback_urls = true\nhandshake = true\n",
+                      "handshake"));
+  CHECK(check_refuses(dir, "callback_urls = true\n", NULL));
+  CHECK(check_refuses(dir, "callback_proxy = http://proxy.internal:3128\n",
+                      "callback_proxy"));
+  CHECK(check_refuses(dir,
+                      "callback_urls = true\ncallback_proxy = http://[x\n",
+                      "callback_proxy"));
+
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "openssl req -x509 -newkey rsa:2048 -nodes -days 2 "
@@ -212,17 +263,28 @@ int main(void) {
   if (ceb_test_failures) fprintf(stderr, "--- log ---\n%s\n", text ? text : "");
   free(text);
 
-  /* the operator's explicit callback_proxy is the way out */
+  /* the operator's explicit callback_proxy is the way out, for every
+   * callback: the proxy sits on an inner address (here loopback, for a URL
+   * that names no loopback host), which the address check would refuse,
+   * and the environment's no_proxy naming the client's host does not
+   * send it round the proxy (direct, it would go unchecked) */
   write_conf(dir, rx_port(tx), rx_port(rx), proxy);
   unlink(pp);
   unlink(pc);
+  setenv("no_proxy", "cb.localhost,127.0.0.1", 1);
   pid = ceb_test_bridge_start(conf, log);
+  unsetenv("no_proxy");
   CHECK((cb = ceb_test_wait_port_file(pc, 15000)) > 0);
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/cb/q-1", rx_port(rx));
+  snprintf(url, sizeof url, "https://cb.localhost:%d/cb/q-1", rx_port(tx));
   CHECK_INT(post(cb, "q-1", url), 202);
   path_wait wq = {px, ""};
   CHECK_MSG(ceb_test_wait(has_path, &wq, 60000), "the callback, proxied");
-  CHECK_INT((int)rx_count_path(rx, "/cb/q-1"), 0);
+  const rx_request *pq = rx_get(px, 0);
+  CHECK_MSG(pq && strcmp(pq->method, "CONNECT") == 0 &&
+                strstr(pq->path, "cb.localhost"),
+            "the proxy was not asked for cb.localhost: %s %s",
+            pq ? pq->method : "-", pq ? pq->path : "-");
+  CHECK_INT((int)rx_count_path(tx, "/cb/q-1"), 0);
   CHECK_INT(ceb_test_pid_stop(pid, SIGTERM, 30000), 0);
   text = ceb_test_read_file(log, NULL);
   if (ceb_test_failures) fprintf(stderr, "--- log ---\n%s\n", text ? text : "");

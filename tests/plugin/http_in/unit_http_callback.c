@@ -88,7 +88,19 @@ static void test_embedded_v4(void) {
    * reserved octet 8 (RFC 6052 2.2): a9fe:a9fe is 169.254.169.254 */
   CHECK_INT(v6("64:ff9b:1:a9fe:a9:fe00::", 1, 1), 0);
   CHECK_INT(v6("64:ff9b:1:0a00:0:100::", 0, 0), 0);
-  CHECK_INT(v6("64:ff9b:1:5db8:d8:2200::", 0, 0), 1);
+  /* ... but a translator of the operator's may use any RFC 6052 layout
+   * inside the /48 (here /64 behind subnet 1234, /96): a metadata address
+   * under any of them is refused, and the prefix is a private network */
+  CHECK_INT(v6("64:ff9b:1:1234:a9:fea9:fe00:0", 1, 1), 0);
+  CHECK_INT(v6("64:ff9b:1::a9fe:a9fe", 1, 1), 0);
+  CHECK_INT(v6("64:ff9b:1::7f00:1", 0, 1), 0);
+  CHECK_INT(v6("64:ff9b:1:5db8:d8:2200::", 0, 0), 0);
+  CHECK_INT(v6("64:ff9b:1:5db8:d8:2200::", 0, 1), 1);
+  CHECK_INT(v6("64:ff9b:1::5db8:d822", 0, 1), 1);
+  /* Teredo 2001::/32: the client's address inverted in the last 32 bits */
+  CHECK_INT(v6("2001:0:1:2::5601:5601", 1, 1), 0);
+  CHECK_INT(v6("2001:0:1:2::f5ff:fffe", 0, 0), 0); /* 10.0.0.1 */
+  CHECK_INT(v6("2001:0:1:2::a247:27dd", 0, 0), 1); /* 93.184.216.34 */
   /* IPv4-compatible ::a.b.c.d and IPv4-translated ::ffff:0:a.b.c.d */
   CHECK_INT(v6("::169.254.169.254", 1, 1), 0);
   CHECK_INT(v6("::10.0.0.1", 0, 0), 0);
