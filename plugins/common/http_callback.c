@@ -77,7 +77,46 @@ int http_callback_url_check(const char *url, char *why, size_t whylen) {
   return rc;
 }
 
-int http_callback_url_norm(const char *url, char *out, size_t n) {
+/* 1 when path (as sent, percent-encoded) holds a form whose meaning
+ * depends on the receiving server (http_callback_url_norm), with the
+ * reason in why. */
+static int path_ambiguous(const char *path, char *why, size_t whylen) {
+  static const char *const encoded[] = {"%2e", "%2f", "%5c", "%25"};
+  static const char *const names[] = {"'.'", "'/'", "'\\'", "'%'"};
+  for (const char *p = path; *p; p++) {
+    if (*p == '\\') {
+      snprintf(why, whylen, "the path holds a '\\' (a '/' to some servers)");
+      return 1;
+    }
+    for (size_t i = 0; *p == '%' && i < 4; i++)
+      if (strncasecmp(p, encoded[i], 3) == 0) {
+        snprintf(why, whylen,
+                 "the path holds a percent-encoded %s (%s): its meaning "
+                 "depends on the receiving server",
+                 names[i], encoded[i]);
+        return 1;
+      }
+    /* a segment of dots with a ';' parameter: "..;" is ".." to Tomcat */
+    if (*p == '/' && p[1] == '.') {
+      size_t dots = strspn(p + 1, ".");
+      if (dots <= 2 && p[1 + dots] == ';') {
+        snprintf(why, whylen,
+                 "the path holds a dot segment with a ';' parameter");
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+int http_callback_url_norm(const char *url, char *out, size_t n, char *why,
+                           size_t whylen) {
+  char ignored[8];
+  if (!why) {
+    why = ignored;
+    whylen = sizeof ignored;
+  }
+  snprintf(why, whylen, "does not parse");
   CURLU *u = curl_url();
   if (!u) return CEB_ENOMEM;
   char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL;
@@ -86,13 +125,17 @@ int http_callback_url_norm(const char *url, char *out, size_t n) {
       curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
       curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-      curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK) {
+      curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK &&
+      !path_ambiguous(path, why, whylen)) {
     for (char *p = scheme; *p; p++)
       *p = (char)tolower((unsigned char)*p);
     for (char *p = host; *p; p++)
       *p = (char)tolower((unsigned char)*p);
     int w = snprintf(out, n, "%s://%s:%s%s", scheme, host, port, path);
-    if (w > 0 && (size_t)w < n) rc = CEB_OK;
+    if (w > 0 && (size_t)w < n)
+      rc = CEB_OK;
+    else
+      snprintf(why, whylen, "too long");
   }
   curl_free(scheme);
   curl_free(host);

@@ -21,9 +21,18 @@ int http_callback_url_check(const char *url, char *why, size_t whylen);
 
 /* The comparable form of url: "scheme://host:port/path" with scheme and
  * host in lower case, the port always written, dot segments removed (as
- * libcurl sends it), no query. CEB_OK, or CEB_EINVAL when url does not
- * parse or does not fit in n bytes. */
-int http_callback_url_norm(const char *url, char *out, size_t n);
+ * libcurl sends it), no query. CEB_OK; CEB_EINVAL when url does not parse,
+ * does not fit in n bytes, or its path means different things to different
+ * servers (why says which, when why is not NULL): a percent-encoded '.',
+ * '/', '\' or '%' (%2e, %2f, %5c, %25, any case), a '\', or a dot segment
+ * with a ';' parameter ("..;"). The prefix compare is on the path as sent,
+ * the receiver routes on its own decoding of it: %2e%2e or ..%2f under an
+ * allowed prefix reaches the parent at a server that decodes before it
+ * resolves dot segments, \ is '/' to some, "..;" is ".." to Tomcat.
+ * Refused rather than decoded: what the receiver does with them cannot be
+ * known, and a client has no need of them in a callback URL. */
+int http_callback_url_norm(const char *url, char *out, size_t n, char *why,
+                           size_t whylen);
 
 /* 1 when the normalised URL norm lies under one of the normalised prefixes
  * (callback_allow): the same origin, and a path equal to the prefix's or

@@ -36,12 +36,18 @@ int http_in_callback_default(http_source *s, const char *key,
   return CEB_OK;
 }
 
-/* 1 when url lies under callback_allow (or there is none). */
-static int allowed(const http_source *s, const char *url) {
+/* 1 when url lies under callback_allow (or there is none); else 0 with
+ * the reason in why. */
+static int allowed(const http_source *s, const char *url, char *why,
+                   size_t whylen) {
   if (s->ncb_allow == 0) return 1;
   char norm[HTTP_CALLBACK_NORM_MAX];
-  return http_callback_url_norm(url, norm, sizeof norm) == CEB_OK &&
-         http_callback_url_allowed(norm, s->cb_allow, s->ncb_allow);
+  if (http_callback_url_norm(url, norm, sizeof norm, why, whylen) != CEB_OK)
+    return 0;
+  if (http_callback_url_allowed(norm, s->cb_allow, s->ncb_allow)) return 1;
+  snprintf(why, whylen,
+           "not under a URL this intermediary allows (callback_allow)");
+  return 0;
 }
 
 int http_in_callback_allow_init(http_source *s) {
@@ -54,8 +60,8 @@ int http_in_callback_allow_init(http_source *s) {
     char why[160] = "", norm[HTTP_CALLBACK_NORM_MAX];
     if (http_callback_url_check(items[i], why, sizeof why) != CEB_OK ||
         (strchr(items[i], '?') && snprintf(why, sizeof why, "has a query")) ||
-        http_callback_url_norm(items[i], norm, sizeof norm) != CEB_OK) {
-      if (!why[0]) snprintf(why, sizeof why, "does not parse");
+        http_callback_url_norm(items[i], norm, sizeof norm, why,
+                               sizeof why) != CEB_OK) {
       LOG(s, CEB_LOG_ERROR,
           "callback_allow (%s): item %zu is not a callback URL prefix: %s",
           origin, i + 1, why);
@@ -64,13 +70,14 @@ int http_in_callback_allow_init(http_source *s) {
     if (!(s->cb_allow[i] = strdup(norm))) return CEB_ENOMEM;
     s->ncb_allow++;
   }
-  for (size_t i = 0; i < s->ncb_defaults; i++)
-    if (!allowed(s, s->cb_defaults[i].patterns)) {
-      LOG(s, CEB_LOG_ERROR,
-          "clients.%s.callback: not under callback_allow (%s)",
-          s->cb_defaults[i].client, origin);
+  for (size_t i = 0; i < s->ncb_defaults; i++) {
+    char why[160];
+    if (!allowed(s, s->cb_defaults[i].patterns, why, sizeof why)) {
+      LOG(s, CEB_LOG_ERROR, "clients.%s.callback: %s (%s)",
+          s->cb_defaults[i].client, why, origin);
       return CEB_ECONFIG;
     }
+  }
   return CEB_OK;
 }
 
@@ -121,9 +128,8 @@ int http_in_callback_of(http_req *r) {
       snprintf(why, sizeof why, "contains a control character");
     } else if (http_callback_url_check(url, why, sizeof why) != CEB_OK) {
       /* why says it */
-    } else if (!allowed(s, url)) {
-      snprintf(why, sizeof why,
-               "not under a URL this intermediary allows (callback_allow)");
+    } else if (!allowed(s, url, why, sizeof why)) {
+      /* why says it */
     } else {
       why[0] = '\0';
     }

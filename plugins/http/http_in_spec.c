@@ -84,7 +84,9 @@ const ceb_config_spec http_source_spec[] = {
      "clients.CLIENT.callback), e.g. https://rio.example.nl/callbacks/: the "
      "same scheme, host and port, and a path that equals the prefix's or "
      "continues it at a '/' (compared after libcurl's normalisation, dot "
-     "segments removed). Unset: any https URL (or http to a loopback "
+     "segments removed; a path with a percent-encoded '.', '/', '\\' or "
+     "'%', a '\\' or a '..;' segment is refused, as its meaning depends "
+     "on the receiving server). Unset: any https URL (or http to a loopback "
      "address). Set it when the clients are known: a client's URL is a "
      "request the bridge makes on its behalf."},
     {"idempotency", CEB_CFG_ENUM, 0, "optional", 0, 0, "off|optional|required",

@@ -2,8 +2,9 @@
  * client chose: the guards against server-side request forgery, end to end
  * through the real `cebridge run` binary.
  * - callback_allow: an X-Callback outside the listed prefixes (another path,
- *   a dot-segment escape, another host, a prefix that does not end at a
- *   segment) is 400 problem+json callback.invalid; one inside is served.
+ *   a dot-segment escape, one percent-encoded (%2e%2e, ..%2F), another
+ *   host, a prefix that does not end at a segment) is 400 problem+json
+ *   callback.invalid; one inside is served.
  * - At connect time: a callback whose address is a metadata service
  *   (169.254.169.254) or a private network (10.0.0.0/8) is refused by the
  *   sink before any connection, dead-lettered on the callbacks route
@@ -31,6 +32,9 @@ static void handler(void *arg, const rx_request *req, size_t index,
   resp->status = 200;
 }
 
+/* The code and detail of the last 400 post() got. */
+static char g_code[64], g_detail[256];
+
 static long post(int port, const char *id, const char *callback) {
   char url[96], body[512], cbh[600];
   snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
@@ -50,6 +54,9 @@ static long post(int port, const char *id, const char *callback) {
     CHECK_STR(ct, "application/problem+json");
     json_t *p = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
     const char *detail = json_string_value(json_object_get(p, "detail"));
+    const char *code = json_string_value(json_object_get(p, "code"));
+    snprintf(g_code, sizeof g_code, "%s", code ? code : "");
+    snprintf(g_detail, sizeof g_detail, "%s", detail ? detail : "");
     CHECK_MSG(detail && strstr(detail, "X-Callback"), "detail: %s",
               detail ? detail : "(none)");
     json_decref(p);
@@ -194,6 +201,14 @@ int main(void) {
   snprintf(url, sizeof url, "http://127.0.0.2:%d/cb/g-1", rport);
   CHECK_INT(post(allowed, "x-4", url), 400);
   CHECK_INT(post(allowed, "x-5", "https://rio.example.nl/cb/"), 400);
+  /* under the prefix as sent, the parent once a server decodes it */
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/cb/%%2e%%2e/admin", rport);
+  CHECK_INT(post(allowed, "x-6", url), 400);
+  CHECK_STR(g_code, "callback.invalid");
+  CHECK_MSG(strstr(g_detail, "percent-encoded '.'"), "detail: %s", g_detail);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/cb/..%%2Fadmin", rport);
+  CHECK_INT(post(allowed, "x-7", url), 400);
+  CHECK_STR(g_code, "callback.invalid");
   CHECK_MSG(rx_wait_exact(rx, "/cb/g-1", 1, 60000), "the allowed callback");
 
   /* inner addresses: refused at connect, dead-lettered, not retried */

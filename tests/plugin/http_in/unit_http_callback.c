@@ -33,8 +33,9 @@ static int v6(const char *a, int loopback_named, int allow_private) {
 
 static int allowed(const char *url, const char *prefix) {
   char nu[HTTP_CALLBACK_NORM_MAX], np[HTTP_CALLBACK_NORM_MAX];
-  if (http_callback_url_norm(url, nu, sizeof nu) != CEB_OK) return -1;
-  CHECK_INT(http_callback_url_norm(prefix, np, sizeof np), CEB_OK);
+  if (http_callback_url_norm(url, nu, sizeof nu, NULL, 0) != CEB_OK)
+    return -1;
+  CHECK_INT(http_callback_url_norm(prefix, np, sizeof np, NULL, 0), CEB_OK);
   char *list[] = {np};
   return http_callback_url_allowed(nu, list, 1);
 }
@@ -153,6 +154,52 @@ static void test_allow(void) {
   CHECK_INT(allowed("https://rio.example.nl/cb?x=1", q), 1);
 }
 
+/* Paths whose meaning depends on the receiver's decoding cannot be
+ * compared with a prefix: refused (-1: the URL does not normalise), with
+ * the reason, whatever the prefix. Each of these reaches /admin (or
+ * /callbacks/../admin) at some server while it starts with /callbacks/ as
+ * sent. Nothing else percent-encoded is refused. */
+static void test_allow_hostile(void) {
+  const char *p = "https://cb.example/hooks/";
+  const char *hostile[] = {
+      "https://cb.example/hooks/%2e%2e/admin",
+      "https://cb.example/hooks/%2E%2E/admin",
+      "https://cb.example/hooks/.%2e/admin",
+      "https://cb.example/hooks/%2e./admin",
+      "https://cb.example/hooks/..%2fadmin",
+      "https://cb.example/hooks/..%2Fadmin",
+      "https://cb.example/hooks%2f..%2fadmin",
+      "https://cb.example/hooks/..%5cadmin",
+      "https://cb.example/hooks/..\\admin",
+      "https://cb.example/hooks/%252e%252e/admin",
+      "https://cb.example/hooks/..;/admin",
+      "https://cb.example/hooks/..;x=1/admin",
+      "https://cb.example/hooks/.;/x",
+      "https://cb.example/hooks/%2e",
+  };
+  for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+    char norm[HTTP_CALLBACK_NORM_MAX], why[160] = "";
+    CHECK_MSG(allowed(hostile[i], p) == -1, "%s allowed", hostile[i]);
+    CHECK_INT(http_callback_url_norm(hostile[i], norm, sizeof norm, why,
+                                     sizeof why),
+              CEB_EINVAL);
+    CHECK_MSG(strstr(why, "path") != NULL, "%s: why '%s'", hostile[i], why);
+  }
+  /* a prefix holding one is refused too (a config error) */
+  char norm[HTTP_CALLBACK_NORM_MAX];
+  CHECK_INT(http_callback_url_norm("https://cb.example/a%2fb/", norm,
+                                   sizeof norm, NULL, 0),
+            CEB_EINVAL);
+  /* other escapes, and dots that are no dot segment, stay allowed */
+  CHECK_INT(allowed("https://cb.example/hooks/order%3A42", p), 1);
+  CHECK_INT(allowed("https://cb.example/hooks/a%20b", p), 1);
+  CHECK_INT(allowed("https://cb.example/hooks/v1.2/x", p), 1);
+  CHECK_INT(allowed("https://cb.example/hooks/...", p), 1);
+  CHECK_INT(allowed("https://cb.example/hooks/x;v=1", p), 1);
+  /* an encoded unreserved letter is not decoded: it does not match */
+  CHECK_INT(allowed("https://cb.example/%68ooks/x", p), 0);
+}
+
 static void test_check(void) {
   char why[160];
   CHECK_INT(
@@ -179,6 +226,7 @@ int main(void) {
   test_embedded_v4();
   test_loopback_named();
   test_allow();
+  test_allow_hostile();
   test_check();
   return ceb_test_done("unit_http_callback");
 }
