@@ -2,6 +2,7 @@
 #ifndef CEB_ADMIN_INTERNAL_H
 #define CEB_ADMIN_INTERNAL_H
 
+#include <ceb/event.h>
 #include <jansson.h>
 #include <stddef.h>
 
@@ -38,14 +39,15 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
 int ceb_admin_contract_get(const ceb_admin_view *view, struct MHD_Connection *c,
                            const char *sub);
 /* Bounds of an event's status and timeline answers. An id longer than
- * ADMIN_ID_MAX bytes is refused (400 id_too_long; the intermediary's
+ * ADMIN_ID_MAX bytes, the longest id an event can carry (so any id a source
+ * accepted is looked up), is refused (400 id_too_long; the intermediary's
  * GET /v1/events/{id} has the same bound). Of an id many events carry
  * (one per source, per client), the newest ADMIN_EVENTS_MAX; of an event's
  * failed attempts and dead letters (a retry-forever route, an event
  * replayed and dead again thousands of times), the newest
  * ADMIN_HISTORY_MAX each. Each answer says "truncated" when it left
  * older ones out, and the store reads no more than that (plus one). */
-#define ADMIN_ID_MAX 512
+#define ADMIN_ID_MAX CEB_ATTR_VALUE_MAX
 #define ADMIN_EVENTS_MAX 20
 #define ADMIN_HISTORY_MAX 100
 

@@ -290,8 +290,8 @@ int ceb_admin_v1(const ceb_admin_view *view, struct MHD_Connection *c,
     /* never cut to fit: a cut id would be another event's */
     if ((size_t)(end - id) > ADMIN_ID_MAX)
       return ceb_admin_problem(c, 400, "id_too_long",
-                               "the event id is longer than 512 bytes: no "
-                               "event's status can be looked up by it");
+                               "the event id is longer than 4096 bytes, "
+                               "which no event's id can be");
     char idbuf[ADMIN_ID_MAX + 1];
     /* libmicrohttpd decoded the path once already: an id holding '%'
      * stays as it is */

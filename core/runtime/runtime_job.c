@@ -14,13 +14,14 @@
 #include "runtime/runtime_internal.h"
 #include "store/ceb_store.h"
 
-/* Bounds of one lookup: an id longer than JOB_ID_MAX is no id a client can
- * look up (CEB_EINVAL; the intermediary answers 400 before asking); of the
+/* Bounds of one lookup: an id longer than JOB_ID_MAX (the longest id an
+ * event can carry, so every id ingest accepted) is no event's (CEB_EINVAL;
+ * the intermediary answers 400 before asking); of the
  * events carrying an id (one per source and client) the newest
  * JOB_EVENTS_MAX are read, of an event's dead letters (one per route and
  * death: an event replayed and dead again) the newest JOB_DLQ_MAX. Each
  * lookup is then a bounded read whatever the store holds. */
-#define JOB_ID_MAX 512
+#define JOB_ID_MAX CEB_ATTR_VALUE_MAX
 #define JOB_EVENTS_MAX 100
 #define JOB_DLQ_MAX 100
 

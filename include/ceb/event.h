@@ -44,7 +44,11 @@ typedef enum ceb_data_kind {
 } ceb_data_kind;
 
 /* Longest attribute name / value the SDK accepts (the NL GOV profile limits
- * names to 20; CloudEvents itself sets no limit, we keep a sane one). */
+ * names to 20; CloudEvents itself sets no limit, we keep a sane one). The
+ * value bound is also the longest event id any source can journal, and so
+ * the bound of the event status lookups (the intermediary's
+ * GET /v1/events/{id}, the admin API's): every id accepted can be looked
+ * up. */
 #define CEB_ATTR_NAME_MAX 64
 #define CEB_ATTR_VALUE_MAX 4096
 

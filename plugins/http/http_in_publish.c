@@ -16,7 +16,10 @@
 
 #define CONTRACTS_PREFIX "/v1/contracts"
 #define STATUS_PREFIX "/v1/events/"
-#define STATUS_ID_MAX 512 /* longer: 400 event.id_too_long */
+/* Longer: 400 event.id_too_long. The longest id an event can carry (the
+ * SDK's attribute value bound), so every event ingest accepted can be
+ * looked up. */
+#define STATUS_ID_MAX CEB_ATTR_VALUE_MAX
 
 const http_route http_in_routes[] = {
     {HTTP_ROUTE_EVENTS, "POST", "/events"},
@@ -231,8 +234,8 @@ static void serve_status(http_req *r, const char *id) {
   }
   if (strlen(id) > STATUS_ID_MAX) {
     http_reply_problem(&r->reply, 400, "event.id_too_long",
-                       "the event id is longer than 512 bytes: no job "
-                       "status can be looked up by it");
+                       "the event id is longer than 4096 bytes, which no "
+                       "event's id can be: no job status is looked up");
     return;
   }
   if (atomic_fetch_add(&s->status_lookups, 1) >= status_lookups_max(s)) {

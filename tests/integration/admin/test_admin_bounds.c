@@ -3,9 +3,11 @@
  * gets a timeline of its newest 100 failed attempts with "truncated": true
  * (it listed every attempt: a retry-forever route's 100k made one answer
  * of tens of MB, sorted in quadratic time); its status says "truncated":
- * false (one event carries the id); an id over 512 bytes is refused with
- * 400 problem+json id_too_long (it was cut to 511 bytes and looked up: a
- * cut id is another event's), one of 512 bytes is looked up (404). */
+ * false (one event carries the id); an id over 4096 bytes (the longest an
+ * event can carry) is refused with 400 problem+json id_too_long (it was
+ * cut to 511 bytes and looked up: a cut id is another event's), and an
+ * event posted with a 4096-byte id to an http source is found (its lookup
+ * was refused over 512 bytes while ingest took it). */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <ceb/event.h>
 
 #include "ceb_test.h"
 #include "ceb_test_proc.h"
@@ -22,7 +26,7 @@ static int g_port;
 
 /* GET path with the token; the status, the body in *body (caller frees). */
 static int get(const char *path, char **body) {
-  char url[2048];
+  char url[8192];
   snprintf(url, sizeof url, "http://127.0.0.1:%d%s", g_port, path);
   const char *h[] = {g_bearer, NULL};
   return ceb_test_http("GET", url, h, NULL, 0, body);
@@ -57,12 +61,16 @@ int main(void) {
            "admin.listen = 127.0.0.1:0\nadmin.port_file = %s/admin.port\n"
            "admin.token = a-long-operator-token\n"
            "[source gen]\nplugin = testsource\ncount = 1\n"
+           "[source in]\nplugin = http\nlisten = 127.0.0.1:0\n"
+           "port_file = %s/in.port\nauth = none\n"
+           "[sink done]\nplugin = testsink\n"
+           "[route in]\nfrom = in\nto = done\n"
            "[sink out]\nplugin = testsink\nmode = retry\n"
            "circuit.failures = 1000000\n"
            "[route r]\nfrom = gen\nto = out\nretry.mode = exponential\n"
            "retry.base = 1ms\nretry.max_delay = 1ms\n"
            "retry.max_attempts = 120\n",
-           g_dir, g_dir);
+           g_dir, g_dir, g_dir);
   CHECK_INT(ceb_test_write_file(g_conf, "bridge.conf", text), 0);
   snprintf(g_bearer, sizeof g_bearer,
            "Authorization: Bearer a-long-operator-token");
@@ -80,7 +88,7 @@ int main(void) {
   CHECK_MSG(g_port > 0 && ceb_test_wait(dead, id, 120000),
             "no dead letter after 120 attempts");
 
-  char path[1200], *body = NULL;
+  char path[CEB_ATTR_VALUE_MAX + 64], *body = NULL;
   snprintf(path, sizeof path, "/v1/events/%s/timeline", id);
   CHECK_INT(get(path, &body), 200);
   json_t *doc = body ? json_loads(body, 0, NULL) : NULL;
@@ -109,10 +117,10 @@ int main(void) {
   CHECK_INT(json_array_size(json_object_get(doc, "events")), 1);
   json_decref(doc);
 
-  /* ids over 512 bytes are refused, never cut */
-  char longid[700];
-  memset(longid, 'x', 513);
-  longid[513] = '\0';
+  /* ids over 4096 bytes are refused, never cut */
+  static char longid[CEB_ATTR_VALUE_MAX + 2];
+  memset(longid, 'x', CEB_ATTR_VALUE_MAX + 1);
+  longid[CEB_ATTR_VALUE_MAX + 1] = '\0';
   snprintf(path, sizeof path, "/v1/events/%s/status", longid);
   CHECK_INT(get(path, &body), 400);
   CHECK(body && strstr(body, "id_too_long"));
@@ -120,10 +128,35 @@ int main(void) {
   snprintf(path, sizeof path, "/v1/events/%s/timeline", longid);
   CHECK_INT(get(path, &body), 400);
   free(body);
-  longid[512] = '\0';
+  longid[CEB_ATTR_VALUE_MAX] = '\0';
   snprintf(path, sizeof path, "/v1/events/%s/status", longid);
   CHECK_INT(get(path, &body), 404);
   CHECK(body && strstr(body, "unknown_event"));
+  free(body);
+
+  /* the longest id ingest takes is looked up */
+  snprintf(path, sizeof path, "%s/in.port", g_dir);
+  int in = ceb_test_wait_port_file(path, 30000);
+  CHECK(in > 0);
+  static char cebody[CEB_ATTR_VALUE_MAX + 256];
+  snprintf(cebody, sizeof cebody,
+           "{\"specversion\":\"1.0\",\"id\":\"%s\",\"source\":\"urn:t\","
+           "\"type\":\"nl.edu.t\"}",
+           longid);
+  char url[128];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/events", in);
+  const char *const ce[] = {"Content-Type: application/cloudevents+json",
+                            NULL};
+  CHECK_INT(ceb_test_http("POST", url, ce, cebody, strlen(cebody), &body), 202);
+  free(body);
+  snprintf(path, sizeof path, "/v1/events/%s/status", longid);
+  CHECK_INT(get(path, &body), 200);
+  json_t *st = body ? json_loads(body, 0, NULL) : NULL;
+  CHECK_INT(json_array_size(json_object_get(st, "events")), 1);
+  json_decref(st);
+  free(body);
+  snprintf(path, sizeof path, "/v1/events/%s/timeline", longid);
+  CHECK_INT(get(path, &body), 200);
   free(body);
 
   CHECK_INT(ceb_proc_stop(&p, SIGTERM, 30000), 0);
