@@ -160,6 +160,8 @@ typedef struct tls_opts {
   const char *ca, *cert, *key;
 } tls_opts;
 
+long hin_timeout_ms = 20000;
+
 static hin_resp request(const char *url, const char *method,
                         const char *const *headers, const void *body,
                         size_t len, int chunked, const tls_opts *tls) {
@@ -178,7 +180,7 @@ static hin_resp request(const char *url, const char *method,
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, hin_timeout_ms);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   if (method && strcmp(method, "POST") != 0) {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);

@@ -48,6 +48,10 @@ typedef struct hin_resp {
   char *headers; /* raw response header lines */
 } hin_resp;
 
+/* Timeout of each hin_request (ms, 20000 unless a test changes it; each
+ * request is made on a new connection). Test thread only. */
+extern long hin_timeout_ms;
+
 /* POSTs body with extra "Name: value" headers (NULL-terminated, may be
  * NULL). method NULL = POST. chunked sends without Content-Length. */
 hin_resp hin_request(const char *url, const char *method,

@@ -9,7 +9,10 @@
  *    hrefs, a document byte for byte as the host holds it, 404 for an
  *    unknown version or a malformed segment, all 404 when serve.contracts
  *    is off; under auth = oauth2 the register needs a token, the OpenAPI
- *    document does not. */
+ *    document does not;
+ *  - GET /v1/events/{id}: the host's job status; every id ingest accepts
+ *    (up to 4096 bytes) is looked up, a longer one is 400; while
+ *    threads/2 lookups wait on the store another is 503 status.busy. */
 #include "hin_harness.h"
 
 #include <curl/curl.h>
@@ -350,11 +353,132 @@ static void test_oauth(void) {
   free(dir);
 }
 
+/* ---- 503 status.busy: at most threads/2 (at least 1) lookups wait on
+ * the store at once ---- */
+
+/* The host's event_status made slow: the first lookup waits until the
+ * test releases it (a store held up), later ones answer at once (404), so
+ * that without the bound the second lookup would be answered 404, not
+ * hang. */
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int entered, released;
+} g_slow = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+
+static int slow_event_status(ceb_instance *inst, const char *client,
+                             const char *id, char **json, size_t *len) {
+  (void)inst;
+  (void)client;
+  (void)id;
+  *json = NULL;
+  *len = 0;
+  pthread_mutex_lock(&g_slow.lock);
+  if (++g_slow.entered == 1)
+    while (!g_slow.released)
+      pthread_cond_wait(&g_slow.cond, &g_slow.lock);
+  pthread_mutex_unlock(&g_slow.lock);
+  return CEB_ENOTFOUND;
+}
+
+static int slow_entered(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_slow.lock);
+  int n = g_slow.entered;
+  pthread_mutex_unlock(&g_slow.lock);
+  return n >= 1;
+}
+
+/* One request on a new connection, given up after 2 s. The listener
+ * threads take connections on SO_REUSEPORT sockets: the kernel may hand
+ * this one to the thread held in the store, which answers only once it is
+ * released; so a request that gets no answer is made again on a new
+ * connection (at most 40 times) until another thread takes it. Not a
+ * timed assertion: the timeout only bounds a transport attempt. */
+static long try_request(const char *url, const char *method, const char *body,
+                        char *code, size_t codelen, char *ra, size_t ralen) {
+  long st = 0;
+  hin_timeout_ms = 2000;
+  for (int i = 0; i < 40 && st == 0; i++) {
+    const char *const hdrs[] = {"Content-Type: application/cloudevents+json",
+                                NULL};
+    hin_resp r = hin_request(url, method, hdrs, body,
+                             body ? strlen(body) : 0, 0);
+    st = r.status;
+    if (st && code) {
+      json_t *j = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
+      const char *cv = json_string_value(json_object_get(j, "code"));
+      snprintf(code, codelen, "%s", cv ? cv : "");
+      json_decref(j);
+    }
+    if (st && ra && !hin_header(&r, "Retry-After", ra, ralen)) ra[0] = '\0';
+    hin_resp_free(&r);
+  }
+  hin_timeout_ms = 20000;
+  return st;
+}
+
+static void *get_thread(void *arg) {
+  hin_resp *out = arg;
+  *out = get("/v1/events/held", NULL);
+  return NULL;
+}
+
+/* threads = 2: one lookup at a time. While one waits on the (held) store,
+ * a second is 503 status.busy with Retry-After, not asked of the store,
+ * and the other listener thread still takes events; once the first is
+ * answered, lookups are served again (the slot was given back). Fails
+ * when the bound is removed (the second lookup is then a 404). */
+static void test_status_busy(void) {
+  static const char *const cfg[] = {"auth=none", "threads=2",
+                                    "retry_after=7s", NULL};
+  hin_env *e = hin_start(cfg, NULL);
+  CHECK(e != NULL);
+  if (!e) return;
+  set_base(e);
+  e->fake->host.event_status = slow_event_status;
+  hin_resp first = {0};
+  pthread_t t;
+  CHECK_INT(pthread_create(&t, NULL, get_thread, &first), 0);
+  CHECK_MSG(ceb_test_wait(slow_entered, NULL, 30000),
+            "the first lookup never reached the host");
+
+  char url[256], code[64] = "", ra[16] = "";
+  snprintf(url, sizeof url, "%s/v1/events/other", g_base);
+  CHECK_INT(try_request(url, "GET", NULL, code, sizeof code, ra, sizeof ra),
+            503);
+  CHECK_STR(code, "status.busy");
+  CHECK_STR(ra, "7");
+  pthread_mutex_lock(&g_slow.lock);
+  CHECK_INT(g_slow.entered, 1); /* the store was not asked */
+  pthread_mutex_unlock(&g_slow.lock);
+
+  /* the other listener thread takes events meanwhile */
+  const char *ev = "{\"specversion\":\"1.0\",\"id\":\"b1\","
+                   "\"source\":\"urn:t\",\"type\":\"nl.edu.t\"}";
+  CHECK_INT(try_request(e->url, "POST", ev, NULL, 0, NULL, 0), 202);
+
+  pthread_mutex_lock(&g_slow.lock);
+  g_slow.released = 1;
+  pthread_cond_broadcast(&g_slow.cond);
+  pthread_mutex_unlock(&g_slow.lock);
+  pthread_join(t, NULL);
+  /* first's own answer is not asserted: the attempts the kernel handed to
+   * the held thread pile up there, and the source's connection guard may
+   * close the oldest (first) to make room */
+  hin_resp_free(&first);
+  hin_resp r = get("/v1/events/other", NULL);
+  CHECK_INT(r.status, 404);
+  hin_resp_free(&r);
+  hin_stop(e);
+}
+
 int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   test_open();
   test_off();
   test_oauth();
+  test_status_busy();
   curl_global_cleanup();
   return ceb_test_done("test_http_in_publish");
 }
