@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,4 +142,23 @@ void ceb_test_need_data(const char *path) {
           "file the tests read, see tests/data/README.md\n",
           path, strerror(errno));
   exit(1);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+size_t ceb_test_max_in_window(const int64_t *t, size_t n, int64_t window_ms) {
+  int64_t s[4096];
+  if (n > sizeof s / sizeof *s) n = sizeof s / sizeof *s;
+  memcpy(s, t, n * sizeof *s);
+  qsort(s, n, sizeof *s, cmp_i64);
+  size_t most = 0;
+  for (size_t i = 0, j = 0; i < n; i++) {
+    while (j < n && s[j] - s[i] < window_ms)
+      j++;
+    if (j - i > most) most = j - i;
+  }
+  return most;
 }

@@ -67,6 +67,11 @@ void ceb_test_need_data(const char *path);
 /* Monotonic milliseconds. */
 int64_t ceb_test_now_ms(void);
 
+/* The most of the n times (ms, any order) that lie in one window
+ * [t, t + window_ms): a rate limit seen from the receiving side. Sorts a
+ * copy (n at most 4096; more are not counted). */
+size_t ceb_test_max_in_window(const int64_t *t, size_t n, int64_t window_ms);
+
 /* Polls cond(arg) every few ms until it returns non-zero (returns 1) or
  * timeout_ms passes (returns 0). */
 int ceb_test_wait(int (*cond)(void *arg), void *arg, int64_t timeout_ms);

@@ -15,8 +15,8 @@
 #include <ceb/ceb.h>
 
 #include "ceb_test.h"
-#include "metrics/ceb_metrics.h"
 #include "ceb_test_rx.h"
+#include "metrics/ceb_metrics.h"
 #include "sink_fixture.h"
 
 #define N_EVENTS 20
@@ -57,11 +57,6 @@ static void respond(void *arg, const rx_request *req, size_t index,
   resp->status = 204;
 }
 
-static int cmp64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The most arrivals in any window [t, t + 1000 ms). */
 static size_t max_per_second(void) {
   pthread_mutex_lock(&g_lock);
@@ -69,14 +64,7 @@ static size_t max_per_second(void) {
   int64_t t[256];
   memcpy(t, g_arrivals, n * sizeof *t);
   pthread_mutex_unlock(&g_lock);
-  qsort(t, n, sizeof *t, cmp64);
-  size_t most = 0;
-  for (size_t i = 0, j = 0; i < n; i++) {
-    while (j < n && t[j] - t[i] < 1000)
-      j++;
-    if (j - i > most) most = j - i;
-  }
-  return most;
+  return ceb_test_max_in_window(t, n, 1000);
 }
 
 static void reset(void) {
