@@ -24,7 +24,11 @@
 # SQLite WAL and database; on PostgreSQL its own logs only).
 # PGSTATS=N in the environment: PostgreSQL loads pg_stat_statements and each
 # PostgreSQL run prints its N statements of most execution time (calls,
-# rows, total and mean ms): where PostgreSQL's CPU per event goes.
+# rows, total and mean ms, WAL bytes): where PostgreSQL's CPU and WAL per
+# event go.
+# PGCONF="name=value ..." in the environment: further server settings
+# (-c name=value each), e.g. the operator guide's sizing settings; the
+# script prints the settings it ran with. fsync and synchronous_commit stay on.
 set -eu
 DUR=15
 CONNS=64
@@ -106,6 +110,7 @@ start_pg() {
   as_pg "$PGBIN/postgres" -D "$WORK/pg/data" -p "$PGPORT" -k "$WORK/pg" \
     -h 127.0.0.1 -c fsync=on -c synchronous_commit=on -c max_connections=200 \
     -c logging_collector=off -c log_min_messages=warning \
+    $(for kv in ${PGCONF:-}; do printf -- '-c %s ' "$kv"; done) \
     ${PGSTATS:+-c shared_preload_libraries=pg_stat_statements \
       -c pg_stat_statements.track=all} \
     > "$WORK/pg/postgres.log" 2>&1 &
@@ -250,6 +255,7 @@ INI
   if [ -n "$DB" ] && [ -n "${PGSTATS:-}" ]; then
     psql_q "$DB" "SELECT calls, rows, round(total_exec_time::numeric, 0)
       AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
+      wal_bytes AS wal_b, wal_fpi,
       left(regexp_replace(query, '\s+', ' ', 'g'), 90)
       FROM pg_stat_statements ORDER BY total_exec_time DESC
       LIMIT $PGSTATS" | sed 's/^/    /'
@@ -266,6 +272,7 @@ INI
 
 case " $ENGINES " in *" pg"*) start_pg ;; esac
 echo "# $(date -u +%FT%TZ) $(nproc) cores, ${DUR}s per run, build $B"
+case " $ENGINES " in *" pg"*) echo "# postgres: fsync=on synchronous_commit=on ${PGCONF:-(defaults)}" ;; esac
 for S in $SCEN; do
   for C in $CONNS; do
     for E in $ENGINES; do

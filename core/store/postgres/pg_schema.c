@@ -213,6 +213,17 @@ static const char *const k_migrations[] = {
     " route text NOT NULL,"
     " url text NOT NULL,"
     " queued_at bigint);",
+    /* 9: the settle's key_status upsert, once per key per group (nearly
+     * once per event: bench/store/RESULTS.md 2026-12-05), becomes a HOT
+     * update: no index holds last_at any more (an update that changes an
+     * indexed column writes a new entry into every index, two here, with
+     * their WAL), and pages keep room for the new version (fillfactor; new
+     * pages only, old ones as they turn over). The sweep finds keys
+     * untouched for the retention by reading key_status once per pass
+     * (one row per key, at most one pass per sweep period) instead of by
+     * key_status_at. */
+    "DROP INDEX key_status_at;"
+    "ALTER TABLE key_status SET (fillfactor = 50);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

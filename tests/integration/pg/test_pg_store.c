@@ -885,6 +885,31 @@ static void test_schema_and_errors(void) {
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
   ceb_store_close(st);
   PGconn *c = PQconnectdb(ci);
+
+  /* a database made by schema version 8 (key_status_at, fillfactor 100,
+   * a key's row in it) migrates to 9: the index dropped, room for HOT
+   * updates, the row kept */
+  PGresult *m = PQexec(c, "BEGIN; CREATE INDEX key_status_at ON key_status"
+                          " (last_at); ALTER TABLE key_status RESET"
+                          " (fillfactor); INSERT INTO key_status VALUES"
+                          " ('r', 'k', 5, NULL, 5); UPDATE ceb_schema SET"
+                          " version = 8; COMMIT");
+  CHECK_INT(PQresultStatus(m), PGRES_COMMAND_OK);
+  PQclear(m);
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
+  ceb_store_close(st);
+  m = PQexec(c, "SELECT (SELECT version FROM ceb_schema),"
+                " (SELECT count(*) FROM pg_indexes WHERE indexname ="
+                " 'key_status_at'), (SELECT array_to_string(reloptions, ',')"
+                " FROM pg_class WHERE relname = 'key_status'),"
+                " (SELECT last_success_at FROM key_status WHERE route = 'r'"
+                " AND order_key = 'k')");
+  CHECK_INT(PQresultStatus(m), PGRES_TUPLES_OK);
+  CHECK_STR(PQgetvalue(m, 0, 0), "9");
+  CHECK_STR(PQgetvalue(m, 0, 1), "0");
+  CHECK_STR(PQgetvalue(m, 0, 2), "fillfactor=50");
+  CHECK_STR(PQgetvalue(m, 0, 3), "5");
+  PQclear(m);
   PQclear(PQexec(c, "UPDATE ceb_schema SET version = 99"));
   PQfinish(c);
   st = NULL;
