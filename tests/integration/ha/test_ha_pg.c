@@ -284,6 +284,30 @@ static int holds(void *arg) {
   return held_by(a->db, a->inst) > 0;
 }
 
+/* held_by(a->inst) unchanged for 500 ms: a frozen (SIGSTOP) bridge's
+ * backends have run what it had sent already. Its last pipelined group
+ * (a settle of the claims it held, COMMIT included) may still be in the
+ * server's socket buffer when the process stops, and the server commits
+ * it after the freeze: claims counted before that are settled by their
+ * own, valid lease, not moved by another instance. */
+typedef struct stable_arg {
+  held_arg *k;
+  long last;
+  int64_t since;
+} stable_arg;
+
+static int held_stable(void *arg) {
+  stable_arg *s = arg;
+  long now_held = held_by(s->k->db, s->k->inst);
+  int64_t now = ceb_test_now_ms();
+  if (now_held != s->last) {
+    s->last = now_held;
+    s->since = now;
+    return 0;
+  }
+  return now - s->since >= 500;
+}
+
 /* Both killed instances' claims moved (records when each did). */
 static int all_released(void *arg) {
   held_arg *k = arg;
@@ -323,6 +347,8 @@ static void scenario_kill(void) {
     for (int tries = 0; tries < 20 && held == 0; tries++) {
       CHECK(ceb_test_wait(holds, &k[round], 30000));
       kill(e.b[1].pid, SIGSTOP);
+      stable_arg sa = {&k[round], -1, ceb_test_now_ms()};
+      CHECK(ceb_test_wait(held_stable, &sa, 30000));
       held = held_by(db, k[round].inst);
       if (held == 0) kill(e.b[1].pid, SIGCONT);
     }
