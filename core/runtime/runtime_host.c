@@ -217,6 +217,7 @@ static const ceb_host k_host = {
     .contract_list = host_contract_list,
     .event_status = host_event_status,
     .callbacks = host_callbacks,
+    .submit_mapped_async = cebr_submit_mapped_async,
 };
 
 const ceb_host *cebr_host_table(void) {

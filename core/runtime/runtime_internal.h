@@ -12,6 +12,8 @@
 #include "runtime/ceb_runtime.h"
 #include "store/ceb_store.h"
 
+typedef struct cebr_amap cebr_amap;
+
 /* Per-instance data (ceb_instance.runtime_data). */
 typedef struct rt_inst {
   ceb_runtime *rt;
@@ -34,6 +36,10 @@ struct ceb_runtime {
    * runs them (NULL when the config has none) */
   ceb_mapping_set *maps;
   ceb_mapper *mapper;
+  /* submit_mapped_async's queue and threads, made at its first call
+   * (amap_lock guards the making) */
+  pthread_mutex_t amap_lock;
+  _Atomic(cebr_amap *) amap;
   ceb_instance **instances;
   size_t ninstances;
   rt_inst *idata;
@@ -75,6 +81,25 @@ int cebr_submit_ex(ceb_instance *inst, ceb_event *const *events, size_t count,
 int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
                        void *cb_arg, char *err, size_t errlen);
+/* After the program ran (r filled by ceb_mapper_run): r's outputs decoded
+ * and submitted as submit() would, r cleared. o is complete (struct_size
+ * sizeof, violations and failed_index set). CEB_OK: cb will be called;
+ * else nothing was taken, err says why (runtime_mapped.c). */
+int cebr_mapped_submit(ceb_runtime *rt, ceb_instance *inst, ceb_map_req *r,
+                       ceb_submit_opts *o, ceb_submit_cb cb, void *cb_arg,
+                       char *err, size_t errlen);
+/* The status of a mapped submit refused before its program runs because
+ * the runtime is not ready (draining, store not writable, backpressure). */
+int cebr_mapped_refusal(ceb_runtime *rt, ceb_instance *inst, char *err,
+                        size_t errlen);
+/* ceb_host.submit_mapped_async, ABI 1.4 (runtime_mapped_async.c). */
+int cebr_submit_mapped_async(ceb_instance *inst, const char *doc, size_t len,
+                             const ceb_submit_opts *opts, ceb_submit_cb cb,
+                             void *cb_arg);
+/* Stops the async mapping threads (runtime_mapped_async.c): documents
+ * still queued are refused with CEB_ESHUTDOWN (their callbacks run), the
+ * ones being mapped finish. Before the store closes. NULL-safe. */
+void cebr_amap_free(cebr_amap *q);
 /* ceb_host.submit_mapped_batch, ABI 1.3 (runtime_mapped_batch.c). */
 int cebr_submit_mapped_batch(ceb_instance *inst, ceb_mapped_doc *docs, size_t n,
                              const ceb_submit_opts *opts, ceb_submit_cb cb,

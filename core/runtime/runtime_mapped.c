@@ -67,6 +67,65 @@ int cebr_map_decode(ceb_runtime *rt, ceb_instance *inst, const ceb_map_req *r,
   return CEB_OK;
 }
 
+int cebr_mapped_submit(ceb_runtime *rt, ceb_instance *inst, ceb_map_req *r,
+                       ceb_submit_opts *o, ceb_submit_cb cb, void *cb_arg,
+                       char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (r->status == CEB_EIO) {
+    /* no worker: not the message's fault, try again later (503) */
+    if (err && errlen) snprintf(err, errlen, "mapping: %s", r->reason);
+    ceb_log_write(CEB_LOG_ERROR, inst->component, NULL, "mapping: %s",
+                  r->reason);
+    return CEB_EIO;
+  }
+  if (r->status != CEB_OK)
+    return cebr_mapping_error(rt, inst, err, errlen, "%s", r->reason);
+  if (r->nout == 0) {
+    ceb_map_req_clear(r);
+    return cebr_mapping_error(rt, inst, err, errlen,
+                              "the program output no event (an empty array, or "
+                              "empty)");
+  }
+  ceb_event **events = calloc(r->nout, sizeof *events);
+  if (!events) {
+    ceb_map_req_clear(r);
+    return CEB_ENOMEM;
+  }
+  size_t n = r->nout;
+  int rc = cebr_map_decode(rt, inst, r, events, err, errlen);
+  ceb_map_req_clear(r);
+  if (rc == CEB_OK) {
+    o->violations->count = 0;
+    rc = cebr_submit(inst, events, n, o, cb, cb_arg);
+    if (rc == CEB_OK) {
+      free(events);
+      return CEB_OK;
+    }
+    if (err && errlen) {
+      if ((rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE) &&
+          o->violations->count)
+        snprintf(err, errlen, "event %zu of the mapping: %s: %s",
+                 *o->failed_index + 1, o->violations->items[0].code,
+                 o->violations->items[0].message);
+      else
+        snprintf(err, errlen, "%s", ceb_strerror(rc));
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    ceb_event_unref(events[i]);
+  free(events);
+  return rc;
+}
+
+int cebr_mapped_refusal(ceb_runtime *rt, ceb_instance *inst, char *err,
+                        size_t errlen) {
+  if (err && errlen) snprintf(err, errlen, "not accepting now");
+  (void)inst;
+  return atomic_load(&rt->draining) || !rt->started ? CEB_ESHUTDOWN
+         : !ceb_store_writable(rt->store, NULL, 0)  ? CEB_EIO
+                                                    : CEB_EBUSY;
+}
+
 int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
                        const ceb_submit_opts *opts, ceb_submit_cb cb,
                        void *cb_arg, char *err, size_t errlen) {
@@ -85,71 +144,24 @@ int cebr_submit_mapped(ceb_instance *inst, const char *doc, size_t len,
   }
   /* the cheap refusals first: no program runs for a message that cannot
    * be taken anyway */
-  if (!ceb_runtime_ready(rt)) {
-    if (err && errlen) snprintf(err, errlen, "not accepting now");
-    return atomic_load(&rt->draining) || !rt->started ? CEB_ESHUTDOWN
-           : !ceb_store_writable(rt->store, NULL, 0)  ? CEB_EIO
-                                                      : CEB_EBUSY;
-  }
+  if (!ceb_runtime_ready(rt)) return cebr_mapped_refusal(rt, inst, err, errlen);
   ceb_map_req r = {.program = (uint32_t)d->map_prog,
                    .flags = CEB_MAP_EXPAND,
                    .input = doc,
                    .input_len = len};
   int rc = ceb_mapper_run(rt->mapper, &r, 1);
   if (rc != CEB_OK) return rc;
-  if (r.status == CEB_EIO) {
-    /* no worker: not the message's fault, try again later (503) */
-    if (err && errlen) snprintf(err, errlen, "mapping: %s", r.reason);
-    ceb_log_write(CEB_LOG_ERROR, inst->component, NULL, "mapping: %s",
-                  r.reason);
-    return CEB_EIO;
-  }
-  if (r.status != CEB_OK)
-    return cebr_mapping_error(rt, inst, err, errlen, "%s", r.reason);
-  if (r.nout == 0) {
-    ceb_map_req_clear(&r);
-    return cebr_mapping_error(rt, inst, err, errlen,
-                              "the program output no event (an empty array, or "
-                              "empty)");
-  }
-  ceb_event **events = calloc(r.nout, sizeof *events);
-  if (!events) {
-    ceb_map_req_clear(&r);
-    return CEB_ENOMEM;
-  }
-  size_t n = r.nout;
-  rc = cebr_map_decode(rt, inst, &r, events, err, errlen);
-  ceb_map_req_clear(&r);
-  if (rc == CEB_OK) {
-    /* our own outputs: a summary of the first violation for err */
-    ceb_violations local;
-    size_t failed = 0;
-    ceb_submit_opts o = {.struct_size = sizeof o};
-    /* the caller's members as far as its struct_size reaches (a plugin
-     * built before 1.2 has no key_limited) */
-    if (opts && opts->struct_size >= offsetof(ceb_submit_opts, key_limited))
-      memcpy(&o, opts,
-             opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
-    o.struct_size = sizeof o;
-    if (!o.violations) o.violations = &local;
-    if (!o.failed_index) o.failed_index = &failed;
-    o.violations->count = 0;
-    rc = cebr_submit(inst, events, n, &o, cb, cb_arg);
-    if (rc == CEB_OK) {
-      free(events);
-      return CEB_OK;
-    }
-    if (err && errlen) {
-      if ((rc == CEB_EVALIDATION || rc == CEB_ETOOLARGE) && o.violations->count)
-        snprintf(err, errlen, "event %zu of the mapping: %s: %s",
-                 *o.failed_index + 1, o.violations->items[0].code,
-                 o.violations->items[0].message);
-      else
-        snprintf(err, errlen, "%s", ceb_strerror(rc));
-    }
-  }
-  for (size_t i = 0; i < n; i++)
-    ceb_event_unref(events[i]);
-  free(events);
-  return rc;
+  /* our own outputs: a summary of the first violation for err */
+  ceb_violations local;
+  size_t failed = 0;
+  ceb_submit_opts o = {.struct_size = sizeof o};
+  /* the caller's members as far as its struct_size reaches (a plugin
+   * built before 1.2 has no key_limited) */
+  if (opts && opts->struct_size >= offsetof(ceb_submit_opts, key_limited))
+    memcpy(&o, opts,
+           opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+  o.struct_size = sizeof o;
+  if (!o.violations) o.violations = &local;
+  if (!o.failed_index) o.failed_index = &failed;
+  return cebr_mapped_submit(rt, inst, &r, &o, cb, cb_arg, err, errlen);
 }

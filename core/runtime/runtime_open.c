@@ -240,6 +240,7 @@ int ceb_runtime_open(const ceb_runtime_opts *opts, ceb_runtime **out, char *err,
   pthread_cond_init(&rt->sweep_cond, NULL);
   pthread_mutex_init(&rt->queue_lock, NULL);
   pthread_cond_init(&rt->queue_cond, NULL);
+  pthread_mutex_init(&rt->amap_lock, NULL);
   if (!rt->instances || !rt->idata) {
     ceb_runtime_close(rt);
     return CEB_ENOMEM;
@@ -392,6 +393,9 @@ void ceb_runtime_halt(ceb_runtime *rt) {
 
 void ceb_runtime_close(ceb_runtime *rt) {
   if (!rt) return;
+  /* every source is gone: its queued documents are refused, the ones
+   * being mapped reach the store before it closes */
+  cebr_amap_free(atomic_load(&rt->amap));
   if (rt->sweeper_running) {
     pthread_mutex_lock(&rt->sweep_lock);
     atomic_store(&rt->sweeper_stop, 1);
@@ -423,6 +427,7 @@ void ceb_runtime_close(ceb_runtime *rt) {
   pthread_cond_destroy(&rt->sweep_cond);
   pthread_mutex_destroy(&rt->queue_lock);
   pthread_cond_destroy(&rt->queue_cond);
+  pthread_mutex_destroy(&rt->amap_lock);
   free(rt);
 }
 

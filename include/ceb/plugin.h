@@ -69,7 +69,11 @@ extern "C" {
  * ceb_submit_opts.callback (the client's callback URL for the events of a
  * submit) and ceb_host.callbacks (whether a route sends the source's
  * callbacks). */
-#define CEB_ABI_MINOR 3
+/* 1.4: ceb_host.submit_mapped_async (the ingress mapping without holding
+ * the caller's thread: requests of many connections share one mapping
+ * round trip) and the refusal members of ceb_submit_result (refused,
+ * key_limited, reason, violations, failed_index), set by its callback. */
+#define CEB_ABI_MINOR 4
 
 #if defined(__GNUC__)
 #define CEB_EXPORT __attribute__((visibility("default")))
@@ -135,6 +139,23 @@ typedef struct ceb_submit_result {
   int status;        /* CEB_OK: every event is durable (or was already held) */
   size_t accepted;   /* events newly journaled */
   size_t duplicates; /* events already held under (client, source, id) */
+  /* ABI 1.4, set only by the callback of host->submit_mapped_async (0 /
+   * NULL from every other call; a 1.3 host's result ends above: read them
+   * only after submit_mapped_async, which a 1.3 host does not have).
+   * refused = 1: nothing was taken; status is what submit_mapped would
+   * have returned (CEB_EMAPPING, CEB_EVALIDATION, CEB_ETOOLARGE, CEB_EBUSY,
+   * CEB_ESHUTDOWN, CEB_EIO, ...) and the members below say why. refused =
+   * 0 with status != CEB_OK: taken, then failed for good (as submit's
+   * callback). */
+  int refused;
+  int key_limited;    /* refused with CEB_EBUSY: a key's max_open_per_key */
+  const char *reason; /* refused: one line (jq's message for CEB_EMAPPING),
+                         borrowed for the call */
+  /* refused with CEB_EVALIDATION: the violations of the failing event,
+   * borrowed for the call, and its index among the mapping's outputs;
+   * else NULL / 0 */
+  const ceb_violations *violations;
+  size_t failed_index;
 } ceb_submit_result;
 
 /* Called exactly once per successful submit(), from a host thread, after the
@@ -569,6 +590,35 @@ typedef struct ceb_host {
    * life of the configuration; a source may ask once at start. Check
    * CEB_HOST_HAS(host, callbacks) before calling. Any thread. */
   int (*callbacks)(ceb_instance *inst);
+
+  /* ---- ABI 1.4 additions (appended: a 1.3 host's table ends above) ---- */
+
+  /* ABI 1.4: submit_mapped without holding the calling thread. Check
+   * CEB_HOST_HAS(host, submit_mapped_async) before calling; without it,
+   * call submit_mapped.
+   *
+   * doc / len as submit_mapped's (borrowed for the call: the host copies
+   * it); opts' inputs (client, traceparent, callback) are copied too, its
+   * out members (violations, failed_index, key_limited) are not used: the
+   * outcome comes in the callback. The host queues the document; its
+   * mapping threads send every document queued by then, from any number
+   * of callers, to a mapping worker in one round trip, then continue with
+   * each document's events exactly as submit_mapped does (one unit per
+   * document, validated once, journaled).
+   *
+   * Returns CEB_OK: cb is called exactly once, from a host thread (it may
+   * run before this call returns): with status CEB_OK once the events are
+   * durable; with refused = 1 and the reason when the document was not
+   * taken (the program failed or timed out, its output was not a valid
+   * event, backpressure, shutdown: every refusal submit_mapped returns);
+   * with refused = 0 and CEB_EIO / CEB_ESHUTDOWN when taken and then not
+   * stored. Returns < 0 (CEB_EINVAL: a NULL argument or the section has no
+   * `map`; CEB_EBUSY, CEB_ESHUTDOWN, CEB_EIO: not accepting now;
+   * CEB_ENOMEM): nothing was queued and cb is never called. cb must not
+   * block. Any thread; thread-safe. */
+  int (*submit_mapped_async)(ceb_instance *inst, const char *doc, size_t len,
+                             const ceb_submit_opts *opts, ceb_submit_cb cb,
+                             void *cb_arg);
 } ceb_host;
 
 /* 1 when the host table has member m (an ABI 1.2+ member in a newer

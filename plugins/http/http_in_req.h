@@ -76,6 +76,9 @@ typedef struct http_req {
   int keys_suspended, keys_woken;
   int cb_status;
   size_t accepted, duplicates;
+  /* the callback of submit_mapped_async refused the request (ABI 1.4):
+   * what it said, malloc'd, NULL otherwise */
+  struct http_refusal *refusal;
 } http_req;
 
 /* One per request: small enough for malloc's per-thread cache (larger
@@ -155,14 +158,17 @@ int http_in_validate_all(http_req *r, ceb_event **events, size_t count,
 int http_in_submit(http_req *r, ceb_event **events, size_t count, int batch);
 
 /* A source with `map` (ABI 1.2): builds the request's input document
- * (http_in_doc.h) and hands it to host->submit_mapped, whose map program
- * makes the events. 1 when the connection was suspended to await the
- * durability callback; 0 when r->reply is set: 400 mapping.failed with the
- * program's error when it refused the request, else as http_in_submit. */
+ * (http_in_doc.h) and hands it to host->submit_mapped_async (ABI 1.4; a
+ * 1.2 / 1.3 host: submit_mapped, which holds this thread while the program
+ * runs), whose map program makes the events. 1 when the connection was
+ * suspended to await the callback; 0 when r->reply is set: 400
+ * mapping.failed with the program's error when it refused the request,
+ * else as http_in_submit. */
 int http_in_submit_mapped(http_req *r, const char *method, const char *url);
 
 /* The reply once the callback came: 202 with the ack body (without "ids"
- * after a mapped submit: the ids are the program's), or 503. */
+ * after a mapped submit: the ids are the program's), 503, or the refusal
+ * of an asynchronous mapped submit (as http_in_submit_mapped's). */
 void http_in_reply_submitted(http_req *r);
 
 /* The answer to a request whose webhook-id was accepted before: the 202 of

@@ -43,6 +43,7 @@ void http_req_unref(http_req *r) {
   free(r->body);
   free(r->ids);
   free(r->get_url);
+  free(r->refusal);
   http_reply_clear(&r->reply);
   pthread_mutex_destroy(&r->lock);
   free(r);

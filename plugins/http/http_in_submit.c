@@ -132,9 +132,44 @@ int http_in_validate_all(http_req *r, ceb_event **events, size_t count,
   return 0;
 }
 
+/* What the callback of submit_mapped_async said when it refused the
+ * request (copied: the result is borrowed for the call). */
+typedef struct http_refusal {
+  int status, key_limited;
+  size_t failed;
+  int has_violations;
+  ceb_violations violations;
+  char reason[];
+} http_refusal;
+
+/* A copy of a refusal (ABI 1.4 members), or NULL: not refused, or no
+ * memory (the reply is then the 503 of a failed submit). */
+static http_refusal *refusal_of(const ceb_submit_result *res) {
+  if (res->struct_size <
+          offsetof(ceb_submit_result, failed_index) + sizeof(size_t) ||
+      !res->refused)
+    return NULL;
+  const char *why = res->reason ? res->reason : "";
+  size_t n = strlen(why) + 1;
+  http_refusal *f = malloc(sizeof *f + n);
+  if (!f) return NULL;
+  f->status = res->status;
+  f->key_limited = res->key_limited;
+  f->failed = res->failed_index;
+  f->has_violations = res->violations != NULL;
+  if (res->violations)
+    f->violations = *res->violations;
+  else
+    f->violations.count = 0;
+  memcpy(f->reason, why, n);
+  return f;
+}
+
 static void on_submitted(void *arg, const ceb_submit_result *res) {
   http_req *r = arg;
+  http_refusal *refusal = refusal_of(res);
   pthread_mutex_lock(&r->lock);
+  r->refusal = refusal;
   r->done = 1;
   r->cb_status = res->status;
   r->accepted = res->accepted;
@@ -147,7 +182,17 @@ static void on_submitted(void *arg, const ceb_submit_result *res) {
   http_req_unref(r);
 }
 
+static void reply_refused(http_req *r, int st, const char *err, int key_limited,
+                          ceb_violations *v, size_t failed, int batch,
+                          int mapped);
+
 void http_in_reply_submitted(http_req *r) {
+  if (r->refusal) {
+    http_refusal *f = r->refusal;
+    reply_refused(r, f->status, f->reason, f->key_limited, &f->violations,
+                  f->failed, 1, 1);
+    return;
+  }
   if (r->cb_status != CEB_OK) {
     LOG(r->src, CEB_LOG_WARN, "submit failed after acceptance: %s",
         ceb_strerror(r->cb_status));
@@ -195,6 +240,22 @@ static void reply_submit_error(http_req *r, int st, ceb_violations *v,
   }
 }
 
+/* The reply to a submit that took nothing (returned st, or a refusal in
+ * the callback of submit_mapped_async). */
+static void reply_refused(http_req *r, int st, const char *err, int key_limited,
+                          ceb_violations *v, size_t failed, int batch,
+                          int mapped) {
+  if (st == CEB_EMAPPING || (mapped && st == CEB_EINVAL))
+    http_reply_problem(&r->reply, 400, "mapping.failed",
+                       err && err[0] ? err : ceb_strerror(st));
+  else if (st == CEB_EBUSY && key_limited)
+    /* the client's own key is over the route's max_open_per_key: its
+     * events wait for delivery; others keep flowing (429, not 503) */
+    http_req_key_limited(r);
+  else
+    reply_submit_error(r, st, v, failed, batch);
+}
+
 /* Submits events (doc NULL), or the input document doc for the source's
  * map program to make the events of (ABI 1.2 submit_mapped; events NULL),
  * and suspends the connection until the durability callback. Consumes the
@@ -222,10 +283,17 @@ static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
   pthread_mutex_unlock(&s->lock);
   r->submitted = 1;
   atomic_fetch_add(&r->refs, 1); /* the callback's */
-  int st =
-      doc ? s->host->submit_mapped(s->inst, doc, doc_len, &opts, on_submitted,
-                                   r, err, sizeof err)
-          : s->host->submit(s->inst, events, count, &opts, on_submitted, r);
+  int st;
+  if (!doc)
+    st = s->host->submit(s->inst, events, count, &opts, on_submitted, r);
+  else if (CEB_HOST_HAS(s->host, submit_mapped_async))
+    /* this thread goes on with the other connections while the program
+     * runs; the refusals come in the callback (r->refusal) */
+    st = s->host->submit_mapped_async(s->inst, doc, doc_len, &opts,
+                                      on_submitted, r);
+  else
+    st = s->host->submit_mapped(s->inst, doc, doc_len, &opts, on_submitted, r,
+                                err, sizeof err);
   if (st != CEB_OK) {
     atomic_fetch_sub(&r->refs, 1);
     pthread_mutex_lock(&s->lock);
@@ -233,15 +301,7 @@ static int submit_wait(http_req *r, ceb_event **events, size_t count, int batch,
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
     r->submitted = 0;
-    if (st == CEB_EMAPPING || (doc && st == CEB_EINVAL))
-      http_reply_problem(&r->reply, 400, "mapping.failed",
-                         err[0] ? err : ceb_strerror(st));
-    else if (st == CEB_EBUSY && key_limited)
-      /* the client's own key is over the route's max_open_per_key: its
-       * events wait for delivery; others keep flowing (429, not 503) */
-      http_req_key_limited(r);
-    else
-      reply_submit_error(r, st, v, failed, batch);
+    reply_refused(r, st, err, key_limited, v, failed, batch, doc != NULL);
     if (events) http_in_events_release(events, count, batch, 1);
     return 0;
   }

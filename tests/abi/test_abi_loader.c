@@ -89,8 +89,8 @@ int main(void) {
   /* Cached: one handle per plugin name. */
   CHECK_INT(ceb_loader_load(l, "abigood", &again, err, sizeof err), CEB_OK);
   CHECK(again == good);
-  CHECK_INT(good->desc->abi_minor, 3);
-  /* 1.3 plugin, 1.3 host: the journaled bytes and the mapped body */
+  CHECK_INT(good->desc->abi_minor, 4);
+  /* 1.4 plugin, 1.4 host: the journaled bytes and the mapped body */
   CHECK_STR(deliver_one(good, sizeof(ceb_delivery)),
             "encoded 21 { mapped 4 application/xml 1");
   /* a delivery as a 1.1 host builds it: no mapped member read */
@@ -124,7 +124,11 @@ int main(void) {
   /* a 1.2 plugin (before submit_mapped_batch) loads in a 1.3 host */
   ceb_loaded_plugin *m2 = NULL;
   CHECK_INT(ceb_loader_load(l, "minor2", &m2, err, sizeof err), CEB_OK);
-  CHECK(m2 && m2->desc->abi_minor == 2 && CEB_ABI_MINOR == 3);
+  CHECK(m2 && m2->desc->abi_minor == 2 && CEB_ABI_MINOR == 4);
+  /* a 1.3 plugin (before submit_mapped_async) loads in a 1.4 host */
+  ceb_loaded_plugin *m3 = NULL;
+  CHECK_INT(ceb_loader_load(l, "minor3", &m3, err, sizeof err), CEB_OK);
+  CHECK(m3 && m3->desc->abi_minor == 3);
   /* ABI 1.1: a plugin using ceb_config_bind resolves it in libceb (RTLD_NOW)
    * and its init sees the bound fields equal the host's parsed values. */
   CHECK_INT(ceb_loader_load(l, "binds", &binds, err, sizeof err), CEB_OK);
@@ -247,10 +251,31 @@ int main(void) {
     CHECK(CEB_HOST_HAS(h, callbacks));
     CHECK(offsetof(ceb_host, callbacks) >
           offsetof(ceb_host, submit_mapped_batch));
-    CHECK_INT(sizeof(ceb_host), offsetof(ceb_host, callbacks) + sizeof(void *));
     h->struct_size =
         (uint32_t)(offsetof(ceb_host, event_status) + sizeof(void *));
     CHECK(!CEB_HOST_HAS(h, callbacks) && CEB_HOST_HAS(h, event_status));
+    /* 1.4: submit_mapped_async is appended after callbacks; a 1.3 host's
+     * table (ending at callbacks) has none, whatever lies behind it, and
+     * a source falls back to submit_mapped */
+    h->submit_mapped_async = (void *)1;
+    h->struct_size = sizeof hh;
+    CHECK(CEB_HOST_HAS(h, submit_mapped_async));
+    CHECK(offsetof(ceb_host, submit_mapped_async) >
+          offsetof(ceb_host, callbacks));
+    CHECK_INT(sizeof(ceb_host),
+              offsetof(ceb_host, submit_mapped_async) + sizeof(void *));
+    h->struct_size = (uint32_t)(offsetof(ceb_host, callbacks) + sizeof(void *));
+    CHECK(!CEB_HOST_HAS(h, submit_mapped_async) && CEB_HOST_HAS(h, callbacks));
+  }
+  {
+    /* ceb_submit_result: the 1.4 refusal members follow every 1.0 member,
+     * so a 1.3 host's result (struct_size up to duplicates) is a prefix a
+     * 1.4 plugin recognises by its struct_size (http_in_submit.c) */
+    CHECK(offsetof(ceb_submit_result, refused) >=
+          offsetof(ceb_submit_result, duplicates) + sizeof(size_t));
+    CHECK(offsetof(ceb_submit_result, failed_index) >
+          offsetof(ceb_submit_result, violations));
+    CHECK_INT(offsetof(ceb_submit_result, struct_size), 0);
   }
   {
     /* ceb_submit_opts.key_limited (1.2) is appended after the 1.0 members:

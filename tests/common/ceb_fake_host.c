@@ -246,6 +246,48 @@ static int fake_submit_mapped_batch(ceb_instance *inst, ceb_mapped_doc *docs,
   return rc;
 }
 
+/* ABI 1.4: as fake_submit_mapped, the outcome through the callback: a
+ * refusal calls cb before returning (refused = 1, the reason), which the
+ * host may do; a mapped document continues as submit. Only when
+ * ceb_fake_host_async_mapping enabled it. */
+static int fake_submit_mapped_async(ceb_instance *inst, const char *doc,
+                                    size_t len, const ceb_submit_opts *opts,
+                                    ceb_submit_cb cb, void *cb_arg) {
+  ceb_fake_host *f = fake_of(inst);
+  if (!doc || !cb)
+    return CEB_EINVAL;
+  pthread_mutex_lock(&f->lock);
+  f->nmapped_async++;
+  pthread_mutex_unlock(&f->lock);
+  char why[512] = "";
+  int st =
+      fake_submit_mapped(inst, doc, len, opts, cb, cb_arg, why, sizeof why);
+  if (st == CEB_OK || st == CEB_ENOMEM)
+    return st;
+  ceb_submit_result res = {.struct_size = sizeof res,
+                           .status = st,
+                           .refused = 1,
+                           .key_limited = opts && opts->key_limited
+                                              ? *opts->key_limited
+                                              : 0,
+                           .reason = why};
+  cb(cb_arg, &res);
+  return CEB_OK;
+}
+
+void ceb_fake_host_async_mapping(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  f->host.submit_mapped_async = fake_submit_mapped_async;
+  pthread_mutex_unlock(&f->lock);
+}
+
+size_t ceb_fake_mapped_async(ceb_fake_host *f) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->nmapped_async;
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
 void ceb_fake_host_batch_mapping(ceb_fake_host *f) {
   pthread_mutex_lock(&f->lock);
   f->host.submit_mapped_batch = fake_submit_mapped_batch;

@@ -72,6 +72,7 @@ typedef struct ceb_fake_host {
   char **docs;
   size_t ndocs, capdocs;
   size_t nmapped_batches; /* submit_mapped_batch calls (ABI 1.3) */
+  size_t nmapped_async;   /* submit_mapped_async calls (ABI 1.4) */
   pthread_t committer;
   int stop;
   struct ceb_fake_pending *queue_head, *queue_tail;
@@ -104,6 +105,12 @@ void ceb_fake_set_map(ceb_fake_host *f, ceb_fake_map_fn fn, void *arg);
  * plugin's init. ceb_fake_mapped_batches counts its calls. */
 void ceb_fake_host_batch_mapping(ceb_fake_host *f);
 size_t ceb_fake_mapped_batches(ceb_fake_host *f);
+/* Gives the fake host->submit_mapped_async (ABI 1.4; NULL otherwise, as in
+ * a 1.3 host): each document mapped as submit_mapped maps it, a refusal
+ * given to the callback (before the call returns) with its reason. May be
+ * called while the plugin runs. ceb_fake_mapped_async counts its calls. */
+void ceb_fake_host_async_mapping(ceb_fake_host *f);
+size_t ceb_fake_mapped_async(ceb_fake_host *f);
 /* Input documents handed to submit_mapped, and a malloc'd copy of the
  * i-th (NULL when absent). */
 size_t ceb_fake_doc_count(ceb_fake_host *f);

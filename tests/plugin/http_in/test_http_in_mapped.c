@@ -5,7 +5,9 @@
  * mapping.failed with the program's error and nothing submitted, the 202
  * comes only once durable and has no ids; a mapped source with per-client
  * types is a config error. The fake host's C map function stands in for
- * the jq program (ceb_fake_map.h). */
+ * the jq program (ceb_fake_map.h). Everything runs twice: against a 1.3
+ * host (submit_mapped) and a 1.4 host (submit_mapped_async, a refusal
+ * coming in the callback). */
 #include "hin_harness.h"
 
 #include <curl/curl.h>
@@ -116,10 +118,19 @@ int main(void) {
   CHECK(e != NULL);
   if (e) {
     ceb_fake_set_map(e->fake, ceb_fake_map_payload, "body");
+    /* a 1.3 host: submit_mapped holds the listener thread */
     test_plain_json(e);
     test_text(e);
     test_refused(e);
     test_batch(e);
+    CHECK_INT(ceb_fake_mapped_async(e->fake), 0);
+    /* a 1.4 host: submit_mapped_async, the refusals in the callback */
+    ceb_fake_host_async_mapping(e->fake);
+    test_plain_json(e);
+    test_text(e);
+    test_refused(e);
+    test_batch(e);
+    CHECK_INT(ceb_fake_mapped_async(e->fake), 5);
     hin_stop(e);
   }
   /* per-client types cannot be checked on events the host makes */
