@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mapping/mapper_json_in.h"
 #include "mapping/mapper_json_out.h"
 #include "mapping/mapper_proto.h"
 #include "mapping/mapping_text.h"
@@ -333,7 +334,7 @@ static void reason_of(jv msg, const char *prefix, char *buf, size_t cap) {
 static int run_item(jq_state *jq, uint32_t flags, const char *doc, uint32_t len,
                     outbuf *o) {
   char reason[CEBM_MAX_REASON];
-  jv in = jv_parse_sized(doc, (int)len);
+  jv in = cebm_json_read(doc, len); /* libjq's own parser on anything odd */
   if (!jv_is_valid(in)) {
     reason_of(jv_invalid_get_msg(in), "input is not JSON: ", reason,
               sizeof reason);
