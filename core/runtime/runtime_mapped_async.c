@@ -34,6 +34,10 @@
  * limit is 256 items). */
 #define BATCH_MAX 128
 #define THREADS_MAX 4
+/* Documents queued behind a batch in flight before a second thread sends
+ * them too (a mapping worker per thread): below it they wait for the
+ * batch in flight and go with the next one. */
+#define HELP_AT 32
 /* Bytes of documents queued and not yet taken by a thread. */
 #define QUEUE_BYTES_MAX ((size_t)64 * 1024 * 1024)
 
@@ -56,6 +60,8 @@ struct cebr_amap {
   pthread_cond_t cond;
   amap_item *head, *tail; /* FIFO, under lock */
   size_t bytes;           /* queued, under lock */
+  size_t queued;          /* documents queued, under lock */
+  int inflight;           /* threads sending a batch, under lock */
   int stop;               /* under lock */
   pthread_t threads[THREADS_MAX];
   int nthreads;
@@ -125,7 +131,12 @@ static void *amap_main(void *arg) {
   amap_item *items[BATCH_MAX];
   pthread_mutex_lock(&q->lock);
   for (;;) {
-    while (!q->head && !q->stop)
+    /* One batch in flight at a time while the queue is short: what
+     * arrives meanwhile goes with the next one, so that a round trip
+     * carries many documents (its cost is mostly per trip, not per
+     * document). A second thread helps once HELP_AT wait. */
+    while (!q->stop &&
+           !(q->head && (q->inflight == 0 || q->queued >= HELP_AT)))
       pthread_cond_wait(&q->cond, &q->lock);
     if (!q->head) break;
     size_t n = 0;
@@ -133,10 +144,12 @@ static void *amap_main(void *arg) {
       amap_item *it = q->head;
       q->head = it->next;
       q->bytes -= it->bytes;
+      q->queued--;
       items[n++] = it;
     }
     if (!q->head) q->tail = NULL;
     int stopping = q->stop;
+    q->inflight++;
     pthread_mutex_unlock(&q->lock);
     if (stopping || !v) {
       /* closing (every source is gone), or no memory for a batch */
@@ -149,6 +162,8 @@ static void *amap_main(void *arg) {
       run_batch(q, items, n, v);
     }
     pthread_mutex_lock(&q->lock);
+    q->inflight--;
+    if (q->head) pthread_cond_signal(&q->cond); /* the next batch */
   }
   pthread_mutex_unlock(&q->lock);
   free(v);
@@ -255,7 +270,8 @@ int cebr_submit_mapped_async(ceb_instance *inst, const char *doc, size_t len,
     q->head = it;
   q->tail = it;
   q->bytes += bytes;
-  pthread_cond_signal(&q->cond);
+  q->queued++;
+  if (q->inflight == 0 || q->queued >= HELP_AT) pthread_cond_signal(&q->cond);
   pthread_mutex_unlock(&q->lock);
   return CEB_OK;
 }
