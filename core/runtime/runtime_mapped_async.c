@@ -19,6 +19,7 @@
  * the first call, so that a bridge without mapped sources starts none.
  * The queue is bounded by bytes (QUEUE_BYTES_MAX: CEB_EBUSY beyond, as
  * submit's backpressure): a burst cannot grow it without bound. */
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,6 +127,8 @@ static void run_batch(cebr_amap *q, amap_item **items, size_t n,
 
 static void *amap_main(void *arg) {
   cebr_amap *q = arg;
+  /* made from a source's thread: its own name in top and per-thread CPU */
+  pthread_setname_np(pthread_self(), "ceb-map");
   /* one per thread: ~9 KiB, filled by the submits of a batch in turn */
   ceb_violations *v = malloc(sizeof *v);
   amap_item *items[BATCH_MAX];
