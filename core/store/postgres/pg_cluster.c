@@ -239,7 +239,7 @@ json_t *cebpg_cluster_view(ceb_store_impl *s, int64_t now) {
   cebpg_p_int(&p, now);
   r = cebpg_query(s, "cluster view",
                   "SELECT lease_owner, route, lease_until > $1, count(*)"
-                  " FROM delivery WHERE state = 1 GROUP BY 1, 2, 3"
+                  " FROM delivery WHERE open AND state = 1 GROUP BY 1, 2, 3"
                   " ORDER BY 2",
                   &p);
   if (!r) {

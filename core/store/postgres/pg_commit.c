@@ -81,7 +81,7 @@ static int release_lost(cebpg_committer *w, PGconn *c) {
         "UPDATE delivery SET state = 0, attempts = attempts - 1,"
         " first_at = CASE WHEN attempts = 1 THEN NULL ELSE first_at END,"
         " lease_owner = NULL, lease_until = NULL WHERE route = $1 AND"
-        " state = 1 AND lease_owner = $2 AND last_at = $3 AND"
+        " open AND state = 1 AND lease_owner = $2 AND last_at = $3 AND"
         " lease_until = $4",
         &p);
     if (!r) return CEB_EIO;

@@ -15,22 +15,21 @@ extern const char cebpg_sql_ingest[];
 extern const char cebpg_sql_keylock[];
 extern const char cebpg_sql_settle[];
 
-/* Due rows of the route: in progress under a lease that ended (its holder
- * is taken to be gone), then pending or retrying rows without a key or
- * heads of their key (delivery.head: no older row of the (route, key) is
- * unsettled, whoever holds it; a key whose head another instance holds
- * has no head to claim). Only claimable rows are in delivery_due, so a
- * claim never reads the rows queued behind heads. FOR UPDATE SKIP LOCKED:
+/* Due rows of the route: pending or retrying rows, and rows in progress
+ * under a lease that ended (its holder is taken to be gone), that have no
+ * key or are heads of their key (delivery.head: no older row of the
+ * (route, key) is unsettled, whoever holds it; a key whose head another
+ * instance holds has no head to claim). delivery_due holds only those and
+ * the rows in progress (schema 10: a claim leaves every indexed column as
+ * it is, so that it is a HOT update), so a claim never reads the rows
+ * queued behind heads; the live leases it passes over are at most the
+ * engine's in-flight rows. Oldest due first. FOR UPDATE SKIP LOCKED:
  * instances claiming at once take different rows. */
 static const char SQL_CLAIM[] =
-    "WITH e AS (SELECT seq FROM delivery WHERE route = $1 AND state = 1"
-    " AND lease_until <= $2 ORDER BY lease_until, seq LIMIT $3"
-    " FOR UPDATE SKIP LOCKED),"
-    " r AS (SELECT seq FROM delivery WHERE route = $1"
-    " AND state IN (0, 2) AND (order_key IS NULL OR head) AND next_at <= $2"
-    " ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED),"
-    " c AS (SELECT seq FROM (SELECT seq, 0 AS k FROM e UNION ALL"
-    " SELECT seq, 1 FROM r) u ORDER BY k LIMIT $3)"
+    "WITH c AS (SELECT seq FROM delivery WHERE route = $1 AND open"
+    " AND (order_key IS NULL OR head) AND next_at <= $2"
+    " AND (state <> 1 OR lease_until <= $2)"
+    " ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)"
     " UPDATE delivery d SET state = 1, attempts = d.attempts + 1,"
     " last_at = $2, first_at = COALESCE(d.first_at, $2), lease_owner = $4,"
     " lease_until = $5, fence = d.fence + 1 FROM c, journal j"
@@ -194,7 +193,7 @@ int cebpg_recover(ceb_store_impl *s, int64_t now) {
   PGresult *r = cebpg_query(
       s, "recover",
       "UPDATE delivery SET state = 0, lease_owner = NULL, lease_until = NULL"
-      " WHERE state = 1 AND (lease_owner = $1 OR lease_until <= $2)",
+      " WHERE open AND state = 1 AND (lease_owner = $1 OR lease_until <= $2)",
       &p);
   if (!r) return CEB_EIO;
   int n = atoi(PQcmdTuples(r));
@@ -218,13 +217,17 @@ int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
   cebpg_p_int(&p, after);
-  /* pending or retrying heads, and the end of a lease (a takeover) */
+  /* pending or retrying heads, and the end of a lease (a takeover); both
+   * from delivery_due, which holds the rows in progress too (no index on
+   * lease_until: a claim would not be a HOT update). Called when a claim
+   * found nothing due: the rows read are the route's in-flight ones. */
   int64_t v = read_int(
       s, "next due",
       "SELECT LEAST((SELECT MIN(next_at) FROM delivery WHERE route = $1"
-      " AND state IN (0, 2) AND (order_key IS NULL OR head) AND"
+      " AND open AND (order_key IS NULL OR head) AND state <> 1 AND"
       " next_at > $2), (SELECT MIN(lease_until) FROM delivery WHERE"
-      " route = $1 AND state = 1 AND lease_until > $2))",
+      " route = $1 AND open AND (order_key IS NULL OR head) AND state = 1"
+      " AND lease_until > $2))",
       &p, INT64_MAX);
   return v < 0 ? INT64_MAX : v;
 }
@@ -235,16 +238,16 @@ int64_t cebpg_count_open(ceb_store_impl *s, const char *route) {
     cebpg_p_text(&p, route);
     return read_int(s, "count open",
                     "SELECT count(*) FROM delivery WHERE route = $1 AND"
-                    " state < 3",
+                    " open",
                     &p, 0);
   }
-  return read_int(s, "count open",
-                  "SELECT count(*) FROM delivery WHERE state < 3", NULL, 0);
+  return read_int(s, "count open", "SELECT count(*) FROM delivery WHERE open",
+                  NULL, 0);
 }
 
 int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
                              const char *key, int64_t cap) {
-  /* delivery_open (route, order_key, seq) WHERE state < 3; no further
+  /* delivery_open (route, order_key, seq) WHERE open; no further
    * than cap rows */
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
@@ -252,7 +255,7 @@ int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
   cebpg_p_int(&p, cap > 0 ? cap : INT64_MAX);
   return read_int(s, "count open of a key",
                   "SELECT count(*) FROM (SELECT 1 FROM delivery WHERE"
-                  " route = $1 AND order_key = $2 AND state < 3 LIMIT $3) x",
+                  " route = $1 AND order_key = $2 AND open LIMIT $3) x",
                   &p, CEB_EIO);
 }
 
@@ -267,7 +270,7 @@ json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit) {
                   " SELECT order_key AS k, 0 AS o, last_success_at AS ls,"
                   " last_failure_at AS lf FROM key_status WHERE route = $1"
                   " UNION ALL SELECT order_key, 1, NULL, NULL FROM delivery"
-                  " WHERE route = $1 AND state < 3 AND order_key IS NOT NULL) x"
+                  " WHERE route = $1 AND open AND order_key IS NOT NULL) x"
                   " GROUP BY k ORDER BY k LIMIT $2",
                   &p);
   if (!r) return NULL;
@@ -289,7 +292,7 @@ int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
   cebpg_p_text(&p, route);
   return read_int(s, "oldest open",
                   "SELECT received_at FROM journal WHERE seq = (SELECT"
-                  " min(seq) FROM delivery WHERE route = $1 AND state < 3)",
+                  " min(seq) FROM delivery WHERE route = $1 AND open)",
                   &p, 0);
 }
 

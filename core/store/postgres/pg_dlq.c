@@ -177,7 +177,7 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
     r = cebpg_query_on(s, c, "dlq replay",
                        "SELECT p.seq FROM delivery p WHERE p.route = $2 AND"
                        " p.order_key = (SELECT order_key FROM delivery WHERE"
-                       " seq = $1 AND route = $2) AND p.state < 3"
+                       " seq = $1 AND route = $2) AND p.open"
                        " ORDER BY p.seq FOR UPDATE OF p",
                        &k);
     if (!r) {
@@ -196,7 +196,7 @@ int cebpg_dlq_replay(ceb_store_impl *s, const ceb_dlq_filter *f, int64_t now,
         " replays = replays + 1, lease_owner = NULL, lease_until = NULL,"
         " head = order_key IS NOT NULL AND NOT EXISTS (SELECT 1 FROM"
         " delivery p WHERE p.route = $2 AND p.order_key = delivery.order_key"
-        " AND (p.state = 1 OR (p.state < 3 AND p.seq < $1)))"
+        " AND p.open AND (p.state = 1 OR p.seq < $1))"
         " WHERE seq = $1 AND route = $2 AND state = 4"
         " RETURNING order_key, head),"
         " n AS (UPDATE delivery SET head = false WHERE route = $2 AND"

@@ -44,7 +44,7 @@ const char cebpg_sql_ingest[] =
     " r.order_key IS NOT NULL AND row_number() OVER (PARTITION BY r.route,"
     " r.order_key ORDER BY m.seq) = 1 AND NOT EXISTS (SELECT 1 FROM delivery"
     " p WHERE p.route = r.route AND p.order_key = r.order_key AND"
-    " p.state < 3) FROM m JOIN unnest($8::bigint[], $9::text[],"
+    " p.open) FROM m JOIN unnest($8::bigint[], $9::text[],"
     " $10::bigint[], $11::text[]) AS r(ord, route, first_at, order_key)"
     " ON r.ord = m.ord)"
     " SELECT seq, ord FROM m";

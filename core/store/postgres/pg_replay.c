@@ -44,7 +44,7 @@ static const char SQL_COPY[] =
     " head) SELECT ins.seq, $1, 0, $5, m.order_key, m.order_key IS NOT NULL"
     " AND row_number() OVER (PARTITION BY m.order_key ORDER BY ins.seq) = 1"
     " AND NOT EXISTS (SELECT 1 FROM delivery p WHERE p.route = $1 AND"
-    " p.order_key = m.order_key AND p.state < 3) FROM ins JOIN m"
+    " p.order_key = m.order_key AND p.open) FROM ins JOIN m"
     " ON m.seq = ins.replay_of)"
     " SELECT count(*) FROM ins";
 

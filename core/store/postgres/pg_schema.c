@@ -224,6 +224,32 @@ static const char *const k_migrations[] = {
      * key_status_at. */
     "DROP INDEX key_status_at;"
     "ALTER TABLE key_status SET (fillfactor = 50);",
+    /* 10: the claim (and a recovery, a lost claim's release) becomes a HOT
+     * update of the delivery row: no index holds a column it changes
+     * (state, lease_until, ...), so it writes the row's new version and no
+     * index entry (four before: bench/store/RESULTS.md 2026-12-06).
+     * Indexes had state in their predicates; they now name open, a stored
+     * column the database derives from state (state < 3: pending, in
+     * progress, retrying), which a claim (0 or 2 -> 1) leaves as it is.
+     * delivery_due keeps the rows in progress (its holder's lease is read
+     * from the row: a claim skips live leases and takes ended ones; at most
+     * the engine's in-flight rows, at the front of the index), and
+     * delivery_leased, keyed on lease_until, goes. Pages keep room for the
+     * claim's and the settle's versions (fillfactor). Adding a stored
+     * column rewrites the table once, under its lock; the indexes are
+     * dropped first so that the rewrite does not rebuild them. */
+    "DROP INDEX delivery_due;"
+    "DROP INDEX delivery_open;"
+    "DROP INDEX delivery_open_seq;"
+    "DROP INDEX delivery_leased;"
+    "ALTER TABLE delivery SET (fillfactor = 50);"
+    "ALTER TABLE delivery ADD COLUMN open boolean"
+    " GENERATED ALWAYS AS (state < 3) STORED;"
+    "CREATE INDEX delivery_due ON delivery (route, next_at, seq)"
+    " WHERE open AND (order_key IS NULL OR head);"
+    "CREATE INDEX delivery_open ON delivery (route, order_key, seq)"
+    " WHERE open;"
+    "CREATE INDEX delivery_open_seq ON delivery (route, seq) WHERE open;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -53,7 +53,7 @@ const char cebpg_sql_settle[] =
     " d.dlq_id, d.order_key, i.state AS nstate, i.now AS at),"
     " pr AS (UPDATE delivery d SET head = true FROM (SELECT DISTINCT h.seq,"
     " u.route FROM u CROSS JOIN LATERAL (SELECT p.seq FROM delivery p"
-    " WHERE p.route = u.route AND p.order_key = u.order_key AND p.state < 3"
+    " WHERE p.route = u.route AND p.order_key = u.order_key AND p.open"
     " AND NOT EXISTS (SELECT 1 FROM u w WHERE w.seq = p.seq"
     " AND w.route = p.route) ORDER BY p.seq LIMIT 1) h"
     " WHERE u.nstate IN (3, 4)) nh WHERE d.route = nh.route"

@@ -36,7 +36,7 @@ int cebpg_sweep(ceb_store_impl *s, int64_t now, int64_t retention_ms,
       " k AS (DELETE FROM key_status WHERE (route, order_key) IN (SELECT"
       " route, order_key FROM key_status ks WHERE last_at <= $1 - $3 AND"
       " NOT EXISTS (SELECT 1 FROM delivery d WHERE d.route = ks.route AND"
-      " d.order_key = ks.order_key AND d.state < 3) LIMIT $2"
+      " d.order_key = ks.order_key AND d.open) LIMIT $2"
       " FOR UPDATE SKIP LOCKED))"
       " SELECT (SELECT count(*) FROM i) + (SELECT count(*) FROM j)",
       &p);

@@ -869,6 +869,20 @@ static void test_resend_applied(void) {
 
 /* ---- schema and errors ---- */
 
+/* Puts the delivery table back into schema 9's shape (indexes on state,
+ * delivery_leased, no open column, fillfactor 100). */
+#define DELIVERY_V9                                                            \
+  " ALTER TABLE delivery DROP COLUMN open;"                                    \
+  " ALTER TABLE delivery RESET (fillfactor);"                                  \
+  " CREATE INDEX delivery_due ON delivery (route, next_at, seq)"               \
+  " WHERE state IN (0, 2) AND (order_key IS NULL OR head);"                    \
+  " CREATE INDEX delivery_open ON delivery (route, order_key, seq)"            \
+  " WHERE state < 3;"                                                          \
+  " CREATE INDEX delivery_open_seq ON delivery (route, seq)"                   \
+  " WHERE state < 3;"                                                          \
+  " CREATE INDEX delivery_leased ON delivery (route, lease_until)"             \
+  " WHERE state = 1;"
+
 static void test_schema_and_errors(void) {
   char ci[1024];
   CHECK_INT(ceb_test_pg_createdb(&g_pg, "nomigrate", ci, sizeof ci), 0);
@@ -887,13 +901,13 @@ static void test_schema_and_errors(void) {
   PGconn *c = PQconnectdb(ci);
 
   /* a database made by schema version 8 (key_status_at, fillfactor 100,
-   * a key's row in it) migrates to 9: the index dropped, room for HOT
-   * updates, the row kept */
+   * a key's row in it) migrates to 9 (and on): the index dropped, room for
+   * HOT updates, the row kept */
   PGresult *m = PQexec(c, "BEGIN; CREATE INDEX key_status_at ON key_status"
                           " (last_at); ALTER TABLE key_status RESET"
                           " (fillfactor); INSERT INTO key_status VALUES"
-                          " ('r', 'k', 5, NULL, 5); UPDATE ceb_schema SET"
-                          " version = 8; COMMIT");
+                          " ('r', 'k', 5, NULL, 5);" DELIVERY_V9
+                          " UPDATE ceb_schema SET version = 8; COMMIT");
   CHECK_INT(PQresultStatus(m), PGRES_COMMAND_OK);
   PQclear(m);
   CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
@@ -905,11 +919,54 @@ static void test_schema_and_errors(void) {
                 " (SELECT last_success_at FROM key_status WHERE route = 'r'"
                 " AND order_key = 'k')");
   CHECK_INT(PQresultStatus(m), PGRES_TUPLES_OK);
-  CHECK_STR(PQgetvalue(m, 0, 0), "9");
+  CHECK_STR(PQgetvalue(m, 0, 0), "10");
   CHECK_STR(PQgetvalue(m, 0, 1), "0");
   CHECK_STR(PQgetvalue(m, 0, 2), "fillfactor=50");
   CHECK_STR(PQgetvalue(m, 0, 3), "5");
   PQclear(m);
+
+  /* a database made by schema version 9 (delivery's indexes on state,
+   * delivery_leased; a pending row, a settled one, one in progress whose
+   * lease ended) migrates to 10: open derived from state, the lease index
+   * gone, and the claim takes the pending row and the ended lease */
+  m = PQexec(c, "BEGIN;" DELIVERY_V9
+                " INSERT INTO delivery (seq, route, state, next_at,"
+                " lease_owner, lease_until, fence) VALUES"
+                " (1, 'r9', 0, 5, NULL, NULL, 0), (2, 'r9', 3, 5, NULL, NULL,"
+                " 1), (3, 'r9', 1, 5, 'gone', 6, 1);"
+                " INSERT INTO journal (source, id, type, received_at, event,"
+                " size) SELECT 's', 'e' || n, 't', 5, '{}', 2 FROM"
+                " generate_series(1, 3) n;"
+                " UPDATE ceb_schema SET version = 9; COMMIT");
+  CHECK_INT(PQresultStatus(m), PGRES_COMMAND_OK);
+  PQclear(m);
+  CHECK_INT(ceb_store_open(&o, &st, err, sizeof err), CEB_OK);
+  m = PQexec(c, "SELECT (SELECT version FROM ceb_schema),"
+                " (SELECT count(*) FROM pg_indexes WHERE indexname ="
+                " 'delivery_leased'), (SELECT array_to_string(reloptions, ',')"
+                " FROM pg_class WHERE relname = 'delivery'),"
+                " (SELECT string_agg(seq || ':' || open, ',' ORDER BY seq)"
+                " FROM delivery WHERE route = 'r9'),"
+                " (SELECT count(*) FROM pg_indexes WHERE tablename ="
+                " 'delivery' AND indexdef LIKE '%WHERE%open%')");
+  CHECK_INT(PQresultStatus(m), PGRES_TUPLES_OK);
+  CHECK_STR(PQgetvalue(m, 0, 0), "10");
+  CHECK_STR(PQgetvalue(m, 0, 1), "0");
+  CHECK_STR(PQgetvalue(m, 0, 2), "fillfactor=50");
+  CHECK_STR(PQgetvalue(m, 0, 3), "1:true,2:false,3:true");
+  CHECK_STR(PQgetvalue(m, 0, 4), "3");
+  PQclear(m);
+  ceb_claim *cl = NULL;
+  size_t ncl = 0;
+  CHECK_INT(ceb_store_claim(st, "r9", 100, 10, 0, &cl, &ncl), CEB_OK);
+  CHECK_INT((int)ncl, 2);
+  if (ncl == 2) {
+    CHECK_INT((int)cl[0].seq, 1);
+    CHECK_INT((int)cl[1].seq, 3);
+    CHECK_INT((int)cl[1].fence, 2);
+  }
+  ceb_claims_free(cl, ncl);
+  ceb_store_close(st);
   PQclear(PQexec(c, "UPDATE ceb_schema SET version = 99"));
   PQfinish(c);
   st = NULL;
