@@ -25,7 +25,8 @@
 # PGSTATS=N in the environment: PostgreSQL loads pg_stat_statements and each
 # PostgreSQL run prints its N statements of most execution time (calls,
 # rows, total and mean ms, WAL bytes): where PostgreSQL's CPU and WAL per
-# event go.
+# event go; and per table the rows inserted, updated (of which HOT: no new
+# index entries) and deleted.
 # PGCONF="name=value ..." in the environment: further server settings
 # (-c name=value each), e.g. the operator guide's sizing settings; the
 # script prints the settings it ran with. fsync and synchronous_commit stay on.
@@ -259,6 +260,11 @@ INI
       left(regexp_replace(query, '\s+', ' ', 'g'), 90)
       FROM pg_stat_statements ORDER BY total_exec_time DESC
       LIMIT $PGSTATS" | sed 's/^/    /'
+    # row versions per table since the database was made (warm-up
+    # included): hot = updates that wrote no index entry
+    psql_q "$DB" "SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd,
+      n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables
+      WHERE n_tup_upd > 0 ORDER BY relname" | sed 's/^/    /'
   fi
   for i in $(seq 1 $N); do
     if grep -qi "error" "$D/b$i/bridge.log"; then
