@@ -101,6 +101,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   pthread_cond_init(&e->idle, NULL);
   /* new deliveries: the store tells the engine, nobody in between */
   ceb_store_set_ingest_listener(e->store, engine_ingested, e);
+  cebe_preclaim_hook(e); /* and claims those it may take at once */
   /* work other writers added: announced by the store when it can */
   ceb_store_set_wake_listener(e->store, engine_woken, e);
   *out = e;
@@ -204,6 +205,7 @@ void ceb_engine_free(ceb_engine *e) {
     if (p && p != (void *)1) cebe_dctx_free(p);
   }
   cebe_ptrset_free(&e->live);
+  cebe_preclaimed_free(e);
   free(e->fwd);
   for (size_t i = 0; i < e->nroutes; i++)
     ceb_key_metrics_free(e->routes[i].km);
@@ -253,6 +255,25 @@ void ceb_engine_added(ceb_engine *e, size_t route, int64_t n) {
   pthread_mutex_unlock(&e->lock);
 }
 
+/* Whether route r of worker w may have a delivery to claim. While this
+ * process holds in flight as many as it counts open (what claims at
+ * ingest leave after every batch), a claim would only come back empty, a
+ * committer transaction for nothing: then a read of the store's earliest
+ * due time decides (another writer's rows are due at once, whatever our
+ * counts say), kept in rt->due_at for the worker's sleep (due_iter: the
+ * worker's pass it was read in). Lock held, dropped around the read. */
+static int claimable_locked(ceb_engine *e, eng_route *rt, int64_t now,
+                            uint64_t iter) {
+  if (rt->open > (int64_t)rt->inflight) return 1;
+  pthread_mutex_unlock(&e->lock);
+  int64_t due = ceb_store_next_due(e->store, rt->cfg.name, INT64_MIN);
+  pthread_mutex_lock(&e->lock);
+  if (due <= now) return 1;
+  rt->due_at = due;
+  rt->due_iter = iter;
+  return 0;
+}
+
 /* The store's wake listener (its notification thread, or a caller of
  * ceb_store_woken): another writer changed route's deliveries (NULL: any
  * route's). A route this process believes empty is recounted before its
@@ -288,94 +309,6 @@ size_t ceb_engine_inflight(ceb_engine *e) {
   return n;
 }
 
-/* Hands c to its sink; a refusal is settled here (CEB_EBUSY defers c: not
- * an attempt). deliver may settle before it returns, so c is not touched
- * after it was taken. Returns 1 when the sink said CEB_EBUSY, else 0. */
-/* The egress mapping of the route's claimed contexts (one batch): the
- * ones it fails are dead-lettered now (reason "mapping": a program that
- * throws, outputs the wrong shape, runs too long or too big fails the same
- * way on every try) or, when no worker could run, retried. Returns how
- * many of ready[] are left, in order. Unlocked. */
-static size_t map_ready(ceb_engine *e, size_t r, dctx **ready, size_t n) {
-  eng_route *rt = &e->routes[r];
-  char(*why)[CEBE_MAP_WHY] = calloc(n, sizeof *why);
-  int *retry = calloc(n, sizeof *retry);
-  if (why && retry && rt->cfg.callbacks) {
-    cebe_callback_claimed(e, ready, n, why, retry);
-  } else if (why && retry) {
-    cebe_map_claimed(e->mapper, rt->cfg.map_program, ready, n, why, retry);
-  } else { /* never sent unmapped: tried again later */
-    free(why);
-    why = NULL;
-  }
-  size_t kept = 0;
-  for (size_t i = 0; i < n; i++) {
-    dctx *c = ready[i];
-    if (why && !why[i][0]) {
-      ready[kept++] = c;
-      continue;
-    }
-    const char *w = why ? why[i] : "mapping: out of memory";
-    int again = !why || retry[i];
-    ceb_log_warn("engine: route %s: event %s: %s failed: %s", rt->cfg.name,
-                 ceb_event_get(c->ev, "id"),
-                 rt->cfg.callbacks ? "callback document" : "egress mapping", w);
-    ceb_settle_info info = {.struct_size = sizeof info,
-                            .outcome = again ? CEB_RETRY : CEB_REJECT,
-                            .retry_after_ms = -1,
-                            .reason =
-                                rt->cfg.callbacks ? "callback" : "mapping",
-                            .detail = w};
-    pthread_mutex_lock(&e->lock);
-    rt->inflight--;
-    e->inflight_total--;
-    pthread_mutex_unlock(&e->lock);
-    cebe_outcome(e, c, &info);
-    cebe_dctx_free(c);
-  }
-  free(why);
-  free(retry);
-  return kept;
-}
-
-/* A dry run (route dry_run, `run --dry-run`): everything up to the send
- * was done (decode, egress mapping); the sink is not called. The attempt
- * settles done with reason "dry-run" and what would have gone out, which
- * the status keeps (last_reason, last_error) and the log shows. */
-static void dry_run(ceb_engine *e, dctx *c) {
-  eng_route *rt = &e->routes[c->route];
-  const ceb_mapped_out *m = c->d.mapped;
-  char detail[480];
-  if (m)
-    snprintf(detail, sizeof detail,
-             "would send to sink %s: %zu bytes of %s%s%s: %.300s",
-             e->sinks[c->sink].cfg.name, m->body_len, m->content_type,
-             m->topic ? " on topic " : "", m->topic ? m->topic : "", m->body);
-  else
-    snprintf(detail, sizeof detail,
-             "would send to sink %s: the event (%zu bytes of "
-             "application/cloudevents+json), Idempotency-Key %s",
-             e->sinks[c->sink].cfg.name, c->d.encoded_len, c->idem_key);
-  ceb_log_info("engine: dry-run: route %s: event %s: %s", rt->cfg.name,
-               ceb_event_get(c->ev, "id"), detail);
-  ceb_settle_info info = {.struct_size = sizeof info,
-                          .outcome = CEB_ACK,
-                          .retry_after_ms = -1,
-                          .reason = "dry-run",
-                          .detail = detail};
-  ceb_engine_settle(e, &c->d, &info);
-}
-
-static int dispatch(ceb_engine *e, dctx *c) {
-  if (e->routes[c->route].cfg.dry_run) {
-    dry_run(e, c);
-    return 0;
-  }
-  int rc = cebe_dispatch(e, c);
-  if (rc != CEB_OK) cebe_refused(e, c, rc);
-  return rc == CEB_EBUSY;
-}
-
 /* Claims up to n due deliveries of route r and dispatches them, or with
  * `refuse` (the sink's circuit is open, or half-open with its probe out)
  * settles them RETRY "circuit.open" without sending: an attempt that falls
@@ -387,7 +320,6 @@ static int dispatch(ceb_engine *e, dctx *c) {
 static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
                           int refuse) {
   eng_route *rt = &e->routes[r];
-  eng_sink *s = &e->sinks[rt->cfg.sink];
   ceb_claim *claims = NULL;
   size_t count = 0;
   rt->inflight += (uint32_t)n; /* reserve the slots while unlocked */
@@ -402,122 +334,7 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
   if (rc != CEB_OK)
     ceb_log_error("engine: claiming on route %s failed: %s", rt->cfg.name,
                   ceb_strerror(rc));
-  dctx **ready = calloc(count ? count : 1, sizeof *ready);
-  size_t nready = 0;
-  for (size_t i = 0; i < count && ready; i++) {
-    ceb_claim *cl = &claims[i];
-    dctx *c = calloc(1, sizeof *c);
-    ceb_event *ev = NULL;
-    ceb_error err;
-    /* the journal holds what ceb_json_encode wrote at ingest */
-    size_t json_len = cl->event_json ? strlen(cl->event_json) : 0;
-    if (c && ceb_json_decode_trusted(cl->event_json, json_len, &ev, &err) ==
-                 CEB_OK) {
-      c->kind = DCTX_ROUTE;
-      c->route = r;
-      c->sink = rt->cfg.sink;
-      c->seq = cl->seq;
-      c->fence = cl->fence;
-      c->received_at = cl->received_at;
-      c->first_at = cl->first_at;
-      c->started_at = now;
-      c->attempt = cl->attempt;
-      c->ev = ev;
-      /* the sink gets the journal's bytes too (ABI 1.1): a structured-mode
-       * sink sends them as they are instead of encoding ev again */
-      c->json = cl->event_json;
-      cl->event_json = NULL;
-      c->order_key = cl->order_key;
-      cl->order_key = NULL;
-      cebe_idem_key(ev, rt->cfg.name, cl->replays, cl->replay_of ? cl->seq : 0,
-                    c->idem_key);
-      c->d = (ceb_delivery){.struct_size = sizeof c->d,
-                            .event = ev,
-                            .route = rt->cfg.name,
-                            .topic = NULL,
-                            .idempotency_key = c->idem_key,
-                            .attempt = cl->attempt,
-                            .deadline_ms = now + rt->cfg.timeout_ms,
-                            .encoded = c->json,
-                            .encoded_len = json_len};
-      ready[nready++] = c;
-    } else {
-      /* A journal row we cannot decode can never be delivered: dead. */
-      ceb_log_error("engine: route %s: stored event %lld cannot be decoded; "
-                    "dead-lettering it",
-                    rt->cfg.name, (long long)cl->seq);
-      dctx tmp = {.kind = DCTX_ROUTE,
-                  .route = r,
-                  .sink = rt->cfg.sink,
-                  .seq = cl->seq,
-                  .fence = cl->fence,
-                  .received_at = cl->received_at,
-                  .first_at = cl->first_at,
-                  .attempt = cl->attempt,
-                  .order_key = cl->order_key}; /* borrowed */
-      ceb_settle_info info = {.struct_size = sizeof info,
-                              .outcome = CEB_REJECT,
-                              .retry_after_ms = -1,
-                              .reason = "decode",
-                              .detail = "stored event cannot be decoded"};
-      pthread_mutex_lock(&e->lock);
-      rt->inflight--;
-      e->inflight_total--;
-      pthread_mutex_unlock(&e->lock);
-      cebe_outcome(e, &tmp, &info);
-      free(c);
-    }
-  }
-  ceb_claims_free(claims, count);
-  if (!refuse && nready && ready &&
-      ((rt->cfg.map_program >= 0 && e->mapper) || rt->cfg.callbacks))
-    nready = map_ready(e, r, ready, nready);
-  pthread_mutex_lock(&e->lock);
-  size_t unused = n - count;
-  if (!ready) unused = n;
-  if (refuse) unused += nready;
-  rt->inflight -= (uint32_t)unused;
-  e->inflight_total -= unused;
-  if (refuse) {
-    pthread_cond_broadcast(&e->idle);
-    pthread_mutex_unlock(&e->lock);
-    ceb_settle_info info = {.struct_size = sizeof info,
-                            .outcome = CEB_RETRY,
-                            .retry_after_ms = -1,
-                            .reason = "circuit.open",
-                            .detail = "not sent: the sink's circuit is open"};
-    for (size_t i = 0; i < nready; i++) {
-      cebe_outcome(e, ready[i], &info);
-      cebe_dctx_free(ready[i]);
-    }
-    free(ready);
-    pthread_mutex_lock(&e->lock);
-    return count;
-  }
-  for (size_t i = 0; i < nready; i++) {
-    ceb_circuit_started(&s->circuit);
-    ceb_token_bucket_take(&s->bucket, 1);
-    if (cebe_ptrset_add(&e->live, ready[i]) != CEB_OK) {
-      ceb_log_error("engine: out of memory tracking a delivery");
-    }
-  }
-  if (unused) pthread_cond_broadcast(&e->idle);
-  pthread_mutex_unlock(&e->lock);
-  /* once the sink says busy, the rest of the batch is deferred unasked */
-  int busy = 0;
-  for (size_t i = 0; i < nready; i++) {
-    if (busy) {
-      cebe_refused(e, ready[i], CEB_EBUSY); /* deferred */
-      continue;
-    }
-    busy = dispatch(e, ready[i]);
-    if (!busy)
-      cebe_metric_add(e, "cebridge_delivery_attempts_started_total", rt->labels,
-                      1);
-  }
-  free(ready);
-  pthread_mutex_lock(&e->lock);
-  return count;
+  return cebe_take_claims(e, r, now, n, claims, count, refuse);
 }
 
 /* Times out attempts of worker w's routes; lock held. */
@@ -625,8 +442,10 @@ void *cebe_worker_main(void *arg) {
   int64_t next_poll = mono_ms() + e->poll_ms; /* start counted already */
   int64_t next_sinks = next_poll; /* worker 0: the sinks' life cycle */
   pthread_mutex_lock(&e->lock);
+  uint64_t iter = 0; /* passes of the loop below (eng_route.due_iter) */
   while (!e->stopping) {
     uint64_t gen = e->gen;
+    iter++;
     if (w == 0 && (mono_ms() >= next_sinks || cebe_sink_dirty_locked(e))) {
       next_sinks = mono_ms() + e->poll_ms;
       pthread_mutex_unlock(&e->lock);
@@ -641,7 +460,8 @@ void *cebe_worker_main(void *arg) {
       int64_t t = cebe_fwd_pump_locked(e, now);
       if (t < next) next = t;
     }
-    int progress = 0;
+    /* claimed at ingest: held slots, so also while draining */
+    int progress = cebe_preclaimed_run_locked(e, w);
     for (size_t r = 0; r < e->nroutes && !e->draining && !e->stopping; r++) {
       eng_route *rt = &e->routes[r];
       if (rt->worker != w || rt->open <= 0) continue;
@@ -649,6 +469,7 @@ void *cebe_worker_main(void *arg) {
       if (s->st.disabled) continue; /* its deliveries wait in the store */
       int free_slots = (int)rt->cfg.max_inflight - (int)rt->inflight;
       if (free_slots <= 0) continue;
+      if (!claimable_locked(e, rt, now, iter)) continue;
       int n = free_slots < CLAIM_MAX ? free_slots : CLAIM_MAX;
       int was = s->circuit.state;
       n = ceb_circuit_allow(&s->circuit, now, n);
@@ -695,9 +516,12 @@ void *cebe_worker_main(void *arg) {
           (cc->state == CEB_CIRCUIT_OPEN ||
            (cc->state == CEB_CIRCUIT_HALF_OPEN && cc->probe_inflight)))
         continue;
-      pthread_mutex_unlock(&e->lock);
-      int64_t due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
-      pthread_mutex_lock(&e->lock);
+      int64_t due = e->routes[r].due_at; /* read in this pass already */
+      if (e->routes[r].due_iter != iter) {
+        pthread_mutex_unlock(&e->lock);
+        due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
+        pthread_mutex_lock(&e->lock);
+      }
       if (due < next) next = due;
     }
     if (e->gen != gen || e->stopping) continue;

@@ -5,6 +5,9 @@
  * under the file that defines it):
  *   engine_core.c        lifecycle, workers, claims, timeouts; the public
  *                        ceb_engine_* calls but settle (and kick: base)
+ *   engine_preclaim.c    claims made at ingest (the store's claim hook),
+ *                        waiting for their workers
+ *   engine_take.c        claims into contexts, mapped and handed to sinks
  *   engine_settle.c      settles (ceb_engine_settle) and their outcomes:
  *                        store writes, dead letters, receipts
  *   engine_keys.c        per-key metrics: outcomes per ordering key, open
@@ -115,14 +118,16 @@ typedef struct eng_fwd {
 typedef struct eng_route {
   ceb_engine_route cfg;
   uint32_t inflight;
-  int64_t open;  /* unsettled deliveries in the store: this process's
-                    count, which other writers (another bridge on the same
-                    database, a CLI replay) make wrong both ways; a recount
-                    from the store (`resync`) sets it right again */
-  int64_t added; /* deliveries this process added, ever: a recount adds
-                    those counted in while it read the store */
-  int resync;    /* recount before the next claim (a wake-up, the poll, or
-                    open went below 0) */
+  int64_t open;      /* unsettled deliveries in the store: this process's
+                        count, which other writers (another bridge on the same
+                        database, a CLI replay) make wrong both ways; a recount
+                        from the store (`resync`) sets it right again */
+  int64_t added;     /* deliveries this process added, ever: a recount adds
+                        those counted in while it read the store */
+  int resync;        /* recount before the next claim (a wake-up, the poll, or
+                        open went below 0) */
+  int64_t due_at;    /* the store's earliest due time, read by the worker */
+  uint64_t due_iter; /* in this pass of its loop (engine_core.c) */
   unsigned worker;
   char labels[160];     /* route="..." */
   ceb_rate_window rate; /* recent outcomes (admin API), under e->lock */
@@ -132,6 +137,15 @@ typedef struct eng_route {
 
 /* A set of live context pointers: settle checks membership before touching
  * the pointer, so a double or bogus settle is detected, not followed. */
+/* A delivery the store claimed at its ingest for this engine
+ * (engine_preclaim.c), waiting for its route's worker. */
+typedef struct eng_pre {
+  struct eng_pre *next;
+  size_t route;
+  int64_t now; /* the claim's */
+  ceb_claim cl;
+} eng_pre;
+
 typedef struct ptrset {
   void **slots;
   size_t cap, count, used; /* used counts tombstones too */
@@ -183,12 +197,27 @@ struct ceb_engine {
                          drain waits for them (the sink must still exist) */
   /* forwards run on one bridge of those sharing the store at a time
    * (ceb_store_try_lead "dlq-forward"); asked every poll_ms of real time */
+  /* claimed at ingest, not yet dispatched (engine_preclaim.c); lock */
+  eng_pre *pre_head, *pre_tail;
   int fwd_leader;
   int64_t fwd_lead_next; /* CLOCK_MONOTONIC ms of the next question */
 };
 
 /* ---- engine_core.c ---- */
 void *cebe_worker_main(void *arg);
+/* Makes dctxs of claims (count of them; n slots were reserved for the
+ * call, the unused ones are given back), maps and dispatches them, or
+ * settles them RETRY "circuit.open" with refuse. Owns claims (freed).
+ * Entered unlocked, returns with the lock held; returns count. Worker. */
+size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
+                        ceb_claim *claims, size_t count, int refuse);
+/* Claims at ingest (engine_preclaim.c): sets the store's claim hook, at
+ * ceb_engine_new; runs worker w's waiting claims (lock held on entry and
+ * exit, dropped meanwhile; 1 when it ran any); frees what never ran, at
+ * ceb_engine_free. */
+void cebe_preclaim_hook(ceb_engine *e);
+int cebe_preclaimed_run_locked(ceb_engine *e, unsigned w);
+void cebe_preclaimed_free(ceb_engine *e);
 
 /* ---- engine_settle.c ---- */
 /* Records an attempt outcome for a route delivery whose in-flight slot was

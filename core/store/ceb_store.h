@@ -206,6 +206,38 @@ typedef void (*ceb_store_ingest_listener)(void *arg,
                                           const ceb_ingest_batch *batch);
 void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
                                    void *arg);
+/* Claims at ingest (optional; the SQLite engine has it, another engine
+ * ignores the hook and the engine claims as usual). A new delivery that
+ * is claimable at once (no order key, or no older unsettled delivery of
+ * its key) is written claimed, in the ingest's own transaction, when the
+ * delivery engine takes it: no second transaction reads it back and
+ * claims it. reserve is called on the store's committer thread inside the
+ * ingest's transaction, once per such delivery: 1 when the engine takes
+ * it now (one in-flight slot held for it), with the engine's *now and the
+ * lease it asks (*lease_ms); 0 leaves it pending. claimed then follows
+ * on the same thread once per ingest that reserved any: committed 1 right
+ * after the ingest listener (the deliveries are claimed in the store: the
+ * engine owns them as any claim it made, the lease held by this handle's
+ * instance), committed 0 when the transaction or the ingest failed (the
+ * slots go back). Each claim's event and route point into batch, valid
+ * only during the call. Neither may block. Set it (or NULL) as the ingest
+ * listener: while no ingest is queued. */
+typedef struct ceb_ingest_claim {
+  const ceb_ingest_event *event; /* in the batch */
+  const ceb_ingest_route *route; /* one of event->routes */
+  int64_t now;                   /* the engine's, from reserve */
+  int64_t lease_until;
+  int64_t fence; /* the settle's fencing token (ceb_claim.fence) */
+} ceb_ingest_claim;
+typedef struct ceb_store_claim_hook {
+  int (*reserve)(void *arg, const ceb_ingest_route *route, int64_t *now,
+                 int64_t *lease_ms);
+  void (*claimed)(void *arg, const ceb_ingest_batch *batch,
+                  const ceb_ingest_claim *claims, size_t n, int committed);
+  void *arg;
+} ceb_store_claim_hook;
+/* hook NULL: off. The store copies *hook. */
+void ceb_store_set_claim_hook(ceb_store *st, const ceb_store_claim_hook *hook);
 /* Work another writer changed: another bridge on the same database (the
  * PostgreSQL engine hears of it through LISTEN/NOTIFY) or a tool beside a
  * running bridge. fn(arg, route) tells the delivery engine that route (NULL:

@@ -173,6 +173,11 @@ typedef struct ceb_store_engine {
    * keeps ceb_ingest_event.callback_* and queues the callback delivery in
    * the final settle's transaction (ceb_store.h). */
   char *(*callback_url)(ceb_store_impl *self, int64_t seq, int *status);
+  /* ceb_store_set_claim_hook; NULL: no claims at ingest (the hook is
+   * ignored). An engine that has it honours the contract above for the
+   * rows it claims at ingest as for its claims. */
+  void (*set_claim_hook)(ceb_store_impl *self,
+                         const ceb_store_claim_hook *hook);
 } ceb_store_engine;
 
 /* The handle ceb_store_open returns. Engines' own tests reach their state

@@ -150,6 +150,10 @@ void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
   st->eng->set_ingest_listener(st->impl, fn, arg);
 }
 
+void ceb_store_set_claim_hook(ceb_store *st, const ceb_store_claim_hook *hook) {
+  if (st->eng->set_claim_hook) st->eng->set_claim_hook(st->impl, hook);
+}
+
 void ceb_store_set_wake_listener(ceb_store *st, ceb_store_wake_fn fn,
                                  void *arg) {
   pthread_mutex_lock(&st->wake_lock);

@@ -38,6 +38,15 @@ void cebs_set_ingest_listener(cebs_store *st, ceb_store_ingest_listener fn,
   pthread_mutex_unlock(&st->lock);
 }
 
+void cebs_set_claim_hook(cebs_store *st, const ceb_store_claim_hook *hook) {
+  pthread_mutex_lock(&st->lock);
+  if (hook && hook->reserve && hook->claimed)
+    st->claim_hook = *hook;
+  else
+    st->claim_hook = (ceb_store_claim_hook){0};
+  pthread_mutex_unlock(&st->lock);
+}
+
 static int submit(cebs_store *st, cebs_run_fn run, void *run_arg,
                   ceb_store_done_fn done, void *arg, int flags) {
   if (!st || !run) return CEB_EINVAL;
@@ -178,6 +187,23 @@ static int step_cached(sqlite3 *db, const char *sql) {
   return CEB_OK;
 }
 
+static _Thread_local store_op *t_op;
+
+store_op *cebs_committer_op(void) {
+  return t_op;
+}
+
+/* The op's claims at ingest go to the engine (committed) or back (not),
+ * once. */
+static void claims_end(const ceb_store_claim_hook *h, store_op *op,
+                       int committed) {
+  if (op->nclaims && h->claimed)
+    h->claimed(h->arg, op->run_arg, op->claims, op->nclaims, committed);
+  free(op->claims);
+  op->claims = NULL;
+  op->nclaims = op->capclaims = 0;
+}
+
 static void run_group(cebs_store *st, store_op *group) {
   cebs_checkpoint_if_big(st);
   int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
@@ -195,10 +221,13 @@ static void run_group(cebs_store *st, store_op *group) {
       op->status = CEB_EIO;
       continue;
     }
+    t_op = op;
     op->status = op->run(st->wdb, op->run_arg);
+    t_op = NULL;
     if (op->status < 0) {
       if (!werr) werr = cebs_write_error_of(st->wdb);
       step_cached(st->wdb, SQL_ROLLBACK_TO);
+      claims_end(&st->claim_hook, op, 0); /* rolled back */
     }
     step_cached(st->wdb, SQL_RELEASE);
   }
@@ -230,6 +259,10 @@ static void run_group(cebs_store *st, store_op *group) {
   for (store_op *op = group; ok && ingested && op; op = op->next)
     if ((op->flags & CEBS_OP_INGEST) && op->status >= 0)
       ingested(ingested_arg, op->run_arg);
+  /* after the ingest listener (the engine counts the rows first); set
+   * with it, so read without the lock as the listener is */
+  for (store_op *op = group; op; op = op->next)
+    if (op->nclaims) claims_end(&st->claim_hook, op, ok);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
     op->next = NULL;

@@ -91,21 +91,7 @@ static int claim_run(sqlite3 *db, void *arg) {
   if (!a->out) return CEB_ENOMEM;
   int rc = claim_read(db, s, a);
   if (rc != CEB_OK) return rc;
-  /* the holder's number: registered at this handle's first claim (a tool
-   * that never claims registers nothing), and put back when another
-   * handle's registration dropped it meanwhile */
-  if (a->count && !a->st->owner_id) {
-    rc = cebs_owner_register(db, a->st->instance, &a->st->owner_id);
-    if (rc != CEB_OK) return rc;
-  } else if (a->count) {
-    sqlite3_stmt *o = cebs_stmt(db, SQL_OWNER_KEEP);
-    if (!o) return CEB_EIO;
-    sqlite3_bind_int64(o, 1, a->st->owner_id);
-    sqlite3_bind_text(o, 2, a->st->instance, -1, SQLITE_STATIC);
-    int orc = sqlite3_step(o);
-    sqlite3_reset(o);
-    if (orc != SQLITE_DONE) return CEB_EIO;
-  }
+  if (a->count && (rc = cebs_owner_ensure(a->st, db)) != CEB_OK) return rc;
   a->owner = a->st->owner_id;
   for (size_t i = 0; i < a->count; i++) {
     sqlite3_reset(u);
@@ -123,6 +109,21 @@ static int claim_run(sqlite3 *db, void *arg) {
   }
   sqlite3_reset(u);
   return CEB_OK;
+}
+
+/* the holder's number: registered at this handle's first claim (a tool
+ * that never claims registers nothing), and put back when another
+ * handle's registration dropped it meanwhile */
+int cebs_owner_ensure(cebs_store *st, sqlite3 *db) {
+  if (!st->owner_id)
+    return cebs_owner_register(db, st->instance, &st->owner_id);
+  sqlite3_stmt *o = cebs_stmt(db, SQL_OWNER_KEEP);
+  if (!o) return CEB_EIO;
+  sqlite3_bind_int64(o, 1, st->owner_id);
+  sqlite3_bind_text(o, 2, st->instance, -1, SQLITE_STATIC);
+  int orc = sqlite3_step(o);
+  sqlite3_reset(o);
+  return orc == SQLITE_DONE ? CEB_OK : CEB_EIO;
 }
 
 int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id) {

@@ -23,6 +23,7 @@ const ceb_store_engine ceb_store_sqlite_engine = {
     .writable = cebs_writable,
     .stats = cebs_stats,
     .set_ingest_listener = cebs_set_ingest_listener,
+    .set_claim_hook = cebs_set_claim_hook,
     .ingest = cebs_ingest,
     .claim = cebs_claim,
     .next_due = cebs_next_due,

@@ -81,6 +81,9 @@ typedef struct store_op {
   void *arg; /* done's */
   int flags; /* CEB_STORE_*, CEBS_OP_INGEST */
   int status;
+  /* an ingest's claims (ceb_store_set_claim_hook), committer only */
+  ceb_ingest_claim *claims;
+  size_t nclaims, capclaims;
 } store_op;
 
 struct ceb_store_impl {
@@ -90,6 +93,7 @@ struct ceb_store_impl {
   store_op *head, *tail;
   ceb_store_ingest_listener ingested; /* the engine (cebs_ingest) */
   void *ingested_arg;
+  ceb_store_claim_hook claim_hook;       /* reserve NULL: off; as ingested */
   char instance[CEB_STORE_INSTANCE_MAX]; /* the owner of our claims */
   int64_t owner_id; /* committer: its lease_owner.id, the delivery.holder
                        of its claims; 0 until its first claim
@@ -194,6 +198,9 @@ void cebs_health_probe(cebs_store *st);
  * thread: how a run function (given only the connection) reaches the
  * store's own state, such as its dedupe map. */
 cebs_store *cebs_committer_store(void);
+/* The op whose run function runs on the calling thread (a committer),
+ * NULL elsewhere: where an ingest records its claims. */
+store_op *cebs_committer_op(void);
 
 /* Opens the WAL for fsyncs of our own and starts the syncer, so that the
  * committer's transactions run with synchronous=NORMAL and the next group
@@ -236,6 +243,13 @@ void cebs_checkpoint_stats(cebs_store *st, uint64_t *passes, uint64_t *forced);
  * delivery; committer only. A delivery row was just inserted: */
 int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
                      int64_t next_at, const char *key);
+/* The two halves of cebs_ready_added, for an ingest that may claim the
+ * row it adds: *head 1 when the row (route, seq, key) will be in the set
+ * (no key, or no older unsettled row of its key), then its entry. */
+int cebs_ready_is_head(sqlite3 *db, const char *route, int64_t seq,
+                       const char *key, int *head);
+int cebs_ready_insert(sqlite3 *db, const char *route, int64_t seq,
+                      int64_t next_at, const char *key);
 /* A row of the set was claimed: it stays, at its lease end. */
 int cebs_ready_leased(sqlite3 *db, const char *route, int64_t seq,
                       int64_t lease_until);
@@ -254,6 +268,10 @@ int cebs_ready_settled(sqlite3 *db, const char *route, int64_t seq);
  * (added when new; owners no claim names any more are dropped). CEB_OK or
  * CEB_EIO. */
 int cebs_owner_register(sqlite3 *db, const char *instance, int64_t *id);
+/* Committer, in a transaction about to claim rows: st->owner_id set and
+ * its lease_owner row present (put back when another handle's
+ * registration dropped it). CEB_OK or CEB_EIO. */
+int cebs_owner_ensure(cebs_store *st, sqlite3 *db);
 
 /* Applies the ordered migrations up to CEB_STORE_SCHEMA_VERSION. */
 int cebs_migrate(sqlite3 *db, char *err, size_t errlen);
@@ -299,6 +317,7 @@ int cebs_writable(cebs_store *st, char *why, size_t whylen);
 void cebs_stats(cebs_store *st, ceb_store_stats *out);
 void cebs_set_ingest_listener(cebs_store *st, ceb_store_ingest_listener fn,
                               void *arg);
+void cebs_set_claim_hook(cebs_store *st, const ceb_store_claim_hook *hook);
 int cebs_ingest(cebs_store *st, ceb_ingest_batch *batch, int bounded,
                 ceb_store_done_fn done, void *arg);
 int cebs_claim(cebs_store *st, const char *route, int64_t now, size_t max,

@@ -71,23 +71,36 @@ static int insert(sqlite3 *db, const char *route, int64_t seq, int64_t next_at,
   return rc;
 }
 
+int cebs_ready_is_head(sqlite3 *db, const char *route, int64_t seq,
+                       const char *key, int *head) {
+  *head = 1;
+  if (!key) return CEB_OK;
+  sqlite3_stmt *s = cebs_stmt(db, SQL_OLDER_OPEN);
+  if (!s) return CEB_EIO;
+  sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, seq);
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (rc == SQLITE_ROW) *head = 0; /* queued behind an older one */
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    ceb_log_error("store: ready lookup: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  return CEB_OK;
+}
+
+int cebs_ready_insert(sqlite3 *db, const char *route, int64_t seq,
+                      int64_t next_at, const char *key) {
+  return insert(db, route, seq, next_at, key);
+}
+
 int cebs_ready_added(sqlite3 *db, const char *route, int64_t seq,
                      int64_t next_at, const char *key) {
-  if (key) {
-    sqlite3_stmt *s = cebs_stmt(db, SQL_OLDER_OPEN);
-    if (!s) return CEB_EIO;
-    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 3, seq);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    sqlite3_clear_bindings(s);
-    if (rc == SQLITE_ROW) return CEB_OK; /* queued behind an older one */
-    if (rc != SQLITE_DONE) {
-      ceb_log_error("store: ready lookup: %s", sqlite3_errmsg(db));
-      return CEB_EIO;
-    }
-  }
+  int head = 0;
+  int rc = cebs_ready_is_head(db, route, seq, key, &head);
+  if (rc != CEB_OK || !head) return rc;
   return insert(db, route, seq, next_at, key);
 }
 

@@ -6,7 +6,7 @@
 # in the list; an engine file missing from the list fails too.
 set -eu
 lib=$1
-order="engine_core engine_settle engine_keys engine_dlq_forward engine_send
+order="engine_core engine_preclaim engine_take engine_settle engine_keys engine_dlq_forward engine_send
 engine_sinkstate engine_base engine_deadletter engine_ptrset engine_map"
 rank() {
   i=0
