@@ -208,11 +208,29 @@ static int64_t read_int(cebs_store *st, const char *sql, const char *route,
 
 int64_t cebs_next_due(cebs_store *st, const char *route, int64_t after) {
   /* a lease end too: the set holds rows in progress at it */
-  int64_t v = read_int(st,
-                       "SELECT MIN(next_at) FROM delivery_ready WHERE"
-                       " route = ?1 AND next_at > ?2",
-                       route, after, INT64_MAX);
-  return v < 0 ? INT64_MAX : v;
+  static const char sql[] = "SELECT MIN(next_at) FROM delivery_ready WHERE"
+                            " route = ?1 AND next_at > ?2";
+  sqlite3 *db = cebs_read_begin(st);
+  int i = 0;
+  while (i < CEB_STORE_READERS - 1 && st->readers[i] != db)
+    i++;
+  /* prepared once per reader: parsing it cost more than the read */
+  if (!st->rdue[i]) st->rdue[i] = cebs_prepare(db, sql);
+  sqlite3_stmt *s = st->rdue[i];
+  int64_t v = INT64_MAX;
+  if (s) {
+    sqlite3_bind_text(s, 1, route, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, after);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && sqlite3_column_type(s, 0) != SQLITE_NULL)
+      v = sqlite3_column_int64(s, 0);
+    else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      ceb_log_error("store: next due: %s", sqlite3_errmsg(db));
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+  }
+  cebs_read_end(st, db);
+  return v;
 }
 
 int64_t cebs_count_open(cebs_store *st, const char *route) {

@@ -113,6 +113,10 @@ struct ceb_store_impl {
   pthread_cond_t rcond;
   sqlite3 *readers[CEB_STORE_READERS];
   int rbusy[CEB_STORE_READERS];
+  /* cebs_next_due's statement on each reader, prepared at its first use
+   * (the engine's worker asks at every pass): used by the reader's
+   * borrower only, finalized at close */
+  sqlite3_stmt *rdue[CEB_STORE_READERS];
   /* background WAL checkpoints (store_checkpoint.c) */
   sqlite3 *cdb;
   pthread_t checkpointer;

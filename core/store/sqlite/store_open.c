@@ -198,8 +198,10 @@ void cebs_close(cebs_store *st) {
   if (st->started) pthread_join(st->committer, NULL);
   cebs_syncer_stop(st); /* after the committer: it finishes what it got */
   cebs_checkpointer_stop(st);
-  for (int i = 0; i < CEB_STORE_READERS; i++)
+  for (int i = 0; i < CEB_STORE_READERS; i++) {
+    sqlite3_finalize(st->rdue[i]);
     sqlite3_close(st->readers[i]);
+  }
   /* A clean close checkpoints the WAL into the main file. */
   sqlite3_close(st->wdb);
   cebs_idmap_destroy(&st->ids);
