@@ -221,10 +221,10 @@ void ceb_engine_free(ceb_engine *e) {
 /* The store's ingest listener (committer thread, right after the commit):
  * counts each route's new deliveries before any later transaction can
  * claim or settle them, so the open count never runs behind; one lock and
- * one wake per batch. */
+ * at most one wake per batch. */
 static void engine_ingested(void *arg, const ceb_ingest_batch *b) {
   ceb_engine *e = arg;
-  int added = 0;
+  int kick = 0;
   pthread_mutex_lock(&e->lock);
   for (size_t i = 0; i < b->count; i++) {
     const ceb_ingest_event *ie = &b->events[i];
@@ -237,10 +237,14 @@ static void engine_ingested(void *arg, const ceb_ingest_batch *b) {
       if (e->routes[idx].km && ie->routes[r].order_key)
         ceb_key_metrics_seen(e->routes[idx].km, ie->routes[r].order_key);
       e->open_total++;
-      added = 1;
+      /* only when one may be left to claim: a delivery claimed at this
+       * ingest holds its slot already (engine_preclaim.c), and its
+       * hand-off wakes the worker; a wake here too found nothing to do
+       * and doubled the worker's switches */
+      if (e->routes[idx].open > (int64_t)e->routes[idx].inflight) kick = 1;
     }
   }
-  if (added) cebe_kick_locked(e);
+  if (kick) cebe_kick_locked(e);
   pthread_mutex_unlock(&e->lock);
 }
 
