@@ -26,7 +26,7 @@
 # PostgreSQL run prints its N statements of most execution time (calls,
 # rows, total and mean ms, WAL bytes): where PostgreSQL's CPU and WAL per
 # event go; and per table the rows inserted, updated (of which HOT: no new
-# index entries) and deleted.
+# index entries) and deleted, and its sequential scans and the rows they read.
 # PGCONF="name=value ..." in the environment: further server settings
 # (-c name=value each), e.g. the operator guide's sizing settings; the
 # script prints the settings it ran with. fsync and synchronous_commit stay on.
@@ -263,8 +263,9 @@ INI
     # row versions per table since the database was made (warm-up
     # included): hot = updates that wrote no index entry
     psql_q "$DB" "SELECT relname, n_tup_ins AS ins, n_tup_upd AS upd,
-      n_tup_hot_upd AS hot, n_tup_del AS del FROM pg_stat_user_tables
-      WHERE n_tup_upd > 0 ORDER BY relname" | sed 's/^/    /'
+      n_tup_hot_upd AS hot, n_tup_del AS del, seq_scan, seq_tup_read
+      FROM pg_stat_user_tables WHERE n_tup_upd > 0 OR seq_scan > 0
+      ORDER BY relname" | sed 's/^/    /'
   fi
   for i in $(seq 1 $N); do
     if grep -qi "error" "$D/b$i/bridge.log"; then
