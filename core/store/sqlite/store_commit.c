@@ -262,7 +262,8 @@ static void run_group(cebs_store *st, store_op *group) {
   /* after the ingest listener (the engine counts the rows first); set
    * with it, so read without the lock as the listener is */
   for (store_op *op = group; op; op = op->next)
-    if (op->nclaims) claims_end(&st->claim_hook, op, ok);
+    /* the array too when every reservation was refused (nclaims 0) */
+    if (op->claims) claims_end(&st->claim_hook, op, ok);
   for (store_op *op = group, *next; op; op = next) {
     next = op->next;
     op->next = NULL;

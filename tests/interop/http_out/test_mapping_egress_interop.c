@@ -119,15 +119,21 @@ int main(void) {
       "{\"type\":\"meemoo.sip.archived\",\"timestamp\":"
       "\"2026-01-02T03:04:05Z\",\"data\":{\"outcome\":\"failure\","
       "\"message\":\"checksum \xc3\xa9\"}}"};
+  /* no ordering key: the two may arrive in either order (two sink
+   * connections); each body exactly once */
+  int seen[2] = {0, 0};
   for (size_t i = 0; i < rx_count(rx) && i < 2; i++) {
     const rx_request *r = rx_get(rx, i);
-    CHECK_STR(r->body, want[i]);
+    size_t w = r->body && strcmp(r->body, want[1]) == 0 ? 1 : 0;
+    seen[w]++;
+    CHECK_STR(r->body, want[w]);
     CHECK_STR(ceb_headers_get(&r->headers, "Content-Type"), "application/json");
     const char *key = ceb_headers_get(&r->headers, "Idempotency-Key");
     CHECK(key && *key);
     CHECK_STR(ceb_headers_get(&r->headers, "webhook-id"), key ? key : "");
     CHECK(ceb_headers_get(&r->headers, "ce-id") == NULL);
   }
+  CHECK(seen[0] == 1 && seen[1] == 1);
   snprintf(path, sizeof path, "%s/requests.json", dir);
   CHECK_INT(swh_save_requests(rx, path), 0);
   /* each verifies; a forged body or key does not */
