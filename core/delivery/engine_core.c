@@ -51,10 +51,12 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
   e->sinks = calloc(o->nsinks ? o->nsinks : 1, sizeof *e->sinks);
   e->routes = calloc(o->nroutes ? o->nroutes : 1, sizeof *e->routes);
   e->threads = calloc(e->nworkers, sizeof *e->threads);
-  if (!e->sinks || !e->routes || !e->threads) {
+  e->expire_at = calloc(e->nworkers, sizeof *e->expire_at); /* 0: scan */
+  if (!e->sinks || !e->routes || !e->threads || !e->expire_at) {
     free(e->sinks);
     free(e->routes);
     free(e->threads);
+    free(e->expire_at);
     free(e);
     return CEB_ENOMEM;
   }
@@ -74,6 +76,7 @@ int ceb_engine_new(const ceb_engine_opts *o, ceb_engine **out) {
       free(e->sinks);
       free(e->routes);
       free(e->threads);
+      free(e->expire_at);
       free(e);
       return CEB_EINVAL;
     }
@@ -213,6 +216,7 @@ void ceb_engine_free(ceb_engine *e) {
   pthread_cond_destroy(&e->cond);
   pthread_cond_destroy(&e->idle);
   free(e->threads);
+  free(e->expire_at);
   free(e->sinks);
   free(e->routes);
   free(e);
@@ -343,6 +347,9 @@ static size_t claim_route(ceb_engine *e, size_t r, int64_t now, size_t n,
 
 /* Times out attempts of worker w's routes; lock held. */
 static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
+  /* nothing of w's can be due before expire_at[w]: the scan below reads
+   * every slot of the set (max_inflight of each route), at every pass */
+  if (now < e->expire_at[w]) return e->expire_at[w];
   int64_t next = INT64_MAX;
   for (size_t i = 0; i < e->live.cap; i++) {
     dctx *c = e->live.slots[i];
@@ -399,6 +406,9 @@ static int64_t expire_locked(ceb_engine *e, unsigned w, int64_t now) {
     i = (size_t)-1; /* the set may have changed: rescan */
     next = INT64_MAX;
   }
+  /* the last pass ran whole under the lock: next bounds every context of
+   * w's registered now; later ones lower it (cebe_expire_lower_locked) */
+  e->expire_at[w] = next;
   return next;
 }
 

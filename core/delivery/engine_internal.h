@@ -197,6 +197,10 @@ struct ceb_engine {
                          drain waits for them (the sink must still exist) */
   /* forwards run on one bridge of those sharing the store at a time
    * (ceb_store_try_lead "dlq-forward"); asked every poll_ms of real time */
+  /* per worker: no live context it times out has an earlier deadline (a
+   * bound: lowered at every registration, set by expire_locked's full
+   * scan), so a pass before it skips the scan of the whole set; lock */
+  int64_t *expire_at;
   /* claimed at ingest, not yet dispatched (engine_preclaim.c); lock */
   eng_pre *pre_head, *pre_tail;
   int fwd_leader;
@@ -204,6 +208,13 @@ struct ceb_engine {
 };
 
 /* ---- engine_core.c ---- */
+/* c was registered in e->live with its deadline: worker w (the route's,
+ * 0 for a forward) scans for timeouts by then. Lock held. */
+static inline void cebe_expire_lower_locked(ceb_engine *e, unsigned w,
+                                            int64_t at) {
+  if (e->expire_at && at < e->expire_at[w]) e->expire_at[w] = at;
+}
+
 void *cebe_worker_main(void *arg);
 /* Makes dctxs of claims (count of them; n slots were reserved for the
  * call, the unused ones are given back), maps and dispatches them, or

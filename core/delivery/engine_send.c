@@ -74,6 +74,7 @@ int cebe_send_extra(ceb_engine *e, int kind, size_t sink, const char *topic,
   c->started_at = cebe_now(e);
   c->d.deadline_ms = c->started_at + FWD_TIMEOUT_MS;
   int rc = cebe_ptrset_add(&e->live, c);
+  if (rc == CEB_OK) cebe_expire_lower_locked(e, 0, c->d.deadline_ms);
   pthread_mutex_unlock(&e->lock);
   if (rc != CEB_OK) {
     cebe_dctx_free(c);

@@ -200,6 +200,7 @@ size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
     if (cebe_ptrset_add(&e->live, ready[i]) != CEB_OK) {
       ceb_log_error("engine: out of memory tracking a delivery");
     }
+    cebe_expire_lower_locked(e, rt->worker, ready[i]->d.deadline_ms);
   }
   if (unused) pthread_cond_broadcast(&e->idle);
   /* a sink paused since (claims made at ingest, before its busy answer to
