@@ -218,8 +218,11 @@ static inline void cebe_expire_lower_locked(ceb_engine *e, unsigned w,
 void *cebe_worker_main(void *arg);
 /* Makes dctxs of claims (count of them; n slots were reserved for the
  * call, the unused ones are given back), maps and dispatches them, or
- * settles them RETRY "circuit.open" with refuse. Owns claims (freed).
- * Entered unlocked, returns with the lock held; returns count. Worker. */
+ * settles them RETRY "circuit.open" with refuse (1), or defers them unasked
+ * (refuse CEBE_TAKE_DEFER: back to pending, no attempt counted, as the rest
+ * of a batch after a busy answer). Owns claims (freed). Entered unlocked,
+ * returns with the lock held; returns count. Worker. */
+#define CEBE_TAKE_DEFER 2
 size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
                         ceb_claim *claims, size_t count, int refuse);
 /* Claims at ingest (engine_preclaim.c): sets the store's claim hook, at

@@ -167,8 +167,19 @@ int cebe_preclaimed_run_locked(ceb_engine *e, unsigned w) {
       release_locked(e, r, k);
       continue;
     }
+    /* Reserved when the ingest ran: since then the sink may have been
+     * disabled or its circuit opened (a failure of an earlier delivery),
+     * and the attempt's deadline (reservation + timeout, within the
+     * lease) runs from then. Sent only when the worker would claim it now
+     * and at least half its time is left; else deferred unasked, back to
+     * pending for the worker's own claim, which checks all of it. */
+    eng_route *route = &e->routes[r];
+    eng_sink *s = &e->sinks[route->cfg.sink];
+    int defer = s->st.disabled || s->circuit.state != CEB_CIRCUIT_CLOSED ||
+                cebe_now(e) - now > route->cfg.timeout_ms / 2;
     pthread_mutex_unlock(&e->lock);
-    cebe_take_claims(e, r, now, k, cs, k, 0); /* returns locked */
+    cebe_take_claims(e, r, now, k, cs, k,
+                     defer ? CEBE_TAKE_DEFER : 0); /* returns locked */
   }
   return 1;
 }

@@ -102,6 +102,8 @@ size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
                         ceb_claim *claims, size_t count, int refuse) {
   eng_route *rt = &e->routes[r];
   eng_sink *s = &e->sinks[rt->cfg.sink];
+  int defer = refuse == CEBE_TAKE_DEFER;
+  if (defer) refuse = 0;
   dctx **ready = calloc(count ? count : 1, sizeof *ready);
   size_t nready = 0;
   for (size_t i = 0; i < count && ready; i++) {
@@ -169,7 +171,7 @@ size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
     }
   }
   ceb_claims_free(claims, count);
-  if (!refuse && nready && ready &&
+  if (!refuse && !defer && nready && ready &&
       ((rt->cfg.map_program >= 0 && e->mapper) || rt->cfg.callbacks))
     nready = map_ready(e, r, ready, nready);
   pthread_mutex_lock(&e->lock);
@@ -205,7 +207,7 @@ size_t cebe_take_claims(ceb_engine *e, size_t r, int64_t now, size_t n,
   if (unused) pthread_cond_broadcast(&e->idle);
   /* a sink paused since (claims made at ingest, before its busy answer to
    * an earlier one) is not asked either: deferred as the rest of a batch */
-  int busy = s->busy_until > cebe_now(e);
+  int busy = defer || s->busy_until > cebe_now(e);
   pthread_mutex_unlock(&e->lock);
   /* once the sink says busy, the rest of the batch is deferred unasked */
   for (size_t i = 0; i < nready; i++) {
