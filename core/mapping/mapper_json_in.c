@@ -124,16 +124,34 @@ static int read_string(reader *r, jv *out) {
     r->p += 2;
     char e = 0;
     switch (c) {
-    case '"': e = '"'; break;
-    case '\\': e = '\\'; break;
-    case '/': e = '/'; break;
-    case 'b': e = '\b'; break;
-    case 'f': e = '\f'; break;
-    case 'n': e = '\n'; break;
-    case 'r': e = '\r'; break;
-    case 't': e = '\t'; break;
-    case 'u': break;
-    default: return 0;
+    case '"':
+      e = '"';
+      break;
+    case '\\':
+      e = '\\';
+      break;
+    case '/':
+      e = '/';
+      break;
+    case 'b':
+      e = '\b';
+      break;
+    case 'f':
+      e = '\f';
+      break;
+    case 'n':
+      e = '\n';
+      break;
+    case 'r':
+      e = '\r';
+      break;
+    case 't':
+      e = '\t';
+      break;
+    case 'u':
+      break;
+    default:
+      return 0;
     }
     if (c != 'u') {
       r->buf[len++] = e;
@@ -303,19 +321,24 @@ static int read_value(reader *r, jv *out) {
     ok = *r->p == '{' ? read_object(r, out) : read_array(r, out);
     r->depth--;
     return ok;
-  case '"': return read_string(r, out);
-  case 't': return read_literal(r, "true", 4, jv_true(), out);
-  case 'f': return read_literal(r, "false", 5, jv_false(), out);
-  case 'n': return read_literal(r, "null", 4, jv_null(), out);
-  default: return read_number(r, out);
+  case '"':
+    return read_string(r, out);
+  case 't':
+    return read_literal(r, "true", 4, jv_true(), out);
+  case 'f':
+    return read_literal(r, "false", 5, jv_false(), out);
+  case 'n':
+    return read_literal(r, "null", 4, jv_null(), out);
+  default:
+    return read_number(r, out);
   }
 }
 
 int cebm_json_read_strict(const char *text, size_t len, jv *out) {
   /* libjq reads lengths as int */
   if (!text || len > (size_t)INT32_MAX) return 0;
-  reader r = {(const unsigned char *)text, (const unsigned char *)text + len,
-              0, NULL, 0};
+  reader r = {(const unsigned char *)text, (const unsigned char *)text + len, 0,
+              NULL, 0};
   jv v;
   int ok = read_value(&r, &v);
   free(r.buf);

@@ -42,13 +42,27 @@ static int put_string(cebm_text *t, const char *s, size_t n) {
     }
     *o++ = '\\';
     switch (c) {
-    case '"': *o++ = '"'; break;
-    case '\\': *o++ = '\\'; break;
-    case '\b': *o++ = 'b'; break;
-    case '\t': *o++ = 't'; break;
-    case '\n': *o++ = 'n'; break;
-    case '\f': *o++ = 'f'; break;
-    case '\r': *o++ = 'r'; break;
+    case '"':
+      *o++ = '"';
+      break;
+    case '\\':
+      *o++ = '\\';
+      break;
+    case '\b':
+      *o++ = 'b';
+      break;
+    case '\t':
+      *o++ = 't';
+      break;
+    case '\n':
+      *o++ = 'n';
+      break;
+    case '\f':
+      *o++ = 'f';
+      break;
+    case '\r':
+      *o++ = 'r';
+      break;
     default: {
       static const char hex[] = "0123456789abcdef";
       *o++ = 'u';
@@ -74,7 +88,8 @@ static int put_number(cebm_text *t, double d) {
     return put(t, buf, (size_t)n);
   }
   jv s = jv_dump_string(jv_number(d), 0);
-  int rc = put(t, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
+  int rc =
+      put(t, jv_string_value(s), (size_t)jv_string_length_bytes(jv_copy(s)));
   jv_free(s);
   return rc;
 }
@@ -82,10 +97,18 @@ static int put_number(cebm_text *t, double d) {
 int cebm_json_write(cebm_text *t, jv v) {
   int rc = 0;
   switch (jv_get_kind(v)) {
-  case JV_KIND_NULL: rc = put(t, "null", 4); break;
-  case JV_KIND_FALSE: rc = put(t, "false", 5); break;
-  case JV_KIND_TRUE: rc = put(t, "true", 4); break;
-  case JV_KIND_NUMBER: rc = put_number(t, jv_number_value(v)); break;
+  case JV_KIND_NULL:
+    rc = put(t, "null", 4);
+    break;
+  case JV_KIND_FALSE:
+    rc = put(t, "false", 5);
+    break;
+  case JV_KIND_TRUE:
+    rc = put(t, "true", 4);
+    break;
+  case JV_KIND_NUMBER:
+    rc = put_number(t, jv_number_value(v));
+    break;
   case JV_KIND_STRING:
     rc = put_string(t, jv_string_value(v),
                     (size_t)jv_string_length_bytes(jv_copy(v)));
@@ -118,10 +141,13 @@ int cebm_json_write(cebm_text *t, jv v) {
     if (!rc) rc = put(t, "}", 1);
     break;
   }
-  default: rc = -1; /* invalid: the caller's bug */
+  default:
+    rc = -1; /* invalid: the caller's bug */
   }
   jv_free(v);
   return rc;
 }
 
-int cebm_json_write_nul(cebm_text *t) { return put(t, "", 1); }
+int cebm_json_write_nul(cebm_text *t) {
+  return put(t, "", 1);
+}

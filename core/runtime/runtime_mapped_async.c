@@ -70,8 +70,7 @@ struct cebr_amap {
 
 /* A refusal through the document's callback. */
 static void refuse(amap_item *it, int status, int key_limited,
-                   const char *reason, const ceb_violations *v,
-                   size_t failed) {
+                   const char *reason, const ceb_violations *v, size_t failed) {
   ceb_submit_result res = {.struct_size = sizeof res,
                            .status = status,
                            .refused = 1,
@@ -138,8 +137,7 @@ static void *amap_main(void *arg) {
      * arrives meanwhile goes with the next one, so that a round trip
      * carries many documents (its cost is mostly per trip, not per
      * document). A second thread helps once HELP_AT wait. */
-    while (!q->stop &&
-           !(q->head && (q->inflight == 0 || q->queued >= HELP_AT)))
+    while (!q->stop && !(q->head && (q->inflight == 0 || q->queued >= HELP_AT)))
       pthread_cond_wait(&q->cond, &q->lock);
     if (!q->head) break;
     size_t n = 0;
@@ -215,7 +213,9 @@ static cebr_amap *amap_of(ceb_runtime *rt) {
   return q;
 }
 
-static size_t opt_len(const char *s) { return s ? strlen(s) + 1 : 0; }
+static size_t opt_len(const char *s) {
+  return s ? strlen(s) + 1 : 0;
+}
 
 static const char *opt_copy(char **at, const char *s) {
   if (!s) return NULL;
@@ -239,8 +239,8 @@ int cebr_submit_mapped_async(ceb_instance *inst, const char *doc, size_t len,
   if (opts)
     memcpy(&o, opts,
            opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
-  if (!opts || opts->struct_size < offsetof(ceb_submit_opts, callback) +
-                                       sizeof o.callback)
+  if (!opts || opts->struct_size <
+                   offsetof(ceb_submit_opts, callback) + sizeof o.callback)
     o.callback = NULL;
   cebr_amap *q = amap_of(rt);
   if (!q) return CEB_ENOMEM;

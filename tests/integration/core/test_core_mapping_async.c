@@ -119,21 +119,21 @@ int main(void) {
 
   /* good, throws, not a CloudEvent object, invalid, loops */
   outcome os[5] = {0};
-  CHECK_INT(submit_async(&h, "in", "{\"key\":\"a-1\",\"kind\":\"created\"}",
-                         &os[0]),
-            CEB_OK);
-  CHECK_INT(submit_async(&h, "in", "{\"key\":\"a-2\",\"kind\":\"boom\"}",
-                         &os[1]),
-            CEB_OK);
+  CHECK_INT(
+      submit_async(&h, "in", "{\"key\":\"a-1\",\"kind\":\"created\"}", &os[0]),
+      CEB_OK);
+  CHECK_INT(
+      submit_async(&h, "in", "{\"key\":\"a-2\",\"kind\":\"boom\"}", &os[1]),
+      CEB_OK);
   CHECK_INT(submit_async(&h, "raw", "{\"x\":42}", &os[2]), CEB_OK);
   CHECK_INT(submit_async(&h, "raw",
                          "{\"x\":{\"specversion\":\"1.0\",\"id\":\"a-4\","
                          "\"type\":\"t\"}}",
                          &os[3]),
             CEB_OK);
-  CHECK_INT(submit_async(&h, "in", "{\"key\":\"a-5\",\"kind\":\"loop\"}",
-                         &os[4]),
-            CEB_OK);
+  CHECK_INT(
+      submit_async(&h, "in", "{\"key\":\"a-5\",\"kind\":\"loop\"}", &os[4]),
+      CEB_OK);
   CHECK(wait_all(os, 5));
   CHECK_INT(os[0].status, CEB_OK);
   CHECK_INT(os[0].refused, 0);
@@ -147,8 +147,7 @@ int main(void) {
             os[2].reason);
   CHECK_INT(os[3].status, CEB_EVALIDATION);
   CHECK_INT(os[3].refused, 1);
-  CHECK_MSG(strstr(os[3].reason, "event 1 of the mapping"), "%s",
-            os[3].reason);
+  CHECK_MSG(strstr(os[3].reason, "event 1 of the mapping"), "%s", os[3].reason);
   CHECK_STR(os[3].violation, "source");
   CHECK_INT(os[4].status, CEB_EMAPPING);
   CHECK_STR(os[4].reason, "mapping: mapping timed out after 150 ms");
@@ -191,9 +190,9 @@ int main(void) {
   /* close with documents in flight: a loop holds one mapping thread for
    * the timeout, twenty more queue behind and on the other thread */
   outcome late[21] = {0};
-  CHECK_INT(submit_async(&h, "in", "{\"key\":\"z-0\",\"kind\":\"loop\"}",
-                         &late[0]),
-            CEB_OK);
+  CHECK_INT(
+      submit_async(&h, "in", "{\"key\":\"z-0\",\"kind\":\"loop\"}", &late[0]),
+      CEB_OK);
   for (int i = 1; i < 21; i++) {
     char doc[96];
     snprintf(doc, sizeof doc, "{\"key\":\"z-%d\",\"kind\":\"created\"}", i);

@@ -1,12 +1,12 @@
 /* The mapping worker's JSON reader (core/mapping/mapper_json_in.c) against
  * libjq's parser: for every text, cebm_json_read gives what jv_parse_sized
  * gives: whatever the strict reader takes is libjq's value (jv_equal and
- * the same printed text); the rest goes to libjq itself. Texts: fixed ones (escapes, surrogate pairs,
- * lone surrogates, raw control characters, bytes that are not UTF-8,
- * number forms in and outside the grammar, nesting past the limit,
- * trailing data, a byte order mark), 5 000 random values printed by libjq,
- * and each of those with one byte changed, inserted or cut off. The strict
- * reader must take the plain texts itself (else it is no faster). */
+ * the same printed text); the rest goes to libjq itself. Texts: fixed ones
+ * (escapes, surrogate pairs, lone surrogates, raw control characters, bytes
+ * that are not UTF-8, number forms in and outside the grammar, nesting past the
+ * limit, trailing data, a byte order mark), 5 000 random values printed by
+ * libjq, and each of those with one byte changed, inserted or cut off. The
+ * strict reader must take the plain texts itself (else it is no faster). */
 #include "ceb_test.h"
 
 #include <stdint.h>
@@ -57,8 +57,10 @@ static uint64_t next(void) {
 
 static jv random_value(int depth) {
   switch (next() % (depth < 4 ? 8 : 5)) {
-  case 0: return jv_null();
-  case 1: return next() % 2 ? jv_true() : jv_false();
+  case 0:
+    return jv_null();
+  case 1:
+    return next() % 2 ? jv_true() : jv_false();
   case 2: {
     uint64_t b = next();
     double d;
@@ -94,18 +96,59 @@ static jv random_value(int depth) {
 
 int main(void) {
   static const char *const texts[] = {
-      "null", "true", "false", "0", "-0", "12", "-12.5e-3", "1E+2", "1e400",
-      "-1e400", "4.9e-324", "0.30000000000000004", "123456789012345678901",
-      " \t\r\n[ 1 , 2 ]\n", "\"\"", "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
-      "\"\\u0000\\u001f\\u00e9\\u20ac\"", "\"\\ud83d\\ude00\"",
-      "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", "{\"a\":1,\"a\":2,\"b\":[]}",
+      "null",
+      "true",
+      "false",
+      "0",
+      "-0",
+      "12",
+      "-12.5e-3",
+      "1E+2",
+      "1e400",
+      "-1e400",
+      "4.9e-324",
+      "0.30000000000000004",
+      "123456789012345678901",
+      " \t\r\n[ 1 , 2 ]\n",
+      "\"\"",
+      "\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+      "\"\\u0000\\u001f\\u00e9\\u20ac\"",
+      "\"\\ud83d\\ude00\"",
+      "\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
+      "{\"a\":1,\"a\":2,\"b\":[]}",
       "{\"k\":{\"k\":{\"k\":[[],{}]}}}",
       /* handed to libjq */
-      "\"\\ud83d\"", "\"\\ude00x\"", "\"\\ud83d\\u0041\"", "\"a\tb\"",
-      "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "01", "1.", ".5", "+1",
-      "-", "1e", "0x10", "nan", "NaN", "tru", "nul", "[1,]", "{\"a\"}",
-      "{\"a\":1,}", "[1 2]", "1 2", "[", "{", "\"open", "",
-      "\xef\xbb\xbf{\"bom\":1}", "\"\\x\"", "\"\\u12g4\"", "{1:2}",
+      "\"\\ud83d\"",
+      "\"\\ude00x\"",
+      "\"\\ud83d\\u0041\"",
+      "\"a\tb\"",
+      "\"\xff\"",
+      "\"\xc0\xaf\"",
+      "\"\xed\xa0\x80\"",
+      "01",
+      "1.",
+      ".5",
+      "+1",
+      "-",
+      "1e",
+      "0x10",
+      "nan",
+      "NaN",
+      "tru",
+      "nul",
+      "[1,]",
+      "{\"a\"}",
+      "{\"a\":1,}",
+      "[1 2]",
+      "1 2",
+      "[",
+      "{",
+      "\"open",
+      "",
+      "\xef\xbb\xbf{\"bom\":1}",
+      "\"\\x\"",
+      "\"\\u12g4\"",
+      "{1:2}",
   };
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
     same(texts[i], strlen(texts[i]), texts[i]);
@@ -117,7 +160,8 @@ int main(void) {
     same(deep, (size_t)(2 * d), "nesting");
   }
   /* the strict reader takes the plain texts itself */
-  CHECK(strict_takes("{\"method\":\"POST\",\"body\":{\"id\":\"x\",\"n\":[1,2.5]}}"));
+  CHECK(strict_takes(
+      "{\"method\":\"POST\",\"body\":{\"id\":\"x\",\"n\":[1,2.5]}}"));
   CHECK(strict_takes("\"\\ud83d\\ude00 \\n\""));
   CHECK(!strict_takes("\"\\ud83d\""));
   CHECK(!strict_takes("1 2"));

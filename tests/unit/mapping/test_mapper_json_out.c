@@ -64,28 +64,37 @@ static jv random_string(void) {
 
 static double random_number(void) {
   switch (next() % 6) {
-  case 0: return (double)(int64_t)(next() % 2000001) - 1000000;
-  case 1: return (double)(int64_t)next() / (double)(1 + next() % 1000);
+  case 0:
+    return (double)(int64_t)(next() % 2000001) - 1000000;
+  case 1:
+    return (double)(int64_t)next() / (double)(1 + next() % 1000);
   case 2: { /* any double, by its bits (NaN and infinities included) */
     uint64_t b = next();
     double d;
     memcpy(&d, &b, sizeof d);
     return d;
   }
-  case 3: return ldexp((double)(next() % 1000), (int)(next() % 120) - 60);
-  case 4: return (double)(int64_t)(next() >> (next() % 64));
-  default: return (next() % 2 ? 1 : -1) * 1e15 + (double)(next() % 5) - 2;
+  case 3:
+    return ldexp((double)(next() % 1000), (int)(next() % 120) - 60);
+  case 4:
+    return (double)(int64_t)(next() >> (next() % 64));
+  default:
+    return (next() % 2 ? 1 : -1) * 1e15 + (double)(next() % 5) - 2;
   }
 }
 
 static jv random_value(int depth) {
   unsigned k = (unsigned)(next() % (depth < 4 ? 8 : 5));
   switch (k) {
-  case 0: return jv_null();
-  case 1: return next() % 2 ? jv_true() : jv_false();
-  case 2: return jv_number(random_number());
+  case 0:
+    return jv_null();
+  case 1:
+    return next() % 2 ? jv_true() : jv_false();
+  case 2:
+    return jv_number(random_number());
   case 3:
-  case 4: return random_string();
+  case 4:
+    return random_string();
   case 5:
   case 6: {
     jv o = jv_object();
@@ -108,21 +117,40 @@ static jv random_value(int depth) {
 
 int main(void) {
   static const char *const texts[] = {
-      "null", "true", "false", "0", "-0", "1", "-1", "42", "3.0", "0.1",
-      "1.5e300", "-2.25e-7", "123456789012345678", "999999999999999",
-      "1000000000000000", "1e16", "1e17", "\"\"", "\"plain\"",
-      "\"q\\\"b\\\\s\\/\"", "\"\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"",
-      "\"\\u00e9 \\u2028 \\ud83d\\ude00 caf\xc3\xa9\"", "[]", "{}",
-      "[1,[2,[3,[]]],{}]", "{\"b\":1,\"a\":{\"c\":[true,null]},\"\":\"\"}",
+      "null",
+      "true",
+      "false",
+      "0",
+      "-0",
+      "1",
+      "-1",
+      "42",
+      "3.0",
+      "0.1",
+      "1.5e300",
+      "-2.25e-7",
+      "123456789012345678",
+      "999999999999999",
+      "1000000000000000",
+      "1e16",
+      "1e17",
+      "\"\"",
+      "\"plain\"",
+      "\"q\\\"b\\\\s\\/\"",
+      "\"\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"",
+      "\"\\u00e9 \\u2028 \\ud83d\\ude00 caf\xc3\xa9\"",
+      "[]",
+      "{}",
+      "[1,[2,[3,[]]],{}]",
+      "{\"b\":1,\"a\":{\"c\":[true,null]},\"\":\"\"}",
       "{\"specversion\":\"1.0\",\"id\":\"x-1\",\"data\":{\"n\":[1,2.5,-3]}}",
   };
   for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
     same_text(texts[i]);
 
-  static const double numbers[] = {0.0,     -0.0,     1e15 - 1, 1e15,
-                                   -1e15,   1e15 + 1, 1e16,     -1e16 + 2,
-                                   0.5,     1e-5,     1e-4,     DBL_MAX,
-                                   -DBL_MAX, DBL_MIN, 4e-320,   123.456};
+  static const double numbers[] = {
+      0.0, -0.0, 1e15 - 1, 1e15,    -1e15,    1e15 + 1, 1e16,   -1e16 + 2,
+      0.5, 1e-5, 1e-4,     DBL_MAX, -DBL_MAX, DBL_MIN,  4e-320, 123.456};
   for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
     same(jv_number(numbers[i]), "number");
   same(jv_number(NAN), "NaN");
