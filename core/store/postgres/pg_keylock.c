@@ -16,14 +16,19 @@
 
 /* $1, $2: route and key of every ingested delivery row; $3, $4: seq and
  * route of every settle (their keys are read here). The subquery's order
- * is the order the locks are taken in. */
+ * is the order the locks are taken in. The settles' keys are read by one
+ * primary key lookup per settle (a lateral subquery that OFFSET 0 keeps
+ * from being flattened into a join): as a join, the generic plan made on
+ * a fresh, small table hashed a sequential scan of delivery and kept it
+ * as the table grew (bench/store/RESULTS.md, 2026-12-06). */
 const char cebpg_sql_keylock[] =
     "SELECT count(pg_advisory_xact_lock(h)) FROM (SELECT DISTINCT"
     " hashtextextended(k.route || chr(31) || k.order_key, 1128416) AS h"
     " FROM (SELECT a.route, a.order_key FROM unnest($1::text[], $2::text[])"
     " AS a(route, order_key) UNION ALL SELECT d.route, d.order_key FROM"
-    " unnest($3::bigint[], $4::text[]) AS s(seq, route) JOIN delivery d"
-    " ON d.seq = s.seq AND d.route = s.route) k"
+    " unnest($3::bigint[], $4::text[]) AS s(seq, route) CROSS JOIN LATERAL"
+    " (SELECT p.route, p.order_key FROM delivery p WHERE p.seq = s.seq"
+    " AND p.route = s.route OFFSET 0) d) k"
     " WHERE k.order_key IS NOT NULL ORDER BY 1) x";
 
 int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n) {

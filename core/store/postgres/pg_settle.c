@@ -25,7 +25,17 @@
  * so that the DLQ row and the link are one statement. pr: a settled keyed
  * row hands the head to its key's oldest other unsettled row (the keys are
  * locked: pg_keylock.c); rows this statement settles are not candidates
- * (each row is updated once per statement). */
+ * (each row is updated once per statement), nor are unkeyed rows.
+ *
+ * u finds its rows by seq = ANY($1) (the primary key's first column), not
+ * by the join to i alone: each connection's generic plan is made at its
+ * sixth settle, on the bench's fresh table, and kept as the table grows;
+ * for a join from i the planner weighs ten lookups (its guess for unnest
+ * of a parameter) against one scan of a table it thinks small and chose a
+ * sequential scan of delivery per group (bench/store/RESULTS.md,
+ * 2026-12-06). With the array as an index condition the choice is one
+ * index scan against a filtered scan of the whole table, which the index
+ * wins at any size but a few pages. */
 const char cebpg_sql_settle[] =
     "WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[],"
     " $3::smallint[], $4::bigint[], $5::integer[], $6::text[], $7::text[],"
@@ -47,7 +57,8 @@ const char cebpg_sql_settle[] =
     " lease_owner = NULL, lease_until = NULL,"
     " dlq_id = CASE WHEN i.state = 4 THEN nextval('dlq_id_seq')"
     " ELSE d.dlq_id END"
-    " FROM i WHERE d.seq = i.seq AND d.route = i.route AND d.state = 1"
+    " FROM i WHERE d.seq = ANY($1::bigint[]) AND d.seq = i.seq"
+    " AND d.route = i.route AND d.state = 1"
     " AND d.fence = i.fence"
     " RETURNING i.ord, d.seq, d.route, d.attempts, d.first_at, d.last_at,"
     " d.dlq_id, d.order_key, i.state AS nstate, i.now AS at),"
@@ -56,7 +67,8 @@ const char cebpg_sql_settle[] =
     " WHERE p.route = u.route AND p.order_key = u.order_key AND p.open"
     " AND NOT EXISTS (SELECT 1 FROM u w WHERE w.seq = p.seq"
     " AND w.route = p.route) ORDER BY p.seq LIMIT 1) h"
-    " WHERE u.nstate IN (3, 4)) nh WHERE d.route = nh.route"
+    " WHERE u.nstate IN (3, 4) AND u.order_key IS NOT NULL) nh"
+    " WHERE d.route = nh.route"
     " AND d.seq = nh.seq),"
     /* the client's callback (X-Callback): when a settle makes the status
      * final (the last open route), its delivery is queued here, in the
