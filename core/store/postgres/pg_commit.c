@@ -136,6 +136,7 @@ enum {
   SLOT_INGEST = -2,
   SLOT_COMMIT = -3,
   SLOT_LOCK = -4,
+  SLOT_PLAN = -5, /* cebpg_sql_noseqscan */
   SLOT_SETTLE0 = -16
 };
 
@@ -147,7 +148,7 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
   cebpg_op **ing = malloc(n * sizeof *ing);
   cebpg_op **set = malloc(n * sizeof *set);
   size_t *round = malloc((n + 1) * sizeof *round);
-  int *slots = malloc((n + 4) * sizeof *slots);
+  int *slots = malloc((n + 5) * sizeof *slots);
   size_t ni = 0, ns = 0, nslots = 0, nrounds = 0;
   if (ing && set && round && slots) {
     for (size_t i = 0; i < n; i++) {
@@ -179,6 +180,13 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
     int k = cebpg_ingest_send(c, ing, ni);
     sent_ok = k >= 0;
     if (k > 0) slots[nslots++] = SLOT_INGEST;
+  }
+  if (sent_ok && nrounds) {
+    /* until the transaction ends: the settle's plan must not scan delivery
+     * (pg_settle.c); what follows it (claims, forwards) reads by index */
+    sent_ok =
+        PQsendQueryParams(c, cebpg_sql_noseqscan, 0, NULL, NULL, NULL, NULL, 0);
+    slots[nslots++] = SLOT_PLAN;
   }
   for (size_t r = 0; sent_ok && r < nrounds; r++) {
     int k = cebpg_settle_send(c, &set[round[r]], round[r + 1] - round[r]);

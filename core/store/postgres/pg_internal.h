@@ -151,6 +151,9 @@ int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n);
  * set[start[r] .. start[r + 1]) (start holds n + 1). Returns the count of
  * rounds, 0 when n is 0 or out of memory. */
 size_t cebpg_settle_rounds(cebpg_op **set, size_t n, size_t *start);
+/* pg_settle.c: sent before the group's settles, in its transaction, so
+ * that their plans read delivery by index (why there); no parameters. */
+extern const char cebpg_sql_noseqscan[];
 /* Sends one statement for the settles of one round (all in one); returns 1
  * sent, 0 for none, < 0 failed. */
 int cebpg_settle_send(PGconn *c, cebpg_op **ops, size_t n);

@@ -27,15 +27,15 @@
  * locked: pg_keylock.c); rows this statement settles are not candidates
  * (each row is updated once per statement), nor are unkeyed rows.
  *
- * u finds its rows by seq = ANY($1) (the primary key's first column), not
- * by the join to i alone: each connection's generic plan is made at its
- * sixth settle, on the bench's fresh table, and kept as the table grows;
- * for a join from i the planner weighs ten lookups (its guess for unnest
- * of a parameter) against one scan of a table it thinks small and chose a
- * sequential scan of delivery per group (bench/store/RESULTS.md,
- * 2026-12-06). With the array as an index condition the choice is one
- * index scan against a filtered scan of the whole table, which the index
- * wins at any size but a few pages. */
+ * The statement is planned with enable_seqscan off (cebpg_sql_noseqscan,
+ * sent before it in the group's transaction): each connection's generic
+ * plan is made at its sixth settle and kept as the table grows, and u must
+ * join delivery to i, so the planner weighs one scan of delivery against
+ * ten primary key lookups (its guess for unnest of a parameter). On the
+ * bench's fresh table, a few dozen pages at that moment, the scan won and
+ * each group then read the whole table (bench/store/RESULTS.md,
+ * 2026-12-06); neither seq = ANY($1) (one scan against a bitmap of the
+ * array) nor a join by ctid changed that choice. */
 const char cebpg_sql_settle[] =
     "WITH i AS (SELECT * FROM unnest($1::bigint[], $2::text[],"
     " $3::smallint[], $4::bigint[], $5::integer[], $6::text[], $7::text[],"
@@ -57,8 +57,7 @@ const char cebpg_sql_settle[] =
     " lease_owner = NULL, lease_until = NULL,"
     " dlq_id = CASE WHEN i.state = 4 THEN nextval('dlq_id_seq')"
     " ELSE d.dlq_id END"
-    " FROM i WHERE d.seq = ANY($1::bigint[]) AND d.seq = i.seq"
-    " AND d.route = i.route AND d.state = 1"
+    " FROM i WHERE d.seq = i.seq AND d.route = i.route AND d.state = 1"
     " AND d.fence = i.fence"
     " RETURNING i.ord, d.seq, d.route, d.attempts, d.first_at, d.last_at,"
     " d.dlq_id, d.order_key, i.state AS nstate, i.now AS at),"
@@ -132,6 +131,9 @@ const char cebpg_sql_settle[] =
     " AND p.lease_owner IS NULL) END, CASE WHEN u.ord IS NOT NULL"
     " THEN (SELECT cb.route FROM cb WHERE cb.seq = i.seq) END"
     " FROM i LEFT JOIN u ON u.ord = i.ord ORDER BY i.ord";
+
+const char cebpg_sql_noseqscan[] =
+    "SELECT set_config('enable_seqscan', 'off', true)";
 
 typedef struct seq_at {
   int64_t seq;
