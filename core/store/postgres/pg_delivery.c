@@ -290,9 +290,12 @@ json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit) {
 int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
+  /* a route's oldest open row is a head or unkeyed: delivery_open_seq
+   * (schema 11) holds only those */
   return read_int(s, "oldest open",
                   "SELECT received_at FROM journal WHERE seq = (SELECT"
-                  " min(seq) FROM delivery WHERE route = $1 AND open)",
+                  " min(seq) FROM delivery WHERE route = $1 AND open"
+                  " AND (order_key IS NULL OR head))",
                   &p, 0);
 }
 

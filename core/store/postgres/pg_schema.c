@@ -250,6 +250,18 @@ static const char *const k_migrations[] = {
     "CREATE INDEX delivery_open ON delivery (route, order_key, seq)"
     " WHERE open;"
     "CREATE INDEX delivery_open_seq ON delivery (route, seq) WHERE open;",
+    /* 11: delivery_open_seq keeps only what a route-wide read needs: its
+     * oldest open row is a head or unkeyed (a keyed row's head is its
+     * key's oldest open row). With every open row in it, a generic plan
+     * made while the table was small took it for a key's lookups too (the
+     * ingest's head test, the settle's hand-off: route = $1 AND order_key
+     * = $2 AND open; both indexes cost one page then) and kept it as the
+     * table grew: every open row of the route read per event, a backlog's
+     * worth during a sink outage. Now no key lookup's predicate implies
+     * it, so they use delivery_open whatever the statistics. */
+    "DROP INDEX delivery_open_seq;"
+    "CREATE INDEX delivery_open_seq ON delivery (route, seq)"
+    " WHERE open AND (order_key IS NULL OR head);",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
