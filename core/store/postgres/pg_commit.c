@@ -38,6 +38,19 @@ static void deadline_in(struct timespec *ts, int64_t ms) {
 
 static int release_lost(cebpg_committer *w, PGconn *c);
 
+/* Gives up the ingest turn if w holds it: the next ingest group may run.
+ * Called from w's thread only; takes the store's lock. */
+static void turn_pass(cebpg_committer *w) {
+  if (!w->turn_held) return;
+  ceb_store_impl *s = w->s;
+  w->turn_held = 0;
+  pthread_mutex_lock(&s->lock);
+  s->ingest_serving++;
+  pthread_cond_broadcast(&s->turn_cond);
+  pthread_cond_broadcast(&s->cond); /* queued ingests are takeable now */
+  pthread_mutex_unlock(&s->lock);
+}
+
 /* The committer's connection, (re)made with its prepared statements; NULL
  * while the database is unreachable (the pool's backoff decides when the
  * next attempt happens). */
@@ -142,9 +155,14 @@ enum {
 
 /* Runs ops[0..n) as one transaction in pipeline mode. Returns CEB_OK (each
  * op's status set), CEB_EIO when the connection was lost (reported to the
- * pool), or CEB_EINTERNAL when a statement failed (rolled back). */
-static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
+ * pool), or CEB_EINTERNAL when a statement failed (rolled back). Passes
+ * w's ingest turn once every statement but COMMIT has answered well
+ * (w->turn_early): the group's seqs are assigned and its keys' advisory
+ * locks are held until it ends, so a next group that shares a key waits
+ * for this COMMIT and one that does not can take no seq below ours. */
+static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
                         size_t n) {
+  ceb_store_impl *s = w->s;
   cebpg_op **ing = malloc(n * sizeof *ing);
   cebpg_op **set = malloc(n * sizeof *set);
   size_t *round = malloc((n + 1) * sizeof *round);
@@ -216,6 +234,10 @@ static int run_pipeline(ceb_store_impl *s, PGconn *c, cebpg_op **ops,
   int rc = CEB_OK;
   PGresult *bad = NULL;
   for (size_t k = 0; sent_ok && k < nslots; k++) {
+    if (slots[k] == SLOT_COMMIT && rc == CEB_OK && w->turn_held) {
+      w->turn_early = 1;
+      turn_pass(w);
+    }
     PGresult *r = next_result(c);
     if (!r) {
       sent_ok = 0;
@@ -310,14 +332,14 @@ static void fail_or_hold(cebpg_op **ops, size_t n) {
 }
 
 static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
-  ceb_store_impl *s = w->s;
   PGconn *c = ensure_conn(w);
   if (!c) {
     fail_or_hold(ops, n);
     return;
   }
   reset_outputs(ops, n);
-  int rc = run_pipeline(s, c, ops, n);
+  w->turn_early = 0;
+  int rc = run_pipeline(w, c, ops, n);
   if (rc == CEB_OK) return;
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
     drop_conn(w);
@@ -329,6 +351,14 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
     fail_all(ops, n, rc == CEB_ENOMEM ? CEB_ENOMEM : CEB_EIO);
     return;
   }
+  if (w->turn_early) {
+    /* every statement succeeded and COMMIT failed: no op's own fault, and
+     * the turn is gone, so running the ingests again one by one could
+     * give them seqs after a later group's (FIFO per key): fail them (the
+     * client retries, deduped), resend the outcomes and forwards */
+    fail_or_hold(ops, n);
+    return;
+  }
   /* one op's own failure: each alone, so that the others still commit */
   for (size_t i = 0; i < n; i++) {
     c = ensure_conn(w);
@@ -337,7 +367,7 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
       continue;
     }
     reset_outputs(&ops[i], 1);
-    rc = run_pipeline(s, c, &ops[i], 1);
+    rc = run_pipeline(w, c, &ops[i], 1);
     if (rc == CEB_EIO) {
       drop_conn(w);
       note_lost(w, &ops[i], 1);
@@ -388,6 +418,47 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n,
   return bounded;
 }
 
+/* Whether a committer may take a group now (s->lock held): ingests only
+ * while no group holds the ingest turn, so that they wait in the queue,
+ * where the next group takes them all at once, rather than in small groups
+ * of their own each waiting for the turn; other ops at any time. */
+static int takeable(const ceb_store_impl *s) {
+  if (s->ingest_next == s->ingest_serving) return s->head != NULL;
+  for (const cebpg_op *o = s->head; o; o = o->next)
+    if (o->kind != CEBPG_OP_INGEST) return 1;
+  return 0;
+}
+
+/* Moves up to group_max takeable ops (see takeable) from the queue into
+ * group, in queue order; ingests left behind keep theirs. s->lock held. */
+static size_t take_group(ceb_store_impl *s, cebpg_op **group) {
+  int ingests_ok = s->ingest_next == s->ingest_serving;
+  size_t n = 0;
+  cebpg_op *keep = NULL, *keep_tail = NULL;
+  while (s->head && n < s->group_max) {
+    cebpg_op *op = s->head;
+    s->head = op->next;
+    op->next = NULL;
+    if (op->kind == CEBPG_OP_INGEST && !ingests_ok) {
+      if (keep_tail)
+        keep_tail->next = op;
+      else
+        keep = op;
+      keep_tail = op;
+      continue;
+    }
+    group[n++] = op;
+  }
+  /* what was not looked at still ends at s->tail; the ingests left
+   * behind go back in front of it */
+  if (!s->head) s->tail = keep_tail;
+  if (keep) {
+    keep_tail->next = s->head;
+    s->head = keep;
+  }
+  return n;
+}
+
 static void *committer_main(void *arg) {
   cebpg_committer *w = arg;
   ceb_store_impl *s = w->s;
@@ -399,7 +470,7 @@ static void *committer_main(void *arg) {
   }
   pthread_mutex_lock(&s->lock);
   for (;;) {
-    while (!s->head && !s->stopping) {
+    while (!takeable(s) && !s->stopping) {
       if (cebpg_pool_healthy(s->pool, NULL, 0) && w->conn) {
         pthread_cond_wait(&s->cond, &s->lock);
         continue;
@@ -417,6 +488,10 @@ static void *committer_main(void *arg) {
       pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
     if (!s->head && s->stopping) break;
+    if (!takeable(s)) { /* stopping: the turn's holder wakes us */
+      pthread_cond_wait(&s->cond, &s->lock);
+      continue;
+    }
     if (s->group_wait_ms > 0 && !s->stopping) {
       struct timespec ts;
       deadline_in(&ts, s->group_wait_ms);
@@ -425,30 +500,24 @@ static void *committer_main(void *arg) {
         have++;
       if (have < s->group_max) pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
-    size_t n = 0;
+    size_t n = group ? take_group(s, group) : 0;
+    if (group && n == 0) continue; /* taken meanwhile (group_wait) */
     int ingests = 0;
-    while (s->head && n < s->group_max && group) {
-      cebpg_op *op = s->head;
-      s->head = op->next;
-      if (!s->head) s->tail = NULL;
-      op->next = NULL;
-      ingests |= op->kind == CEBPG_OP_INGEST;
-      group[n++] = op;
-    }
+    for (size_t i = 0; i < n; i++)
+      ingests |= group[i]->kind == CEBPG_OP_INGEST;
     /* ingest groups run in dequeue order (turn_cond in pg_internal.h);
      * claims and settles need no order among groups and run at once */
     uint64_t ticket = ingests ? s->ingest_next++ : 0;
     while (ingests && s->ingest_serving != ticket)
       pthread_cond_wait(&s->turn_cond, &s->lock);
+    w->turn_held = ingests;
     pthread_mutex_unlock(&s->lock);
-    if (!group) break;
-    run_group(w, group, n);
-    if (ingests) { /* committed (or failed): the next ingest group's turn */
-      pthread_mutex_lock(&s->lock);
-      s->ingest_serving++;
-      pthread_cond_broadcast(&s->turn_cond);
-      pthread_mutex_unlock(&s->lock);
+    if (!group) {
+      turn_pass(w);
+      break;
     }
+    run_group(w, group, n);
+    turn_pass(w); /* if COMMIT did not get it first (failures, retries) */
     size_t nheld = 0;
     size_t bounded = finish_group(s, group, n, held, &nheld);
     pthread_mutex_lock(&s->lock);

@@ -75,6 +75,11 @@ typedef struct cebpg_committer {
   PGconn *conn;           /* its own; NULL while lost */
   uint64_t gen;           /* the pool's generation when conn was made */
   cebpg_lost_claim *lost; /* its claims whose answer was lost */
+  /* its group holds the ingest turn (turn_cond below) and has not given it
+   * up yet; only this committer's thread reads or writes it */
+  int turn_held;
+  /* the turn was given up before COMMIT's answer (pg_commit.c) */
+  int turn_early;
 } cebpg_committer;
 
 struct ceb_store_impl {
@@ -90,10 +95,13 @@ struct ceb_store_impl {
   pthread_cond_t cond;
   cebpg_op *head, *tail;
   size_t queued_bounded;
-  /* Groups holding ingests commit in the order they were dequeued: a
-   * ticket each (under lock), run in turn (turn_cond). Several committers
-   * otherwise let a later group take a key's advisory lock first, and its
-   * events got the lower seq: FIFO per key broken (pg_commit.c). */
+  /* Groups holding ingests run in the order they were dequeued: a ticket
+   * each (under lock), in turn (turn_cond). Several committers otherwise
+   * let a later group take a key's advisory lock first, and its events got
+   * the lower seq: FIFO per key broken (pg_commit.c). The turn passes as
+   * soon as every statement but COMMIT has answered: the group's seqs are
+   * taken and its key locks held until it ends, so the next group's
+   * statements run while this one's WAL is flushed. */
   pthread_cond_t turn_cond;
   uint64_t ingest_next, ingest_serving;
   int stopping;
