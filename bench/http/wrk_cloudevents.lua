@@ -2,7 +2,11 @@
 -- about 1 KiB, each with a unique id (thread number + counter), to /events.
 -- Used by bench/http/run_wrk.sh; SIZE in the environment sets the body size.
 local counter = 0
-local tid = 0
+-- tid is a global: setup() runs in wrk's main Lua state and thread:set()
+-- gives each thread's own state its number as a global. A `local tid`
+-- here shadowed it (every thread used 0, and with wrk -t2 half of all
+-- events repeated another's id and were answered as duplicates).
+tid = 0
 local threads = {}
 local size = tonumber(os.getenv("SIZE") or "1024")
 local pad
