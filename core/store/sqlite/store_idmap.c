@@ -133,8 +133,10 @@ size_t cebs_idmap_bytes(cebs_idmap *m) {
 int cebs_idmap_load(cebs_idmap *m, sqlite3 *db, char *err, size_t errlen) {
   sqlite3_stmt *s = NULL;
   if (sqlite3_prepare_v2(db,
-                         "SELECT seq, idh FROM journal INDEXED BY"
-                         " journal_seq_idh",
+                         /* schema 20: each journal row's hash is in
+                          * its settle row */
+                         "SELECT seq, idh FROM journal_settle"
+                         " WHERE idh IS NOT NULL",
                          -1, &s, NULL) != SQLITE_OK) {
     snprintf(err, errlen, "store: dedupe map: %s", sqlite3_errmsg(db));
     return CEB_EIO;

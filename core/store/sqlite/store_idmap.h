@@ -3,7 +3,8 @@
  * Until schema 6 this was the on-disk index journal_idh. Its keys are
  * random, so every ingested event dirtied one more index page of its own:
  * about 4 KiB of WAL per 1 KiB event and a third of the bytes the syncer
- * waited for. Now the journal only appends (seq, idh) to journal_seq_idh,
+ * waited for. Now each journal row's hash is kept in its settle row
+ * (journal_settle.idh, schema 20; an index journal_seq_idh until then),
  * and this map, built from it when the store opens, answers "which rows
  * may carry this id". Memory: about 24-48 bytes per journal row.
  *
@@ -53,8 +54,8 @@ size_t cebs_idmap_find(cebs_idmap *m, int64_t idh, int64_t *out, size_t max);
 size_t cebs_idmap_count(cebs_idmap *m);
 size_t cebs_idmap_bytes(cebs_idmap *m);
 
-/* Fills an empty map from the journal of db (SELECT seq, idh through the
- * covering index journal_seq_idh). CEB_OK, or CEB_EIO / CEB_ENOMEM with
+/* Fills an empty map from the journal of db (SELECT seq, idh of the
+ * narrow table journal_settle). CEB_OK, or CEB_EIO / CEB_ENOMEM with
  * the reason in err. Called at open, before the committer starts. */
 int cebs_idmap_load(cebs_idmap *m, sqlite3 *db, char *err, size_t errlen);
 

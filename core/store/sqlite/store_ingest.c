@@ -18,8 +18,8 @@ static const char SQL_JOURNAL[] =
     " unrouted, idh) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 /* an unrouted event is settled at once */
 static const char SQL_SETTLE[] =
-    "INSERT INTO journal_settle (seq, open_routes, settled_at)"
-    " VALUES (?1, ?2, ?3)";
+    "INSERT INTO journal_settle (seq, open_routes, settled_at, idh)"
+    " VALUES (?1, ?2, ?3, ?4)";
 static const char SQL_DELIVERY[] =
     "INSERT INTO delivery (seq, route, state, next_at, order_key)"
     " VALUES (?1, ?2, 0, ?3, ?4)";
@@ -157,6 +157,7 @@ static int ingest(sqlite3 *db, cebs_store *st, ceb_ingest_batch *b) {
     sqlite3_bind_int64(t, 1, e->seq);
     sqlite3_bind_int64(t, 2, (sqlite3_int64)e->nroutes);
     if (e->nroutes == 0) sqlite3_bind_int64(t, 3, b->now);
+    sqlite3_bind_int64(t, 4, idh); /* the dedupe map's source at open */
     if (sqlite3_step(t) != SQLITE_DONE) {
       ceb_log_error("store: journal insert: %s", sqlite3_errmsg(db));
       return CEB_EIO;

@@ -28,8 +28,8 @@ static const char SQL_COPY[] =
     " unrouted, idh, replay_of) SELECT client, source, id, type, ?2, event,"
     " size, 0, idh, seq FROM journal WHERE seq = ?1 RETURNING seq, idh";
 static const char SQL_SETTLE[] =
-    "INSERT INTO journal_settle (seq, open_routes, settled_at)"
-    " VALUES (?1, 1, NULL)";
+    "INSERT INTO journal_settle (seq, open_routes, settled_at, idh)"
+    " VALUES (?1, 1, NULL, ?2)";
 static const char SQL_DELIVERY[] =
     "INSERT INTO delivery (seq, route, state, next_at, order_key)"
     " VALUES (?1, ?2, 0, ?3, ?4)";
@@ -111,6 +111,7 @@ static int copy_one(sqlite3 *db, const replay_args *a, const match *m,
   if (sqlite3_step(c) != SQLITE_DONE) return CEB_EIO;
   sqlite3_reset(t);
   sqlite3_bind_int64(t, 1, seq);
+  sqlite3_bind_int64(t, 2, idh);
   if (sqlite3_step(t) != SQLITE_DONE) return CEB_EIO;
   sqlite3_reset(d);
   sqlite3_bind_int64(d, 1, seq);

@@ -357,6 +357,15 @@ static const char *const k_migrations[] = {
     " route TEXT NOT NULL,"
     " url TEXT NOT NULL,"
     " queued_at INTEGER);",
+    /* 20: the id hash moves from an index of the journal (journal_seq_idh,
+     * of 7) into the settle row each ingest writes anyway: the index was
+     * one more B-tree written per event (about one WAL page per group
+     * commit) and read only at open, to rebuild the dedupe map, which now
+     * reads journal_settle (as narrow, and 1:1 with the journal since 8) */
+    "ALTER TABLE journal_settle ADD COLUMN idh INTEGER;"
+    "UPDATE journal_settle SET idh = (SELECT j.idh FROM journal j"
+    " WHERE j.seq = journal_settle.seq);"
+    "DROP INDEX IF EXISTS journal_seq_idh;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==

@@ -123,12 +123,39 @@ int main(void) {
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'journal_idh'"),
             0);
+  /* schema 20: the hash moved into the settle row, the index went */
   CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
                             " 'journal_seq_idh'"),
+            0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal_settle s JOIN"
+                            " journal j ON j.seq = s.seq WHERE s.idh = j.idh"),
             1);
   CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 1);
   CHECK_INT(one(st, "c", "urn:a", "x"), 0);
   CHECK_INT(one(st, "c", "urn:b", "x"), 1);
+  ceb_store_close(st);
+
+  /* Upgrade from schema 19 (journal_seq_idh, a settle row without the
+   * hash): the map is rebuilt from the settle rows the migration filled,
+   * and a new event's settle row carries its hash. */
+  snprintf(sql, sizeof sql,
+           "INSERT INTO journal (seq, client, source, id, type, received_at,"
+           " event, size, unrouted, idh) VALUES"
+           " (5, 'c', 'urn:a', 'y', 't', 7, '{}', 2, 1, %lld);"
+           "INSERT INTO journal_settle (seq, open_routes, settled_at)"
+           " VALUES (5, 0, 7);",
+           (long long)cebs_id_hash("y"));
+  st = fixture_open_old(path, ".v19", 19, sql);
+  CHECK(st != NULL);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'journal_seq_idh'"),
+            0);
+  CHECK_INT((int)cebs_idmap_count(&cebs_of(st)->ids), 1);
+  CHECK_INT(one(st, "c", "urn:a", "y"), 0);
+  CHECK_INT(one(st, "c", "urn:a", "z"), 1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal_settle s JOIN"
+                            " journal j ON j.seq = s.seq WHERE s.idh = j.idh"),
+            2);
   ceb_store_close(st);
   free(path);
   return ceb_test_done("unit_store_dedupe");
