@@ -206,20 +206,23 @@ typedef void (*ceb_store_ingest_listener)(void *arg,
                                           const ceb_ingest_batch *batch);
 void ceb_store_set_ingest_listener(ceb_store *st, ceb_store_ingest_listener fn,
                                    void *arg);
-/* Claims at ingest (optional; the SQLite engine has it, another engine
- * ignores the hook and the engine claims as usual). A new delivery that
- * is claimable at once (no order key, or no older unsettled delivery of
- * its key) is written claimed, in the ingest's own transaction, when the
- * delivery engine takes it: no second transaction reads it back and
- * claims it. reserve is called on the store's committer thread inside the
- * ingest's transaction, once per such delivery: 1 when the engine takes
- * it now (one in-flight slot held for it), with the engine's *now and the
- * lease it asks (*lease_ms); 0 leaves it pending. claimed then follows
- * on the same thread once per ingest that reserved any: committed 1 right
- * after the ingest listener (the deliveries are claimed in the store: the
- * engine owns them as any claim it made, the lease held by this handle's
- * instance), committed 0 when the transaction or the ingest failed (the
- * slots go back). Each claim's event and route point into batch, valid
+/* Claims at ingest (optional; the SQLite and PostgreSQL engines have it,
+ * another engine may ignore the hook and the engine claims as usual). A
+ * new delivery that is claimable at once (no order key, or no older
+ * unsettled delivery of its key) is written claimed, in the ingest's own
+ * transaction, when the delivery engine takes it: no second transaction
+ * reads it back and claims it. reserve is called on the store's committer
+ * thread, before or inside the ingest's transaction, once per delivery
+ * that may be claimable (the PostgreSQL engine asks before its statement
+ * decides which rows are heads): 1 when the engine takes it now (one
+ * in-flight slot held for it), with the engine's *now and the lease it
+ * asks (*lease_ms); 0 leaves it pending. claimed then follows on the same
+ * thread for every reservation, once: committed 1 right after the ingest
+ * listener with those written claimed (the engine owns them as any claim
+ * it made, the lease held by this handle's instance), committed 0 with
+ * the rest (not claimable after all, a duplicate event, or the
+ * transaction or the ingest failed: the slots go back); an ingest may get
+ * one call of each. Each claim's event and route point into batch, valid
  * only during the call. Neither may block. Set it (or NULL) as the ingest
  * listener: while no ingest is queued. */
 typedef struct ceb_ingest_claim {

@@ -34,6 +34,7 @@ void sc_open_key(const ceb_store_contract_env *env);
 void sc_key_status(const ceb_store_contract_env *env);
 void sc_callback(const ceb_store_contract_env *env);
 void sc_bounded(const ceb_store_contract_env *env);
+void sc_claim_ingest(const ceb_store_contract_env *env);
 
 /* A fresh store and a handle on it as instance "a"; NULL (and a failed
  * check) when the runner cannot make one. */

@@ -9,11 +9,12 @@
 
 void ceb_store_contract_run(const ceb_store_contract_env *env) {
   void (*const parts[])(const ceb_store_contract_env *) = {
-      sc_ingest,    sc_fifo,   sc_claims,   sc_leases,         sc_settle,
-      sc_recover,   sc_status, sc_dlq,      sc_idem,           sc_idem_race,
-      sc_contracts, sc_sweep,  sc_sinks,    sc_pull,           sc_lead,
-      sc_cluster,   sc_replay, sc_open_key, sc_dlq_replay_key, sc_key_status,
-      sc_callback,  sc_bounded};
+      sc_ingest,   sc_fifo,      sc_claims,         sc_leases,
+      sc_settle,   sc_recover,   sc_status,         sc_dlq,
+      sc_idem,     sc_idem_race, sc_contracts,      sc_sweep,
+      sc_sinks,    sc_pull,      sc_lead,           sc_cluster,
+      sc_replay,   sc_open_key,  sc_dlq_replay_key, sc_key_status,
+      sc_callback, sc_bounded,   sc_claim_ingest};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
     int before = ceb_test_failures;
     parts[i](env);

@@ -109,18 +109,36 @@ static int release_lost(cebpg_committer *w, PGconn *c) {
   return CEB_OK;
 }
 
+static void note_lost_one(cebpg_committer *w, const char *route, int64_t now,
+                          int64_t lease_until) {
+  for (cebpg_lost_claim *l = w->lost; l; l = l->next)
+    if (l->now == now && l->lease_until == lease_until &&
+        strcmp(l->route, route) == 0)
+      return;
+  size_t len = strlen(route) + 1;
+  cebpg_lost_claim *l = malloc(sizeof *l + len);
+  if (!l) return; /* the lease ends it */
+  l->now = now;
+  l->lease_until = lease_until;
+  memcpy(l->route, route, len);
+  l->next = w->lost;
+  w->lost = l;
+}
+
+/* The claims of a group whose COMMIT's answer was lost, a claim's or an
+ * ingest's claims at ingest (those the ingest reserved: the release
+ * matches only rows written claimed, by their claim's now and lease). */
 static void note_lost(cebpg_committer *w, cebpg_op **ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
+    if (ops[i]->kind == CEBPG_OP_INGEST) {
+      for (size_t k = 0; k < ops[i]->nclaims; k++)
+        note_lost_one(w, ops[i]->claims[k].route->route, ops[i]->claims[k].now,
+                      ops[i]->claims[k].lease_until);
+      continue;
+    }
     if (ops[i]->kind != CEBPG_OP_CLAIM) continue;
     cebpg_claim_args *a = ops[i]->arg;
-    size_t len = strlen(a->route) + 1;
-    cebpg_lost_claim *l = malloc(sizeof *l + len);
-    if (!l) continue; /* the lease ends it */
-    l->now = a->now;
-    l->lease_until = a->lease_until;
-    memcpy(l->route, a->route, len);
-    l->next = w->lost;
-    w->lost = l;
+    note_lost_one(w, a->route, a->now, a->lease_until);
   }
 }
 
@@ -195,7 +213,7 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
     if (k > 0) slots[nslots++] = SLOT_LOCK;
   }
   if (sent_ok && ni) {
-    int k = cebpg_ingest_send(c, ing, ni);
+    int k = cebpg_ingest_send(s, c, ing, ni);
     sent_ok = k >= 0;
     if (k > 0) slots[nslots++] = SLOT_INGEST;
   }
@@ -292,12 +310,13 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
   return rc;
 }
 
-static void reset_outputs(cebpg_op **ops, size_t n) {
+static void reset_outputs(ceb_store_impl *s, cebpg_op **ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     cebpg_op *op = ops[i];
     op->status = CEB_OK;
     if (op->kind == CEBPG_OP_INGEST) {
       ceb_ingest_batch *b = op->arg;
+      if (op->nclaims) cebpg_ingest_claims_end(s, op, 0);
       for (size_t e = 0; e < b->count; e++) {
         b->events[e].inserted = 0;
         b->events[e].seq = 0;
@@ -311,8 +330,8 @@ static void reset_outputs(cebpg_op **ops, size_t n) {
   }
 }
 
-static void fail_all(cebpg_op **ops, size_t n, int status) {
-  reset_outputs(ops, n);
+static void fail_all(ceb_store_impl *s, cebpg_op **ops, size_t n, int status) {
+  reset_outputs(s, ops, n);
   for (size_t i = 0; i < n; i++)
     ops[i]->status = status;
 }
@@ -324,8 +343,8 @@ static void fail_all(cebpg_op **ops, size_t n, int status) {
  * in progress until its lease ends, and then deliver it again. */
 #define HOLD 1
 
-static void fail_or_hold(cebpg_op **ops, size_t n) {
-  fail_all(ops, n, CEB_EIO);
+static void fail_or_hold(ceb_store_impl *s, cebpg_op **ops, size_t n) {
+  fail_all(s, ops, n, CEB_EIO);
   for (size_t i = 0; i < n; i++)
     if (ops[i]->kind == CEBPG_OP_SETTLE || ops[i]->kind == CEBPG_OP_FORWARDED)
       ops[i]->status = HOLD;
@@ -334,21 +353,21 @@ static void fail_or_hold(cebpg_op **ops, size_t n) {
 static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
   PGconn *c = ensure_conn(w);
   if (!c) {
-    fail_or_hold(ops, n);
+    fail_or_hold(w->s, ops, n);
     return;
   }
-  reset_outputs(ops, n);
+  reset_outputs(w->s, ops, n);
   w->turn_early = 0;
   int rc = run_pipeline(w, c, ops, n);
   if (rc == CEB_OK) return;
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
     drop_conn(w);
     note_lost(w, ops, n);
-    fail_or_hold(ops, n);
+    fail_or_hold(w->s, ops, n);
     return;
   }
   if (n == 1) {
-    fail_all(ops, n, rc == CEB_ENOMEM ? CEB_ENOMEM : CEB_EIO);
+    fail_all(w->s, ops, n, rc == CEB_ENOMEM ? CEB_ENOMEM : CEB_EIO);
     return;
   }
   if (w->turn_early) {
@@ -356,24 +375,24 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
      * the turn is gone, so running the ingests again one by one could
      * give them seqs after a later group's (FIFO per key): fail them (the
      * client retries, deduped), resend the outcomes and forwards */
-    fail_or_hold(ops, n);
+    fail_or_hold(w->s, ops, n);
     return;
   }
   /* one op's own failure: each alone, so that the others still commit */
   for (size_t i = 0; i < n; i++) {
     c = ensure_conn(w);
     if (!c) {
-      fail_or_hold(&ops[i], 1);
+      fail_or_hold(w->s, &ops[i], 1);
       continue;
     }
-    reset_outputs(&ops[i], 1);
+    reset_outputs(w->s, &ops[i], 1);
     rc = run_pipeline(w, c, &ops[i], 1);
     if (rc == CEB_EIO) {
       drop_conn(w);
       note_lost(w, &ops[i], 1);
-      fail_or_hold(&ops[i], 1);
+      fail_or_hold(w->s, &ops[i], 1);
     } else if (rc != CEB_OK) {
-      fail_all(&ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
+      fail_all(w->s, &ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
     }
   }
 }
@@ -388,6 +407,11 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n,
     if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->status == CEB_OK &&
         s->listener)
       s->listener(s->listener_arg, ops[i]->arg);
+  /* after the listener (the engine counts the rows first), as the SQLite
+   * engine does */
+  for (size_t i = 0; i < n; i++)
+    if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->nclaims)
+      cebpg_ingest_claims_end(s, ops[i], ops[i]->status == CEB_OK);
   /* the other bridges hear of work this group made claimable */
   for (size_t i = 0; s->notify && i < n; i++) {
     cebpg_op *op = ops[i];

@@ -108,6 +108,15 @@ static void pg_set_listener(ceb_store_impl *s, ceb_store_ingest_listener fn,
   pthread_mutex_unlock(&s->lock);
 }
 
+/* Claims at ingest (pg_ingest.c); set, as the listener is, while no
+ * ingest is queued. */
+static void pg_set_claim_hook(ceb_store_impl *s,
+                              const ceb_store_claim_hook *hook) {
+  pthread_mutex_lock(&s->lock);
+  s->claim_hook = hook ? *hook : (ceb_store_claim_hook){0};
+  pthread_mutex_unlock(&s->lock);
+}
+
 /* Other bridges may write the database while this one runs. */
 static int pg_shared(ceb_store_impl *s) {
   (void)s;
@@ -123,6 +132,7 @@ const ceb_store_engine ceb_store_postgres_engine = {
     .writable = pg_writable,
     .stats = pg_stats,
     .set_ingest_listener = pg_set_listener,
+    .set_claim_hook = pg_set_claim_hook,
     .ingest = cebpg_ingest,
     .claim = cebpg_claim,
     .next_due = cebpg_next_due,

@@ -44,6 +44,11 @@ typedef struct cebpg_op {
   void *done_arg;
   int status;
   int nsent; /* statements this op sent in the running group */
+  /* an ingest's claims at ingest (pg_ingest.c): reserved from the engine
+   * when sent, claim_ok[i] set for those the statement wrote claimed */
+  ceb_ingest_claim *claims;
+  unsigned char *claim_ok;
+  size_t nclaims, capclaims;
 } cebpg_op;
 
 /* The in-flight idempotency reservations this process holds (hash of
@@ -109,7 +114,8 @@ struct ceb_store_impl {
   size_t ncommitters;
   ceb_store_ingest_listener listener;
   void *listener_arg;
-  uint64_t batches, ops; /* under lock */
+  ceb_store_claim_hook claim_hook; /* set as the listener is */
+  uint64_t batches, ops;           /* under lock */
   cebpg_live live;
   /* the cluster parts (pg_cluster.h) */
   cebpg_cluster *notify;
@@ -147,9 +153,15 @@ int cebpg_call(ceb_store_impl *s, int kind, void *arg);
 int cebpg_prepare_all(ceb_store_impl *s, PGconn *c);
 /* Sends one statement for every ingest op of the group (all in one);
  * returns the count sent (0 or 1) or < 0. */
-int cebpg_ingest_send(PGconn *c, cebpg_op **ops, size_t n);
+int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n);
 /* Reads that statement's result into the batches' events. */
 int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n);
+/* The ingest op's claims at ingest end (committer thread, once per send):
+ * committed 1 after the ingest listener, those the statement wrote
+ * claimed go to the engine and the other reservations back; committed 0
+ * (not sent, failed, rolled back, or about to be sent again) all go back.
+ * Frees them. */
+void cebpg_ingest_claims_end(ceb_store_impl *s, cebpg_op *op, int committed);
 /* Sends the key locks of the group's keyed ingests and settles
  * (pg_keylock.c); 0 when there is nothing to lock, 1 sent, < 0 failed. */
 int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n);
