@@ -1,7 +1,10 @@
 /* The committer: the only thread writing to the database. It takes up to
  * group_max queued ops, runs them in one transaction (one fsync for the
- * group), then reports each op's status. Each op runs in its own savepoint
- * so that one failing op does not undo the others. */
+ * group), then reports each op's status. A failing op must not undo the
+ * others: each op runs in its own savepoint, except in a group made only
+ * of ops that can run again (CEBS_OP_REDO: ingests and outcomes, the hot
+ * path), which runs without them and, when one of its ops fails, is rolled
+ * back whole and run again with them (run_group). */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -27,7 +30,7 @@ int cebs_submit_op(cebs_store *st, cebs_run_fn run, void *run_arg,
 int cebs_ingest(cebs_store *st, ceb_ingest_batch *batch, int bounded,
                 ceb_store_done_fn done, void *arg) {
   return submit(st, cebs_ingest_run, batch, done, arg,
-                (bounded ? CEBS_BOUNDED : 0) | CEBS_OP_INGEST);
+                (bounded ? CEBS_BOUNDED : 0) | CEBS_OP_INGEST | CEBS_OP_REDO);
 }
 
 void cebs_set_ingest_listener(cebs_store *st, ceb_store_ingest_listener fn,
@@ -204,20 +207,16 @@ static void claims_end(const ceb_store_claim_hook *h, store_op *op,
   op->nclaims = op->capclaims = 0;
 }
 
-static void run_group(cebs_store *st, store_op *group) {
-  cebs_checkpoint_if_big(st);
-  int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
-  /* the first error meaning "not written" (full disk, I/O, damage); a
-   * busy lock (another process writing) is not one */
-  int werr = began ? 0 : cebs_write_error_of(st->wdb);
-  size_t n = 0;
+/* Runs the group's ops in the open transaction, but skip (which keeps its
+ * status). savepoints: each op in its own, so that a failing op rolls
+ * back alone; 1. Without: the pass stops at the first failing op and
+ * returns 0 (the caller rolls the whole transaction back). *werr: the
+ * first write error (run_group). */
+static int run_ops(cebs_store *st, store_op *group, const store_op *skip,
+                   int savepoints, int *werr) {
   for (store_op *op = group; op; op = op->next) {
-    n++;
-    if (!began) {
-      op->status = CEB_EIO;
-      continue;
-    }
-    if (step_cached(st->wdb, SQL_SAVEPOINT) != CEB_OK) {
+    if (op == skip) continue;
+    if (savepoints && step_cached(st->wdb, SQL_SAVEPOINT) != CEB_OK) {
       op->status = CEB_EIO;
       continue;
     }
@@ -225,11 +224,68 @@ static void run_group(cebs_store *st, store_op *group) {
     op->status = op->run(st->wdb, op->run_arg);
     t_op = NULL;
     if (op->status < 0) {
-      if (!werr) werr = cebs_write_error_of(st->wdb);
+      if (!*werr) *werr = cebs_write_error_of(st->wdb);
+      if (!savepoints) return 0;
       step_cached(st->wdb, SQL_ROLLBACK_TO);
       claims_end(&st->claim_hook, op, 0); /* rolled back */
     }
-    step_cached(st->wdb, SQL_RELEASE);
+    if (savepoints) step_cached(st->wdb, SQL_RELEASE);
+  }
+  return 1;
+}
+
+/* After the whole transaction of a pass without savepoints rolled back:
+ * what the ops up to and including stop did outside the database goes
+ * too (an ingest's dedupe entries, its claims' reservations), so that
+ * they can run again. */
+static void undo_ops(cebs_store *st, store_op *group, store_op *stop) {
+  for (store_op *op = group; op; op = op->next) {
+    if (op->flags & CEBS_OP_INGEST) {
+      cebs_ingest_undo(st, op->run_arg);
+      claims_end(&st->claim_hook, op, 0);
+    }
+    if (op == stop) break;
+  }
+}
+
+static void run_group(cebs_store *st, store_op *group) {
+  cebs_checkpoint_if_big(st);
+  int began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
+  /* the first error meaning "not written" (full disk, I/O, damage); a
+   * busy lock (another process writing) is not one */
+  int werr = began ? 0 : cebs_write_error_of(st->wdb);
+  size_t n = 0;
+  /* A SAVEPOINT and a RELEASE per op cost two statements and the
+   * savepoint's allocations (its record and bitmap of journalled pages);
+   * a group of ops that can all run again takes them only when one of
+   * its ops fails. */
+  int redo = 1;
+  for (store_op *op = group; op; op = op->next) {
+    n++;
+    if (!(op->flags & CEBS_OP_REDO)) redo = 0;
+  }
+  if (!began) {
+    for (store_op *op = group; op; op = op->next)
+      op->status = CEB_EIO;
+  } else if (!redo || !run_ops(st, group, NULL, 0, &werr)) {
+    store_op *stop = NULL;
+    if (redo) {
+      /* an op failed: it keeps its status (its writes went with the
+       * transaction, as with its savepoint), the others run again, each
+       * alone */
+      stop = group;
+      while (stop->status >= 0)
+        stop = stop->next;
+      cebs_exec(st->wdb, "ROLLBACK");
+      undo_ops(st, group, stop);
+      began = step_cached(st->wdb, SQL_BEGIN) == CEB_OK;
+      if (!began) {
+        werr = cebs_write_error_of(st->wdb);
+        for (store_op *op = group; op; op = op->next)
+          op->status = CEB_EIO;
+      }
+    }
+    if (began) run_ops(st, group, stop, 1, &werr);
   }
   int ok = began;
   if (began && step_cached(st->wdb, SQL_COMMIT) != CEB_OK) {

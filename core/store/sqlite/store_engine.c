@@ -6,8 +6,10 @@
 
 int cebs_settle(cebs_store *st, ceb_attempt_result *r, ceb_store_done_fn done,
                 void *arg) {
-  /* not synced: a lost outcome only repeats the attempt */
-  return cebs_submit_op(st, cebs_attempt_run, r, done, arg, CEBS_NOSYNC);
+  /* not synced: a lost outcome only repeats the attempt; it reads r's
+   * inputs only (CEBS_OP_REDO) */
+  return cebs_submit_op(st, cebs_attempt_run, r, done, arg,
+                        CEBS_NOSYNC | CEBS_OP_REDO);
 }
 
 cebs_store *cebs_of(ceb_store *st) {

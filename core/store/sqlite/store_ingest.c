@@ -74,6 +74,10 @@ static void forget(cebs_idmap *ids, ceb_ingest_batch *b) {
 
 static int ingest(sqlite3 *db, cebs_store *st, ceb_ingest_batch *b);
 
+void cebs_ingest_undo(cebs_store *st, void *arg) {
+  forget(&st->ids, arg);
+}
+
 int cebs_ingest_run(sqlite3 *db, void *arg) {
   ceb_ingest_batch *b = arg;
   cebs_store *st = cebs_committer_store();

@@ -25,6 +25,11 @@
 #define CEBS_OVERLAP_MIN 32
 /* Op flag: a cebs_ingest batch (the ingest listener hears of it). */
 #define CEBS_OP_INGEST 0x100
+/* Op flag: run may run again from the start after the whole transaction
+ * rolled back (it reads its inputs only, and what it does outside the
+ * database is undone by the committer: an ingest's, see undo_ops), so a
+ * group of such ops needs no savepoint per op (store_commit.c). */
+#define CEBS_OP_REDO 0x200
 
 /* The engine's state is the ceb_store_impl the dispatch holds. */
 typedef struct ceb_store_impl cebs_store;
@@ -66,7 +71,10 @@ void cebs_read_end(cebs_store *st, sqlite3 *db);
 cebs_store *cebs_of(ceb_store *st);
 
 /* Run functions of the ops (committer thread). */
-int cebs_ingest_run(sqlite3 *db, void *batch);    /* ceb_ingest_batch */
+int cebs_ingest_run(sqlite3 *db, void *batch); /* ceb_ingest_batch */
+/* After an ingest op's transaction rolled back (committer thread): its
+ * events' dedupe map entries go, so that the op can run again. */
+void cebs_ingest_undo(cebs_store *st, void *batch);
 int cebs_attempt_run(sqlite3 *db, void *result);  /* ceb_attempt_result */
 int cebs_dlq_forwarded_run(sqlite3 *db, void *f); /* cebs_dlq_forward */
 typedef struct cebs_dlq_forward {

@@ -1,7 +1,10 @@
 /* Dedupe on (client, source, id) through the in-memory map: duplicates in
  * and across batches, ids shared by sources, a failed op's rows forgotten,
  * the map rebuilt when the store reopens, swept rows forgotten (and their
- * id accepted again), status by id, and the upgrade from schema 6. */
+ * id accepted again), status by id, the upgrades from schemas 6 and 19,
+ * and a failing ingest inside a group of ingests. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +46,83 @@ static int status_rows(ceb_store *st, const char *id, const char *source) {
       n = -2;
   json_decref(a);
   return n;
+}
+
+/* ---- one group commit in which one ingest fails ---- */
+
+static pthread_mutex_t g_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gate_cond = PTHREAD_COND_INITIALIZER;
+static int g_gate_open, g_gate_entered;
+static atomic_int g_done, g_status[3];
+
+/* holds the committer until the ops after it are queued (one group) */
+static int gate_run(sqlite3 *db, void *arg) {
+  (void)db;
+  (void)arg;
+  pthread_mutex_lock(&g_gate_lock);
+  g_gate_entered = 1;
+  pthread_cond_broadcast(&g_gate_cond);
+  while (!g_gate_open)
+    pthread_cond_wait(&g_gate_cond, &g_gate_lock);
+  pthread_mutex_unlock(&g_gate_lock);
+  return CEB_OK;
+}
+static void gate_done(void *arg, int status) {
+  (void)arg;
+  (void)status;
+}
+static int gate_entered(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_gate_lock);
+  int in = g_gate_entered;
+  pthread_mutex_unlock(&g_gate_lock);
+  return in;
+}
+static void op_done(void *arg, int status) {
+  atomic_store(&g_status[(intptr_t)arg], status);
+  atomic_fetch_add(&g_done, 1);
+}
+static int three_done(void *arg) {
+  (void)arg;
+  return atomic_load(&g_done) == 3;
+}
+
+/* Ingests A, B, C committed in one group, B failing after its first row
+ * (an event without a source): A and C commit, B's row and map entry go,
+ * and C, carrying the id of B's first event, is no duplicate of it (the
+ * group runs without per-op savepoints until an op fails, then again
+ * with them: store_commit.c). */
+static void test_group_with_failing_ingest(void) {
+  char *path = NULL;
+  ceb_store *st = fixture_open("dedupe_group", &path);
+  cebs_store *s = cebs_of(st);
+  CHECK_INT(cebs_submit(s, gate_run, gate_done, NULL, 0), CEB_OK);
+  CHECK(ceb_test_wait(gate_entered, NULL, 10000));
+  ceb_ingest_event a = ev("c", "urn:a", "ga");
+  ceb_ingest_event b[2] = {ev("c", "urn:a", "gb"), ev("c", NULL, "gx")};
+  ceb_ingest_event c = ev("c", "urn:a", "gb");
+  ceb_ingest_batch ba = {&a, 1, 7}, bb = {b, 2, 7}, bc = {&c, 1, 7};
+  CHECK_INT(cebs_ingest(s, &ba, 0, op_done, (void *)(intptr_t)0), CEB_OK);
+  CHECK_INT(cebs_ingest(s, &bb, 0, op_done, (void *)(intptr_t)1), CEB_OK);
+  CHECK_INT(cebs_ingest(s, &bc, 0, op_done, (void *)(intptr_t)2), CEB_OK);
+  pthread_mutex_lock(&g_gate_lock);
+  g_gate_open = 1;
+  pthread_cond_broadcast(&g_gate_cond);
+  pthread_mutex_unlock(&g_gate_lock);
+  CHECK(ceb_test_wait(three_done, NULL, 10000));
+  CHECK_INT(atomic_load(&g_status[0]), CEB_OK);
+  CHECK_INT(atomic_load(&g_status[1]), CEB_EINVAL);
+  CHECK_INT(atomic_load(&g_status[2]), CEB_OK);
+  CHECK_INT(a.inserted, 1);
+  CHECK_INT(b[0].inserted, 0);
+  CHECK_INT(c.inserted, 1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal"), 2);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM journal WHERE id = 'gb'"), 1);
+  CHECK_INT((int)cebs_idmap_count(&s->ids), 2);
+  CHECK_INT(one(st, "c", "urn:a", "gb"), 0);
+  CHECK_INT(one(st, "c", "urn:a", "ga"), 0);
+  ceb_store_close(st);
+  free(path);
 }
 
 int main(void) {
@@ -158,5 +238,6 @@ int main(void) {
             2);
   ceb_store_close(st);
   free(path);
+  test_group_with_failing_ingest();
   return ceb_test_done("unit_store_dedupe");
 }
