@@ -1,5 +1,10 @@
 -- wrk script: POSTs structured CloudEvents (application/cloudevents+json) of
 -- about 1 KiB, each with a unique id (thread number + counter), to /events.
+-- The subject (the routes' ordering key in the benches) is one of 1000,
+-- drawn at random per event: with counter % 1000, wrk's threads walked the
+-- same keys in step, so many events met one of their own key from the
+-- other thread in flight (half of a PostgreSQL settle sample handed its
+-- key on to a queued row), which clients sending independently do not do.
 -- Used by bench/http/run_wrk.sh; SIZE in the environment sets the body size.
 local counter = 0
 -- tid is a global: setup() runs in wrk's main Lua state and thread:set()
@@ -20,6 +25,7 @@ end
 function init(args)
   local fixed = 330 -- the JSON around the pad, ids included (approximately)
   t0 = os.time()
+  math.randomseed(t0 * 131 + tid)
   pad = string.rep("x", math.max(0, size - fixed))
   wrk.method = "POST"
   wrk.path = "/events"
@@ -33,6 +39,6 @@ function request()
       .. '"urn:nld:oin:00000001234567890000:systeem:bench",'
       .. '"type":"nl.edu.bench","subject":"k%d","time":"2026-11-22T18:00:00Z",'
       .. '"datacontenttype":"application/json","data":{"pad":"%s"}}',
-    t0, tid, counter, counter % 1000, pad)
+    t0, tid, counter, math.random(0, 999), pad)
   return wrk.format(nil, nil, nil, body)
 end
