@@ -37,7 +37,7 @@
 typedef struct ceb_store ceb_store;
 
 /* Schema version the SQLite engine writes (PRAGMA user_version). */
-#define CEB_STORE_SCHEMA_VERSION 20
+#define CEB_STORE_SCHEMA_VERSION 21
 
 /* Delivery states as stored (delivery.state). */
 typedef enum ceb_dstate {

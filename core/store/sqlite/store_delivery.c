@@ -364,16 +364,23 @@ static void bind_error(sqlite3_stmt *s, int i, const char *err) {
  * COALESCE keeps the known one. */
 static const char SQL_KEY_STATUS[] =
     "INSERT INTO key_status (route, order_key, last_success_at,"
-    " last_failure_at, last_at)"
+    " last_failure_at, last_at, at_bucket)"
     " SELECT route, order_key, CASE WHEN ?3 THEN ?4 END,"
-    " CASE WHEN ?3 THEN NULL ELSE ?4 END, ?4 FROM delivery"
+    " CASE WHEN ?3 THEN NULL ELSE ?4 END, ?4, ?4 >> 22 FROM delivery"
     " WHERE seq = ?1 AND route = ?2 AND order_key IS NOT NULL"
     " ON CONFLICT (route, order_key) DO UPDATE SET"
     " last_success_at = COALESCE(MAX(excluded.last_success_at,"
     " last_success_at), excluded.last_success_at, last_success_at),"
     " last_failure_at = COALESCE(MAX(excluded.last_failure_at,"
     " last_failure_at), excluded.last_failure_at, last_failure_at),"
-    " last_at = MAX(excluded.last_at, last_at)";
+    " last_at = MAX(excluded.last_at, last_at)"
+    /* at_bucket is left out of the update: set in a statement of its own
+     * only when it changes, its index (the sweep's) is not rewritten at
+     * every outcome of the key (schema 21) */
+    " RETURNING order_key, at_bucket";
+static const char SQL_KEY_BUCKET[] =
+    "UPDATE key_status SET at_bucket = ?3 WHERE route = ?1"
+    " AND order_key = ?2";
 
 static int note_key(sqlite3 *db, const ceb_attempt_result *r) {
   sqlite3_stmt *s = cebs_stmt(db, SQL_KEY_STATUS);
@@ -382,10 +389,40 @@ static int note_key(sqlite3 *db, const ceb_attempt_result *r) {
   sqlite3_bind_text(s, 2, r->route, -1, SQLITE_STATIC);
   sqlite3_bind_int(s, 3, r->state == CEB_DS_DONE);
   sqlite3_bind_int64(s, 4, r->now);
+  int64_t bucket = r->now >> 22;
   int rc = sqlite3_step(s);
+  char *key = NULL;
+  int stale = 0;
+  if (rc == SQLITE_ROW) { /* a keyed row: its key's row as written */
+    stale = sqlite3_column_type(s, 1) == SQLITE_NULL ||
+            sqlite3_column_int64(s, 1) < bucket;
+    if (stale && !(key = cebs_col_dup(s, 0))) {
+      sqlite3_reset(s);
+      return CEB_ENOMEM;
+    }
+    rc = sqlite3_step(s);
+  }
   sqlite3_reset(s);
   if (rc != SQLITE_DONE) {
+    free(key);
     ceb_log_error("store: key status: %s", sqlite3_errmsg(db));
+    return CEB_EIO;
+  }
+  if (!stale) return CEB_OK;
+  sqlite3_stmt *u = cebs_stmt(db, SQL_KEY_BUCKET);
+  if (!u) {
+    free(key);
+    return CEB_EIO;
+  }
+  sqlite3_bind_text(u, 1, r->route, -1, SQLITE_STATIC);
+  sqlite3_bind_text(u, 2, key, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(u, 3, bucket);
+  rc = sqlite3_step(u);
+  sqlite3_reset(u);
+  sqlite3_clear_bindings(u);
+  free(key);
+  if (rc != SQLITE_DONE) {
+    ceb_log_error("store: key status bucket: %s", sqlite3_errmsg(db));
     return CEB_EIO;
   }
   return CEB_OK;

@@ -65,7 +65,9 @@ static int sweep_run(sqlite3 *db, void *arg) {
       /* keys without an outcome for the retention and without open rows
        * (a hostile stream of distinct keys does not grow it for ever) */
       "DELETE FROM key_status WHERE (route, order_key) IN"
-      " (SELECT route, order_key FROM key_status k WHERE last_at <= ?1 - ?3"
+      " (SELECT route, order_key FROM key_status k WHERE"
+      /* the bucket (schema 21) is indexed, last_at decides */
+      " at_bucket <= ((?1 - ?3) >> 22) AND last_at <= ?1 - ?3"
       " AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.route = k.route"
       " AND d.order_key = k.order_key AND d.state < 3) LIMIT ?2)",
       "DELETE FROM callback WHERE seq IN (SELECT seq FROM sweep_seq)",

@@ -128,6 +128,28 @@ int main(void) {
   ceb_claims_free(c, n);
   ceb_store_close(st);
 
+  /* Upgrade from version 20 (key_status_at, an index of last_at): the
+   * keys get their bucket of last_at (21), the index goes, and the sweep
+   * still drops a key only once it is past the retention. */
+  snprintf(sql, sizeof sql,
+           "INSERT INTO key_status (route, order_key, last_success_at,"
+           " last_at) VALUES ('r1', 'old', 1000, 1000),"
+           " ('r1', 'new', 90000000, 90000000)");
+  st = fixture_open_old(path, ".v20", 20, sql);
+  CHECK(st != NULL);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM sqlite_master WHERE name ="
+                            " 'key_status_at'"),
+            0);
+  CHECK_INT(fixture_int(st, "SELECT at_bucket FROM key_status WHERE"
+                            " order_key = 'new'"),
+            90000000 >> 22);
+  CHECK(ceb_store_sweep(st, 90000000, 3600000, 100) >= 0);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM key_status"), 1);
+  CHECK_INT(fixture_int(st, "SELECT COUNT(*) FROM key_status WHERE"
+                            " order_key = 'new'"),
+            1);
+  ceb_store_close(st);
+
   /* A database from a newer build is refused with a clear reason. */
   sqlite3_open(path, &db);
   sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
