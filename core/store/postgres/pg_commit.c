@@ -316,7 +316,7 @@ static void reset_outputs(ceb_store_impl *s, cebpg_op **ops, size_t n) {
     op->status = CEB_OK;
     if (op->kind == CEBPG_OP_INGEST) {
       ceb_ingest_batch *b = op->arg;
-      if (op->nclaims) cebpg_ingest_claims_end(s, op, 0);
+      if (CEBPG_CLAIMS_HELD(op)) cebpg_ingest_claims_end(s, op, 0);
       for (size_t e = 0; e < b->count; e++) {
         b->events[e].inserted = 0;
         b->events[e].seq = 0;
@@ -410,7 +410,7 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n,
   /* after the listener (the engine counts the rows first), as the SQLite
    * engine does */
   for (size_t i = 0; i < n; i++)
-    if (ops[i]->kind == CEBPG_OP_INGEST && ops[i]->nclaims)
+    if (ops[i]->kind == CEBPG_OP_INGEST && CEBPG_CLAIMS_HELD(ops[i]))
       cebpg_ingest_claims_end(s, ops[i], ops[i]->status == CEB_OK);
   /* the other bridges hear of work this group made claimable */
   for (size_t i = 0; s->notify && i < n; i++) {

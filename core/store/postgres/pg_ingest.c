@@ -87,6 +87,8 @@ static void text(cebpg_buf *b, const char *s, int first) {
 /* Room for one more claim in op; 0 when out of memory (the delivery is
  * then claimed by the engine as usual). */
 static int claim_room(cebpg_op *op) {
+  /* the arrays are the op's from here (CEBPG_CLAIMS_HELD): freed by
+   * cebpg_ingest_claims_end even when every reservation is refused */
   if (op->nclaims < op->capclaims) return 1;
   size_t cap = op->capclaims ? op->capclaims * 2 : 8;
   ceb_ingest_claim *c = realloc(op->claims, cap * sizeof *c);
@@ -159,7 +161,8 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
   int64_t ord = 0, rord = 0;
   for (size_t o = 0; o < n; o++) {
     ceb_ingest_batch *b = ops[o]->arg;
-    if (ops[o]->nclaims) cebpg_ingest_claims_end(s, ops[o], 0); /* resent */
+    if (CEBPG_CLAIMS_HELD(ops[o]))
+      cebpg_ingest_claims_end(s, ops[o], 0); /* resent */
     for (size_t i = 0; i < b->count; i++) {
       ceb_ingest_event *e = &b->events[i];
       int first = ord == 0;
@@ -214,7 +217,7 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
     cebpg_buf_free(&x.a[i]);
   if (rc < 0) /* not sent: nothing is claimed */
     for (size_t o = 0; o < n; o++)
-      if (ops[o]->nclaims) cebpg_ingest_claims_end(s, ops[o], 0);
+      if (CEBPG_CLAIMS_HELD(ops[o])) cebpg_ingest_claims_end(s, ops[o], 0);
   return rc;
 }
 

@@ -162,6 +162,8 @@ int cebpg_ingest_recv(PGresult *r, cebpg_op **ops, size_t n);
  * (not sent, failed, rolled back, or about to be sent again) all go back.
  * Frees them. */
 void cebpg_ingest_claims_end(ceb_store_impl *s, cebpg_op *op, int committed);
+/* Whether op holds claim arrays (reservations or only their room). */
+#define CEBPG_CLAIMS_HELD(op) ((op)->claims || (op)->claim_ok)
 /* Sends the key locks of the group's keyed ingests and settles
  * (pg_keylock.c); 0 when there is nothing to lock, 1 sent, < 0 failed. */
 int cebpg_keylock_send(PGconn *c, cebpg_op **ops, size_t n);
