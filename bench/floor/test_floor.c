@@ -60,6 +60,7 @@ static void check_tool(const char *prog, const char *mode) {
   CHECK_MSG(port > 0, "%s --sync %s did not start", prog, mode);
   if (port <= 0) {
     ceb_proc_stop(&p, SIGKILL, 5000);
+    free(dir);
     return;
   }
   snprintf(url, sizeof url, "http://127.0.0.1:%d/events", port);
@@ -129,6 +130,7 @@ static void check_tool(const char *prog, const char *mode) {
     close(fd);
   }
   CHECK_MSG(ceb_proc_stop(&p, SIGTERM, 10000) == 0, "%s %s: exit", prog, mode);
+  free(dir); /* ceb_test_tmpdir's; the directory stays for a failure's read */
 }
 
 int main(void) {

@@ -252,7 +252,8 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
   int rc = CEB_OK;
   PGresult *bad = NULL;
   for (size_t k = 0; sent_ok && k < nslots; k++) {
-    if (slots[k] == SLOT_COMMIT && rc == CEB_OK && w->turn_held) {
+    if (slots[k] == SLOT_COMMIT && rc == CEB_OK && w->turn_held &&
+        !w->turn_keep) {
       w->turn_early = 1;
       turn_pass(w);
     }
@@ -379,6 +380,10 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
     return;
   }
   /* one op's own failure: each alone, so that the others still commit */
+  /* the turn stays until every op ran again: an op passing it at its
+   * COMMIT would let the next group take seqs before this group's
+   * ingests not yet run again (FIFO per key) */
+  w->turn_keep = 1;
   for (size_t i = 0; i < n; i++) {
     c = ensure_conn(w);
     if (!c) {
@@ -395,6 +400,7 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
       fail_all(w->s, &ops[i], 1, rc == CEB_ENOMEM ? rc : CEB_EIO);
     }
   }
+  w->turn_keep = 0; /* committer_main passes the turn after run_group */
 }
 
 /* After the group: the listener first (before any later write), then each

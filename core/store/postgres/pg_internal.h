@@ -85,6 +85,7 @@ typedef struct cebpg_committer {
   int turn_held;
   /* the turn was given up before COMMIT's answer (pg_commit.c) */
   int turn_early;
+  int turn_keep; /* running a failed group's ops again: no early pass */
 } cebpg_committer;
 
 struct ceb_store_impl {
