@@ -189,14 +189,16 @@ void sc_dlq(const ceb_store_contract_env *env) {
 
 /* A replayed dead letter does not go out beside a newer row of its key that
  * is in progress (one delivery of a key at a time, whoever holds it): it
- * waits for that row to settle, then it is the key's head. */
+ * waits for that row to settle, then it is the key's head. Meanwhile it is
+ * the route's oldest open row, not its key's head, and the oldest open
+ * time is its. */
 void sc_dlq_replay_key(const ceb_store_contract_env *env) {
   ceb_store *a = sc_fresh(env, "dlq-replay-key");
   if (!a) return;
   ceb_store *b = env->open(env->ctx, "b");
   CHECK(b != NULL);
   int64_t k1 = sc_ingest1(a, "", "k1", "r", "k", 1000);
-  int64_t k2 = sc_ingest1(a, "", "k2", "r", "k", 1000);
+  int64_t k2 = sc_ingest1(a, "", "k2", "r", "k", 1050);
   CHECK(k1 > 0 && k2 > k1);
   ceb_claim c[4];
   memset(c, 0, sizeof c);
@@ -218,6 +220,7 @@ void sc_dlq_replay_key(const ceb_store_contract_env *env) {
       ceb_store_dlq_replay(a, &(ceb_dlq_filter){.id = dlq}, 2000, 0, &n, NULL),
       CEB_OK);
   CHECK_INT(n, 1);
+  CHECK_INT(ceb_store_oldest_open(a, "r"), 1000);
   /* nothing of the key to claim, for either instance, while k2 is held */
   if (b) CHECK_INT(sc_claim(b, "r", 3000, 10, c, 4), 0);
   CHECK_INT(sc_claim(a, "r", 3000, 10, c, 4), 0);

@@ -57,7 +57,14 @@ static void turn_pass(cebpg_committer *w) {
 static PGconn *ensure_conn(cebpg_committer *w) {
   ceb_store_impl *s = w->s;
   uint64_t gen = cebpg_pool_generation(s->pool);
-  if (w->conn && w->gen == gen) return w->conn;
+  if (w->conn && w->gen == gen) {
+    /* claims noted lost while the connection stayed up (run_group: the
+     * group committed, an answer was not read): given back before the
+     * next group; on an error they stay for the next try */
+    if (!w->lost || release_lost(w, w->conn) == CEB_OK) return w->conn;
+    gen = cebpg_pool_generation(s->pool);
+    if (w->gen == gen) return w->conn;
+  }
   if (w->conn) {
     /* made before a connection failure: the server may have restarted
      * under it; a new one rather than a failed group to find out */
@@ -78,8 +85,10 @@ static PGconn *ensure_conn(cebpg_committer *w) {
 
 /* Gives back the rows of claims whose answer was lost (see
  * cebpg_lost_claim): in progress under this instance, claimed at that
- * claim's now with that lease, as a refund. Until it succeeds, the next
- * connection tries again; the lease ends them anyway. */
+ * claim's now with that lease and by that statement (the token in the
+ * fence: another claim of this instance in the same ms with the same
+ * lease, still live, is not touched), as a refund. Until it succeeds, the
+ * next group or connection tries again; the lease ends them anyway. */
 static int release_lost(cebpg_committer *w, PGconn *c) {
   ceb_store_impl *s = w->s;
   while (w->lost) {
@@ -89,13 +98,14 @@ static int release_lost(cebpg_committer *w, PGconn *c) {
     cebpg_p_text(&p, s->instance);
     cebpg_p_int(&p, l->now);
     cebpg_p_int(&p, l->lease_until);
+    cebpg_p_int(&p, l->token);
     PGresult *r = cebpg_query_on(
         s, c, "releasing a lost claim",
         "UPDATE delivery SET state = 0, attempts = attempts - 1,"
         " first_at = CASE WHEN attempts = 1 THEN NULL ELSE first_at END,"
         " lease_owner = NULL, lease_until = NULL WHERE route = $1 AND"
         " open AND state = 1 AND lease_owner = $2 AND last_at = $3 AND"
-        " lease_until = $4",
+        " lease_until = $4 AND fence & 4294967295 = $5::bigint",
         &p);
     if (!r) return CEB_EIO;
     if (atoi(PQcmdTuples(r)) > 0)
@@ -110,9 +120,9 @@ static int release_lost(cebpg_committer *w, PGconn *c) {
 }
 
 static void note_lost_one(cebpg_committer *w, const char *route, int64_t now,
-                          int64_t lease_until) {
+                          int64_t lease_until, int64_t token) {
   for (cebpg_lost_claim *l = w->lost; l; l = l->next)
-    if (l->now == now && l->lease_until == lease_until &&
+    if (l->now == now && l->lease_until == lease_until && l->token == token &&
         strcmp(l->route, route) == 0)
       return;
   size_t len = strlen(route) + 1;
@@ -120,25 +130,31 @@ static void note_lost_one(cebpg_committer *w, const char *route, int64_t now,
   if (!l) return; /* the lease ends it */
   l->now = now;
   l->lease_until = lease_until;
+  l->token = token;
   memcpy(l->route, route, len);
   l->next = w->lost;
   w->lost = l;
 }
 
-/* The claims of a group whose COMMIT's answer was lost, a claim's or an
- * ingest's claims at ingest (those the ingest reserved: the release
- * matches only rows written claimed, by their claim's now and lease). */
+/* The claims of a group that may have committed with rows no caller will
+ * know of (its COMMIT's answer lost, or not every answer read), a claim's
+ * or an ingest's claims at ingest (those the ingest reserved: the release
+ * matches only rows written claimed, by their claim's now, lease and
+ * token). Before the outputs are reset: an ingest's claims are still
+ * held. */
 static void note_lost(cebpg_committer *w, cebpg_op **ops, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (ops[i]->kind == CEBPG_OP_INGEST) {
-      for (size_t k = 0; k < ops[i]->nclaims; k++)
-        note_lost_one(w, ops[i]->claims[k].route->route, ops[i]->claims[k].now,
-                      ops[i]->claims[k].lease_until);
+      for (size_t k = 0; k < ops[i]->nclaims; k++) {
+        const ceb_ingest_claim *c = &ops[i]->claims[k];
+        note_lost_one(w, c->route->route, c->now, c->lease_until,
+                      c->fence & CEBPG_TOKEN_MASK);
+      }
       continue;
     }
     if (ops[i]->kind != CEBPG_OP_CLAIM) continue;
     cebpg_claim_args *a = ops[i]->arg;
-    note_lost_one(w, a->route, a->now, a->lease_until);
+    note_lost_one(w, a->route, a->now, a->lease_until, a->token);
   }
 }
 
@@ -173,14 +189,18 @@ enum {
 
 /* Runs ops[0..n) as one transaction in pipeline mode. Returns CEB_OK (each
  * op's status set), CEB_EIO when the connection was lost (reported to the
- * pool), or CEB_EINTERNAL when a statement failed (rolled back). Passes
+ * pool), or CEB_EINTERNAL when a statement failed (rolled back) or when an
+ * answer could not be read (out of memory reading rows: the server's
+ * work stands). *committed: the server answered COMMIT, whatever the
+ * return (an answer not read, or the connection lost after it). Passes
  * w's ingest turn once every statement but COMMIT has answered well
  * (w->turn_early): the group's seqs are assigned and its keys' advisory
  * locks are held until it ends, so a next group that shares a key waits
  * for this COMMIT and one that does not can take no seq below ours. */
-static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
-                        size_t n) {
+static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
+                        int *committed) {
   ceb_store_impl *s = w->s;
+  *committed = 0;
   cebpg_op **ing = malloc(n * sizeof *ing);
   cebpg_op **set = malloc(n * sizeof *set);
   size_t *round = malloc((n + 1) * sizeof *round);
@@ -264,6 +284,11 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops,
     }
     ExecStatusType st = PQresultStatus(r);
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    /* a failed statement aborts the rest of the pipeline (COMMIT too);
+     * the tag tells a commit from the rollback of a failed transaction */
+    if (slots[k] == SLOT_COMMIT && st == PGRES_COMMAND_OK &&
+        strcmp(PQcmdStatus(r), "COMMIT") == 0)
+      *committed = 1;
     if (ok && slots[k] == SLOT_INGEST) {
       ok = cebpg_ingest_recv(r, ing, ni) == CEB_OK;
     } else if (ok && slots[k] <= SLOT_SETTLE0) {
@@ -359,10 +384,23 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
   }
   reset_outputs(w->s, ops, n);
   w->turn_early = 0;
-  int rc = run_pipeline(w, c, ops, n);
+  int committed = 0;
+  int rc = run_pipeline(w, c, ops, n, &committed);
   if (rc == CEB_OK) return;
   if (rc == CEB_EIO || PQstatus(c) != CONNECTION_OK) {
     drop_conn(w);
+    note_lost(w, ops, n);
+    fail_or_hold(w->s, ops, n);
+    return;
+  }
+  if (committed) {
+    /* the group committed but an answer was not read (out of memory
+     * reading a claim's or an ingest's rows): as when COMMIT's answer is
+     * lost, its claims hold rows in progress under this instance's lease
+     * that no caller knows of (released before the next group:
+     * ensure_conn), and running the ops again would claim other rows and
+     * report the ingests as duplicates; fail them (the client's retry is
+     * deduped), resend the outcomes and forwards (they find their own) */
     note_lost(w, ops, n);
     fail_or_hold(w->s, ops, n);
     return;
@@ -391,9 +429,10 @@ static void run_group(cebpg_committer *w, cebpg_op **ops, size_t n) {
       continue;
     }
     reset_outputs(w->s, &ops[i], 1);
-    rc = run_pipeline(w, c, &ops[i], 1);
-    if (rc == CEB_EIO) {
-      drop_conn(w);
+    rc = run_pipeline(w, c, &ops[i], 1, &committed);
+    if (rc == CEB_EIO || (rc != CEB_OK && committed)) {
+      /* as the group's above */
+      if (rc == CEB_EIO) drop_conn(w);
       note_lost(w, &ops[i], 1);
       fail_or_hold(w->s, &ops[i], 1);
     } else if (rc != CEB_OK) {

@@ -2,6 +2,7 @@
  * order key across instances; the outcomes checked against the token are
  * pg_settle.c's), recovery of this instance's claims, and the counts and
  * status reads. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,10 @@ extern const char cebpg_sql_settle[];
  * it is, so that it is a HOT update), so a claim never reads the rows
  * queued behind heads; the live leases it passes over are at most the
  * engine's in-flight rows. Oldest due first. FOR UPDATE SKIP LOCKED:
- * instances claiming at once take different rows. */
+ * instances claiming at once take different rows. The fence counts the
+ * row's claims and carries this statement's token ($6: CEBPG_TOKEN_BITS),
+ * which is how a release of this claim after its answer was lost finds
+ * its rows and no other's (pg_commit.c). */
 static const char SQL_CLAIM[] =
     "WITH c AS (SELECT seq FROM delivery WHERE route = $1 AND open"
     " AND (order_key IS NULL OR head) AND next_at <= $2"
@@ -32,7 +36,8 @@ static const char SQL_CLAIM[] =
     " ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)"
     " UPDATE delivery d SET state = 1, attempts = d.attempts + 1,"
     " last_at = $2, first_at = COALESCE(d.first_at, $2), lease_owner = $4,"
-    " lease_until = $5, fence = d.fence + 1 FROM c, journal j"
+    " lease_until = $5, fence = (((d.fence >> 32) + 1) << 32) | $6::bigint"
+    " FROM c, journal j"
     " WHERE d.route = $1 AND d.seq = c.seq AND j.seq = d.seq"
     " RETURNING d.seq, d.attempts, d.order_key, j.event, j.received_at,"
     " d.first_at, d.replays, d.fence, d.lease_until, d.next_at,"
@@ -66,14 +71,20 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
 
 /* ---- claim ---- */
 
+int64_t cebpg_claim_token(ceb_store_impl *s) {
+  return (int64_t)(atomic_fetch_add(&s->tokens, 1) & CEBPG_TOKEN_MASK);
+}
+
 int cebpg_claim_send(ceb_store_impl *s, PGconn *c, cebpg_op *op) {
   cebpg_claim_args *a = op->arg;
+  a->token = cebpg_claim_token(s);
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, a->route);
   cebpg_p_int(&p, a->now);
   cebpg_p_int(&p, (int64_t)a->max);
   cebpg_p_text(&p, s->instance);
   cebpg_p_int(&p, a->lease_until);
+  cebpg_p_int(&p, a->token);
   return PQsendQueryPrepared(c, "ceb_claim", p.n, p.v, NULL, NULL, 0) == 1 ? 1
                                                                            : -1;
 }
@@ -290,12 +301,14 @@ json_t *cebpg_key_stats(ceb_store_impl *s, const char *route, size_t limit) {
 int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
-  /* a route's oldest open row is a head or unkeyed: delivery_open_seq
-   * (schema 11) holds only those */
+  /* a route's oldest open row is a head, unkeyed, or a replayed dead
+   * letter waiting behind a newer row of its key in progress (pg_dlq.c):
+   * delivery_open_seq (schema 12) holds only those, and this predicate is
+   * the index's, so that the planner may use it */
   return read_int(s, "oldest open",
                   "SELECT received_at FROM journal WHERE seq = (SELECT"
                   " min(seq) FROM delivery WHERE route = $1 AND open"
-                  " AND (order_key IS NULL OR head))",
+                  " AND (order_key IS NULL OR head OR replays > 0))",
                   &p, 0);
 }
 

@@ -41,13 +41,15 @@ const char cebpg_sql_ingest[] =
      * and no older row of the key is unsettled (the key is locked). A
      * head or unkeyed row the engine reserved a slot for ($14) is written
      * claimed, as the claim (pg_delivery.c) would write it: in progress,
-     * attempt 1, fence 1, under this instance's lease ($17) */
+     * attempt 1, under this instance's lease ($17), the fence of a first
+     * claim with this statement's token ($18: CEBPG_TOKEN_BITS) */
     " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
     " head, attempts, first_at, last_at, lease_owner, lease_until, fence)"
     " SELECT seq, route, CASE WHEN c THEN 1 ELSE 0 END, first_at,"
     " order_key, head, CASE WHEN c THEN 1 ELSE 0 END, CASE WHEN c THEN now"
     " END, CASE WHEN c THEN now END, CASE WHEN c THEN $17 END, CASE WHEN c"
-    " THEN lease_until END, CASE WHEN c THEN 1 ELSE 0 END FROM (SELECT h.*,"
+    " THEN lease_until END, CASE WHEN c THEN $18::bigint ELSE 0 END"
+    " FROM (SELECT h.*,"
     " h.reserved AND (h.order_key IS NULL OR h.head) AS c FROM (SELECT"
     " m.seq, r.route, r.first_at, r.order_key, r.reserved, r.now,"
     " r.lease_until, r.order_key IS NOT NULL AND row_number() OVER"
@@ -63,7 +65,7 @@ const char cebpg_sql_ingest[] =
     " dl.state = 1) FROM m LEFT JOIN dl ON dl.seq = m.seq GROUP BY m.seq,"
     " m.ord";
 
-#define NARRAYS 16
+#define NARRAYS 16 /* $1..$16; $17 the instance, $18 the fence */
 
 typedef struct arrays {
   cebpg_buf a[NARRAYS];
@@ -106,7 +108,7 @@ static int claim_room(cebpg_op *op) {
  * (only the first can be; the statement decides whether it is). */
 static int try_reserve(ceb_store_impl *s, cebpg_op *op,
                        const ceb_ingest_event *e, const ceb_ingest_route *rt,
-                       cebpg_op **ops, size_t nops) {
+                       cebpg_op **ops, size_t nops, int64_t fence) {
   const ceb_store_claim_hook *h = &s->claim_hook;
   if (!h->reserve) return 0;
   if (rt->order_key)
@@ -126,7 +128,7 @@ static int try_reserve(ceb_store_impl *s, cebpg_op *op,
                                                  .route = rt,
                                                  .now = now,
                                                  .lease_until = now + lease_ms,
-                                                 .fence = 1};
+                                                 .fence = fence};
   return 1;
 }
 
@@ -159,6 +161,11 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
   memset(&x, 0, sizeof x);
   open_all(&x);
   int64_t ord = 0, rord = 0;
+  /* every claim at ingest of this statement: the first claim of its row
+   * with the statement's token (a release after a lost answer matches it:
+   * pg_commit.c) */
+  int64_t token = cebpg_claim_token(s);
+  int64_t fence = ((int64_t)1 << CEBPG_TOKEN_BITS) | token;
   for (size_t o = 0; o < n; o++) {
     ceb_ingest_batch *b = ops[o]->arg;
     if (CEBPG_CLAIMS_HELD(ops[o]))
@@ -186,7 +193,7 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
         text(&x.a[8], rt->route, rfirst);
         num(&x.a[9], rt->first_at, rfirst);
         text(&x.a[10], rt->order_key, rfirst);
-        int res = try_reserve(s, ops[o], e, rt, ops, o + 1);
+        int res = try_reserve(s, ops[o], e, rt, ops, o + 1, fence);
         cebpg_buf_add(&x.a[13],
                       rfirst ? (res ? "t" : "f") : (res ? ",t" : ",f"),
                       rfirst ? 1 : 2);
@@ -197,7 +204,7 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
       }
     }
   }
-  const char *vals[NARRAYS + 1];
+  const char *vals[NARRAYS + 2];
   int oom = 0;
   for (int i = 0; i < NARRAYS; i++) {
     cebpg_buf_add(&x.a[i], "}", 1);
@@ -205,11 +212,14 @@ int cebpg_ingest_send(ceb_store_impl *s, PGconn *c, cebpg_op **ops, size_t n) {
     vals[i] = x.a[i].p;
   }
   vals[NARRAYS] = s->instance;
+  char fence_text[24];
+  snprintf(fence_text, sizeof fence_text, "%lld", (long long)fence);
+  vals[NARRAYS + 1] = fence_text;
   int rc = -1;
   if (ord == 0)
     rc = 0; /* empty batches: nothing to send */
   else if (!oom)
-    rc = PQsendQueryPrepared(c, "ceb_ingest", NARRAYS + 1, vals, NULL, NULL,
+    rc = PQsendQueryPrepared(c, "ceb_ingest", NARRAYS + 2, vals, NULL, NULL,
                              0) == 1
              ? 1
              : -1;

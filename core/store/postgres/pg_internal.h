@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 11
+#define CEBPG_SCHEMA_VERSION 12
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */
@@ -25,6 +25,7 @@ enum { CEBPG_OP_INGEST, CEBPG_OP_SETTLE, CEBPG_OP_FORWARDED, CEBPG_OP_CLAIM };
 typedef struct cebpg_claim_args {
   const char *route;
   int64_t now, lease_until;
+  int64_t token; /* of the last sending (cebpg_claim_token) */
   size_t max;
   ceb_claim *out; /* set by the committer */
   size_t count;
@@ -60,12 +61,30 @@ typedef struct cebpg_live {
   size_t n, cap;
 } cebpg_live;
 
-/* A claim whose COMMIT's answer was lost with the connection: it may have
- * happened, leaving rows in progress under this instance's lease that no
- * caller knows of. Released (attempt given back) once reconnected. */
+/* The fence a claim writes (the claim statement and the ingest's claims
+ * at ingest): the row's count of claims in the high bits, a token of the
+ * claiming statement in the low CEBPG_TOKEN_BITS. Still strictly
+ * increasing per row (the count grows by one per claim), and the rows one
+ * statement claimed are known by their token even when its answer was
+ * lost (cebpg_lost_claim): same ms and lease do not tell two claims apart.
+ * 31 bits of count: no row is claimed 2^31 times. */
+#define CEBPG_TOKEN_BITS 32
+#define CEBPG_TOKEN_MASK 4294967295LL
+/* A new token (any thread): a counter of this handle's claiming
+ * statements, modulo 2^32. Two statements of this instance share one only
+ * 2^32 statements apart, and a lost claim's release matches its now and
+ * lease as well. */
+int64_t cebpg_claim_token(ceb_store_impl *s);
+
+/* A claim whose rows no caller knows of while they may be in progress
+ * under this instance's lease: its COMMIT's answer was lost with the
+ * connection, or the group committed and an answer was not read
+ * (pg_commit.c). Released (attempt given back) at the committer's next
+ * group or connection: only rows in progress under this instance with
+ * the claim's now, lease and token. */
 typedef struct cebpg_lost_claim {
   struct cebpg_lost_claim *next;
-  int64_t now, lease_until;
+  int64_t now, lease_until, token;
   char route[];
 } cebpg_lost_claim;
 
@@ -117,6 +136,7 @@ struct ceb_store_impl {
   void *listener_arg;
   ceb_store_claim_hook claim_hook; /* set as the listener is */
   uint64_t batches, ops;           /* under lock */
+  _Atomic uint32_t tokens;         /* cebpg_claim_token */
   cebpg_live live;
   /* the cluster parts (pg_cluster.h) */
   cebpg_cluster *notify;
