@@ -240,8 +240,7 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
   if (sent_ok && nrounds) {
     /* until the transaction ends: the settle's plan must not scan delivery
      * (pg_settle.c); what follows it (claims, forwards) reads by index */
-    sent_ok =
-        PQsendQueryParams(c, cebpg_sql_noseqscan, 0, NULL, NULL, NULL, NULL, 0);
+    sent_ok = PQsendQueryPrepared(c, "ceb_noseqscan", 0, NULL, NULL, NULL, 0);
     slots[nslots++] = SLOT_PLAN;
   }
   for (size_t r = 0; sent_ok && r < nrounds; r++) {

@@ -53,7 +53,8 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
                {"ceb_claim", SQL_CLAIM},
                {"ceb_settle", cebpg_sql_settle},
                {"ceb_forwarded", SQL_FORWARDED},
-               {"ceb_keylock", cebpg_sql_keylock}};
+               {"ceb_keylock", cebpg_sql_keylock},
+               {"ceb_noseqscan", cebpg_sql_noseqscan}};
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     PGresult *r = PQprepare(c, stmts[i].name, stmts[i].sql, 0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -214,9 +215,11 @@ int cebpg_recover(ceb_store_impl *s, int64_t now) {
 
 /* ---- reads ---- */
 
-static int64_t read_int(ceb_store_impl *s, const char *what, const char *sql,
-                        const cebpg_params *p, int64_t dflt) {
-  PGresult *r = cebpg_query(s, what, sql, p);
+/* name: a prepared statement's (cebpg_query_prepared), or NULL */
+static int64_t read_int(ceb_store_impl *s, const char *what, const char *name,
+                        const char *sql, const cebpg_params *p, int64_t dflt) {
+  PGresult *r = name ? cebpg_query_prepared(s, what, name, sql, p)
+                     : cebpg_query(s, what, sql, p);
   if (!r) return CEB_EIO;
   int64_t v =
       PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? cebpg_int(r, 0, 0) : dflt;
@@ -233,7 +236,7 @@ int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after) {
    * lease_until: a claim would not be a HOT update). Called when a claim
    * found nothing due: the rows read are the route's in-flight ones. */
   int64_t v = read_int(
-      s, "next due",
+      s, "next due", "ceb_next_due",
       "SELECT LEAST((SELECT MIN(next_at) FROM delivery WHERE route = $1"
       " AND open AND (order_key IS NULL OR head) AND state <> 1 AND"
       " next_at > $2), (SELECT MIN(lease_until) FROM delivery WHERE"
@@ -247,12 +250,13 @@ int64_t cebpg_count_open(ceb_store_impl *s, const char *route) {
   cebpg_params p = {.n = 0};
   if (route) {
     cebpg_p_text(&p, route);
-    return read_int(s, "count open",
+    return read_int(s, "count open", NULL,
                     "SELECT count(*) FROM delivery WHERE route = $1 AND"
                     " open",
                     &p, 0);
   }
-  return read_int(s, "count open", "SELECT count(*) FROM delivery WHERE open",
+  return read_int(s, "count open", NULL,
+                  "SELECT count(*) FROM delivery WHERE open",
                   NULL, 0);
 }
 
@@ -264,7 +268,7 @@ int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,
   cebpg_p_text(&p, route);
   cebpg_p_text(&p, key);
   cebpg_p_int(&p, cap > 0 ? cap : INT64_MAX);
-  return read_int(s, "count open of a key",
+  return read_int(s, "count open of a key", NULL,
                   "SELECT count(*) FROM (SELECT 1 FROM delivery WHERE"
                   " route = $1 AND order_key = $2 AND open LIMIT $3) x",
                   &p, CEB_EIO);
@@ -305,7 +309,7 @@ int64_t cebpg_oldest_open(ceb_store_impl *s, const char *route) {
    * letter waiting behind a newer row of its key in progress (pg_dlq.c):
    * delivery_open_seq (schema 12) holds only those, and this predicate is
    * the index's, so that the planner may use it */
-  return read_int(s, "oldest open",
+  return read_int(s, "oldest open", NULL,
                   "SELECT received_at FROM journal WHERE seq = (SELECT"
                   " min(seq) FROM delivery WHERE route = $1 AND open"
                   " AND (order_key IS NULL OR head OR replays > 0))",

@@ -244,6 +244,14 @@ const char *cebpg_cut_error(const char *err, char *buf);
  * the pool. */
 PGresult *cebpg_query(ceb_store_impl *s, const char *what, const char *sql,
                       const cebpg_params *p);
+/* cebpg_query as the prepared statement name (of sql), prepared on the
+ * connection the first time it runs there: for reads run many times a
+ * second, whose parse and plan cost more than their execution (the
+ * claims' next-due read: 0.3 ms of planning per call, bench/store/
+ * RESULTS.md 2026-12-06 session 14). name is unique per sql. */
+PGresult *cebpg_query_prepared(ceb_store_impl *s, const char *what,
+                               const char *name, const char *sql,
+                               const cebpg_params *p);
 /* The same on a connection the caller holds. */
 PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
                          const char *sql, const cebpg_params *p);

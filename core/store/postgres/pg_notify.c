@@ -11,7 +11,20 @@
  * it listens to): they are recognised by the backend pid and dropped. A
  * notification is a hint: one lost with a connection is made up by a wake-up of
  * every route after the reconnect, and by the engine's poll
- * (store.poll_interval). */
+ * (store.poll_interval).
+ *
+ * Only to listeners: a NOTIFY is a transaction of its own with a commit
+ * record (a WAL flush) and a wake-up of every listening session, paid per
+ * round even when no other bridge listens (one bridge alone: 7 % of
+ * PostgreSQL's CPU under load, bench/store/RESULTS.md 2026-12-06 session
+ * 14). So the thread sends only while it knows of another listener: it
+ * counts the other "cebridge-listen" sessions of the database when it
+ * connects and at each ping, and a listener that starts says hello (an
+ * empty notification: "look at every route"), which tells the others at
+ * once. The count is read before the notifications that arrived with it
+ * are handled, so a hello sent after the count's snapshot is never
+ * overwritten by it. While none listens, queued names are dropped: the
+ * bridge that starts looks at every route itself. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -52,6 +65,7 @@ struct cebpg_cluster {
   size_t npulls, pcap;
   ceb_store_wake_fn wake;
   void *wake_arg;
+  int peers; /* other listeners known (listener thread only) */
 };
 
 static void poke(cebpg_cluster *c) {
@@ -132,6 +146,11 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   c->routes = c->pulls = NULL;
   c->nroutes = c->cap = c->npulls = c->pcap = 0;
   pthread_mutex_unlock(&c->lock);
+  if (!c->peers) { /* no one else listens: no one to tell */
+    free_names(routes, n);
+    free_names(pulls, np);
+    return 0;
+  }
   if (!n && !np) return 0;
   cebpg_buf ch = {0}, arr = {0};
   cebpg_buf_add(&ch, "{", 1);
@@ -147,10 +166,7 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   int rc = 0;
   if (!arr.oom && !ch.oom) {
     const char *v[2] = {ch.p, arr.p};
-    PGresult *r = PQexecParams(conn,
-                               "SELECT pg_notify(ch, r) FROM"
-                               " unnest($1::text[], $2::text[]) AS x(ch, r)",
-                               2, NULL, v, NULL, NULL, 0);
+    PGresult *r = PQexecPrepared(conn, "ceb_notify", 2, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) rc = -1;
     PQclear(r);
   }
@@ -158,6 +174,20 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   cebpg_buf_free(&arr);
   free_names(routes, n);
   free_names(pulls, np);
+  return rc;
+}
+
+/* The other listeners of the database: 1 when there is one, 0 when
+ * none, -1 when the connection failed. Also the session's ping. */
+static int count_peers(PGconn *conn) {
+  PGresult *r = PQexec(conn, "SELECT count(*) > 0 FROM pg_stat_activity"
+                             " WHERE datname = current_database() AND"
+                             " application_name = 'cebridge-listen' AND"
+                             " pid <> pg_backend_pid()");
+  int rc = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1
+               ? PQgetvalue(r, 0, 0)[0] == 't'
+               : -1;
+  PQclear(r);
   return rc;
 }
 
@@ -217,6 +247,26 @@ static void *listener_main(void *arg) {
       /* named for pg_stat_activity (operators, tests) once it listens */
       PQclear(PQexec(conn, "SET application_name = 'cebridge-listen'"));
       mypid = PQbackendPID(conn);
+      /* the others hear of this listener at once (they notify only while
+       * they know of one), then this one counts them */
+      PGresult *h = PQexec(conn, "NOTIFY " NOTIFY_CHANNEL);
+      ok = PQresultStatus(h) == PGRES_COMMAND_OK;
+      PQclear(h);
+      if (ok) {
+        h = PQprepare(conn, "ceb_notify",
+                      "SELECT pg_notify(ch, r) FROM"
+                      " unnest($1::text[], $2::text[]) AS x(ch, r)",
+                      2, NULL);
+        ok = PQresultStatus(h) == PGRES_COMMAND_OK;
+        PQclear(h);
+      }
+      c->peers = ok ? count_peers(conn) : -1;
+      if (c->peers < 0) {
+        PQfinish(conn);
+        conn = NULL;
+        nap(c, backoff);
+        continue;
+      }
       ping_at = mono_ms() + LISTEN_PING_MS;
       if (had) {
         /* what the others sent while we were away is lost: look again */
@@ -227,11 +277,10 @@ static void *listener_main(void *arg) {
       had = 1;
     }
     if (mono_ms() >= ping_at) {
-      PGresult *r = PQexec(conn, "SELECT 1");
-      int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-      PQclear(r);
+      int peers = count_peers(conn);
       ping_at = mono_ms() + LISTEN_PING_MS;
-      if (!ok) {
+      if (peers >= 0) c->peers = peers;
+      if (peers < 0) {
         PQfinish(conn);
         conn = NULL;
         continue;
@@ -262,12 +311,13 @@ static void *listener_main(void *arg) {
     PGnotify *n;
     while ((n = PQnotifies(conn)) != NULL) {
       const char *what = n->extra && *n->extra ? n->extra : NULL;
-      if (n->be_pid == mypid)
-        ; /* our own */
-      else if (strcmp(n->relname, PULL_CHANNEL) == 0)
-        ceb_store_pull_woken(c->s->owner, what);
-      else
-        wake(c, what);
+      if (n->be_pid != mypid) { /* not our own */
+        c->peers = 1; /* another listener: it hears ours from now on */
+        if (strcmp(n->relname, PULL_CHANNEL) == 0)
+          ceb_store_pull_woken(c->s->owner, what);
+        else
+          wake(c, what);
+      }
       PQfreemem(n);
     }
   }

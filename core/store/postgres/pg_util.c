@@ -111,6 +111,51 @@ PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
   return NULL;
 }
 
+/* SQLSTATE 26000: no prepared statement of that name on this session */
+static int not_prepared(const PGresult *r) {
+  const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+  return st && strcmp(st, "26000") == 0;
+}
+
+PGresult *cebpg_query_prepared(ceb_store_impl *s, const char *what,
+                               const char *name, const char *sql,
+                               const cebpg_params *p) {
+  char err[400];
+  PGconn *c = cebpg_pool_get(s->pool, CEBPG_POOL_WAIT_MS, err, sizeof err);
+  if (!c) {
+    ceb_log_debug("store: %s: %s", what, err);
+    return NULL;
+  }
+  /* prepared on first use per session: pool connections carry no state
+   * of ours, so the server says whether this one has it (one failed
+   * round trip per connection and statement, outside any transaction) */
+  PGresult *r = PQexecPrepared(c, name, p ? p->n : 0, p ? p->v : NULL,
+                               p ? p->len : NULL, p ? p->fmt : NULL, 0);
+  if (not_prepared(r)) {
+    PQclear(r);
+    r = PQprepare(c, name, sql, 0, NULL);
+    if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+      PQclear(r);
+      r = PQexecPrepared(c, name, p ? p->n : 0, p ? p->v : NULL,
+                         p ? p->len : NULL, p ? p->fmt : NULL, 0);
+    }
+  }
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    cebpg_pool_ok(s->pool);
+    cebpg_pool_put(s->pool, c);
+    return r;
+  }
+  char msg[400];
+  cebpg_scrub(s->pool, r ? PQresultErrorMessage(r) : PQerrorMessage(c), msg,
+              sizeof msg);
+  if (!cebpg_pool_failed(s->pool, c, r, what))
+    ceb_log_error("store: %s: %s", what, msg);
+  PQclear(r);
+  cebpg_pool_put(s->pool, c);
+  return NULL;
+}
+
 PGresult *cebpg_query(ceb_store_impl *s, const char *what, const char *sql,
                       const cebpg_params *p) {
   char err[400];
