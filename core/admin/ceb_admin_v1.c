@@ -44,6 +44,12 @@ static void refresh_store_counters(const ceb_admin_view *view, ceb_store *st) {
   ceb_metrics_set_total(m, "cebridge_store_ops_total", "", (double)ops);
   ceb_metrics_set_total(m, "cebridge_store_syncs_total", "",
                         (double)ceb_store_syncs(st));
+  uint64_t sent = 0, skipped = 0;
+  ceb_store_notify_stats(st, &sent, &skipped);
+  ceb_metrics_set_total(m, "cebridge_store_notifications_total",
+                        "result=\"sent\"", (double)sent);
+  ceb_metrics_set_total(m, "cebridge_store_notifications_total",
+                        "result=\"skipped\"", (double)skipped);
   uint64_t entries = 0, bytes = 0;
   ceb_store_dedupe_stats(st, &entries, &bytes);
   ceb_metrics_set(m, "cebridge_store_dedupe_entries", "", (double)entries);

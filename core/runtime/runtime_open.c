@@ -88,6 +88,10 @@ static void declare_metrics(ceb_metrics *m) {
        "Store operations (ingest batches, claims, outcomes) committed."},
       {"cebridge_store_syncs_total", CEB_MT_COUNTER,
        "fdatasync calls of the WAL before acknowledgements."},
+      {"cebridge_store_notifications_total", CEB_MT_COUNTER,
+       "Wake-ups to other bridges on a shared store (routes and pull "
+       "queues named), by result: sent, or skipped (no other bridge "
+       "listened)."},
       {"cebridge_store_dedupe_entries", CEB_MT_GAUGE,
        "Journal rows in the in-memory dedupe map."},
       {"cebridge_store_dedupe_bytes", CEB_MT_GAUGE,

@@ -143,6 +143,10 @@ typedef struct ceb_store_stats {
   uint64_t dedupe_entries; /* entries of an in-memory dedupe map */
   uint64_t dedupe_bytes;   /* bytes it holds */
   size_t queued;           /* ingest ops queued and not yet done */
+  /* wake-up notifications to other bridges on a shared store (routes and
+   * pull queues named): sent, and skipped because no other bridge
+   * listened (0 on an engine of one process) */
+  uint64_t notify_sent, notify_skipped;
 } ceb_store_stats;
 void ceb_store_get_stats(ceb_store *st, ceb_store_stats *out);
 /* Shorthands of ceb_store_get_stats. */
@@ -150,6 +154,7 @@ size_t ceb_store_queued(ceb_store *st);
 void ceb_store_commit_stats(ceb_store *st, uint64_t *batches, uint64_t *ops);
 uint64_t ceb_store_syncs(ceb_store *st);
 void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes);
+void ceb_store_notify_stats(ceb_store *st, uint64_t *sent, uint64_t *skipped);
 
 /* ---- journal ingest ---- */
 

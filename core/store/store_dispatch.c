@@ -97,6 +97,13 @@ uint64_t ceb_store_syncs(ceb_store *st) {
   return s.syncs;
 }
 
+void ceb_store_notify_stats(ceb_store *st, uint64_t *sent, uint64_t *skipped) {
+  ceb_store_stats s;
+  ceb_store_get_stats(st, &s);
+  *sent = s.notify_sent;
+  *skipped = s.notify_skipped;
+}
+
 void ceb_store_dedupe_stats(ceb_store *st, uint64_t *entries, uint64_t *bytes) {
   ceb_store_stats s;
   ceb_store_get_stats(st, &s);

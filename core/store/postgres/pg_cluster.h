@@ -3,7 +3,8 @@
  * pg_pull.c):
  *  - wake-ups (pg_notify.c): after a group that ingested deliveries or
  *    settled one, the engine NOTIFYs channel "ceb_work" with each route's
- *    name; a listener thread on its own connection hears the other bridges'
+ *    name (only while another bridge listens: pg_notify.c); a listener
+ *    thread on its own connection hears the other bridges'
  *    notifications and calls the store's wake listener (the delivery
  *    engine), and, after it lost its connection, wakes every route once
  *    (what it missed is recounted);
@@ -62,6 +63,9 @@ void cebpg_notify_route(cebpg_cluster *c, const char *route);
 /* The same for a pull queue appended to (channel "ceb_pull"): the other
  * bridges' long polls read again (ceb_store_pull_woken). */
 void cebpg_notify_pull(cebpg_cluster *c, const char *queue);
+/* Names notified and names dropped while no other bridge listened, since
+ * start. NULL: zeros. Any thread. */
+void cebpg_notify_counts(cebpg_cluster *c, uint64_t *sent, uint64_t *skipped);
 
 /* ---- pg_cluster.c ---- */
 int cebpg_try_lead(ceb_store_impl *s, const char *task, int64_t now);

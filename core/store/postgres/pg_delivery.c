@@ -256,8 +256,7 @@ int64_t cebpg_count_open(ceb_store_impl *s, const char *route) {
                     &p, 0);
   }
   return read_int(s, "count open", NULL,
-                  "SELECT count(*) FROM delivery WHERE open",
-                  NULL, 0);
+                  "SELECT count(*) FROM delivery WHERE open", NULL, 0);
 }
 
 int64_t cebpg_count_open_key(ceb_store_impl *s, const char *route,

@@ -98,6 +98,7 @@ static void pg_stats(ceb_store_impl *s, ceb_store_stats *o) {
   o->ops = s->ops;
   o->queued = s->queued_bounded;
   pthread_mutex_unlock(&s->lock);
+  cebpg_notify_counts(s->notify, &o->notify_sent, &o->notify_skipped);
 }
 
 static void pg_set_listener(ceb_store_impl *s, ceb_store_ingest_listener fn,

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,7 @@ struct cebpg_cluster {
   ceb_store_wake_fn wake;
   void *wake_arg;
   int peers; /* other listeners known (listener thread only) */
+  _Atomic uint64_t sent, skipped; /* names (cebpg_notify_counts) */
 };
 
 static void poke(cebpg_cluster *c) {
@@ -117,6 +119,11 @@ void cebpg_notify_pull(cebpg_cluster *c, const char *queue) {
   if (first) poke(c);
 }
 
+void cebpg_notify_counts(cebpg_cluster *c, uint64_t *sent, uint64_t *skipped) {
+  *sent = c ? atomic_load(&c->sent) : 0;
+  *skipped = c ? atomic_load(&c->skipped) : 0;
+}
+
 /* Another bridge's work: to the listener set here, else to the store
  * handle's wake listener (the delivery engine, ceb_store_woken). */
 static void wake(cebpg_cluster *c, const char *route) {
@@ -147,6 +154,7 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   c->nroutes = c->cap = c->npulls = c->pcap = 0;
   pthread_mutex_unlock(&c->lock);
   if (!c->peers) { /* no one else listens: no one to tell */
+    atomic_fetch_add(&c->skipped, n + np);
     free_names(routes, n);
     free_names(pulls, np);
     return 0;
@@ -167,7 +175,10 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   if (!arr.oom && !ch.oom) {
     const char *v[2] = {ch.p, arr.p};
     PGresult *r = PQexecPrepared(conn, "ceb_notify", 2, v, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) rc = -1;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+      rc = -1;
+    else
+      atomic_fetch_add(&c->sent, n + np);
     PQclear(r);
   }
   cebpg_buf_free(&ch);

@@ -10,7 +10,8 @@
  * error; an outcome resent after its answer was lost (pg_drop_proxy.h)
  * reported applied, not as a lost lease; a claim whose answer was lost
  * given back without the live claim beside it; a group's outcomes in one
- * statement, each with its own answer. The generic contract of a store is
+ * statement, each with its own answer; wake-ups notified only while
+ * another bridge listens. The generic contract of a store is
  * tests/store/'s. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1174,6 +1175,103 @@ static void test_schema_and_errors(void) {
   ceb_store_close(st);
 }
 
+/* ---- notifications only to listeners ---- */
+
+typedef struct notify_probe {
+  ceb_store *st;
+  PGconn *w;        /* the test's listening session */
+  int bridge_pid;   /* the store's listener session */
+  char seen[8][32]; /* payloads heard from it, in order */
+  int nseen;
+} notify_probe;
+
+static int skipped_some(void *arg) {
+  notify_probe *p = arg;
+  uint64_t sent = 0, skipped = 0;
+  ceb_store_notify_stats(p->st, &sent, &skipped);
+  return skipped > 0;
+}
+
+static int store_listening(void *arg) {
+  notify_probe *p = arg;
+  int64_t pid = ceb_test_pg_int(
+      p->w, "SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE"
+            " datname = current_database() AND application_name ="
+            " 'cebridge-listen' AND pid <> pg_backend_pid()");
+  p->bridge_pid = (int)pid;
+  return pid > 0;
+}
+
+/* Reads what reached the test's session; 1 once the store's notification
+ * naming "r2" came. */
+static int heard_r2(void *arg) {
+  notify_probe *p = arg;
+  PQconsumeInput(p->w);
+  PGnotify *n;
+  int got = 0;
+  while ((n = PQnotifies(p->w)) != NULL) {
+    if (n->be_pid == p->bridge_pid && p->nseen < 8)
+      snprintf(p->seen[p->nseen++], sizeof p->seen[0], "%s", n->extra);
+    got |= n->be_pid == p->bridge_pid && strcmp(n->extra, "r2") == 0;
+    PQfreemem(n);
+  }
+  for (int i = 0; i < p->nseen; i++)
+    got |= strcmp(p->seen[i], "r2") == 0;
+  return got;
+}
+
+/* A bridge alone on its database sends no NOTIFY (each is a transaction
+ * with a commit flush and wakes every listening session): it counts the
+ * others' listener sessions ("cebridge-listen"). A listener that starts
+ * says hello (an empty notification), and from then on the bridge's work
+ * is notified to it. A session that listens under another name is not a
+ * bridge and is not counted. */
+static void test_notify_listeners(void) {
+  char ci[1024];
+  CHECK_INT(ceb_test_pg_createdb(&g_pg, "notify", ci, sizeof ci), 0);
+  notify_probe p = {.w = PQconnectdb(ci)};
+  CHECK_INT(PQstatus(p.w), CONNECTION_OK);
+  PQclear(PQexec(p.w, "LISTEN ceb_work"));
+  p.st = open_store(ci, "solo", 1000);
+  if (!p.st || PQstatus(p.w) != CONNECTION_OK) {
+    ceb_store_close(p.st);
+    PQfinish(p.w);
+    return;
+  }
+  /* the store's hello reaches every listening session (here the test's) */
+  CHECK(ceb_test_wait(store_listening, &p, 30000));
+  /* alone: the ingest's wake-up is dropped, not sent */
+  CHECK_INT(ingest1(p.st, "n-1", "r1", NULL, 1000, NULL), 1);
+  CHECK(ceb_test_wait(skipped_some, &p, 30000));
+  uint64_t sent = 1, skipped = 0;
+  ceb_store_notify_stats(p.st, &sent, &skipped);
+  CHECK_INT((int)sent, 0);
+  /* the test's session becomes a bridge's listener and says hello */
+  PGresult *r = PQexec(p.w, "SET application_name = 'cebridge-listen';"
+                            " NOTIFY ceb_work");
+  CHECK_INT(PQresultStatus(r), PGRES_COMMAND_OK);
+  PQclear(r);
+  /* from the hello on, the store's work is notified: r2 arrives (each
+   * ingest of r2 queues one; the first after the hello is heard) */
+  int heard = 0;
+  for (int i = 0; i < 50 && !heard; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "n-2-%d", i);
+    CHECK_INT(ingest1(p.st, id, "r2", NULL, 1000, NULL), 1);
+    heard = ceb_test_wait(heard_r2, &p, 200);
+  }
+  CHECK_MSG(heard, "the store never notified r2 after the hello");
+  /* the hello came from the store (empty payload), r1 never did */
+  CHECK(p.nseen >= 2);
+  CHECK_STR(p.seen[0], "");
+  for (int i = 0; i < p.nseen; i++)
+    CHECK_MSG(strcmp(p.seen[i], "r1") != 0, "r1 notified while alone");
+  ceb_store_notify_stats(p.st, &sent, &skipped);
+  CHECK(sent >= 1);
+  ceb_store_close(p.st);
+  PQfinish(p.w);
+}
+
 int main(void) {
   ceb_test_pg_require();
   if (ceb_test_pg_start(&g_pg, "pg-store") != 0) {
@@ -1199,6 +1297,7 @@ int main(void) {
   }
   test_resend_applied();
   test_lost_claim_release();
+  test_notify_listeners();
   ceb_store_close(a);
   ceb_store_close(b);
   test_schema_and_errors();
