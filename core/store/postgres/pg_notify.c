@@ -66,7 +66,9 @@ struct cebpg_cluster {
   size_t npulls, pcap;
   ceb_store_wake_fn wake;
   void *wake_arg;
-  int peers; /* other listeners known (listener thread only) */
+  /* other listeners: 1 some, 0 none, -1 not counted yet (before the
+   * first connection: names wait for it). Set by the thread. */
+  _Atomic int peers;
   _Atomic uint64_t sent, skipped; /* names (cebpg_notify_counts) */
 };
 
@@ -103,8 +105,15 @@ static int add_name(char ***list, size_t *n, size_t *cap, const char *name) {
   return d && *n == 1;
 }
 
+/* Dropped at once while no other bridge is known to listen (no lock, no
+ * wake-up of the thread per group); one queued meanwhile is dropped by
+ * the thread. */
 void cebpg_notify_route(cebpg_cluster *c, const char *route) {
   if (!c || !route) return;
+  if (atomic_load(&c->peers) == 0) {
+    atomic_fetch_add(&c->skipped, 1);
+    return;
+  }
   pthread_mutex_lock(&c->lock);
   int first = add_name(&c->routes, &c->nroutes, &c->cap, route);
   pthread_mutex_unlock(&c->lock);
@@ -113,6 +122,10 @@ void cebpg_notify_route(cebpg_cluster *c, const char *route) {
 
 void cebpg_notify_pull(cebpg_cluster *c, const char *queue) {
   if (!c || !queue) return;
+  if (atomic_load(&c->peers) == 0) {
+    atomic_fetch_add(&c->skipped, 1);
+    return;
+  }
   pthread_mutex_lock(&c->lock);
   int first = add_name(&c->pulls, &c->npulls, &c->pcap, queue);
   pthread_mutex_unlock(&c->lock);
@@ -153,7 +166,7 @@ static int send_queued(cebpg_cluster *c, PGconn *conn) {
   c->routes = c->pulls = NULL;
   c->nroutes = c->cap = c->npulls = c->pcap = 0;
   pthread_mutex_unlock(&c->lock);
-  if (!c->peers) { /* no one else listens: no one to tell */
+  if (atomic_load(&c->peers) == 0) { /* no one else listens */
     atomic_fetch_add(&c->skipped, n + np);
     free_names(routes, n);
     free_names(pulls, np);
@@ -347,6 +360,7 @@ int cebpg_notify_start(ceb_store_impl *s, cebpg_cluster **out, char *err,
     return CEB_ENOMEM;
   }
   c->s = s;
+  atomic_init(&c->peers, -1);
   if (pipe(c->pipe) != 0) {
     snprintf(err, errlen, "store: cannot make a pipe: %s", strerror(errno));
     free(c);
