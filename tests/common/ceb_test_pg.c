@@ -428,13 +428,82 @@ int ceb_test_pg_stop(ceb_test_pg *pg, ceb_test_pg_mode mode) {
   return ceb_test_wait(group_gone, &pgid, PG_STOP_MS) ? 0 : -1;
 }
 
+/* The live (not zombie) children of ppid, up to max, into out. */
+static size_t children_of(pid_t ppid, pid_t *out, size_t max) {
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  size_t n = 0;
+  struct dirent *e;
+  while (n < max && (e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    char p[300], buf[512];
+    snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (!f) continue;
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    char *rp = strrchr(buf, ')');
+    char state;
+    int pp;
+    if (rp && sscanf(rp + 1, " %c %d", &state, &pp) == 2 && pp == ppid &&
+        state != 'Z' && state != 'X')
+      out[n++] = (pid_t)atoi(e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+typedef struct pid_set {
+  pid_t pgid; /* the postmaster's group */
+  pid_t *pids;
+  size_t n;
+} pid_set;
+
+/* 1 once the group and every pid of the set are gone (zombies reaped: we
+ * are their subreaper once their parent died). */
+static int set_gone(void *arg) {
+  pid_set *s = arg;
+  if (!group_gone(&s->pgid)) return 0;
+  for (size_t i = 0; i < s->n; i++) {
+    while (waitpid(s->pids[i], NULL, WNOHANG) > 0)
+      ;
+    char p[64], buf[512];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)s->pids[i]);
+    FILE *f = fopen(p, "r");
+    if (!f) continue; /* gone */
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    char *rp = strrchr(buf, ')');
+    char state;
+    if (rp && sscanf(rp + 1, " %c", &state) == 1 && state != 'Z' &&
+        state != 'X')
+      return 0;
+  }
+  return 1;
+}
+
 int ceb_test_pg_kill9(ceb_test_pg *pg) {
   if (pg->pid <= 0) return 0;
   pid_t pgid = pg->pid;
+  /* PostgreSQL's children lead process groups of their own (setsid in
+   * InitPostmasterChild): a kill of the postmaster's group reaches the
+   * postmaster alone, and its backends exit by themselves once they see
+   * it gone, after this returned, still holding the shared memory the
+   * next start refuses ("pre-existing shared memory block is still in
+   * use"). So the postmaster is stopped (it forks no more), its children
+   * are listed, and all of them are killed at once, as a crash would. */
+  kill(pgid, SIGSTOP);
+  pid_t kids[512];
+  pid_set set = {.pgid = pgid, .pids = kids};
+  set.n = children_of(pgid, kids, sizeof kids / sizeof kids[0]);
   kill(-pgid, SIGKILL);
+  for (size_t i = 0; i < set.n; i++)
+    kill(kids[i], SIGKILL);
   wait_exit(pg->pid, PG_STOP_MS);
   pg->pid = 0;
-  return ceb_test_wait(group_gone, &pgid, PG_STOP_MS) ? 0 : -1;
+  return ceb_test_wait(set_gone, &set, PG_STOP_MS) ? 0 : -1;
 }
 
 int ceb_test_pg_restart(ceb_test_pg *pg) {

@@ -103,6 +103,7 @@ static int release_lost(cebpg_committer *w, PGconn *c) {
         s, c, "releasing a lost claim",
         "UPDATE delivery SET state = 0, attempts = attempts - 1,"
         " first_at = CASE WHEN attempts = 1 THEN NULL ELSE first_at END,"
+        " next_at = LEAST(next_at, $3),"
         " lease_owner = NULL, lease_until = NULL WHERE route = $1 AND"
         " open AND state = 1 AND lease_owner = $2 AND last_at = $3 AND"
         " lease_until = $4 AND fence & 4294967295 = $5::bigint",

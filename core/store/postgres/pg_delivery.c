@@ -28,7 +28,9 @@ extern const char cebpg_sql_settle[];
  * instances claiming at once take different rows. The fence counts the
  * row's claims and carries this statement's token ($6: CEBPG_TOKEN_BITS),
  * which is how a release of this claim after its answer was lost finds
- * its rows and no other's (pg_commit.c). */
+ * its rows and no other's (pg_commit.c). A claimed row's next_at is its
+ * lease's end (schema 13): the rows in progress sort after the due ones,
+ * so the scan reads none of them, and one whose lease ended is due. */
 static const char SQL_CLAIM[] =
     "WITH c AS (SELECT seq FROM delivery WHERE route = $1 AND open"
     " AND (order_key IS NULL OR head) AND next_at <= $2"
@@ -36,7 +38,8 @@ static const char SQL_CLAIM[] =
     " ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)"
     " UPDATE delivery d SET state = 1, attempts = d.attempts + 1,"
     " last_at = $2, first_at = COALESCE(d.first_at, $2), lease_owner = $4,"
-    " lease_until = $5, fence = (((d.fence >> 32) + 1) << 32) | $6::bigint"
+    " lease_until = $5, next_at = $5,"
+    " fence = (((d.fence >> 32) + 1) << 32) | $6::bigint"
     " FROM c, journal j"
     " WHERE d.route = $1 AND d.seq = c.seq AND j.seq = d.seq"
     " RETURNING d.seq, d.attempts, d.order_key, j.event, j.received_at,"
@@ -204,7 +207,8 @@ int cebpg_recover(ceb_store_impl *s, int64_t now) {
   cebpg_p_int(&p, now);
   PGresult *r = cebpg_query(
       s, "recover",
-      "UPDATE delivery SET state = 0, lease_owner = NULL, lease_until = NULL"
+      "UPDATE delivery SET state = 0, lease_owner = NULL, lease_until = NULL,"
+      " next_at = LEAST(next_at, $2)"
       " WHERE open AND state = 1 AND (lease_owner = $1 OR lease_until <= $2)",
       &p);
   if (!r) return CEB_EIO;
@@ -231,18 +235,14 @@ int64_t cebpg_next_due(ceb_store_impl *s, const char *route, int64_t after) {
   cebpg_params p = {.n = 0};
   cebpg_p_text(&p, route);
   cebpg_p_int(&p, after);
-  /* pending or retrying heads, and the end of a lease (a takeover); both
-   * from delivery_due, which holds the rows in progress too (no index on
-   * lease_until: a claim would not be a HOT update). Called when a claim
-   * found nothing due: the rows read are the route's in-flight ones. */
-  int64_t v = read_int(
-      s, "next due", "ceb_next_due",
-      "SELECT LEAST((SELECT MIN(next_at) FROM delivery WHERE route = $1"
-      " AND open AND (order_key IS NULL OR head) AND state <> 1 AND"
-      " next_at > $2), (SELECT MIN(lease_until) FROM delivery WHERE"
-      " route = $1 AND open AND (order_key IS NULL OR head) AND state = 1"
-      " AND lease_until > $2))",
-      &p, INT64_MAX);
+  /* pending or retrying heads, and the end of a lease (a takeover): a row
+   * in progress is due at its lease's end, its next_at (schema 13), so
+   * one ordered read of delivery_due (its first entry after $2) */
+  int64_t v =
+      read_int(s, "next due", "ceb_next_due",
+               "SELECT MIN(next_at) FROM delivery WHERE route = $1"
+               " AND open AND (order_key IS NULL OR head) AND next_at > $2",
+               &p, INT64_MAX);
   return v < 0 ? INT64_MAX : v;
 }
 

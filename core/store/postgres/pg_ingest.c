@@ -41,11 +41,13 @@ const char cebpg_sql_ingest[] =
      * and no older row of the key is unsettled (the key is locked). A
      * head or unkeyed row the engine reserved a slot for ($14) is written
      * claimed, as the claim (pg_delivery.c) would write it: in progress,
-     * attempt 1, under this instance's lease ($17), the fence of a first
-     * claim with this statement's token ($18: CEBPG_TOKEN_BITS) */
+     * attempt 1, under this instance's lease ($17) and due at its end,
+     * the fence of a first claim with this statement's token ($18:
+     * CEBPG_TOKEN_BITS) */
     " dl AS (INSERT INTO delivery (seq, route, state, next_at, order_key,"
     " head, attempts, first_at, last_at, lease_owner, lease_until, fence)"
-    " SELECT seq, route, CASE WHEN c THEN 1 ELSE 0 END, first_at,"
+    " SELECT seq, route, CASE WHEN c THEN 1 ELSE 0 END, CASE WHEN c THEN"
+    " lease_until ELSE first_at END,"
     " order_key, head, CASE WHEN c THEN 1 ELSE 0 END, CASE WHEN c THEN now"
     " END, CASE WHEN c THEN now END, CASE WHEN c THEN $17 END, CASE WHEN c"
     " THEN lease_until END, CASE WHEN c THEN $18::bigint ELSE 0 END"

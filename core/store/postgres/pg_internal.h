@@ -13,7 +13,7 @@
 #include "store/postgres/pg_conn.h"
 
 /* Schema version this build writes (table ceb_schema). */
-#define CEBPG_SCHEMA_VERSION 12
+#define CEBPG_SCHEMA_VERSION 13
 /* How long a blocking op waits for a pool connection. */
 #define CEBPG_POOL_WAIT_MS 30000
 /* Error text kept per delivery and DLQ row (bytes, cut on UTF-8). */

@@ -273,6 +273,17 @@ static const char *const k_migrations[] = {
     "DROP INDEX delivery_open_seq;"
     "CREATE INDEX delivery_open_seq ON delivery (route, seq)"
     " WHERE open AND (order_key IS NULL OR head OR replays > 0);",
+    /* 13: a row in progress is due again when its lease ends, so its
+     * next_at is its lease's end (a claim sets it; a release or a
+     * recovery makes it due at once). In delivery_due's order the rows in
+     * progress were at the front (next_at of their first due time), and
+     * each claim and next-due read went over every one of them to find
+     * the due rows behind (0.3-0.5 ms per claim with Kafka's thousands in
+     * flight, bench/store/RESULTS.md 2026-12-06 session 14); now they sort
+     * at their lease's end, past every due row. Data only: the rows in
+     * progress now. */
+    "UPDATE delivery SET next_at = lease_until WHERE open AND state = 1"
+    " AND lease_until IS NOT NULL;",
 };
 
 _Static_assert(sizeof k_migrations / sizeof k_migrations[0] ==
