@@ -197,7 +197,13 @@ enum {
  * w's ingest turn once every statement but COMMIT has answered well
  * (w->turn_early): the group's seqs are assigned and its keys' advisory
  * locks are held until it ends, so a next group that shares a key waits
- * for this COMMIT and one that does not can take no seq below ours. */
+ * for this COMMIT and one that does not can take no seq below ours.
+ * The server sends a pipeline's answers when it reaches the Sync (its
+ * output is flushed there, or per 8 KiB), so in practice they all arrive
+ * with COMMIT's and the turn passes as it commits; a flush request after
+ * the ingest statement (PQsendFlushRequest) passed it about 1.5 ms
+ * earlier without changing the rate (bench/store/RESULTS.md, session 14),
+ * and is not made. */
 static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
                         int *committed) {
   ceb_store_impl *s = w->s;
