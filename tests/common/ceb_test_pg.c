@@ -140,6 +140,25 @@ static int wait_exit(pid_t pid, int64_t timeout_ms) {
   }
 }
 
+/* Reads /proc/<pid>/stat: 1 with the process's state, parent and
+ * process group, 0 when it is gone. */
+static int proc_stat(const char *pid, char *state, int *ppid, int *pgrp) {
+  char p[300], buf[512];
+  snprintf(p, sizeof p, "/proc/%s/stat", pid);
+  FILE *f = fopen(p, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  /* pid (comm) state ppid pgrp: comm may hold spaces, so from the last ')' */
+  char *rp = strrchr(buf, ')');
+  return rp && sscanf(rp + 1, " %c %d %d", state, ppid, pgrp) == 3;
+}
+
+static int live_state(char state) {
+  return state != 'Z' && state != 'X';
+}
+
 /* 1 while a live (not zombie) process is in process group pgid. Orphaned
  * backends are reparented to PID 1, which may not reap them here, so
  * kill(-pgid, 0) would count zombies; /proc/<pid>/stat says the state. */
@@ -150,19 +169,10 @@ static int group_alive(pid_t pgid) {
   struct dirent *e;
   while (!alive && (e = readdir(d))) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char p[300], buf[512];
-    snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(p, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* pid (comm) state ppid pgrp: comm may hold spaces, so from the last ')' */
-    char *rp = strrchr(buf, ')');
     char state;
     int ppid, pgrp;
-    if (rp && sscanf(rp + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
-        pgrp == pgid && state != 'Z' && state != 'X')
+    if (proc_stat(e->d_name, &state, &ppid, &pgrp) && pgrp == pgid &&
+        live_state(state))
       alive = 1;
   }
   closedir(d);
@@ -436,18 +446,10 @@ static size_t children_of(pid_t ppid, pid_t *out, size_t max) {
   struct dirent *e;
   while (n < max && (e = readdir(d))) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    char p[300], buf[512];
-    snprintf(p, sizeof p, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(p, "r");
-    if (!f) continue;
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    char *rp = strrchr(buf, ')');
     char state;
-    int pp;
-    if (rp && sscanf(rp + 1, " %c %d", &state, &pp) == 2 && pp == ppid &&
-        state != 'Z' && state != 'X')
+    int pp, pgrp;
+    if (proc_stat(e->d_name, &state, &pp, &pgrp) && pp == ppid &&
+        live_state(state))
       out[n++] = (pid_t)atoi(e->d_name);
   }
   closedir(d);
@@ -468,18 +470,10 @@ static int set_gone(void *arg) {
   for (size_t i = 0; i < s->n; i++) {
     while (waitpid(s->pids[i], NULL, WNOHANG) > 0)
       ;
-    char p[64], buf[512];
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)s->pids[i]);
-    FILE *f = fopen(p, "r");
-    if (!f) continue; /* gone */
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = '\0';
-    char *rp = strrchr(buf, ')');
-    char state;
-    if (rp && sscanf(rp + 1, " %c", &state) == 1 && state != 'Z' &&
-        state != 'X')
-      return 0;
+    char pid[24], state;
+    int ppid, pgrp;
+    snprintf(pid, sizeof pid, "%d", (int)s->pids[i]);
+    if (proc_stat(pid, &state, &ppid, &pgrp) && live_state(state)) return 0;
   }
   return 1;
 }

@@ -105,31 +105,29 @@ static int add_name(char ***list, size_t *n, size_t *cap, const char *name) {
   return d && *n == 1;
 }
 
-/* Dropped at once while no other bridge is known to listen (no lock, no
- * wake-up of the thread per group); one queued meanwhile is dropped by
- * the thread. */
-void cebpg_notify_route(cebpg_cluster *c, const char *route) {
-  if (!c || !route) return;
+/* Queues name on a route's (pull 0) or a pull queue's (pull 1) list for
+ * the thread. Dropped at once while no other bridge is known to listen
+ * (no lock, no wake-up of the thread per group); one queued meanwhile is
+ * dropped by the thread. */
+static void queue_name(cebpg_cluster *c, int pull, const char *name) {
+  if (!c || !name) return;
   if (atomic_load(&c->peers) == 0) {
     atomic_fetch_add(&c->skipped, 1);
     return;
   }
   pthread_mutex_lock(&c->lock);
-  int first = add_name(&c->routes, &c->nroutes, &c->cap, route);
+  int first = pull ? add_name(&c->pulls, &c->npulls, &c->pcap, name)
+                   : add_name(&c->routes, &c->nroutes, &c->cap, name);
   pthread_mutex_unlock(&c->lock);
   if (first) poke(c);
 }
 
+void cebpg_notify_route(cebpg_cluster *c, const char *route) {
+  queue_name(c, 0, route);
+}
+
 void cebpg_notify_pull(cebpg_cluster *c, const char *queue) {
-  if (!c || !queue) return;
-  if (atomic_load(&c->peers) == 0) {
-    atomic_fetch_add(&c->skipped, 1);
-    return;
-  }
-  pthread_mutex_lock(&c->lock);
-  int first = add_name(&c->pulls, &c->npulls, &c->pcap, queue);
-  pthread_mutex_unlock(&c->lock);
-  if (first) poke(c);
+  queue_name(c, 1, queue);
 }
 
 void cebpg_notify_counts(cebpg_cluster *c, uint64_t *sent, uint64_t *skipped) {

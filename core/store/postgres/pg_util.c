@@ -93,10 +93,10 @@ const char *cebpg_cut_error(const char *err, char *buf) {
   return buf;
 }
 
-PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
-                         const char *sql, const cebpg_params *p) {
-  PGresult *r = PQexecParams(c, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
-                             p ? p->len : NULL, p ? p->fmt : NULL, 0);
+/* r when it succeeded (PGRES_COMMAND_OK or TUPLES_OK), else NULL after
+ * logging "store: <what>: <scrubbed error>" and telling the pool. */
+static PGresult *checked(ceb_store_impl *s, PGconn *c, const char *what,
+                         PGresult *r) {
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
     cebpg_pool_ok(s->pool);
@@ -111,10 +111,23 @@ PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
   return NULL;
 }
 
+PGresult *cebpg_query_on(ceb_store_impl *s, PGconn *c, const char *what,
+                         const char *sql, const cebpg_params *p) {
+  return checked(s, c, what,
+                 PQexecParams(c, sql, p ? p->n : 0, NULL, p ? p->v : NULL,
+                              p ? p->len : NULL, p ? p->fmt : NULL, 0));
+}
+
 /* SQLSTATE 26000: no prepared statement of that name on this session */
 static int not_prepared(const PGresult *r) {
   const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
   return st && strcmp(st, "26000") == 0;
+}
+
+static PGresult *exec_named(PGconn *c, const char *name,
+                            const cebpg_params *p) {
+  return PQexecPrepared(c, name, p ? p->n : 0, p ? p->v : NULL,
+                        p ? p->len : NULL, p ? p->fmt : NULL, 0);
 }
 
 PGresult *cebpg_query_prepared(ceb_store_impl *s, const char *what,
@@ -129,31 +142,18 @@ PGresult *cebpg_query_prepared(ceb_store_impl *s, const char *what,
   /* prepared on first use per session: pool connections carry no state
    * of ours, so the server says whether this one has it (one failed
    * round trip per connection and statement, outside any transaction) */
-  PGresult *r = PQexecPrepared(c, name, p ? p->n : 0, p ? p->v : NULL,
-                               p ? p->len : NULL, p ? p->fmt : NULL, 0);
+  PGresult *r = exec_named(c, name, p);
   if (not_prepared(r)) {
     PQclear(r);
     r = PQprepare(c, name, sql, 0, NULL);
     if (PQresultStatus(r) == PGRES_COMMAND_OK) {
       PQclear(r);
-      r = PQexecPrepared(c, name, p ? p->n : 0, p ? p->v : NULL,
-                         p ? p->len : NULL, p ? p->fmt : NULL, 0);
+      r = exec_named(c, name, p);
     }
   }
-  ExecStatusType st = PQresultStatus(r);
-  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-    cebpg_pool_ok(s->pool);
-    cebpg_pool_put(s->pool, c);
-    return r;
-  }
-  char msg[400];
-  cebpg_scrub(s->pool, r ? PQresultErrorMessage(r) : PQerrorMessage(c), msg,
-              sizeof msg);
-  if (!cebpg_pool_failed(s->pool, c, r, what))
-    ceb_log_error("store: %s: %s", what, msg);
-  PQclear(r);
+  r = checked(s, c, what, r);
   cebpg_pool_put(s->pool, c);
-  return NULL;
+  return r;
 }
 
 PGresult *cebpg_query(ceb_store_impl *s, const char *what, const char *sql,

@@ -807,6 +807,19 @@ static void test_unreachable(ceb_store *a) {
   CHECK_INT(ingest1(a, "down-3", "r", NULL, 1000, NULL), 1);
 }
 
+/* A drop proxy (pg_drop_proxy.h) in front of the test's server, and the
+ * URI of the database "ceb" through it into uri; NULL (checked) when it
+ * did not start. */
+static cebt_proxy *proxy_up(char *uri, size_t len) {
+  cebt_proxy *px = cebt_proxy_start(g_pg.port);
+  CHECK(px != NULL);
+  if (px)
+    snprintf(uri, len,
+             "postgresql://ceb:%s@127.0.0.1:%d/ceb?connect_timeout=10",
+             g_pg.password, cebt_proxy_port(px));
+  return px;
+}
+
 /* ---- a resent outcome that had committed ---- */
 
 /* The answer to a settle's COMMIT is lost after the server committed (the
@@ -815,13 +828,9 @@ static void test_unreachable(ceb_store *a) {
  * the outcome applied (done CEB_OK, the DLQ id of a dead letter), not a
  * lost lease (CEB_ECONFLICT: the engine would skip receipt and metric). */
 static void test_resend_applied(void) {
-  cebt_proxy *px = cebt_proxy_start(g_pg.port);
-  CHECK(px != NULL);
-  if (!px) return;
   char uri[1024];
-  snprintf(uri, sizeof uri,
-           "postgresql://ceb:%s@127.0.0.1:%d/ceb?connect_timeout=10",
-           g_pg.password, cebt_proxy_port(px));
+  cebt_proxy *px = proxy_up(uri, sizeof uri);
+  if (!px) return;
   ceb_store *st = open_store(uri, "resend", 600000);
   if (!st) {
     cebt_proxy_stop(px);
@@ -910,13 +919,9 @@ static void lost_claimed(void *arg, const ceb_ingest_batch *b,
  * and lease come from the hook (the same for every reservation here). One
  * committer (a pool of 2): the release runs before its next op. */
 static void test_lost_claim_release(void) {
-  cebt_proxy *px = cebt_proxy_start(g_pg.port);
-  CHECK(px != NULL);
-  if (!px) return;
   char uri[1024];
-  snprintf(uri, sizeof uri,
-           "postgresql://ceb:%s@127.0.0.1:%d/ceb?connect_timeout=10",
-           g_pg.password, cebt_proxy_port(px));
+  cebt_proxy *px = proxy_up(uri, sizeof uri);
+  if (!px) return;
   ceb_store_opts o = {.spec = uri,
                       .group_max = 512,
                       .queue_max = 4096,
