@@ -21,10 +21,10 @@ const ceb_config_spec ceb_spec_bridge[] = {
      "Never logged. Unset: the store value's own, PGPASSWORD or the libpq "
      "passfile (~/.pgpass)."},
     {"store.pool", CEB_CFG_INT, 0, "8", 2, 1000, NULL,
-     "PostgreSQL store: most connections this bridge opens (one is the "
-     "group committer's; the rest serve claims' reads, status, DLQ and "
-     "idempotency). Keep bridges x store.pool below the server's "
-     "max_connections."},
+     "PostgreSQL store: most connections this bridge opens (two are the "
+     "group committers', one with store.pool = 2; the rest serve claims' "
+     "reads, status, DLQ and idempotency). Keep bridges x store.pool "
+     "below the server's max_connections."},
     {"store.migrate", CEB_CFG_ENUM, 0, "on", 0, 0, "on|off",
      "PostgreSQL store: on brings the database's schema to this build's at "
      "start (under an advisory lock: bridges starting at once migrate "

@@ -25,7 +25,7 @@ typedef struct outcome_op {
   uint32_t attempt;
   char *reason, *error, *dead_json;
   char *response; /* ACK: the peer's body excerpt (CEB_SETTLE_BODY_MAX) */
-  char *key;      /* the order key, on a route with per-key metrics */
+  char *key;      /* the order key (NULL: unordered) */
   const char *dead_reason;
 } outcome_op;
 
@@ -172,10 +172,12 @@ void cebe_outcome(ceb_engine *e, dctx *c, const ceb_settle_info *info) {
   op->attempt = c->attempt;
   op->reason = info->reason ? strdup(info->reason) : NULL;
   op->error = info->detail ? strndup(info->detail, CEB_DL_ERROR_MAX) : NULL;
-  if (rt->km && c->order_key) op->key = strdup(c->order_key);
+  /* for the key metrics, and for the store: writes of one key apart */
+  if (c->order_key) op->key = strdup(c->order_key);
   op->r = (ceb_attempt_result){.seq = c->seq,
                                .route = rt->cfg.name,
                                .fence = c->fence,
+                               .order_key = op->key,
                                .now = now,
                                .status_code = info->status_code,
                                .reason = op->reason,

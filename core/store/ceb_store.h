@@ -339,7 +339,12 @@ int64_t ceb_store_next_due(ceb_store *st, const char *route, int64_t after);
 typedef struct ceb_attempt_result {
   int64_t seq;
   const char *route;
-  int64_t fence;   /* the claim's token (ceb_claim.fence) */
+  int64_t fence; /* the claim's token (ceb_claim.fence) */
+  /* the claim's order key (ceb_claim.order_key); NULL: unordered or not
+   * known. A scheduling hint only (the PostgreSQL engine keeps the writes
+   * of one key out of groups that run at once: pg_commit.c); the row's own
+   * key is what the settle acts on. */
+  const char *order_key;
   int state;       /* CEB_DS_DONE, CEB_DS_RETRYING, CEB_DS_DEAD, or
                       CEB_DS_PENDING for an attempt that did not happen */
   int64_t next_at; /* RETRYING, PENDING */

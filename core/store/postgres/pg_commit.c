@@ -38,6 +38,22 @@ static void deadline_in(struct timespec *ts, int64_t ms) {
 
 static int release_lost(cebpg_committer *w, PGconn *c);
 
+/* After w's group ended (committed, rolled back or lost): gives up the
+ * ingest turn if COMMIT did not get it first (failures, retries), and
+ * the group's keys, so that the ops left behind for them may go. */
+static void group_end(cebpg_committer *w) {
+  ceb_store_impl *s = w->s;
+  pthread_mutex_lock(&s->lock);
+  if (w->turn_held) {
+    w->turn_held = 0;
+    s->ingest_serving++;
+    pthread_cond_broadcast(&s->turn_cond);
+  }
+  w->ngkeys = 0;
+  pthread_cond_broadcast(&s->cond);
+  pthread_mutex_unlock(&s->lock);
+}
+
 /* Gives up the ingest turn if w holds it: the next ingest group may run.
  * Called from w's thread only; takes the store's lock. */
 static void turn_pass(cebpg_committer *w) {
@@ -199,11 +215,11 @@ enum {
  * locks are held until it ends, so a next group that shares a key waits
  * for this COMMIT and one that does not can take no seq below ours.
  * The server sends a pipeline's answers when it reaches the Sync (its
- * output is flushed there, or per 8 KiB), so in practice they all arrive
- * with COMMIT's and the turn passes as it commits; a flush request after
- * the ingest statement (PQsendFlushRequest) passed it about 1.5 ms
- * earlier without changing the rate (bench/store/RESULTS.md, session 14),
- * and is not made. */
+ * output is flushed there, or per 8 KiB), so a flush request before
+ * COMMIT (PQsendFlushRequest) brings them before COMMIT's WAL flush. On
+ * its own that gained nothing (session 14: the next group shared a key and
+ * waited for this COMMIT on its advisory lock); with groups that hold no
+ * key of a running group (take_group) the next group runs meanwhile. */
 static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
                         int *committed) {
   ceb_store_impl *s = w->s;
@@ -246,8 +262,15 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
   }
   if (sent_ok && nrounds) {
     /* until the transaction ends: the settle's plan must not scan delivery
-     * (pg_settle.c); what follows it (claims, forwards) reads by index */
-    sent_ok = PQsendQueryPrepared(c, "ceb_noseqscan", 0, NULL, NULL, NULL, 0);
+     * (pg_settle.c); what follows it (claims, forwards) reads by index.
+     * A group of outcomes and claims alone commits without waiting for
+     * its WAL flush (cebpg_sql_noseqscan_async says why) */
+    int others = ni > 0;
+    for (size_t i = 0; i < n; i++)
+      others |= ops[i]->kind == CEBPG_OP_FORWARDED;
+    sent_ok =
+        PQsendQueryPrepared(c, others ? "ceb_noseqscan" : "ceb_noseqscan_async",
+                            0, NULL, NULL, NULL, 0);
     slots[nslots++] = SLOT_PLAN;
   }
   for (size_t r = 0; sent_ok && r < nrounds; r++) {
@@ -270,6 +293,10 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
     sent_ok = k > 0;
     if (sent_ok) slots[nslots++] = (int)i;
   }
+  /* the answers so far now, not at the Sync: the turn passes on them,
+   * while COMMIT waits for its WAL flush */
+  if (sent_ok && w->turn_held && !w->turn_keep)
+    sent_ok = PQsendFlushRequest(c) == 1;
   if (sent_ok) {
     sent_ok = PQsendQueryParams(c, "COMMIT", 0, NULL, NULL, NULL, NULL, 0);
     slots[nslots++] = SLOT_COMMIT;
@@ -488,7 +515,7 @@ static size_t finish_group(ceb_store_impl *s, cebpg_op **ops, size_t n,
     }
     bounded += op->bounded;
     if (op->done) op->done(op->done_arg, op->status);
-    free(op);
+    cebpg_op_free(op);
   }
   return bounded;
 }
@@ -505,32 +532,39 @@ static int takeable(const ceb_store_impl *s) {
 }
 
 /* Moves up to group_max takeable ops (see takeable) from the queue into
- * group, in queue order; ingests left behind keep theirs. s->lock held. */
-static size_t take_group(ceb_store_impl *s, cebpg_op **group) {
+ * w's group, in queue order, and records their keys as w's (pg_opkeys.c).
+ * Left in the queue, in their order: ingests while the ingest turn is
+ * held, and ops with a key a running group holds, or one an op left
+ * behind has (a key's ops keep their order). s->lock held. */
+#define PASSED_MAX 64
+static size_t take_group(ceb_store_impl *s, cebpg_committer *w,
+                         cebpg_op **group) {
   int ingests_ok = s->ingest_next == s->ingest_serving;
-  size_t n = 0;
-  cebpg_op *keep = NULL, *keep_tail = NULL;
-  while (s->head && n < s->group_max) {
-    cebpg_op *op = s->head;
-    s->head = op->next;
-    op->next = NULL;
-    if (op->kind == CEBPG_OP_INGEST && !ingests_ok) {
-      if (keep_tail)
-        keep_tail->next = op;
-      else
-        keep = op;
-      keep_tail = op;
+  uint64_t passed[PASSED_MAX];
+  size_t npassed = 0, n = 0;
+  w->ngkeys = 0;
+  cebpg_op **link = &s->head, *last = NULL;
+  while (*link && n < s->group_max) {
+    cebpg_op *op = *link;
+    int leave = op->kind == CEBPG_OP_INGEST && !ingests_ok;
+    if (!leave && cebpg_keys_busy(s, w, op, passed, npassed)) {
+      if (npassed + op->nkeys > PASSED_MAX) break; /* the next group */
+      memcpy(passed + npassed, op->keys, op->nkeys * sizeof *op->keys);
+      npassed += op->nkeys;
+      leave = 1;
+    }
+    if (!leave && cebpg_group_keys_add(w, op) != 0) break;
+    if (leave) {
+      last = op;
+      link = &op->next;
       continue;
     }
+    *link = op->next; /* taken */
+    op->next = NULL;
     group[n++] = op;
   }
-  /* what was not looked at still ends at s->tail; the ingests left
-   * behind go back in front of it */
-  if (!s->head) s->tail = keep_tail;
-  if (keep) {
-    keep_tail->next = s->head;
-    s->head = keep;
-  }
+  if (!*link) s->tail = last; /* walked to the end: the last one left */
+  cebpg_group_keys_seal(w);
   return n;
 }
 
@@ -575,8 +609,13 @@ static void *committer_main(void *arg) {
         have++;
       if (have < s->group_max) pthread_cond_timedwait(&s->cond, &s->lock, &ts);
     }
-    size_t n = group ? take_group(s, group) : 0;
-    if (group && n == 0) continue; /* taken meanwhile (group_wait) */
+    size_t n = group ? take_group(s, w, group) : 0;
+    if (group && n == 0) {
+      /* taken meanwhile (group_wait), or every op has a running group's
+       * key: that group's end wakes us (group_end) */
+      pthread_cond_wait(&s->cond, &s->lock);
+      continue;
+    }
     int ingests = 0;
     for (size_t i = 0; i < n; i++)
       ingests |= group[i]->kind == CEBPG_OP_INGEST;
@@ -592,7 +631,7 @@ static void *committer_main(void *arg) {
       break;
     }
     run_group(w, group, n);
-    turn_pass(w); /* if COMMIT did not get it first (failures, retries) */
+    group_end(w);
     size_t nheld = 0;
     size_t bounded = finish_group(s, group, n, held, &nheld);
     pthread_mutex_lock(&s->lock);
@@ -604,7 +643,7 @@ static void *committer_main(void *arg) {
       pthread_mutex_unlock(&s->lock);
       for (size_t i = 0; i < nheld; i++) {
         if (held[i]->done) held[i]->done(held[i]->done_arg, CEB_EIO);
-        free(held[i]);
+        cebpg_op_free(held[i]);
       }
       pthread_mutex_lock(&s->lock);
     } else if (nheld) {
@@ -626,7 +665,7 @@ static void *committer_main(void *arg) {
     s->queued_bounded -= (size_t)op->bounded;
     pthread_mutex_unlock(&s->lock);
     if (op->done) op->done(op->done_arg, CEB_ENOMEM);
-    free(op);
+    cebpg_op_free(op);
     pthread_mutex_lock(&s->lock);
   }
   s->tail = NULL;
@@ -666,6 +705,9 @@ void cebpg_committer_stop(ceb_store_impl *s) {
       w->lost = l->next;
       free(l);
     }
+    free(w->gkeys);
+    w->gkeys = NULL;
+    w->ngkeys = w->capgkeys = 0;
     if (w->conn) {
       cebpg_pool_put(s->pool, w->conn);
       w->conn = NULL;
@@ -675,6 +717,7 @@ void cebpg_committer_stop(ceb_store_impl *s) {
 }
 
 int cebpg_submit(ceb_store_impl *s, cebpg_op *op) {
+  cebpg_op_keys(op);
   pthread_mutex_lock(&s->lock);
   int rc = CEB_OK;
   if (s->stopping)
@@ -692,6 +735,11 @@ int cebpg_submit(ceb_store_impl *s, cebpg_op *op) {
     pthread_cond_signal(&s->cond);
   }
   pthread_mutex_unlock(&s->lock);
+  if (rc != CEB_OK && op->keys != op->kbuf) { /* the caller frees op */
+    free(op->keys);
+    op->keys = op->kbuf;
+    op->nkeys = 0;
+  }
   return rc;
 }
 

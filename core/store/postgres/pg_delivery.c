@@ -57,7 +57,8 @@ int cebpg_prepare_all(ceb_store_impl *s, PGconn *c) {
                {"ceb_settle", cebpg_sql_settle},
                {"ceb_forwarded", SQL_FORWARDED},
                {"ceb_keylock", cebpg_sql_keylock},
-               {"ceb_noseqscan", cebpg_sql_noseqscan}};
+               {"ceb_noseqscan", cebpg_sql_noseqscan},
+               {"ceb_noseqscan_async", cebpg_sql_noseqscan_async}};
   for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
     PGresult *r = PQprepare(c, stmts[i].name, stmts[i].sql, 0, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {

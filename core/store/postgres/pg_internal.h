@@ -50,7 +50,17 @@ typedef struct cebpg_op {
   ceb_ingest_claim *claims;
   unsigned char *claim_ok;
   size_t nclaims, capclaims;
+  /* the (route, order key)s it writes, hashed (cebpg_submit): a group is
+   * made of ops none of whose keys a running group holds (pg_commit.c) */
+  uint64_t *keys; /* kbuf or allocated */
+  size_t nkeys;
+  uint64_t kbuf[2];
 } cebpg_op;
+/* pg_opkeys.c. cebpg_op_keys: sets op->keys from op->arg (cebpg_submit,
+ * before the op is queued; on out of memory it has none). cebpg_op_free:
+ * frees op and its keys, not its arg (the caller's). */
+void cebpg_op_keys(cebpg_op *op);
+void cebpg_op_free(cebpg_op *op);
 
 /* The in-flight idempotency reservations this process holds (hash of
  * client NUL key); a reservation row of this instance not held here is
@@ -105,6 +115,10 @@ typedef struct cebpg_committer {
   /* the turn was given up before COMMIT's answer (pg_commit.c) */
   int turn_early;
   int turn_keep; /* running a failed group's ops again: no early pass */
+  /* the keys (cebpg_op.keys) of its running group, sorted; under the
+   * store's lock; empty while it runs none */
+  uint64_t *gkeys;
+  size_t ngkeys, capgkeys;
 } cebpg_committer;
 
 struct ceb_store_impl {
@@ -152,6 +166,16 @@ struct ceb_store_impl {
  * (several bridges may start at once). migrate 0: only checks, and refuses
  * an older schema with the command to run. A newer schema than this
  * build's is refused. CEB_OK or < 0 with err. */
+/* pg_opkeys.c, under s->lock (take_group). cebpg_keys_busy: whether one
+ * of op's keys is in passed[0..npassed) (ops left in the queue before it)
+ * or in another committer's running group. cebpg_group_keys_add: adds
+ * op's keys to w's group (-1: out of memory, nothing added);
+ * cebpg_group_keys_seal sorts them once the group is made. */
+int cebpg_keys_busy(const ceb_store_impl *s, const cebpg_committer *w,
+                    const cebpg_op *op, const uint64_t *passed, size_t npassed);
+int cebpg_group_keys_add(cebpg_committer *w, const cebpg_op *op);
+void cebpg_group_keys_seal(cebpg_committer *w);
+
 int cebpg_migrate(cebpg_pool *pool, int migrate, char *err, size_t errlen);
 /* The schema version of the database (0: none yet), or < 0. */
 int cebpg_schema_version(cebpg_pool *pool, char *err, size_t errlen);
@@ -197,6 +221,7 @@ size_t cebpg_settle_rounds(cebpg_op **set, size_t n, size_t *start);
 /* pg_settle.c: sent before the group's settles, in its transaction, so
  * that their plans read delivery by index (why there); no parameters. */
 extern const char cebpg_sql_noseqscan[];
+extern const char cebpg_sql_noseqscan_async[];
 /* Sends one statement for the settles of one round (all in one); returns 1
  * sent, 0 for none, < 0 failed. */
 int cebpg_settle_send(PGconn *c, cebpg_op **ops, size_t n);
