@@ -24,12 +24,15 @@
 # SQLite WAL and database; on PostgreSQL its own logs only).
 # PGSTATS=N in the environment: PostgreSQL loads pg_stat_statements and each
 # PostgreSQL run prints its N statements of most execution time (calls,
-# rows, total and mean ms, WAL bytes): where PostgreSQL's CPU and WAL per
-# event go; and per table the rows inserted, updated (of which HOT: no new
-# index entries) and deleted, and its sequential scans and the rows they read.
+# rows, total and mean ms, WAL bytes, full-page images, plans and planning
+# ms): where PostgreSQL's CPU and WAL per event go; and per table the
+# rows inserted, updated (of which HOT: no new index entries) and deleted,
+# and its sequential scans and the rows they read.
 # PGCONF="name=value ..." in the environment: further server settings
 # (-c name=value each), e.g. the operator guide's sizing settings; the
 # script prints the settings it ran with. fsync and synchronous_commit stay on.
+# BRIDGECONF="key = value" in the environment: a further [bridge] line for
+# every bridge (e.g. "store.pool = 3").
 set -eu
 DUR=15
 CONNS=64
@@ -113,7 +116,8 @@ start_pg() {
     -c logging_collector=off -c log_min_messages=warning \
     $(for kv in ${PGCONF:-}; do printf -- '-c %s ' "$kv"; done) \
     ${PGSTATS:+-c shared_preload_libraries=pg_stat_statements \
-      -c pg_stat_statements.track=all} \
+      -c pg_stat_statements.track=all \
+      -c pg_stat_statements.track_planning=on} \
     > "$WORK/pg/postgres.log" 2>&1 &
   PGJOB=$!
   w=0
@@ -168,6 +172,7 @@ plugin_dir = $B/lib/cebridge/plugins:$B/tests/plugins-dir
 log.format = text
 log.level = warn
 profile = warn
+${BRIDGECONF:-}
 
 [source intermediary]
 plugin = http
@@ -256,7 +261,8 @@ INI
   if [ -n "$DB" ] && [ -n "${PGSTATS:-}" ]; then
     psql_q "$DB" "SELECT calls, rows, round(total_exec_time::numeric, 0)
       AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
-      wal_bytes AS wal_b, wal_fpi,
+      wal_bytes AS wal_b, wal_fpi, plans,
+      round(total_plan_time::numeric, 0) AS plan_ms,
       left(regexp_replace(query, '\s+', ' ', 'g'), 90)
       FROM pg_stat_statements ORDER BY total_exec_time DESC
       LIMIT $PGSTATS" | sed 's/^/    /'
