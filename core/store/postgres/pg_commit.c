@@ -263,11 +263,9 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
   if (sent_ok && nrounds) {
     /* until the transaction ends: the settle's plan must not scan delivery
      * (pg_settle.c); what follows it (claims, forwards) reads by index.
-     * A group of outcomes and claims alone commits without waiting for
-     * its WAL flush (cebpg_sql_noseqscan_async says why) */
-    int others = ni > 0;
-    for (size_t i = 0; i < n; i++)
-      others |= ops[i]->kind == CEBPG_OP_FORWARDED;
+     * A group of outcomes alone commits without waiting for its WAL
+     * flush (cebpg_sql_noseqscan_async says why) */
+    int others = ns < n;
     sent_ok =
         PQsendQueryPrepared(c, others ? "ceb_noseqscan" : "ceb_noseqscan_async",
                             0, NULL, NULL, NULL, 0);

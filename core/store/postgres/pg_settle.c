@@ -135,15 +135,19 @@ const char cebpg_sql_settle[] =
 const char cebpg_sql_noseqscan[] =
     "SELECT set_config('enable_seqscan', 'off', true)";
 
-/* The same for a group of outcomes (and claims) alone, whose COMMIT then
- * returns before its WAL is flushed: as in the SQLite engine, an outcome
- * or a claim is done once committed, not once durable, since losing one
- * (a crash of the server in the next moments) means a delivery again, at
- * least once, never a lost event. Every later synchronous COMMIT (the next
- * ingest's) flushes the WAL up to itself, these records included, and the
- * WAL writer flushes them within wal_writer_delay. Such a group thus ends
- * without waiting for a flush (about 1 ms here), and so do the key locks
- * it holds (bench/store/RESULTS.md, session 15). */
+/* The same for a group of outcomes alone, whose COMMIT then returns
+ * before its WAL is flushed: as in the SQLite engine, an outcome is done
+ * once committed, not once durable, since losing one (a crash of the
+ * server in the next moments) leaves its row in progress under the
+ * claim's lease, delivered again when the lease ends (at least once, in
+ * its key's order), never a lost event. Every later synchronous COMMIT
+ * (the next ingest's) flushes the WAL up to itself, these records
+ * included, and the WAL writer flushes them within wal_writer_delay. Such
+ * a group thus ends without waiting for a flush (about 1 ms here), and so
+ * do the key locks it holds (bench/store/RESULTS.md, session 15). Not a
+ * claim: a claim lost that way would let another bridge claim the row
+ * again with the same claim count in its fence, and only the tokens
+ * (counted per process) would then tell the two claims apart. */
 const char cebpg_sql_noseqscan_async[] =
     "SELECT set_config('enable_seqscan', 'off', true),"
     " set_config('synchronous_commit', 'off', true)";
