@@ -274,15 +274,19 @@ void ceb_engine_added(ceb_engine *e, size_t route, int64_t n) {
 static int claimable_locked(ceb_engine *e, eng_route *rt, int64_t now,
                             uint64_t iter) {
   if (rt->open > (int64_t)rt->inflight) return 1;
-  /* A read younger than DUE_READ_MS that said "later" stands: the worker
-   * passes at every ingest and outcome (hundreds a second under load),
-   * and on PostgreSQL each read is a round trip and an index walk (1 600
-   * in 10 s of the bench, 4 % of the server's time: bench/store/
-   * RESULTS.md, session 15). A wake-up from another writer drops it
-   * (engine_woken); without one, its rows wait DUE_READ_MS at most. */
-  int64_t age = now - rt->due_read_at;
+  /* A read younger than DUE_READ_MS (monotonic: the engine's clock may be
+   * a test's) that said "later" stands: the worker passes at every ingest
+   * and outcome (hundreds a second under load), and on PostgreSQL each
+   * read is a round trip and an index walk (1 600 in 10 s of the bench,
+   * 4 % of the server's time: bench/store/RESULTS.md, session 15). A
+   * wake-up from another writer drops it (engine_woken); without one, its
+   * rows wait DUE_READ_MS at most: the worker sleeps no longer than that
+   * on a kept read (due_kept, cebe_worker_main's sleep). */
+  int64_t mono = cebe_mono_ms();
+  int64_t age = mono - rt->due_read_mono;
   if (rt->due_read && age >= 0 && age < DUE_READ_MS && rt->due_at > now) {
     rt->due_iter = iter;
+    rt->due_kept = 1;
     return 0;
   }
   pthread_mutex_unlock(&e->lock);
@@ -290,9 +294,10 @@ static int claimable_locked(ceb_engine *e, eng_route *rt, int64_t now,
   pthread_mutex_lock(&e->lock);
   rt->due_read = due > now;
   if (due <= now) return 1;
-  rt->due_read_at = now;
+  rt->due_read_mono = mono;
   rt->due_at = due;
   rt->due_iter = iter;
+  rt->due_kept = 0;
   return 0;
 }
 
@@ -551,6 +556,8 @@ void *cebe_worker_main(void *arg) {
         pthread_mutex_unlock(&e->lock);
         due = ceb_store_next_due(e->store, e->routes[r].cfg.name, now);
         pthread_mutex_lock(&e->lock);
+      } else if (e->routes[r].due_kept && due > now + DUE_READ_MS) {
+        due = now + DUE_READ_MS; /* read again then (claimable_locked) */
       }
       if (due < next) next = due;
     }

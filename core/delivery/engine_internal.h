@@ -128,8 +128,9 @@ typedef struct eng_route {
                         open went below 0) */
   int64_t due_at;    /* the store's earliest due time, read by the worker */
   uint64_t due_iter; /* in this pass of its loop (engine_core.c) */
-  int due_read;      /* due_at was read at due_read_at (ms) */
-  int64_t due_read_at;
+  int due_read;      /* due_at was read at due_read_mono (cebe_mono_ms) */
+  int64_t due_read_mono;
+  int due_kept; /* this pass used that read again (claimable_locked) */
   unsigned worker;
   char labels[160];     /* route="..." */
   ceb_rate_window rate; /* recent outcomes (admin API), under e->lock */

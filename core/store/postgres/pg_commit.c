@@ -263,9 +263,12 @@ static int run_pipeline(cebpg_committer *w, PGconn *c, cebpg_op **ops, size_t n,
   if (sent_ok && nrounds) {
     /* until the transaction ends: the settle's plan must not scan delivery
      * (pg_settle.c); what follows it (claims, forwards) reads by index.
-     * A group of outcomes alone commits without waiting for its WAL
-     * flush (cebpg_sql_noseqscan_async says why) */
+     * A group of outcomes alone, none of them a dead letter, commits
+     * without waiting for its WAL flush (cebpg_sql_noseqscan_async says
+     * why) */
     int others = ns < n;
+    for (size_t i = 0; i < ns; i++)
+      others |= ((ceb_attempt_result *)set[i]->arg)->state == CEB_DS_DEAD;
     sent_ok =
         PQsendQueryPrepared(c, others ? "ceb_noseqscan" : "ceb_noseqscan_async",
                             0, NULL, NULL, NULL, 0);
@@ -610,8 +613,11 @@ static void *committer_main(void *arg) {
     size_t n = group ? take_group(s, w, group) : 0;
     if (group && n == 0) {
       /* taken meanwhile (group_wait), or every op has a running group's
-       * key: that group's end wakes us (group_end) */
-      pthread_cond_wait(&s->cond, &s->lock);
+       * key: that group's end wakes us (group_end); timed, for the first
+       * op's keys that found no memory (take_group) */
+      struct timespec ts;
+      deadline_in(&ts, PROBE_TICK_MS);
+      pthread_cond_timedwait(&s->cond, &s->lock, &ts);
       continue;
     }
     int ingests = 0;
@@ -703,19 +709,24 @@ void cebpg_committer_stop(ceb_store_impl *s) {
       w->lost = l->next;
       free(l);
     }
-    free(w->gkeys);
-    w->gkeys = NULL;
-    w->ngkeys = w->capgkeys = 0;
     if (w->conn) {
       cebpg_pool_put(s->pool, w->conn);
       w->conn = NULL;
     }
   }
+  /* once every committer stopped: each reads the others' keys */
+  for (size_t i = 0; i < s->ncommitters; i++) {
+    cebpg_committer *w = &s->committers[i];
+    free(w->gkeys);
+    w->gkeys = NULL;
+    w->ngkeys = w->capgkeys = 0;
+  }
   s->ncommitters = 0;
 }
 
 int cebpg_submit(ceb_store_impl *s, cebpg_op *op) {
-  cebpg_op_keys(op);
+  /* without its keys an op could pass one of them left in the queue */
+  if (cebpg_op_keys(op) != CEB_OK) return CEB_ENOMEM;
   pthread_mutex_lock(&s->lock);
   int rc = CEB_OK;
   if (s->stopping)

@@ -57,9 +57,9 @@ typedef struct cebpg_op {
   uint64_t kbuf[2];
 } cebpg_op;
 /* pg_opkeys.c. cebpg_op_keys: sets op->keys from op->arg (cebpg_submit,
- * before the op is queued; on out of memory it has none). cebpg_op_free:
- * frees op and its keys, not its arg (the caller's). */
-void cebpg_op_keys(cebpg_op *op);
+ * before the op is queued); CEB_ENOMEM: none set. cebpg_op_free: frees op
+ * and its keys, not its arg (the caller's). */
+int cebpg_op_keys(cebpg_op *op);
 void cebpg_op_free(cebpg_op *op);
 
 /* The in-flight idempotency reservations this process holds (hash of

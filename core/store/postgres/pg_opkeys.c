@@ -5,10 +5,14 @@
  * one waits for the earlier one's COMMIT. Keeping them apart here makes
  * that wait a queue wait in the bridge instead, and lets the other keys'
  * ops run meanwhile. Only scheduling: the advisory locks still decide
- * (another instance, a replay), so a collision or a key not known (an
- * op without keys) costs a wait, never a wrong head. */
+ * the heads (another instance, a replay), so a collision costs a wait,
+ * never a wrong head; but an ingest's keys also keep its key's ingests
+ * in queue order (take_group), so an op whose keys find no memory is
+ * refused (cebpg_submit). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <ceb/status.h>
 
 #include "store/postgres/pg_internal.h"
 
@@ -28,15 +32,15 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-void cebpg_op_keys(cebpg_op *op) {
+int cebpg_op_keys(cebpg_op *op) {
   op->keys = op->kbuf;
   op->nkeys = 0;
   if (op->kind == CEBPG_OP_SETTLE) {
     const ceb_attempt_result *r = op->arg;
     if (r->order_key) op->kbuf[op->nkeys++] = key_hash(r->route, r->order_key);
-    return;
+    return CEB_OK;
   }
-  if (op->kind != CEBPG_OP_INGEST) return;
+  if (op->kind != CEBPG_OP_INGEST) return CEB_OK;
   const ceb_ingest_batch *b = op->arg;
   size_t n = 0;
   for (size_t i = 0; i < b->count; i++)
@@ -44,9 +48,9 @@ void cebpg_op_keys(cebpg_op *op) {
       n += b->events[i].routes[r].order_key != NULL;
   if (n > sizeof op->kbuf / sizeof op->kbuf[0]) {
     op->keys = malloc(n * sizeof *op->keys);
-    if (!op->keys) { /* scheduled as keyless: the locks still decide */
+    if (!op->keys) {
       op->keys = op->kbuf;
-      return;
+      return CEB_ENOMEM;
     }
   }
   for (size_t i = 0; i < b->count; i++)
@@ -55,6 +59,7 @@ void cebpg_op_keys(cebpg_op *op) {
       if (rt->order_key)
         op->keys[op->nkeys++] = key_hash(rt->route, rt->order_key);
     }
+  return CEB_OK;
 }
 
 void cebpg_op_free(cebpg_op *op) {

@@ -135,7 +135,9 @@ const char cebpg_sql_settle[] =
 const char cebpg_sql_noseqscan[] =
     "SELECT set_config('enable_seqscan', 'off', true)";
 
-/* The same for a group of outcomes alone, whose COMMIT then returns
+/* The same for a group of outcomes alone, none a dead letter (its DLQ id
+ * comes from a sequence, and is forwarded at once: a crash could hand the
+ * same id out again to another letter), whose COMMIT then returns
  * before its WAL is flushed: as in the SQLite engine, an outcome is done
  * once committed, not once durable, since losing one (a crash of the
  * server in the next moments) leaves its row in progress under the

@@ -17,7 +17,7 @@ static cebpg_op *settle_op(ceb_attempt_result *r, const char *route,
   cebpg_op *op = calloc(1, sizeof *op);
   op->kind = CEBPG_OP_SETTLE;
   op->arg = r;
-  cebpg_op_keys(op);
+  CHECK_INT(cebpg_op_keys(op), CEB_OK);
   return op;
 }
 
@@ -35,7 +35,7 @@ int main(void) {
   cebpg_op *ing = calloc(1, sizeof *ing);
   ing->kind = CEBPG_OP_INGEST;
   ing->arg = &b;
-  cebpg_op_keys(ing);
+  CHECK_INT(cebpg_op_keys(ing), CEB_OK);
   CHECK_INT((int)ing->nkeys, 3);
 
   ceb_attempt_result r1, r2, r3, r4, r5, r6;
