@@ -38,32 +38,34 @@ static void deadline_in(struct timespec *ts, int64_t ms) {
 
 static int release_lost(cebpg_committer *w, PGconn *c);
 
+/* Gives up the ingest turn w holds: the next ingest group may run, and
+ * queued ingests are takeable. s->lock held. */
+static void turn_pass_locked(cebpg_committer *w) {
+  ceb_store_impl *s = w->s;
+  w->turn_held = 0;
+  s->ingest_serving++;
+  pthread_cond_broadcast(&s->turn_cond);
+  pthread_cond_broadcast(&s->cond);
+}
+
+/* Gives up the ingest turn if w holds it. Called from w's thread only;
+ * takes the store's lock. */
+static void turn_pass(cebpg_committer *w) {
+  if (!w->turn_held) return;
+  pthread_mutex_lock(&w->s->lock);
+  turn_pass_locked(w);
+  pthread_mutex_unlock(&w->s->lock);
+}
+
 /* After w's group ended (committed, rolled back or lost): gives up the
  * ingest turn if COMMIT did not get it first (failures, retries), and
  * the group's keys, so that the ops left behind for them may go. */
 static void group_end(cebpg_committer *w) {
   ceb_store_impl *s = w->s;
   pthread_mutex_lock(&s->lock);
-  if (w->turn_held) {
-    w->turn_held = 0;
-    s->ingest_serving++;
-    pthread_cond_broadcast(&s->turn_cond);
-  }
+  if (w->turn_held) turn_pass_locked(w);
   w->ngkeys = 0;
   pthread_cond_broadcast(&s->cond);
-  pthread_mutex_unlock(&s->lock);
-}
-
-/* Gives up the ingest turn if w holds it: the next ingest group may run.
- * Called from w's thread only; takes the store's lock. */
-static void turn_pass(cebpg_committer *w) {
-  if (!w->turn_held) return;
-  ceb_store_impl *s = w->s;
-  w->turn_held = 0;
-  pthread_mutex_lock(&s->lock);
-  s->ingest_serving++;
-  pthread_cond_broadcast(&s->turn_cond);
-  pthread_cond_broadcast(&s->cond); /* queued ingests are takeable now */
   pthread_mutex_unlock(&s->lock);
 }
 
